@@ -1,0 +1,370 @@
+"""Decode one physical page into a typed record: type, compression, checksum verdict, index stats.
+
+Follows the check order of FORMATS.md §10 step 2: empty page; MariaDB full_crc32 (compressed
+marker or plain); MariaDB classic page_compressed (34354/37401); MySQL transparent compression
+(14) and encryption (15–17); ROW_FORMAT=COMPRESSED zip pages; plain pages. Compressed images
+are decompressed and the resulting page's own checksum is verified, as innochecksum does.
+"""
+
+from __future__ import annotations
+
+import zlib
+from dataclasses import dataclass
+
+from parsers import checksum
+from parsers.checksum import ChecksumAlgo
+from parsers.codecs import CodecError, decompress
+from parsers.constants import (
+    FIL_PAGE_COMPRESS_FCRC32_MARKER,
+    FIL_PAGE_COMPRESSED,
+    FIL_PAGE_COMPRESSED_AND_ENCRYPTED,
+    FIL_PAGE_DATA,
+    FIL_PAGE_ENCRYPTED,
+    FIL_PAGE_ENCRYPTED_RTREE,
+    FIL_PAGE_PAGE_COMPRESSED,
+    FIL_PAGE_PAGE_COMPRESSED_ENCRYPTED,
+    FIL_PAGE_RTREE,
+    FIL_PAGE_TYPE_ALLOCATED,
+    MARIADB_ALGORITHMS,
+    MYSQL_ALGORITHMS,
+    Algorithm,
+    Vendor,
+    index_types,
+    page_type_name,
+)
+from parsers.space import SpaceFormat
+from parsers.structs import (
+    FIL_HEADER_FAST,
+    INDEX_HEADER_FAST,
+    MARIADB_CLASSIC_PAYLOAD,
+    MARIADB_FCRC32_PAYLOAD,
+    MYSQL_META_FAST,
+    PAGE_DATA,
+    IndexHeaderTuple,
+)
+
+PAGE_NEW_SUPREMUM_END = 120
+PAGE_OLD_SUPREMUM_END = 125
+_ZERO_CACHE: dict[int, bytes] = {}
+
+#: Real-type name of a page whose body cannot be read without the key (§2.2, §3).
+ENCRYPTED_NAME = "ENCRYPTED"
+DOUBLEWRITE_NAME = "DOUBLEWRITE"
+
+
+@dataclass(frozen=True, slots=True)
+class IndexStats:
+    """INDEX/SDI/RTREE page header summary (§5.1, §5.3)."""
+
+    index_id: int
+    level: int
+    n_recs: int
+    compact: bool
+    heap_top: int
+    garbage: int
+    data_size: int
+    fill: float  # data_size / free_space_of_empty, 0..1
+
+
+@dataclass(frozen=True, slots=True)
+class PageInfo:
+    """Everything ibdtool knows about one page."""
+
+    page_no: int  # position in the file
+    stored_page_no: int  # FIL_PAGE_OFFSET as written
+    stored_type: int  # FIL_PAGE_TYPE as written (14, 34354, 0x80xx …)
+    real_type: int  # type after decompression (-1: unknown, e.g. encrypted)
+    type_name: str  # InnoDB's name of the real type
+    compression: Algorithm  # page compression of the stored image
+    compressed_size: int | None  # payload bytes of the compressed stream
+    stored_size: int | None  # bytes of the stored image that matter (header+payload[+crc])
+    checksum_valid: bool | None  # None: cannot be verified (encrypted)
+    checksum_algo: ChecksumAlgo
+    lsn: int
+    space_id: int
+    prev: int
+    next: int
+    empty: bool = False  # all-zero page
+    encrypted: bool = False
+    torn: bool = False  # LSN copy in the trailer differs from the header
+    index: IndexStats | None = None
+    #: zip pages: length of the zlib stream at 94 (§7.2)
+    zip_stream: int | None = None
+    problem: str | None = None
+
+    @property
+    def is_compressed(self) -> bool:
+        return self.compression is not Algorithm.NONE
+
+
+def _zero_page(size: int) -> bytes:
+    z = _ZERO_CACHE.get(size)
+    if z is None:
+        z = _ZERO_CACHE[size] = bytes(size)
+    return z
+
+
+def index_stats(page: bytes | memoryview, logical_size: int) -> IndexStats:
+    """Index page header fields and fill (§5.1, §5.3)."""
+    h: IndexHeaderTuple = IndexHeaderTuple._make(INDEX_HEADER_FAST.unpack_from(page, 38))
+    compact = bool(h.n_heap & 0x8000)
+    if compact:
+        data_size = h.heap_top - PAGE_NEW_SUPREMUM_END - h.garbage
+        empty_free = logical_size - PAGE_NEW_SUPREMUM_END - 8 - 4
+    else:
+        data_size = h.heap_top - PAGE_OLD_SUPREMUM_END - h.garbage
+        empty_free = logical_size - PAGE_OLD_SUPREMUM_END - 12
+    data_size = max(0, data_size)
+    fill = min(1.0, data_size / empty_free) if empty_free > 0 else 0.0
+    return IndexStats(
+        index_id=h.index_id,
+        level=h.level,
+        n_recs=h.n_recs,
+        compact=compact,
+        heap_top=h.heap_top,
+        garbage=h.garbage,
+        data_size=data_size,
+        fill=fill,
+    )
+
+
+def zip_stream_length(page: bytes | memoryview, physical_size: int) -> int | None:
+    """Length Z of the zlib stream at PAGE_DATA of a zip index page (§7.2), None if broken."""
+    d = zlib.decompressobj()
+    body = bytes(memoryview(page)[PAGE_DATA:physical_size])
+    try:
+        d.decompress(body)
+    except zlib.error:
+        return None
+    if not d.eof:
+        return None
+    return len(body) - len(d.unused_data)
+
+
+def _type_of(page: bytes | memoryview) -> int:
+    return int.from_bytes(page[24:26], "big")
+
+
+def decode_page(
+    buf: bytes | memoryview,
+    page_no: int,
+    fmt: SpaceFormat,
+    *,
+    keep_page: list[bytes] | None = None,
+) -> PageInfo:
+    """Decode the physical page ``buf`` (exactly ``fmt.physical_size`` bytes) at ``page_no``.
+
+    ``keep_page``, when given, receives the decompressed logical page (for hex views).
+    """
+    physical = fmt.physical_size
+    logical = fmt.logical_size
+    mv = memoryview(buf)
+    if len(mv) != physical:
+        raise ValueError(f"page {page_no}: {len(mv)} bytes, expected {physical}")
+    if mv == _zero_page(physical):
+        if keep_page is not None:
+            keep_page.append(bytes(physical))
+        return PageInfo(
+            page_no=page_no,
+            stored_page_no=0,
+            stored_type=0,
+            real_type=FIL_PAGE_TYPE_ALLOCATED,
+            type_name="ALLOCATED",
+            compression=Algorithm.NONE,
+            compressed_size=None,
+            stored_size=None,
+            checksum_valid=True,
+            checksum_algo=ChecksumAlgo.EMPTY,
+            lsn=0,
+            space_id=0,
+            prev=0,
+            next=0,
+            empty=True,
+        )
+    fil = FIL_HEADER_FAST.unpack_from(mv, 0)
+    chk, stored_no, prev, nxt, lsn, stored_type, flush_lsn, space_id = fil
+    vendor = fmt.vendor
+    compression = Algorithm.NONE
+    compressed_size: int | None = None
+    stored_size: int | None = None
+    encrypted = False
+    torn = False
+    problem: str | None = None
+    zip_stream: int | None = None
+    page: bytes | memoryview = mv  # the logical page once decoded
+    real_type = stored_type
+    valid: bool | None
+    algo: ChecksumAlgo
+
+    if fmt.full_crc32:
+        # §3.2 / §6.6: key version at 0, CRC-32C at the end of the (compressed) image
+        if stored_type & FIL_PAGE_COMPRESS_FCRC32_MARKER:
+            size = (stored_type & 0x7FFF) << 8
+            compression = fmt.fcrc32_algorithm or Algorithm.NONE
+            stored_size = size
+            if not MARIADB_FCRC32_PAYLOAD + 4 < size < physical:
+                valid, algo = False, ChecksumAlgo.INVALID
+                problem = f"compressed size {size} out of range"
+                real_type = -1
+            else:
+                valid, algo, _ = checksum.verify_full_crc32(mv, size, check_lsn=False)
+                if chk != 0:
+                    encrypted = True
+                    real_type = -1
+                elif compression is Algorithm.NONE:
+                    problem = "page_compressed marker in a tablespace without an algorithm"
+                    real_type = -1
+                else:
+                    end = size
+                    if compression in (Algorithm.LZ4, Algorithm.LZO, Algorithm.SNAPPY):
+                        lsb = mv[size - 5]
+                        if lsb:
+                            end += lsb - 256
+                        end -= 5
+                    payload = mv[MARIADB_FCRC32_PAYLOAD:end]
+                    try:
+                        page, compressed_size = _inflate(compression, payload, logical)
+                        real_type = _type_of(page)
+                    except CodecError as exc:
+                        problem = f"cannot decompress {compression.value} page: {exc}"
+                        real_type = -1
+        else:
+            if chk != 0:
+                encrypted = True
+                valid, algo, _ = checksum.verify_full_crc32(mv, physical, check_lsn=False)
+            else:
+                valid, algo, torn = checksum.verify_full_crc32(mv, physical, check_lsn=True)
+    elif stored_type == FIL_PAGE_PAGE_COMPRESSED and vendor is not Vendor.MYSQL:
+        # §3.1: no checksum on the image; decompress, then verify the page inside
+        algo_id = flush_lsn
+        comp_len = int.from_bytes(mv[38:40], "big")
+        compression = MARIADB_ALGORITHMS.get(algo_id, Algorithm.NONE)
+        compressed_size = comp_len
+        stored_size = MARIADB_CLASSIC_PAYLOAD + comp_len
+        if algo_id not in MARIADB_ALGORITHMS or algo_id == 0:
+            valid, algo, real_type = False, ChecksumAlgo.INVALID, -1
+            problem = f"unknown page_compressed algorithm id {algo_id}"
+        elif stored_size > physical:
+            valid, algo, real_type = False, ChecksumAlgo.INVALID, -1
+            problem = f"compressed length {comp_len} exceeds the page"
+        else:
+            try:
+                payload = mv[MARIADB_CLASSIC_PAYLOAD:stored_size]
+                page, _ = _inflate(compression, payload, logical)
+                real_type = _type_of(page)
+                valid, algo, torn = checksum.verify_page(page, logical)
+            except CodecError as exc:
+                valid, algo, real_type = False, ChecksumAlgo.INVALID, -1
+                problem = f"cannot decompress {compression.value} page: {exc}"
+    elif stored_type == FIL_PAGE_PAGE_COMPRESSED_ENCRYPTED and vendor is not Vendor.MYSQL:
+        encrypted = True
+        compressed_size = int.from_bytes(mv[38:40], "big")
+        compression = MARIADB_ALGORITHMS.get(int.from_bytes(mv[40:42], "big"), Algorithm.NONE)
+        stored_size = 42 + compressed_size
+        valid, algo, real_type = None, ChecksumAlgo.ENCRYPTED, -1
+    elif stored_type == FIL_PAGE_COMPRESSED and not fmt.zip:
+        # §2.1 MySQL transparent page compression: metadata in the FLUSH_LSN field
+        version, algo_id, orig_type, orig_size, comp_len = MYSQL_META_FAST.unpack_from(mv, 26)
+        compression = MYSQL_ALGORITHMS.get(algo_id, Algorithm.NONE)
+        compressed_size = comp_len
+        stored_size = FIL_PAGE_DATA + comp_len
+        if version not in (1, 2):
+            valid, algo, real_type = False, ChecksumAlgo.INVALID, -1
+            problem = f"compression metadata version {version} is not 1 or 2"
+        elif algo_id not in (1, 2):
+            valid, algo, real_type = False, ChecksumAlgo.INVALID, -1
+            problem = f"unknown MySQL compression algorithm {algo_id}"
+        elif orig_size != logical - FIL_PAGE_DATA or stored_size > physical:
+            valid, algo, real_type = False, ChecksumAlgo.INVALID, -1
+            problem = f"compression sizes out of range ({orig_size} / {comp_len})"
+        else:
+            try:
+                body = decompress(compression, mv[FIL_PAGE_DATA:stored_size], orig_size)
+                head = bytearray(mv[:FIL_PAGE_DATA])
+                head[24:26] = orig_type.to_bytes(2, "big")
+                page = bytes(head) + body
+                real_type = orig_type
+                valid, algo, torn = checksum.verify_page(page, logical)
+            except CodecError as exc:
+                valid, algo, real_type = False, ChecksumAlgo.INVALID, -1
+                problem = f"cannot decompress {compression.value} page: {exc}"
+    elif (
+        stored_type
+        in (
+            FIL_PAGE_ENCRYPTED,
+            FIL_PAGE_COMPRESSED_AND_ENCRYPTED,
+            FIL_PAGE_ENCRYPTED_RTREE,
+        )
+        and vendor is not Vendor.MARIADB
+    ):
+        # §2.2: header plaintext, body AES; report only
+        encrypted = True
+        if stored_type == FIL_PAGE_COMPRESSED_AND_ENCRYPTED:
+            compression = MYSQL_ALGORITHMS.get(mv[27], Algorithm.NONE)
+            compressed_size = int.from_bytes(mv[32:34], "big")
+            stored_size = FIL_PAGE_DATA + compressed_size
+        valid, algo, real_type = None, ChecksumAlgo.ENCRYPTED, -1
+    elif fmt.zip:
+        valid, algo = checksum.verify_zip_page(mv, physical)
+    else:
+        valid, algo, torn = checksum.verify_page(mv, physical)
+
+    if encrypted and real_type != -1 and not fmt.full_crc32:
+        real_type = -1
+    if torn and problem is None:
+        problem = "torn page: LSN in the trailer differs from the header"
+    if valid is False and problem is None:
+        problem = "checksum mismatch"
+
+    index: IndexStats | None = None
+    if real_type == -1:
+        type_name = ENCRYPTED_NAME if encrypted else "UNKNOWN"
+    else:
+        type_name = page_type_name(real_type, vendor)
+        if real_type in index_types(vendor) and not encrypted:
+            index = index_stats(page, logical)
+            if fmt.zip and real_type != FIL_PAGE_RTREE:
+                zip_stream = zip_stream_length(mv, physical)
+                if zip_stream is None and problem is None:
+                    problem = "zlib stream of the compressed index page does not inflate"
+            elif fmt.zip:
+                zip_stream = zip_stream_length(mv, physical)
+    if keep_page is not None:
+        keep_page.append(bytes(page))
+    return PageInfo(
+        page_no=page_no,
+        stored_page_no=stored_no,
+        stored_type=stored_type,
+        real_type=real_type,
+        type_name=type_name,
+        compression=compression,
+        compressed_size=compressed_size,
+        stored_size=stored_size,
+        checksum_valid=valid,
+        checksum_algo=algo,
+        lsn=lsn,
+        space_id=space_id,
+        prev=prev,
+        next=nxt,
+        encrypted=encrypted,
+        torn=torn,
+        index=index,
+        zip_stream=zip_stream,
+        problem=problem,
+    )
+
+
+def _inflate(algorithm: Algorithm, payload: memoryview, size: int) -> tuple[bytes, int]:
+    """Decompress a MariaDB payload to ``size`` bytes; also return the bytes really consumed."""
+    if algorithm is Algorithm.ZLIB:
+        d = zlib.decompressobj()
+        data = bytes(payload)
+        try:
+            out = d.decompress(data, size)
+        except zlib.error as exc:
+            raise CodecError(f"zlib: {exc}") from None
+        if len(out) != size:
+            raise CodecError(f"zlib gave {len(out)} bytes, expected {size}")
+        return out, len(data) - len(d.unused_data) if d.eof else len(data)
+    out = decompress(algorithm, payload, size)
+    return out, len(payload)

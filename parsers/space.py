@@ -1,0 +1,244 @@
+"""Tablespace-wide facts sniffed once from page 0: page sizes, layout variant, vendor.
+
+Bootstrap as innochecksum and ibd2sdi do (FORMATS.md §0, §10 step 1): flags at byte 54 of page
+0. When page 0 is damaged or its flags are invalid, fall back to ibd2sdi's checksum vote over up
+to 60 pages for every (logical, physical) size pair. Geometry helpers are §4.1 and §9.1.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass, field
+
+from parsers import checksum
+from parsers.constants import (
+    FIL_PAGE_COMPRESS_FCRC32_MARKER,
+    FIL_PAGE_COMPRESSED,
+    FIL_PAGE_PAGE_COMPRESSED,
+    FIL_PAGE_PAGE_COMPRESSED_ENCRYPTED,
+    MYSQL_ENCRYPTED_TYPES,
+    Algorithm,
+    Vendor,
+)
+from parsers.flags import (
+    FSP_SPACE_FLAGS_OFFSET,
+    PAGE_SIZES,
+    ZIP_SIZES,
+    FspFlags,
+    decode_flags,
+    vendor_from_flags,
+)
+from parsers.structs import FSP_HEADER_OFFSET, FspHeader
+
+MYSQL_ENCRYPTION_MAGICS = (b"lCA", b"lCB", b"lCC")  # §2.2
+MYSQL_ENCRYPTION_INFO_MAX_SIZE = 115
+MARIADB_CRYPT_MAGIC = bytes.fromhex("730E0C524574")  # §3.2
+VOTE_PAGES = 60
+
+
+def extent_pages(logical_size: int) -> int:
+    """FSP_EXTENT_SIZE in pages (§9.1)."""
+    return (1 << 20) // logical_size if logical_size <= 16384 else 64
+
+
+def xdes_size(logical_size: int) -> int:
+    """Bytes of one XDES entry (§9.1)."""
+    return 24 + (2 * extent_pages(logical_size) + 7) // 8
+
+
+def encryption_info_offset(logical_size: int, physical_size: int) -> int:
+    """E of §4.1: where the encryption info follows the XDES array on page 0."""
+    return 150 + xdes_size(logical_size) * (physical_size // extent_pages(logical_size))
+
+
+def sdi_offset(logical_size: int, physical_size: int) -> int:
+    """S of §4.1: SDI version and root page number on MySQL 8 page 0."""
+    return encryption_info_offset(logical_size, physical_size) + MYSQL_ENCRYPTION_INFO_MAX_SIZE
+
+
+@dataclass(frozen=True)
+class SpaceFormat:
+    """How to read every page of one tablespace."""
+
+    flags: FspFlags
+    vendor: Vendor
+    logical_size: int
+    physical_size: int
+    full_crc32: bool
+    space_id: int
+    fsp_size: int
+    free_limit: int
+    #: MySQL 8 FIL_PAGE_SRV_VERSION on page 0 (e.g. 80040), else None
+    server_version: int | None = None
+    sdi_root: int | None = None
+    #: MySQL "lC?" magic or MariaDB crypt data found on page 0
+    encryption_info: str | None = None
+    detected_by: str = "flags"
+    warnings: tuple[str, ...] = field(default_factory=tuple)
+
+    @property
+    def zip(self) -> bool:
+        return self.physical_size < self.logical_size or self.flags.key_block_size is not None
+
+    @property
+    def key_block_size(self) -> int | None:
+        return self.physical_size if self.zip else None
+
+    @property
+    def fcrc32_algorithm(self) -> Algorithm | None:
+        return self.flags.fcrc32_algorithm if self.full_crc32 else None
+
+    @property
+    def extent_pages(self) -> int:
+        return extent_pages(self.logical_size)
+
+
+def _be32(buf: bytes | memoryview, off: int) -> int:
+    return int.from_bytes(buf[off : off + 4], "big")
+
+
+def _page0_checks(page0: bytes, flags: FspFlags) -> bool:
+    """Does page 0 verify under the sizes its own flags give?"""
+    size = flags.physical_size
+    if len(page0) < size:
+        return False
+    if checksum.is_all_zero(page0[:size]):
+        return False
+    if flags.full_crc32:
+        return checksum.verify_full_crc32(page0, size, check_lsn=True)[0]
+    if flags.zip:
+        return checksum.verify_zip_page(page0, size)[0]
+    return checksum.verify_page(page0, size)[0]
+
+
+def _verifiable(page: bytes, physical: int, logical: int, fcrc32: bool) -> bool | None:
+    """Checksum verdict used by the vote; None when the page cannot tell (zero, compressed)."""
+    if checksum.is_all_zero(page):
+        return None
+    ptype = int.from_bytes(page[24:26], "big")
+    if fcrc32:
+        if ptype & FIL_PAGE_COMPRESS_FCRC32_MARKER:
+            size = (ptype & 0x7FFF) << 8
+            if not 32 <= size < physical:
+                return False
+            return checksum.verify_full_crc32(page, size, check_lsn=False)[0]
+        return checksum.verify_full_crc32(page, physical, check_lsn=True)[0]
+    if ptype in (FIL_PAGE_COMPRESSED, FIL_PAGE_PAGE_COMPRESSED, FIL_PAGE_PAGE_COMPRESSED_ENCRYPTED):
+        return None
+    if ptype in MYSQL_ENCRYPTED_TYPES:
+        return None
+    if physical < logical:
+        return checksum.verify_zip_page(page, physical)[0]
+    return checksum.verify_page(page, physical)[0]
+
+
+def vote_page_size(
+    read: Callable[[int, int], bytes], file_size: int
+) -> tuple[int, int, bool] | None:
+    """ibd2sdi's fallback (§0): the (logical, physical, full_crc32) with fewest checksum failures.
+
+    ``read(offset, length)`` returns file bytes. Returns None when no candidate verifies a page.
+    """
+    candidates: list[tuple[int, int, bool]] = []
+    for logical in PAGE_SIZES:
+        candidates.append((logical, logical, False))
+        candidates.append((logical, logical, True))
+        if logical <= 16384:
+            candidates.extend((logical, z, False) for z in ZIP_SIZES if z < logical)
+    best: tuple[float, int, tuple[int, int, bool]] | None = None
+    for cand in candidates:
+        logical, physical, fcrc32 = cand
+        n_pages = min(VOTE_PAGES, file_size // physical)
+        checked = failed = 0
+        for n in range(n_pages):
+            page = read(n * physical, physical)
+            if len(page) < physical:
+                break
+            verdict = _verifiable(page, physical, logical, fcrc32)
+            if verdict is None:
+                continue
+            checked += 1
+            failed += not verdict
+        if not checked or failed * 2 >= checked:
+            continue
+        score = (failed / checked, -checked, cand)
+        if best is None or score[:2] < best[:2]:
+            best = score
+    return best[2] if best else None
+
+
+def detect_format(read: Callable[[int, int], bytes], file_size: int) -> SpaceFormat:
+    """Sniff page 0 (and, if needed, vote) to learn how to read the tablespace.
+
+    Raises ValueError with a one-line reason when neither the flags nor the vote give an answer.
+    """
+    head = read(0, 65536 if file_size >= 65536 else file_size)
+    if len(head) < FSP_HEADER_OFFSET + FspHeader.sizeof():
+        raise ValueError(f"file too small for an InnoDB page 0 ({file_size} bytes)")
+    raw_flags = _be32(head, FSP_SPACE_FLAGS_OFFSET)
+    flags = decode_flags(raw_flags)
+    warnings: list[str] = []
+    detected_by = "flags"
+    logical, physical, fcrc32 = flags.logical_size, flags.physical_size, flags.full_crc32
+    if not flags.valid or not _page0_checks(head, flags):
+        voted = vote_page_size(read, file_size)
+        if voted is None:
+            if not flags.valid:
+                raise ValueError(
+                    f"not an InnoDB tablespace: page 0 flags 0x{raw_flags:x} are invalid "
+                    f"({flags.problem}) and no page size makes the checksums verify"
+                )
+            if file_size < flags.physical_size:
+                raise ValueError(
+                    f"file is {file_size} bytes, smaller than one {flags.physical_size}-byte page"
+                )
+            warnings.append("page 0 does not verify; sizes taken from its flags")
+        else:
+            if (logical, physical, fcrc32) != voted:
+                detected_by = "checksum vote"
+                why = flags.problem or "page 0 does not verify"
+                warnings.append(
+                    f"page 0 flags 0x{raw_flags:x} unusable ({why}); "
+                    f"page size {voted[0]}/{voted[1]} found by checksum vote"
+                )
+                logical, physical, fcrc32 = voted
+            elif not _page0_checks(head, flags):
+                warnings.append("page 0 checksum does not verify")
+    if file_size < physical:
+        raise ValueError(f"file is {file_size} bytes, smaller than one {physical}-byte page")
+    hdr = FspHeader.parse(head[FSP_HEADER_OFFSET : FSP_HEADER_OFFSET + FspHeader.sizeof()])
+    vendor = vendor_from_flags(flags, head) if flags.valid else Vendor.UNKNOWN
+    if fcrc32:
+        vendor = Vendor.MARIADB
+    server_version: int | None = None
+    sdi_root: int | None = None
+    enc_off = encryption_info_offset(logical, physical)
+    encryption_info: str | None = None
+    if head[enc_off : enc_off + 3] in MYSQL_ENCRYPTION_MAGICS:
+        encryption_info = "mysql:" + head[enc_off : enc_off + 3].decode()
+        if vendor is Vendor.UNKNOWN:
+            vendor = Vendor.MYSQL
+    elif head[38 + enc_off : 38 + enc_off + 6] == MARIADB_CRYPT_MAGIC:
+        scheme = head[38 + enc_off + 6] if len(head) > 38 + enc_off + 6 else 0
+        encryption_info = "mariadb:" + ("encrypted" if scheme else "unencrypted")
+        vendor = Vendor.MARIADB
+    if vendor is Vendor.MYSQL and flags.sdi:
+        server_version = _be32(head, 8) or None
+        s_off = sdi_offset(logical, physical)
+        if _be32(head, s_off) == 1:
+            sdi_root = _be32(head, s_off + 4) or None
+    return SpaceFormat(
+        flags=flags,
+        vendor=vendor,
+        logical_size=logical,
+        physical_size=physical,
+        full_crc32=fcrc32,
+        space_id=hdr.space_id,
+        fsp_size=hdr.size,
+        free_limit=hdr.free_limit,
+        server_version=server_version,
+        sdi_root=sdi_root,
+        encryption_info=encryption_info,
+        detected_by=detected_by,
+        warnings=tuple(warnings),
+    )
