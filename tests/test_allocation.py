@@ -1,0 +1,436 @@
+"""Tests for ibdtool.allocation against real files with real holes (no mocks).
+
+Expected values come from sources independent of the module: the layout each test writes,
+``os.stat`` (``st_blocks * 512``) and ``filefrag -v`` (e2fsprogs). Files are built in
+``tmp_path`` with writes, ``os.truncate``, punch-hole (libc ``fallocate`` via ctypes) and
+``fallocate -l`` (util-linux, unwritten extents). The filesystem must be ext4.
+"""
+
+from __future__ import annotations
+
+import ctypes
+import ctypes.util
+import hashlib
+import itertools
+import os
+import random
+import re
+import shutil
+import subprocess
+import time
+from dataclasses import dataclass
+from pathlib import Path
+
+import pytest
+
+from ibdtool.allocation import (
+    FIEMAP_EXTENT_LAST,
+    FIEMAP_EXTENT_UNWRITTEN,
+    Allocation,
+    Extent,
+    data_ranges,
+    fiemap,
+    read_allocation,
+)
+
+PAGE = 16384  # InnoDB default page size
+EXT4_MAGIC = "ef53"
+EXT4_INODE_EXTENTS = 4  # extents that fit in the inode itself; more need tree blocks
+
+FALLOC_FL_KEEP_SIZE = 0x01
+FALLOC_FL_PUNCH_HOLE = 0x02
+
+_libc = ctypes.CDLL(ctypes.util.find_library("c") or None, use_errno=True)
+_fallocate = getattr(_libc, "fallocate64", None) or _libc.fallocate
+_fallocate.argtypes = [ctypes.c_int, ctypes.c_int, ctypes.c_int64, ctypes.c_int64]
+_fallocate.restype = ctypes.c_int
+
+
+def punch_hole(fd: int, offset: int, length: int) -> None:
+    """Deallocate ``[offset, offset + length)`` keeping the file size (test-side only)."""
+    mode = FALLOC_FL_PUNCH_HOLE | FALLOC_FL_KEEP_SIZE
+    if _fallocate(fd, mode, offset, length) != 0:
+        err = ctypes.get_errno()
+        raise OSError(err, f"fallocate(PUNCH_HOLE) failed: {os.strerror(err)}")
+
+
+# --- filefrag -v, the independent extent oracle ---------------------------------------------
+
+
+@dataclass(frozen=True)
+class FilefragReport:
+    fs_type: str
+    block_size: int
+    rows: list[tuple[int, int, int, frozenset[str]]]  # logical, physical, length (blocks)
+    extents_found: int  # filefrag's own (merged) count
+
+
+_ROW = re.compile(
+    r"^\s*\d+:\s+(\d+)\.\.\s*(\d+):\s+(\d+)\.\.\s*(\d+):\s+(\d+):\s*(?:\d+:)?\s*(\S*)\s*$"
+)
+
+
+@pytest.fixture(scope="session")
+def filefrag_bin() -> str:
+    path = shutil.which("filefrag") or shutil.which("filefrag", path="/usr/sbin:/sbin")
+    if path is None:
+        pytest.fail(
+            "filefrag (e2fsprogs) is required as the independent FIEMAP oracle for these "
+            "tests; install e2fsprogs (apt-get install e2fsprogs)",
+            pytrace=False,
+        )
+    return path
+
+
+def run_filefrag(filefrag_bin: str, path: Path) -> FilefragReport:
+    # Without -s: filefrag must not sync either, so both see the same state.
+    out = subprocess.run(
+        [filefrag_bin, "-v", str(path)], check=True, capture_output=True, text=True
+    ).stdout
+    fs_type = re.search(r"Filesystem type is: (\w+)", out)
+    size_line = re.search(r"\((\d+) blocks? of (\d+) bytes\)", out)
+    found = re.search(r"(\d+) extents? found", out)
+    assert fs_type and size_line and found, f"unexpected filefrag output:\n{out}"
+    rows = []
+    for line in out.splitlines():
+        m = _ROW.match(line)
+        if m:
+            lo, _lo_end, phys, _phys_end, length, flags = m.groups()
+            names = frozenset(f for f in flags.split(",") if f)
+            rows.append((int(lo), int(phys), int(length), names))
+    return FilefragReport(fs_type.group(1), int(size_line.group(2)), rows, int(found.group(1)))
+
+
+@pytest.fixture
+def ext4_dir(tmp_path: Path, filefrag_bin: str) -> Path:
+    probe = tmp_path / "probe"
+    probe.write_bytes(b"")
+    fs_type = run_filefrag(filefrag_bin, probe).fs_type
+    if fs_type != EXT4_MAGIC:
+        pytest.fail(
+            f"tests need tmp_path on ext4 (magic {EXT4_MAGIC}), got fs type {fs_type}; "
+            "run pytest with --basetemp=<dir on ext4>",
+            pytrace=False,
+        )
+    probe.unlink()
+    return tmp_path
+
+
+# --- helpers ----------------------------------------------------------------------------------
+
+
+def check_against_filefrag(filefrag_bin: str, path: Path, alloc: Allocation) -> list[Extent]:
+    """Every FIEMAP extent equals a filefrag -v row; counts agree; returns our extents."""
+    report = run_filefrag(filefrag_bin, path)
+    fd = os.open(path, os.O_RDONLY)
+    try:
+        exts = fiemap(fd)
+    finally:
+        os.close(fd)
+    assert exts is not None
+    bs = report.block_size
+    ours = [(e.logical // bs, e.physical // bs, e.length // bs, e.unwritten, e.last) for e in exts]
+    theirs = [(lo, ph, ln, "unwritten" in f, "last" in f) for lo, ph, ln, f in report.rows]
+    assert ours == theirs
+    assert alloc.extents == len(report.rows)
+    assert alloc.unwritten_extents == sum("unwritten" in f for *_, f in report.rows)
+    assert alloc.contiguous_runs == report.extents_found
+    return exts
+
+
+def check_stat(path: Path, alloc: Allocation) -> None:
+    st = os.stat(path)
+    assert alloc.st_size == st.st_size
+    assert alloc.allocated == st.st_blocks * 512
+
+
+def metadata_slack(alloc: Allocation) -> int:
+    """Bytes charged beyond block-rounded data and unwritten space (extent-tree blocks)."""
+    assert alloc.extents is not None and alloc.unwritten_bytes is not None
+    bs = alloc.fs_block_size
+    rounded = sum(-(-e // bs) * bs - (s // bs) * bs for s, e in alloc.data_ranges)
+    return alloc.allocated - rounded - alloc.unwritten_bytes
+
+
+def fingerprint(path: Path) -> tuple[str, int, int, int]:
+    st = os.stat(path)
+    digest = hashlib.sha256(path.read_bytes()).hexdigest()
+    return digest, st.st_size, st.st_mtime_ns, st.st_ctime_ns
+
+
+def naive_per_page(ranges: list[tuple[int, int]], page_size: int, n_pages: int) -> list[int]:
+    return [
+        sum(max(0, min(e, (n + 1) * page_size) - max(s, n * page_size)) for s, e in ranges)
+        for n in range(n_pages)
+    ]
+
+
+def write_file(path: Path, size: int) -> bytes:
+    data = random.Random(size).randbytes(size)
+    with path.open("wb") as f:
+        f.write(data)
+        f.flush()
+        os.fsync(f.fileno())
+    return data
+
+
+# --- tests on real files ----------------------------------------------------------------------
+
+
+def test_empty_file(ext4_dir: Path, filefrag_bin: str) -> None:
+    path = ext4_dir / "empty.ibd"
+    path.write_bytes(b"")
+    alloc = read_allocation(path)
+    check_stat(path, alloc)
+    assert alloc.st_size == 0 and alloc.allocated == 0
+    assert alloc.data_ranges == ()
+    assert alloc.hole_ranges == ()
+    assert alloc.holes == 0 and not alloc.is_sparse
+    assert alloc.extents == 0 and alloc.unwritten_extents == 0
+    assert len(alloc.per_page_allocated(PAGE, 0)) == 0
+    check_against_filefrag(filefrag_bin, path, alloc)
+
+
+def test_fully_sparse_file(ext4_dir: Path, filefrag_bin: str) -> None:
+    path = ext4_dir / "sparse.ibd"
+    size = 10 * 1024 * 1024
+    path.write_bytes(b"")
+    os.truncate(path, size)
+    alloc = read_allocation(path)
+    check_stat(path, alloc)
+    assert alloc.allocated == 0
+    assert alloc.data_ranges == ()
+    assert alloc.hole_ranges == ((0, size),)
+    assert alloc.holes == size and alloc.is_sparse
+    assert alloc.extents == 0
+    pages = alloc.per_page_allocated(PAGE, size // PAGE)
+    assert len(pages) == size // PAGE and sum(pages) == 0
+    assert alloc.allocated_bytes_in(0, size) == 0
+    check_against_filefrag(filefrag_bin, path, alloc)
+
+
+def test_tail_shorter_than_a_block(ext4_dir: Path, filefrag_bin: str) -> None:
+    path = ext4_dir / "tiny.ibd"
+    write_file(path, 100)
+    alloc = read_allocation(path)
+    check_stat(path, alloc)
+    assert alloc.data_ranges == ((0, 100),)  # SEEK_HOLE stops at EOF, not the block end
+    assert alloc.allocated == alloc.fs_block_size  # but a whole block is charged
+    assert list(alloc.per_page_allocated(PAGE, 1)) == [100]
+    assert metadata_slack(alloc) == 0
+    check_against_filefrag(filefrag_bin, path, alloc)
+
+
+def test_punched_holes_match_layout(ext4_dir: Path, filefrag_bin: str) -> None:
+    path = ext4_dir / "punched.ibd"
+    n_pages = 64
+    write_file(path, n_pages * PAGE)
+    fd = os.open(path, os.O_RDWR)
+    bs = os.fstatvfs(fd).f_bsize
+    assert PAGE % bs == 0
+    try:
+        punch_hole(fd, 3 * PAGE, PAGE)  # one whole page
+        punch_hole(fd, 10 * PAGE, 3 * PAGE)  # pages 10..12
+        punch_hole(fd, 20 * PAGE + bs, bs)  # one fs block inside page 20
+        os.fsync(fd)
+    finally:
+        os.close(fd)
+    expected = [
+        (0, 3 * PAGE),
+        (4 * PAGE, 10 * PAGE),
+        (13 * PAGE, 20 * PAGE + bs),
+        (20 * PAGE + 2 * bs, n_pages * PAGE),
+    ]
+    before = fingerprint(path)
+
+    alloc = read_allocation(path)
+
+    assert fingerprint(path) == before  # inspecting never modifies the file
+    check_stat(path, alloc)
+    assert list(alloc.data_ranges) == expected
+    data = sum(e - s for s, e in expected)
+    assert alloc.data_bytes == data
+    assert alloc.holes == n_pages * PAGE - data
+    assert alloc.hole_ranges == ((3 * PAGE, 4 * PAGE), (10 * PAGE, 13 * PAGE),
+                                 (20 * PAGE + bs, 20 * PAGE + 2 * bs))  # fmt: skip
+    pages = alloc.per_page_allocated(PAGE, n_pages)
+    want = [PAGE] * n_pages
+    want[3] = want[10] = want[11] = want[12] = 0
+    want[20] = PAGE - bs
+    assert list(pages) == want
+    assert sum(pages) == data
+    assert alloc.allocated_bytes_in(20 * PAGE, PAGE) == PAGE - bs
+    # (PAGE - 5) bytes of page 2, the hole of page 3, then 5 bytes of page 4
+    assert alloc.allocated_bytes_in(2 * PAGE + 5, 2 * PAGE) == PAGE
+    assert alloc.unwritten_extents == 0
+    exts = check_against_filefrag(filefrag_bin, path, alloc)
+    assert alloc.extents is not None and alloc.extents >= len(expected)
+    if len(exts) <= EXT4_INODE_EXTENTS:
+        assert alloc.allocated == data  # small file: no extent-tree blocks
+    assert metadata_slack(alloc) % bs == 0
+    assert 0 <= metadata_slack(alloc) <= 2 * bs
+
+
+def test_fallocated_space_is_unwritten_and_a_hole_to_seek_data(
+    ext4_dir: Path, filefrag_bin: str
+) -> None:
+    fallocate_bin = shutil.which("fallocate")
+    if fallocate_bin is None:
+        pytest.fail("fallocate (util-linux) is required for this test", pytrace=False)
+    path = ext4_dir / "prealloc.ibd"
+    size = 64 * PAGE
+    subprocess.run([fallocate_bin, "-l", str(size), str(path)], check=True)
+
+    alloc = read_allocation(path)
+    check_stat(path, alloc)
+    assert alloc.allocated == size  # charged in full...
+    assert alloc.data_ranges == ()  # ...yet ext4 SEEK_DATA calls unwritten extents holes
+    assert alloc.holes == size
+    assert alloc.extents is not None and alloc.extents >= 1
+    assert alloc.unwritten_extents == alloc.extents
+    assert alloc.unwritten_bytes == size
+    assert sum(alloc.per_page_allocated(PAGE, 64)) == 0
+    exts = check_against_filefrag(filefrag_bin, path, alloc)
+    assert all(e.flags & FIEMAP_EXTENT_UNWRITTEN for e in exts)
+
+    # Write two pages into the preallocated space without fsync: dirty page cache over an
+    # unwritten extent already counts as data for SEEK_DATA.
+    fd = os.open(path, os.O_RDWR)
+    try:
+        os.pwrite(fd, b"\x5a" * (2 * PAGE), 4 * PAGE)
+        assert read_allocation(fd).data_ranges == ((4 * PAGE, 6 * PAGE),)
+        os.fsync(fd)
+    finally:
+        os.close(fd)
+
+    alloc = read_allocation(path)
+    check_stat(path, alloc)
+    assert alloc.data_ranges == ((4 * PAGE, 6 * PAGE),)
+    assert alloc.allocated == size
+    assert alloc.unwritten_bytes == size - 2 * PAGE
+    assert alloc.extents is not None and alloc.unwritten_extents is not None
+    assert alloc.extents - alloc.unwritten_extents >= 1  # the written part
+    pages = alloc.per_page_allocated(PAGE, 64)
+    assert [n for n, b in enumerate(pages) if b] == [4, 5]
+    assert sum(pages) == 2 * PAGE
+    check_against_filefrag(filefrag_bin, path, alloc)
+
+
+def test_thousand_alternating_holes(ext4_dir: Path, filefrag_bin: str) -> None:
+    path = ext4_dir / "alternating.ibd"
+    n_pages = 2000
+    write_file(path, n_pages * PAGE)
+    fd = os.open(path, os.O_RDWR)
+    try:
+        for n in range(1, n_pages, 2):
+            punch_hole(fd, n * PAGE, PAGE)
+        os.fsync(fd)
+    finally:
+        os.close(fd)
+
+    t0 = time.perf_counter()
+    alloc = read_allocation(path)
+    pages = alloc.per_page_allocated(PAGE, n_pages)
+    elapsed = time.perf_counter() - t0
+
+    assert elapsed < 1.0, f"read_allocation + per_page_allocated took {elapsed:.2f}s"
+    check_stat(path, alloc)
+    assert list(alloc.data_ranges) == [(n * PAGE, (n + 1) * PAGE) for n in range(0, n_pages, 2)]
+    assert list(pages) == [PAGE, 0] * (n_pages // 2)
+    assert sum(pages) == alloc.data_bytes == (n_pages // 2) * PAGE
+    # 1000 extents need several FIEMAP batches (512 each) and ext4 extent-tree blocks.
+    exts = check_against_filefrag(filefrag_bin, path, alloc)
+    assert len(exts) >= n_pages // 2
+    assert [e.last for e in exts].count(True) == 1 and exts[-1].flags & FIEMAP_EXTENT_LAST
+    assert all(a.end <= b.logical for a, b in itertools.pairwise(exts))
+    slack = metadata_slack(alloc)
+    assert slack % alloc.fs_block_size == 0
+    assert 0 < slack <= 16 * alloc.fs_block_size  # the leaf blocks, nothing more
+    fd = os.open(path, os.O_RDONLY)
+    try:
+        assert fiemap(fd, batch=7) == exts  # batch boundaries do not change the result
+    finally:
+        os.close(fd)
+
+
+def test_per_page_is_one_sweep_on_a_sparse_gigabyte(ext4_dir: Path) -> None:
+    path = ext4_dir / "big.ibd"
+    size = 1 << 30
+    step = 1 << 20
+    with path.open("wb") as f:
+        f.truncate(size)
+        for off in range(0, size, step):
+            os.pwrite(f.fileno(), b"\x01" * 4096, off + 8192)
+    alloc = read_allocation(path)
+    assert len(alloc.data_ranges) == size // step
+    page_size = 4096
+    n_pages = size // page_size
+    t0 = time.perf_counter()
+    pages = alloc.per_page_allocated(page_size, n_pages)
+    elapsed = time.perf_counter() - t0
+    # O(pages * ranges) would be ~2.7e8 steps; one sweep is milliseconds.
+    assert elapsed < 0.5, f"per_page_allocated took {elapsed:.2f}s"
+    assert len(pages) == n_pages
+    assert sum(pages) == alloc.data_bytes == (size // step) * 4096
+    nonzero = [n for n, b in enumerate(pages) if b]
+    assert nonzero == [off // page_size + 2 for off in range(0, size, step)]
+
+
+def test_fd_is_left_open_at_its_offset(ext4_dir: Path) -> None:
+    path = ext4_dir / "fd.ibd"
+    write_file(path, 8 * PAGE)
+    fd = os.open(path, os.O_RDONLY)
+    try:
+        os.lseek(fd, 12345, os.SEEK_SET)
+        by_fd = read_allocation(fd)
+        assert os.lseek(fd, 0, os.SEEK_CUR) == 12345
+        assert data_ranges(fd, 8 * PAGE) == [(0, 8 * PAGE)]
+        assert data_ranges(fd, 3 * PAGE + 1) == [(0, 3 * PAGE + 1)]  # clipped to size
+        assert data_ranges(fd, 0) == []
+        assert os.lseek(fd, 0, os.SEEK_CUR) == 12345
+        assert os.read(fd, 1)  # still open and usable
+    finally:
+        os.close(fd)
+    assert by_fd == read_allocation(path)
+    assert by_fd.data_ranges == ((0, 8 * PAGE),)
+
+
+def test_directory_is_rejected(ext4_dir: Path) -> None:
+    with pytest.raises((ValueError, IsADirectoryError)):
+        read_allocation(ext4_dir)
+
+
+# --- pure arithmetic against a naive reference -----------------------------------------------
+
+
+def _random_ranges(rng: random.Random, size: int) -> list[tuple[int, int]]:
+    n_cuts = min(rng.randrange(0, 40), (size - 1) // 2) * 2
+    cuts = sorted(rng.sample(range(1, size), n_cuts))
+    return [(cuts[i], cuts[i + 1]) for i in range(0, len(cuts), 2)]
+
+
+@pytest.mark.parametrize("seed", range(200))
+def test_per_page_and_window_match_naive(seed: int) -> None:
+    rng = random.Random(seed)
+    page_size = rng.choice([1, 7, 512, 4096, 16384, 65536])
+    size = rng.randrange(2, min(200_000, page_size * 400))  # keep the naive side cheap
+    ranges = _random_ranges(rng, size)
+    alloc = Allocation(size, 0, 4096, tuple(ranges), None, None)
+    # Sometimes fewer pages than the file (tail ignored), sometimes more (beyond EOF).
+    n_pages = max(0, -(-size // page_size) + rng.randrange(-3, 4))
+    got = alloc.per_page_allocated(page_size, n_pages)
+    assert list(got) == naive_per_page(ranges, page_size, n_pages)
+    covered = min(size, n_pages * page_size)
+    assert sum(got) == alloc.allocated_bytes_in(0, covered)
+    if n_pages * page_size >= size:
+        assert sum(got) == alloc.data_bytes
+    for _ in range(20):
+        start = rng.randrange(0, size + 10)
+        length = rng.randrange(0, size // 2 + 2)
+        want = sum(max(0, min(e, start + length) - max(s, start)) for s, e in ranges)
+        assert alloc.allocated_bytes_in(start, length) == want
+    holes = alloc.hole_ranges
+    assert sum(e - s for s, e in holes) == alloc.holes == size - alloc.data_bytes
+    tiles = sorted(ranges + list(holes))  # data and holes tile [0, size) exactly
+    assert tiles[0][0] == 0 and tiles[-1][1] == size
+    assert all(a[1] == b[0] for a, b in itertools.pairwise(tiles))
