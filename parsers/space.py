@@ -183,27 +183,24 @@ def detect_format(read: Callable[[int, int], bytes], file_size: int) -> SpaceFor
     if not flags.valid or not _page0_checks(head, flags):
         voted = vote_page_size(read, file_size)
         if voted is None:
-            if not flags.valid:
-                raise ValueError(
-                    f"not an InnoDB tablespace: page 0 flags 0x{raw_flags:x} are invalid "
-                    f"({flags.problem}) and no page size makes the checksums verify"
-                )
-            if file_size < flags.physical_size:
-                raise ValueError(
-                    f"file is {file_size} bytes, smaller than one {flags.physical_size}-byte page"
-                )
-            warnings.append("page 0 does not verify; sizes taken from its flags")
-        else:
-            if (logical, physical, fcrc32) != voted:
-                detected_by = "checksum vote"
+            page0_zero = checksum.is_all_zero(head[: min(len(head), 16384)])
+            if not page0_zero:
                 why = flags.problem or "page 0 does not verify"
-                warnings.append(
-                    f"page 0 flags 0x{raw_flags:x} unusable ({why}); "
-                    f"page size {voted[0]}/{voted[1]} found by checksum vote"
+                raise ValueError(
+                    f"not an InnoDB tablespace: {why} (flags 0x{raw_flags:x}) and no page size "
+                    "makes any page checksum verify"
                 )
-                logical, physical, fcrc32 = voted
-            elif not _page0_checks(head, flags):
-                warnings.append("page 0 checksum does not verify")
+            warnings.append("page 0 is all zeros: the tablespace was never flushed")
+        elif (logical, physical, fcrc32) != voted:
+            detected_by = "checksum vote"
+            why = flags.problem or "page 0 does not verify"
+            warnings.append(
+                f"page 0 flags 0x{raw_flags:x} unusable ({why}); "
+                f"page size {voted[0]}/{voted[1]} found by checksum vote"
+            )
+            logical, physical, fcrc32 = voted
+        else:
+            warnings.append("page 0 checksum does not verify; its flags agree with the vote")
     if file_size < physical:
         raise ValueError(f"file is {file_size} bytes, smaller than one {physical}-byte page")
     hdr = FspHeader.parse(head[FSP_HEADER_OFFSET : FSP_HEADER_OFFSET + FspHeader.sizeof()])

@@ -1,0 +1,308 @@
+"""Summarise a whole tablespace: what InnoDB thinks is in it and what the filesystem stores.
+
+One pass over the pages (:meth:`Tablespace.pages`) joined with the file's allocation map gives
+page counts by real type and by compression algorithm, checksum verdicts, and compressed pages
+whose slot was never punched. The result's :meth:`InspectResult.to_json` is the documented
+``inspect --json`` shape.
+"""
+
+from __future__ import annotations
+
+import os
+from collections import Counter
+from collections.abc import Callable, Iterable
+from dataclasses import dataclass, field
+from typing import Any
+
+from ibdtool.allocation import Allocation
+from ibdtool.errors import InputError
+from ibdtool.tablespace import Tablespace
+from parsers.checksum import ChecksumAlgo
+from parsers.constants import (
+    FIL_PAGE_COMPRESSED,
+    FIL_PAGE_PAGE_COMPRESSED,
+    FIL_PAGE_PAGE_COMPRESSED_ENCRYPTED,
+    FIL_PAGE_TYPE_INSTANT,
+    MYSQL_ENCRYPTED_TYPES,
+    Algorithm,
+    Vendor,
+)
+from parsers.page import PageInfo
+from parsers.sdi import SdiEntry
+from parsers.space import SpaceFormat
+
+MAX_LISTED_PAGES = 1000
+
+
+def align_up(n: int, block: int) -> int:
+    return -(-n // block) * block
+
+
+def refine_vendor(fmt: SpaceFormat, stored_types: Iterable[int]) -> Vendor:
+    """§4.4 rule 4: page types settle what the flags could not."""
+    if fmt.vendor is not Vendor.UNKNOWN:
+        return fmt.vendor
+    types = set(stored_types)
+    if types & ({FIL_PAGE_COMPRESSED} | MYSQL_ENCRYPTED_TYPES):
+        return Vendor.MYSQL
+    if types & {
+        FIL_PAGE_PAGE_COMPRESSED,
+        FIL_PAGE_PAGE_COMPRESSED_ENCRYPTED,
+        FIL_PAGE_TYPE_INSTANT,
+    }:
+        return Vendor.MARIADB
+    return Vendor.UNKNOWN
+
+
+def format_name(fmt: SpaceFormat, vendor: Vendor) -> str:
+    """A short human description of the on-disk variant."""
+    if fmt.full_crc32:
+        return "MariaDB 10.4+ full_crc32"
+    if fmt.flags.page_compressed:
+        return "MariaDB classic (page_compressed)"
+    if vendor is Vendor.MYSQL and fmt.flags.sdi:
+        v = fmt.server_version
+        return f"MySQL 8 ({v // 10000}.{v // 100 % 100}.{v % 100})" if v else "MySQL 8"
+    if vendor is Vendor.MYSQL:
+        return "MySQL 5.x"
+    if vendor is Vendor.MARIADB:
+        return "MariaDB classic"
+    return "MySQL 5.x or MariaDB classic"
+
+
+@dataclass
+class SdiSummary:
+    table: str | None = None
+    schema: str | None = None
+    row_format: str | None = None
+    compression: str | None = None
+    indexes: dict[int, str] = field(default_factory=dict)  # index id -> name
+
+
+_DD_ROW_FORMATS = {1: "FIXED", 2: "DYNAMIC", 3: "COMPRESSED", 4: "REDUNDANT", 5: "COMPACT"}
+
+
+def summarise_sdi(entries: list[SdiEntry]) -> SdiSummary | None:
+    """Table name, row format, COMPRESSION= option and index names from the SDI (§8.4)."""
+    out = SdiSummary()
+    found = False
+    for e in entries:
+        obj = e.obj.get("dd_object", {})
+        if e.sdi_type != 1:
+            continue
+        found = True
+        out.table = obj.get("name")
+        out.schema = obj.get("schema_ref")
+        out.row_format = _DD_ROW_FORMATS.get(obj.get("row_format", 0))
+        opts = dict(kv.split("=", 1) for kv in str(obj.get("options", "")).split(";") if "=" in kv)
+        out.compression = opts.get("compress")
+        for idx in obj.get("indexes", []):
+            priv = dict(
+                kv.split("=", 1)
+                for kv in str(idx.get("se_private_data", "")).split(";")
+                if "=" in kv
+            )
+            if priv.get("id", "").isdigit():
+                out.indexes[int(priv["id"])] = idx.get("name", "?")
+    return out if found else None
+
+
+@dataclass
+class InspectResult:
+    """Everything ``ibdtool inspect`` reports for one file."""
+
+    path: str
+    fmt: SpaceFormat
+    vendor: Vendor
+    pages: int
+    logical_size: int
+    allocation: Allocation
+    page_types: Counter[str]
+    compression: Counter[str]
+    checksum_by_algo: Counter[str]
+    invalid_pages: list[int]
+    unverifiable: int
+    problems: list[tuple[int, str]]
+    unpunched_pages: int
+    unpunched_bytes: int
+    compressed_bytes: int  # sum of stored images of compressed pages
+    index_pages: Counter[int]
+    avg_fill: float | None
+    sdi: SdiSummary | None
+    trailing_bytes: int
+    warnings: list[str]
+
+    @property
+    def checksum_valid(self) -> int:
+        return sum(
+            n for a, n in self.checksum_by_algo.items() if a not in _NOT_VALID and a != "empty"
+        )
+
+    @property
+    def checksum_empty(self) -> int:
+        return self.checksum_by_algo.get(ChecksumAlgo.EMPTY.value, 0)
+
+    @property
+    def page_compression(self) -> str:
+        """The tablespace's page-compression algorithm(s) as found on disk."""
+        algos = sorted(a for a in self.compression if a != Algorithm.NONE.value)
+        if self.fmt.full_crc32 and self.fmt.fcrc32_algorithm:
+            declared = self.fmt.fcrc32_algorithm.value
+            if declared != "none" and declared not in algos:
+                algos.append(declared)
+        return "+".join(algos) if algos else "none"
+
+    @property
+    def row_format(self) -> str | None:
+        if self.sdi and self.sdi.row_format:
+            return self.sdi.row_format
+        return self.fmt.flags.row_format
+
+    def to_json(self) -> dict[str, Any]:
+        a = self.allocation
+        return {
+            "path": self.path,
+            "vendor": self.vendor.value,
+            "format": format_name(self.fmt, self.vendor),
+            "page_size": self.fmt.logical_size,
+            "physical_page_size": self.fmt.physical_size,
+            "space_id": self.fmt.space_id,
+            "fsp_flags": self.fmt.flags.raw,
+            "fsp_flags_decoded": self.fmt.flags.names(),
+            "full_crc32": self.fmt.full_crc32,
+            "row_format": self.row_format,
+            "key_block_size": self.fmt.key_block_size,
+            "page_compression": self.page_compression,
+            "server_version": self.fmt.server_version,
+            "pages": self.pages,
+            "logical_size": self.logical_size,
+            "allocated_size": a.allocated,
+            "fs_block_size": a.fs_block_size,
+            "extents": a.extents,
+            "unwritten_extents": a.unwritten_extents,
+            "data_ranges": len(a.data_ranges),
+            "page_types": dict(self.page_types.most_common()),
+            "compression": dict(self.compression.most_common()),
+            "checksum": {
+                "valid": self.checksum_valid,
+                "invalid": len(self.invalid_pages),
+                "empty": self.checksum_empty,
+                "unverifiable": self.unverifiable,
+                "by_algorithm": dict(self.checksum_by_algo.most_common()),
+                "invalid_pages": self.invalid_pages[:MAX_LISTED_PAGES],
+            },
+            "unpunched_pages": self.unpunched_pages,
+            "unpunched_bytes": self.unpunched_bytes,
+            "compressed_image_bytes": self.compressed_bytes,
+            "avg_index_fill": None if self.avg_fill is None else round(self.avg_fill, 4),
+            "sdi": None
+            if self.sdi is None
+            else {
+                "schema": self.sdi.schema,
+                "table": self.sdi.table,
+                "row_format": self.sdi.row_format,
+                "compression": self.sdi.compression,
+                "indexes": [
+                    {"id": i, "name": n, "pages": self.index_pages.get(i, 0)}
+                    for i, n in self.sdi.indexes.items()
+                ],
+            },
+            "problems": [{"page": n, "problem": p} for n, p in self.problems[:MAX_LISTED_PAGES]],
+            "trailing_bytes": self.trailing_bytes,
+            "warnings": self.warnings,
+        }
+
+
+_NOT_VALID = {ChecksumAlgo.INVALID.value, ChecksumAlgo.ENCRYPTED.value}
+
+
+def unpunched_bytes(info: PageInfo, allocated_in_slot: int, block: int) -> int:
+    """Bytes allocated beyond what a compressed page's image needs (0 if punched or plain)."""
+    if info.compression is Algorithm.NONE or info.stored_size is None:
+        return 0
+    ideal = align_up(info.stored_size, block)
+    return max(0, allocated_in_slot - ideal)
+
+
+def inspect(
+    ts: Tablespace,
+    *,
+    with_sdi: bool = True,
+    progress: Callable[[int], None] | None = None,
+) -> InspectResult:
+    """One pass over ``ts`` (see module doc). ``progress(pages_done)`` is called now and then."""
+    alloc = ts.allocation
+    per_page = alloc.per_page_allocated(ts.physical_size, ts.n_pages)
+    block = alloc.fs_block_size
+    types: Counter[str] = Counter()
+    comp: Counter[str] = Counter()
+    chk: Counter[str] = Counter()
+    stored_types: set[int] = set()
+    invalid: list[int] = []
+    problems: list[tuple[int, str]] = []
+    index_pages: Counter[int] = Counter()
+    unverifiable = unpunched_pages = unpunched_total = compressed_total = 0
+    fill_sum = 0.0
+    fill_n = 0
+    for info in ts.pages():
+        n = info.page_no
+        types[info.type_name] += 1
+        comp[info.compression.value] += 1
+        chk[info.checksum_algo.value] += 1
+        stored_types.add(info.stored_type)
+        if info.checksum_valid is False:
+            invalid.append(n)
+        elif info.checksum_valid is None:
+            unverifiable += 1
+        if info.problem:
+            problems.append((n, info.problem))
+        if info.compression is not Algorithm.NONE and info.stored_size:
+            compressed_total += info.stored_size
+            extra = unpunched_bytes(info, per_page[n], block)
+            if extra:
+                unpunched_pages += 1
+                unpunched_total += extra
+        if info.index is not None:
+            index_pages[info.index.index_id] += 1
+            if info.index.level == 0:
+                fill_sum += info.index.fill
+                fill_n += 1
+        if progress is not None and n % 4096 == 4095:
+            progress(n + 1)
+    vendor = refine_vendor(ts.format, stored_types)
+    sdi = None
+    warnings = list(ts.format.warnings)
+    if with_sdi:
+        try:
+            sdi = summarise_sdi(ts.sdi())
+        except InputError as exc:
+            warnings.append(exc.message)
+    if ts.trailing_bytes:
+        warnings.append(f"truncated: last page has {ts.trailing_bytes} of {ts.physical_size} bytes")
+    return InspectResult(
+        path=str(ts.path),
+        fmt=ts.format,
+        vendor=vendor,
+        pages=ts.n_pages,
+        logical_size=ts.size,
+        allocation=alloc,
+        page_types=types,
+        compression=comp,
+        checksum_by_algo=chk,
+        invalid_pages=invalid,
+        unverifiable=unverifiable,
+        problems=problems,
+        unpunched_pages=unpunched_pages,
+        unpunched_bytes=unpunched_total,
+        compressed_bytes=compressed_total,
+        index_pages=index_pages,
+        avg_fill=fill_sum / fill_n if fill_n else None,
+        sdi=sdi,
+        trailing_bytes=ts.trailing_bytes,
+        warnings=warnings,
+    )
+
+
+def inspect_path(path: str | os.PathLike[str], **kw: Any) -> InspectResult:
+    with Tablespace(path) as ts:
+        return inspect(ts, **kw)
