@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import zlib
 from dataclasses import dataclass
+from typing import Any
 
 from parsers import checksum
 from parsers.checksum import ChecksumAlgo
@@ -106,7 +107,7 @@ def _zero_page(size: int) -> bytes:
 
 def index_stats(page: bytes | memoryview, logical_size: int) -> IndexStats:
     """Index page header fields and fill (§5.1, §5.3)."""
-    h: IndexHeaderTuple = IndexHeaderTuple._make(INDEX_HEADER_FAST.unpack_from(page, 38))
+    h: Any = IndexHeaderTuple._make(INDEX_HEADER_FAST.unpack_from(page, 38))
     compact = bool(h.n_heap & 0x8000)
     if compact:
         data_size = h.heap_top - PAGE_NEW_SUPREMUM_END - h.garbage

@@ -164,7 +164,7 @@ _FORMAT_CODES: dict[int, str] = {1: "B", 2: "H", 4: "I", 8: "Q"}
 def _flat_fields(con: Construct, prefix: str = "") -> list[tuple[str, str]]:
     """(field name, struct format code) for each leaf of a construct Struct, nested flattened."""
     out: list[tuple[str, str]] = []
-    for sub in con.subcons:  # type: ignore[attr-defined]
+    for sub in con.subcons:
         inner = sub.subcon if hasattr(sub, "subcon") else sub
         name = prefix + sub.name
         if isinstance(inner, Struct):

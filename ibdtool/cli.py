@@ -1,0 +1,208 @@
+"""The ``ibdtool`` command line: argument parsing, error handling and output, nothing else.
+
+stdout carries data (tables, JSON, CSV); stderr carries talk (progress, warnings, the one-line
+``ibdtool: error: …``). Exit codes come from :class:`ibdtool.errors.ExitCode`. Each command's
+work lives in an engine module; this file only wires it to the terminal.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import sys
+from collections.abc import Callable, Sequence
+from typing import Any, NoReturn, TypeVar
+
+import click
+
+from ibdtool.errors import ExitCode, IbdtoolError, InputError
+
+F = TypeVar("F", bound=Callable[..., Any])
+
+
+def _fail(message: str, code: int = ExitCode.BAD_INPUT) -> NoReturn:
+    click.echo(f"ibdtool: error: {message}", err=True)
+    sys.exit(code)
+
+
+class IbdtoolGroup(click.Group):
+    """Turns every expected failure into one line on stderr and an exit code."""
+
+    def main(self, *args: Any, **kwargs: Any) -> Any:
+        kwargs.setdefault("standalone_mode", True)
+        traceback = "--traceback" in (args[0] if args else sys.argv[1:])
+        try:
+            return super().main(*args, **kwargs)
+        except IbdtoolError as exc:
+            if traceback:
+                raise
+            _fail(exc.message, exc.exit_code)
+        except BrokenPipeError:
+            # the reader went away (e.g. `| head`): quietly stop, as Unix tools do
+            devnull = os.open(os.devnull, os.O_WRONLY)
+            os.dup2(devnull, sys.stdout.fileno())
+            sys.exit(ExitCode.OK)
+        except KeyboardInterrupt:
+            click.echo("ibdtool: interrupted", err=True)
+            sys.exit(ExitCode.INTERRUPTED)
+        except MemoryError:
+            _fail("out of memory")
+        except OSError as exc:
+            if traceback:
+                raise
+            where = f"{exc.filename}: " if exc.filename else ""
+            _fail(f"{where}{exc.strerror or exc}")
+
+    def invoke(self, ctx: click.Context) -> Any:
+        try:
+            return super().invoke(ctx)
+        except click.exceptions.Exit:
+            raise
+        except (click.ClickException, click.Abort):
+            raise
+
+
+@click.group(cls=IbdtoolGroup, context_settings={"help_option_names": ["-h", "--help"]})
+@click.version_option(package_name="ibdtool")
+@click.option("--traceback", is_flag=True, hidden=True, help="Show tracebacks (for developers).")
+def main(traceback: bool) -> None:
+    """See what an InnoDB tablespace really is on disk."""
+
+
+def _emit_json(obj: Any) -> None:
+    sys.stdout.write(json.dumps(obj, indent=2, default=str) + "\n")
+
+
+def _run_each(paths: Sequence[str], fn: Callable[[str], Any]) -> tuple[list[Any], bool]:
+    """Run ``fn`` on every path; report each failure on one line and go on."""
+    results: list[Any] = []
+    failed = False
+    for path in paths:
+        try:
+            results.append(fn(path))
+        except InputError as exc:
+            click.echo(f"ibdtool: error: {exc.message}", err=True)
+            failed = True
+    return results, failed
+
+
+# --- inspect ---------------------------------------------------------------------------------
+
+
+@main.command()
+@click.argument("paths", nargs=-1, required=True, type=click.Path())
+@click.option(
+    "--json", "as_json", is_flag=True, help="One JSON object per file (a list if several)."
+)
+@click.option("--no-sdi", is_flag=True, help="Do not read the SDI (MySQL 8 dictionary).")
+def inspect(paths: tuple[str, ...], as_json: bool, no_sdi: bool) -> None:
+    """Summary of each tablespace: format, pages, compression, checksums, disk use."""
+    from ibdtool.inspect import inspect_path
+    from ibdtool.render import print_inspect, progress_for
+
+    def one(path: str) -> Any:
+        with progress_for(path, enabled=not as_json) as progress:
+            return inspect_path(path, with_sdi=not no_sdi, progress=progress)
+
+    results, failed = _run_each(paths, one)
+    truncated = [r for r in results if r.trailing_bytes]
+    if as_json:
+        docs = [r.to_json() for r in results]
+        _emit_json(docs[0] if len(paths) == 1 and docs else docs)
+    else:
+        for r in results:
+            print_inspect(r)
+    for r in truncated:
+        click.echo(
+            f"ibdtool: error: {r.path}: truncated: last page has {r.trailing_bytes} of "
+            f"{r.fmt.physical_size} bytes",
+            err=True,
+        )
+    if failed or truncated:
+        sys.exit(ExitCode.BAD_INPUT)
+
+
+# --- pages -----------------------------------------------------------------------------------
+
+
+@main.command()
+@click.argument("path", type=click.Path())
+@click.option(
+    "--type", "types", multiple=True, help="Only pages of this real type (name or number)."
+)
+@click.option("--from", "start", type=click.IntRange(min=0), default=0, help="First page.")
+@click.option(
+    "--to", "stop", type=click.IntRange(min=0), default=None, help="Last page (inclusive)."
+)
+@click.option("--json", "as_json", is_flag=True, help="JSON lines, one object per page.")
+@click.option("--csv", "as_csv", is_flag=True, help="CSV with a header row.")
+def pages(
+    path: str,
+    types: tuple[str, ...],
+    start: int,
+    stop: int | None,
+    as_json: bool,
+    as_csv: bool,
+) -> None:
+    """One row per page: type, compression, sizes, allocation, checksum, index fields."""
+    from ibdtool.pagerows import page_rows
+    from ibdtool.render import write_rows
+
+    if as_json and as_csv:
+        raise click.UsageError("choose one of --json and --csv")
+    rows = page_rows(path, types=types, start=start, stop=None if stop is None else stop + 1)
+    write_rows(rows, "json" if as_json else "csv" if as_csv else "text")
+
+
+# --- checksum --------------------------------------------------------------------------------
+
+
+@main.command()
+@click.argument("paths", nargs=-1, required=True, type=click.Path())
+@click.option(
+    "--jobs", "-j", type=click.IntRange(min=1), default=None, help="Processes (default: all cores)."
+)
+@click.option("--quiet", "-q", is_flag=True, help="Print nothing; only the exit status.")
+def checksum(paths: tuple[str, ...], jobs: int | None, quiet: bool) -> None:
+    """Verify every page like innochecksum: exit 0 if all verify, 1 if any does not."""
+    from ibdtool.checkscan import check_file
+    from ibdtool.render import print_checksum
+
+    results, failed = _run_each(paths, lambda p: check_file(p, jobs=jobs))
+    bad = False
+    for r in results:
+        if not quiet:
+            print_checksum(r)
+        bad = bad or bool(r.invalid_pages)
+        if r.trailing_bytes:
+            click.echo(
+                f"ibdtool: error: {r.path}: truncated: last page has {r.trailing_bytes} of "
+                f"{r.physical_size} bytes",
+                err=True,
+            )
+            failed = True
+    if failed:
+        sys.exit(ExitCode.BAD_INPUT)
+    if bad:
+        sys.exit(ExitCode.FOUND)
+
+
+# --- sdi -------------------------------------------------------------------------------------
+
+
+@main.command()
+@click.argument("path", type=click.Path())
+def sdi(path: str) -> None:
+    """The MySQL 8 SDI as JSON, in ibd2sdi's shape."""
+    from ibdtool.tablespace import Tablespace
+    from parsers.sdi import ibd2sdi_shape
+
+    with Tablespace(path) as ts:
+        if ts.format.sdi_root is None:
+            raise InputError(f"{path}: has no SDI (only MySQL 8.0+ tablespaces carry one)")
+        entries = ts.sdi()
+    _emit_json(ibd2sdi_shape(entries))
+
+
+if __name__ == "__main__":  # pragma: no cover
+    main()

@@ -1,0 +1,77 @@
+"""Rows for ``ibdtool pages``: one flat dict per page, with the page's allocated bytes."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator, Sequence
+from typing import Any
+
+from ibdtool.errors import InputError
+from ibdtool.tablespace import Tablespace
+from parsers.constants import MARIADB_TYPE_NAMES, MYSQL_TYPE_NAMES
+from parsers.page import DOUBLEWRITE_NAME, ENCRYPTED_NAME, PageInfo
+
+KNOWN_TYPE_NAMES = sorted(
+    set(MYSQL_TYPE_NAMES.values())
+    | set(MARIADB_TYPE_NAMES.values())
+    | {DOUBLEWRITE_NAME, ENCRYPTED_NAME}
+)
+
+
+def parse_type_filter(types: Sequence[str]) -> tuple[set[str], set[int]]:
+    """Type names (case-insensitive, FIL_PAGE_ prefix allowed) and numbers from ``--type``."""
+    names: set[str] = set()
+    numbers: set[int] = set()
+    for t in types:
+        for part in t.split(","):
+            part = part.strip()
+            if not part:
+                continue
+            if part.isdigit():
+                numbers.add(int(part))
+                continue
+            name = part.upper().removeprefix("FIL_PAGE_").removeprefix("TYPE_")
+            if name not in KNOWN_TYPE_NAMES:
+                raise InputError(
+                    f"unknown page type {part!r}; valid: {', '.join(KNOWN_TYPE_NAMES)}"
+                )
+            names.add(name)
+    return names, numbers
+
+
+def page_row(info: PageInfo, allocated: int | None) -> dict[str, Any]:
+    idx = info.index
+    return {
+        "page": info.page_no,
+        "type": info.type_name,
+        "stored_type": info.stored_type,
+        "compression": info.compression.value,
+        "compressed_size": info.compressed_size,
+        "stored_size": info.stored_size,
+        "allocated": allocated,
+        "checksum": info.checksum_algo.value,
+        "valid": info.checksum_valid,
+        "lsn": info.lsn,
+        "space_id": info.space_id,
+        "index_id": idx.index_id if idx else None,
+        "level": idx.level if idx else None,
+        "n_recs": idx.n_recs if idx else None,
+        "fill": round(idx.fill, 3) if idx else None,
+        "zip_stream": info.zip_stream,
+        "problem": info.problem,
+    }
+
+
+def page_rows(
+    path: str, *, types: Sequence[str] = (), start: int = 0, stop: int | None = None
+) -> Iterator[dict[str, Any]]:
+    names, numbers = parse_type_filter(types)
+    with Tablespace(path) as ts:
+        if start >= ts.n_pages:
+            raise InputError(f"{path}: --from {start} is past the last page ({ts.n_pages - 1})")
+        per_page = ts.allocation.per_page_allocated(ts.physical_size, ts.n_pages)
+        for info in ts.pages(start, stop):
+            if (names or numbers) and not (
+                info.type_name in names or info.real_type in numbers or info.stored_type in numbers
+            ):
+                continue
+            yield page_row(info, per_page[info.page_no])
