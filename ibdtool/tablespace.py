@@ -170,6 +170,8 @@ class Tablespace:
         root = self.format.sdi_root
         if root is None or self.format.vendor is not Vendor.MYSQL or root >= self.n_pages:
             return []
+        if self.page(root).encrypted:
+            raise InputError(f"{self.path}: the SDI pages are encrypted (keyring needed)")
         try:
             if self.format.zip:
                 return read_zip_sdi(self.raw_page, root, self.physical_size)

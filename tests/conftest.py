@@ -1,0 +1,32 @@
+"""Shared fixtures: the corpus and samples locations, sparse copies of real files."""
+
+from __future__ import annotations
+
+import shutil
+import subprocess
+from pathlib import Path
+
+import pytest
+
+from tests.catalog import CORPUS, REPO
+
+SAMPLES = REPO / "samples"
+
+
+def require_corpus() -> Path:
+    if not (CORPUS / "CATALOG.md").is_file():
+        pytest.fail(f"the corpus is missing: expected {CORPUS} (../shared/corpus of the repo)")
+    return CORPUS
+
+
+@pytest.fixture(scope="session")
+def corpus() -> Path:
+    return require_corpus()
+
+
+def sparse_copy(src: Path, dst: Path) -> Path:
+    """``cp --sparse=always``: git keeps no holes, so recreate them from the zero blocks."""
+    if shutil.which("cp") is None:
+        pytest.fail("cp (coreutils) is needed")
+    subprocess.run(["cp", "--sparse=always", str(src), str(dst)], check=True)
+    return dst
