@@ -80,7 +80,9 @@ def scan_range(ts: Tablespace, start: int, stop: int) -> tuple[Counter[str], lis
         for i in range(len(chunk) // psize):
             off = i * psize
             end = off + psize
-            if fast_crc32:
+            if be(chunk[off + 4 : off + 8], "big") != n + i:
+                pass  # empty or misplaced: the full decoder says which
+            elif fast_crc32:
                 field1 = chunk[off : off + 4]
                 if (
                     field1 == chunk[end - 8 : end - 4]
@@ -103,10 +105,12 @@ def scan_range(ts: Tablespace, start: int, stop: int) -> tuple[Counter[str], lis
                 continue
             page_no = n + i
             info = ts._decode(chunk[off:end], page_no, None)
-            counts[info.checksum_algo.value] += 1
             if info.checksum_valid is False:
+                counts[ChecksumAlgo.INVALID.value] += 1
                 invalid.append(page_no)
-            elif info.checksum_valid is None and page_no not in dblwr:
+                continue
+            counts[info.checksum_algo.value] += 1
+            if info.checksum_valid is None and page_no not in dblwr:
                 unverifiable += 1
         n += count
     if ok:

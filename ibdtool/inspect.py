@@ -248,7 +248,9 @@ def inspect(
         n = info.page_no
         types[info.type_name] += 1
         comp[info.compression.value] += 1
-        chk[info.checksum_algo.value] += 1
+        chk[
+            ChecksumAlgo.INVALID.value if info.checksum_valid is False else info.checksum_algo.value
+        ] += 1
         stored_types.add(info.stored_type)
         if info.checksum_valid is False:
             invalid.append(n)

@@ -18,6 +18,7 @@ from types import TracebackType
 
 from ibdtool.allocation import Allocation, read_allocation
 from ibdtool.errors import InputError
+from parsers.checksum import ChecksumAlgo
 from parsers.constants import Vendor
 from parsers.page import DOUBLEWRITE_NAME, PageInfo, decode_page
 from parsers.sdi import SdiEntry, SdiError, read_sdi, read_zip_sdi
@@ -123,7 +124,9 @@ class Tablespace:
                 type_name=DOUBLEWRITE_NAME,
                 index=None,
                 problem=None,
-                checksum_valid=True if info.checksum_valid else None,
+                checksum_valid=True
+                if info.checksum_algo not in (ChecksumAlgo.INVALID, ChecksumAlgo.ENCRYPTED)
+                else None,
             )
         return info
 

@@ -312,6 +312,10 @@ def decode_page(
 
     if encrypted and real_type != -1 and not fmt.full_crc32:
         real_type = -1
+    if stored_no != page_no and problem is None:
+        # a page written at the wrong offset: its checksum may verify, but not as this page
+        valid = False
+        problem = f"page number {stored_no} stored at position {page_no}"
     if torn and problem is None:
         problem = "torn page: LSN in the trailer differs from the header"
     if valid is False and problem is None:
