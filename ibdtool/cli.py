@@ -86,6 +86,17 @@ def _run_each(paths: Sequence[str], fn: Callable[[str], Any]) -> tuple[list[Any]
     return results, failed
 
 
+def _fail_if_truncated(path: str) -> None:
+    """After the whole pages were reported: a partial last page is bad input (exit 2)."""
+    from ibdtool.tablespace import Tablespace
+
+    with Tablespace(path) as ts:
+        if ts.trailing_bytes:
+            _fail(
+                f"{path}: truncated: last page has {ts.trailing_bytes} of {ts.physical_size} bytes"
+            )
+
+
 # --- inspect ---------------------------------------------------------------------------------
 
 
@@ -106,7 +117,7 @@ def inspect(paths: tuple[str, ...], as_json: bool, no_sdi: bool) -> None:
 
     results, failed = _run_each(paths, one)
     truncated = [r for r in results if r.trailing_bytes]
-    if as_json:
+    if as_json and results:  # nothing on stdout when no file could be read
         docs = [r.to_json() for r in results]
         _emit_json(docs[0] if len(paths) == 1 and docs else docs)
     else:
@@ -152,6 +163,7 @@ def pages(
         raise click.UsageError("choose one of --json and --csv")
     rows = page_rows(path, types=types, start=start, stop=None if stop is None else stop + 1)
     write_rows(rows, "json" if as_json else "csv" if as_csv else "text")
+    _fail_if_truncated(path)
 
 
 # --- checksum --------------------------------------------------------------------------------
@@ -187,6 +199,78 @@ def checksum(paths: tuple[str, ...], jobs: int | None, quiet: bool) -> None:
         sys.exit(ExitCode.FOUND)
 
 
+# --- simulate --------------------------------------------------------------------------------
+
+
+@main.command()
+@click.argument("paths", nargs=-1, required=True, type=click.Path())
+@click.option(
+    "--algorithms",
+    "-a",
+    multiple=True,
+    help="mysql:zlib[:L], mysql:lz4, mariadb:{zlib,lz4,lzo,lzma,bzip2,snappy}[:L], zstd[:L], "
+    "a bare codec for every server, or all (default).",
+)
+@click.option(
+    "--block-sizes",
+    "-b",
+    multiple=True,
+    help="512, 1k, 2k, 4k, 8k, 16k, 64k, ntfs:512..ntfs:4k, or all (default: the file's).",
+)
+@click.option("--sample", type=click.IntRange(min=1), help="Simulate N pages drawn at random.")
+@click.option("--full", is_flag=True, help="Simulate every page (default for small files).")
+@click.option("--seed", type=int, default=1, show_default=True, help="Seed of the sample.")
+@click.option("--jobs", "-j", type=click.IntRange(min=1), help="Processes (default: all cores).")
+@click.option("--json", "as_json", is_flag=True, help="One JSON object per file (list if several).")
+@click.option("--csv", "as_csv", is_flag=True, help="One CSV row per algorithm and block size.")
+def simulate(
+    paths: tuple[str, ...],
+    algorithms: tuple[str, ...],
+    block_sizes: tuple[str, ...],
+    sample: int | None,
+    full: bool,
+    seed: int,
+    jobs: int | None,
+    as_json: bool,
+    as_csv: bool,
+) -> None:
+    """Predict what page compression would allocate, per algorithm and filesystem block size."""
+    from ibdtool import simulate as sim
+    from ibdtool.render import print_simulation, progress_for, write_simulation_csv
+
+    if sample and full:
+        raise click.UsageError("choose one of --sample and --full")
+    if as_json and as_csv:
+        raise click.UsageError("choose one of --json and --csv")
+    scenarios = sim.parse_algorithms(algorithms) if algorithms else list(sim.DEFAULT_SCENARIOS)
+    blocks = sim.parse_block_sizes(block_sizes) if block_sizes else None
+
+    def one(path: str) -> Any:
+        with progress_for(f"simulate {path}", enabled=not (as_json or as_csv)) as bar:
+            return sim.simulate(
+                path,
+                scenarios,
+                blocks,
+                sample=sample,
+                full=True if full else None,
+                seed=seed,
+                jobs=jobs,
+                progress=(lambda done, total: bar(done, total)) if bar else None,
+            )
+
+    results, failed = _run_each(paths, one)
+    if as_json:
+        docs = [r.to_json() for r in results]
+        _emit_json(docs[0] if len(paths) == 1 and docs else docs)
+    elif as_csv:
+        write_simulation_csv(results)
+    else:
+        for r in results:
+            print_simulation(r)
+    if failed:
+        sys.exit(ExitCode.BAD_INPUT)
+
+
 # --- sdi -------------------------------------------------------------------------------------
 
 
@@ -202,6 +286,7 @@ def sdi(path: str) -> None:
             raise InputError(f"{path}: has no SDI (only MySQL 8.0+ tablespaces carry one)")
         entries = ts.sdi()
     _emit_json(ibd2sdi_shape(entries))
+    _fail_if_truncated(path)
 
 
 if __name__ == "__main__":  # pragma: no cover

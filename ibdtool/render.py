@@ -20,6 +20,7 @@ from rich.text import Text
 if TYPE_CHECKING:
     from ibdtool.checkscan import CheckResult
     from ibdtool.inspect import InspectResult
+    from ibdtool.simulate import Scenario, SimResult
 
 _out: Console | None = None
 _err: Console | None = None
@@ -57,7 +58,7 @@ def _size_k(n: int) -> str:
 @contextmanager
 def progress_for(
     label: str, enabled: bool = True, total: int | None = None
-) -> Iterator[Callable[[int], None] | None]:
+) -> Iterator[Callable[..., None] | None]:
     """A Rich progress callback on a terminal, else None."""
     if not enabled or not sys.stderr.isatty():
         yield None
@@ -74,8 +75,8 @@ def progress_for(
     ) as progress:
         task = progress.add_task(label, total=total)
 
-        def update(done: int) -> None:
-            progress.update(task, completed=done)
+        def update(done: int, of: int | None = None) -> None:
+            progress.update(task, completed=done, total=of if of is not None else total)
 
         yield update
 
@@ -234,3 +235,142 @@ def _text_line(row: dict[str, Any], header: bool = False) -> str:
             text = "INVALID"
         cells.append(text.rjust(width) if width and name != "type" else text.ljust(width))
     return " ".join(cells).rstrip() + "\n"
+
+
+def _ci_text(ci: tuple[int, int] | list[int] | None, predicted: int) -> str:
+    if not ci:
+        return "exact"
+    half = (ci[1] - ci[0]) / 2
+    return f"±{100 * half / predicted:.1f}%" if predicted else "±?"
+
+
+def print_simulation(r: SimResult) -> None:
+    """The simulate table, then the recommendation lines."""
+    from rich import box
+
+    con = out()
+    scan = (
+        "full scan" if r.full else f"{r.pages_sampled} of {r.pages} pages sampled (seed {r.seed})"
+    )
+    con.print(Text(r.path, style="bold underline"))
+    con.print(
+        f"{r.pages} pages of {_size_k(r.page_size)}, {human_bytes(r.logical_size)} logical, "
+        f"{human_bytes(r.allocated_size)} allocated today on "
+        f"{human_bytes(r.fs_block_size)} blocks; {scan}"
+    )
+    cur = r.current
+    if cur.get("compressed_pages"):
+        algos = ", ".join(f"{k} {v}" for k, v in cur["algorithms"].items())
+        con.print(
+            f"already compressed: {cur['compressed_pages']} pages ({algos}); ideal allocation "
+            f"{human_bytes(cur['ideal_allocated'])}, actual {human_bytes(cur['actual_allocated'])}"
+            + (f", {cur['unpunched_pages']} slots never punched" if cur["unpunched_pages"] else "")
+        )
+    table = Table(box=box.SIMPLE_HEAD, pad_edge=False)
+    table.add_column("algorithm")
+    table.add_column("block", justify="right")
+    table.add_column("predicted", justify="right")
+    table.add_column("95% CI", justify="right")
+    table.add_column("saving", justify="right")
+    table.add_column("µs/page c/d", justify="right")
+    for res in r.results:
+        saving = Text(f"{res.saving_pct:.1f}%", style="green" if res.saving_pct > 0 else "red")
+        cpu = (
+            "-"
+            if res.compress_us is None
+            else f"{res.compress_us:.0f}/{res.decompress_us or 0:.0f}"
+        )
+        table.add_row(
+            scenario_label(res.scenario),
+            res.block.label,
+            human_bytes(res.predicted),
+            _ci_text(res.ci95, res.predicted),
+            saving,
+            cpu,
+        )
+    con.print(table)
+    if any(x.scenario.server == "what-if" for x in r.results):
+        con.print("[dim]what-if rows are not an InnoDB option: they show the data's headroom[/]")
+    if r.row_compressed:
+        zt = Table(box=box.SIMPLE_HEAD, pad_edge=False, title="ROW_FORMAT=COMPRESSED what-if")
+        zt.add_column("KEY_BLOCK_SIZE", justify="right")
+        zt.add_column("failures", justify="right")
+        zt.add_column("predicted size", justify="right")
+        zt.add_column("95% CI", justify="right")
+        for z in r.row_compressed:
+            zt.add_row(
+                f"{z.key_block_size // 1024}K",
+                f"{100 * z.failure_rate:.0f}%",
+                human_bytes(z.predicted_size),
+                _ci_text(z.ci95, z.predicted_size),
+            )
+        con.print(zt)
+    for line in recommendations(r):
+        con.print(line)
+    for note in r.notes:
+        con.print(Text(note, style="yellow"))
+    con.print()
+
+
+def scenario_label(s: Scenario) -> str:
+    level = f":{s.level}" if s.level is not None else ""
+    if s.server == "what-if":
+        return f"{s.algorithm}{level} (what-if)"
+    return f"{s.server} {s.algorithm}{level}"
+
+
+def recommendations(r: SimResult) -> list[str]:
+    """Best algorithm per block size on saving and on CPU, and warnings."""
+    lines: list[str] = []
+    blocks = sorted({res.block for res in r.results}, key=lambda b: (b.ntfs_unit or 0, b.size))
+    for b in blocks:
+        rows = [x for x in r.results if x.block == b and x.scenario.server != "what-if"]
+        if not rows:
+            continue
+        best = max(rows, key=lambda x: x.saving_pct)
+        if best.saving_pct <= 1.0:
+            why = (
+                "NTFS frees space only in 16-cluster units"
+                if b.ntfs_unit
+                else f"{b.label} blocks are too large for {_size_k(r.page_size)} pages"
+                if b.size * 2 > r.page_size
+                else "the data does not compress"
+            )
+            lines.append(f"[yellow]warning:[/] {b.label} blocks: compression saves nothing ({why})")
+            continue
+        good = [x for x in rows if x.saving_pct >= best.saving_pct - 5 and x.compress_us]
+        cheapest = min(good, key=lambda x: (x.compress_us or 0) + (x.decompress_us or 0))
+        line = (
+            f"{b.label} blocks: {scenario_label(best.scenario)} saves most ({best.saving_pct:.0f}%)"
+        )
+        if cheapest is not best:
+            line += (
+                f"; {scenario_label(cheapest.scenario)} is the cheapest within 5 points "
+                f"({cheapest.saving_pct:.0f}%, {cheapest.compress_us:.0f}+"
+                f"{cheapest.decompress_us:.0f} µs/page)"
+            )
+        lines.append(line)
+    return lines
+
+
+def write_simulation_csv(results: list[SimResult]) -> None:
+    w = csv.writer(sys.stdout)
+    w.writerow(
+        [
+            "path", "server", "algorithm", "level", "block_size", "ntfs_unit", "pages",
+            "pages_sampled", "allocated_size", "predicted_allocated", "ci95_low", "ci95_high",
+            "saving_pct", "compress_us_per_page", "decompress_us_per_page",
+        ]
+    )  # fmt: skip
+    for r in results:
+        for x in r.results:
+            w.writerow(
+                [
+                    r.path, x.scenario.server, x.scenario.algorithm, x.scenario.level,
+                    x.block.size, x.block.ntfs_unit, r.pages, r.pages_sampled, r.allocated_size,
+                    x.predicted, x.ci95[0] if x.ci95 else "", x.ci95[1] if x.ci95 else "",
+                    f"{x.saving_pct:.2f}",
+                    "" if x.compress_us is None else f"{x.compress_us:.1f}",
+                    "" if x.decompress_us is None else f"{x.decompress_us:.1f}",
+                ]
+            )  # fmt: skip

@@ -1,0 +1,650 @@
+"""Predict what page compression (or ROW_FORMAT=COMPRESSED) would allocate for a tablespace.
+
+Each page is brought back to its uncompressed image (decompressing it if the file is already
+compressed), recompressed the way each server would (:mod:`parsers.layout`), and the bytes a
+filesystem with a given block size allocates for the result are summed. A seeded random
+sample gives every figure with a 95% confidence interval; a full scan is exact and runs in
+worker processes. CPU cost is measured on this data, per page, for every algorithm.
+"""
+
+from __future__ import annotations
+
+import math
+import multiprocessing
+import os
+import random
+import time
+import zlib
+from collections.abc import Callable, Iterable, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+import zstandard
+
+from ibdtool.errors import InputError
+from ibdtool.tablespace import Tablespace
+from parsers.codecs import compress, decompress
+from parsers.constants import (
+    FIL_PAGE_INDEX,
+    FIL_PAGE_RTREE,
+    FIL_PAGE_TYPE_ALLOCATED,
+    FIL_PAGE_TYPE_FSP_HDR,
+    FIL_PAGE_TYPE_XDES,
+    Algorithm,
+)
+from parsers.layout import (
+    allocated_for_image,
+    mariadb_fcrc32_stored_size,
+    mysql_write_size,
+    ntfs_allocated,
+)
+
+Z95 = 1.959963984540054
+FULL_SCAN_MAX_PAGES = 8192  # files up to 128 MiB of 16K pages are scanned whole by default
+PILOT_PAGES = 400
+TARGET_REL_HALF_WIDTH = 0.01  # ±1%
+MIN_SAMPLE = 400
+
+
+# --- what is simulated -----------------------------------------------------------------------
+
+
+@dataclass(frozen=True, order=True)
+class Scenario:
+    """One way to store pages: a server's page compression with an algorithm and level."""
+
+    server: str  # "mysql" | "mariadb" | "what-if"
+    algorithm: str  # Algorithm value, or "zstd"
+    level: int | None = None
+
+    @property
+    def label(self) -> str:
+        lvl = f":{self.level}" if self.level is not None else ""
+        return f"{self.server}:{self.algorithm}{lvl}"
+
+    def compress(self, data: bytes) -> bytes:
+        if self.algorithm == "zstd":
+            return zstandard.ZstdCompressor(level=self.level or 3).compress(data)
+        return compress(Algorithm(self.algorithm), data, self.level)
+
+    def decompress(self, payload: bytes, size: int) -> bytes:
+        if self.algorithm == "zstd":
+            return zstandard.ZstdDecompressor().decompress(payload, max_output_size=size)
+        return decompress(Algorithm(self.algorithm), payload, size)
+
+
+_LEVELLED = {"zlib": 6, "lzma": 6}  # innodb_compression_level / page_compression_level default
+MYSQL_CODECS = ("zlib", "lz4")
+MARIADB_CODECS = ("zlib", "lz4", "lzo", "lzma", "bzip2", "snappy")
+DEFAULT_SCENARIOS: tuple[Scenario, ...] = (
+    Scenario("mysql", "zlib", 6),
+    Scenario("mysql", "lz4"),
+    *(Scenario("mariadb", c, _LEVELLED.get(c)) for c in MARIADB_CODECS),
+    Scenario("what-if", "zstd", 1),
+    Scenario("what-if", "zstd", 3),
+    Scenario("what-if", "zstd", 9),
+)
+
+
+def parse_algorithms(specs: Iterable[str]) -> list[Scenario]:
+    """``mysql:zlib:1``, ``mariadb:lzma``, ``zstd:9``, or a bare codec for every server."""
+    out: list[Scenario] = []
+    valid = (
+        [f"mysql:{c}" for c in MYSQL_CODECS]
+        + [f"mariadb:{c}" for c in MARIADB_CODECS]
+        + ["zstd", "all"]
+        + sorted(set(MYSQL_CODECS) | set(MARIADB_CODECS))
+    )
+    for spec in specs:
+        for item in spec.split(","):
+            item = item.strip().lower()
+            if not item:
+                continue
+            if item == "all":
+                out.extend(DEFAULT_SCENARIOS)
+                continue
+            parts = item.split(":")
+            level: int | None = None
+            if parts[-1].isdigit():
+                level = int(parts.pop())
+            if parts[0] in ("what-if", "whatif"):
+                parts = parts[1:]
+            if len(parts) == 1 and parts[0] == "zstd":
+                lv = level or 3
+                if not 1 <= lv <= 22:
+                    raise InputError(f"zstd level {lv} is not 1..22")
+                out.append(Scenario("what-if", "zstd", lv))
+                continue
+            if len(parts) == 1 and parts[0] in MARIADB_CODECS:
+                servers = ["mysql", "mariadb"] if parts[0] in MYSQL_CODECS else ["mariadb"]
+                parts = [servers[0], parts[0]] if len(servers) == 1 else parts
+                if len(servers) == 2:
+                    for server in servers:
+                        out.append(_scenario(server, parts[0], level))
+                    continue
+            if len(parts) != 2 or parts[0] not in ("mysql", "mariadb"):
+                raise InputError(f"unknown algorithm {item!r}; valid: {', '.join(valid)}")
+            out.append(_scenario(parts[0], parts[1], level))
+    seen: dict[Scenario, None] = {}
+    for s in out:
+        seen.setdefault(s)
+    return list(seen)
+
+
+def _scenario(server: str, codec: str, level: int | None) -> Scenario:
+    codecs = MYSQL_CODECS if server == "mysql" else MARIADB_CODECS
+    if codec not in codecs:
+        raise InputError(f"{server} has no {codec!r} page compression; it has {', '.join(codecs)}")
+    if codec in _LEVELLED:
+        level = _LEVELLED[codec] if level is None else level
+        if not 1 <= level <= 9:
+            raise InputError(f"{server}:{codec} level {level} is not 1..9")
+    elif level is not None:
+        raise InputError(f"{server}:{codec} takes no level")
+    return Scenario(server, codec, level)
+
+
+@dataclass(frozen=True, order=True)
+class BlockSpec:
+    """A filesystem allocation rule: plain blocks, or NTFS clusters freed per 16-cluster unit."""
+
+    size: int
+    ntfs_unit: int | None = None
+
+    @property
+    def label(self) -> str:
+        base = _human_size(self.size)
+        return f"ntfs:{base}" if self.ntfs_unit else base
+
+    def allocated(self, stored: int, page_size: int) -> int:
+        if self.ntfs_unit:
+            return ntfs_allocated(stored, page_size, self.ntfs_unit)
+        return allocated_for_image(stored, page_size, self.size)
+
+
+def _human_size(n: int) -> str:
+    return f"{n // 1024}K" if n >= 1024 and n % 1024 == 0 else str(n)
+
+
+BLOCK_SIZES = (512, 1024, 2048, 4096, 8192, 16384, 65536)
+NTFS_CLUSTERS = (512, 1024, 2048, 4096)
+
+
+def parse_block_sizes(specs: Iterable[str]) -> list[BlockSpec]:
+    out: list[BlockSpec] = []
+    valid = [_human_size(b).lower() for b in BLOCK_SIZES] + [
+        "ntfs:" + _human_size(c).lower() for c in NTFS_CLUSTERS
+    ]
+    for spec in specs:
+        for item in spec.split(","):
+            item = item.strip().lower()
+            if not item:
+                continue
+            if item == "all":
+                out.extend(BlockSpec(b) for b in BLOCK_SIZES)
+                out.extend(BlockSpec(c, 16 * c) for c in NTFS_CLUSTERS)
+                continue
+            ntfs = item.startswith("ntfs:")
+            size = _parse_size(item.removeprefix("ntfs:"))
+            if (
+                size is None
+                or (ntfs and size not in NTFS_CLUSTERS)
+                or (not ntfs and size not in BLOCK_SIZES)
+            ):
+                raise InputError(f"unknown block size {item!r}; valid: {', '.join(valid)}, all")
+            out.append(BlockSpec(size, 16 * size if ntfs else None))
+    return sorted(set(out), key=lambda b: (b.ntfs_unit is not None, b.size))
+
+
+def _parse_size(text: str) -> int | None:
+    text = text.strip().lower().removesuffix("b").removesuffix("i")
+    mult = 1
+    if text.endswith("k"):
+        mult, text = 1024, text[:-1]
+    return int(text) * mult if text.isdigit() else None
+
+
+# --- per-page measurement --------------------------------------------------------------------
+
+
+@dataclass
+class Accumulator:
+    """Sums over the pages seen, enough for means and confidence intervals."""
+
+    n: int = 0
+    cost: dict[tuple[Scenario, BlockSpec], list[float]] = field(default_factory=dict)
+    compress_ns: dict[Scenario, int] = field(default_factory=dict)
+    decompress_ns: dict[Scenario, int] = field(default_factory=dict)
+    timed: dict[Scenario, int] = field(default_factory=dict)
+    zip_cost: dict[int, list[float]] = field(default_factory=dict)  # kbs -> [sum, sumsq]
+    zip_index_pages: int = 0
+    zip_failures: dict[int, int] = field(default_factory=dict)
+
+    def add_cost(self, key: tuple[Scenario, BlockSpec], value: float) -> None:
+        slot = self.cost.setdefault(key, [0.0, 0.0])
+        slot[0] += value
+        slot[1] += value * value
+
+    def merge(self, other: Accumulator) -> None:
+        self.n += other.n
+        for key, (s, s2) in other.cost.items():
+            slot = self.cost.setdefault(key, [0.0, 0.0])
+            slot[0] += s
+            slot[1] += s2
+        for d_self, d_other in (
+            (self.compress_ns, other.compress_ns),
+            (self.decompress_ns, other.decompress_ns),
+            (self.timed, other.timed),
+        ):
+            for k, v in d_other.items():
+                d_self[k] = d_self.get(k, 0) + v
+        for kbs, v in other.zip_failures.items():
+            self.zip_failures[kbs] = self.zip_failures.get(kbs, 0) + v
+        for kbs, (s, s2) in other.zip_cost.items():
+            slot = self.zip_cost.setdefault(kbs, [0.0, 0.0])
+            slot[0] += s
+            slot[1] += s2
+        self.zip_index_pages += other.zip_index_pages
+
+
+KEY_BLOCK_SIZES = (1024, 2048, 4096, 8192, 16384)
+
+
+@dataclass(frozen=True)
+class SimConfig:
+    scenarios: tuple[Scenario, ...]
+    blocks: tuple[BlockSpec, ...]
+    page_size: int
+    clustered_ids: frozenset[int] = frozenset()
+    time_codecs: bool = True
+
+
+def measure_page(page: bytes, page_no: int, cfg: SimConfig, acc: Accumulator) -> None:
+    """Add one uncompressed logical page's cost under every scenario and block size."""
+    psize = cfg.page_size
+    acc.n += 1
+    if page.count(0) == psize:
+        # a never-written page is a hole in a sparse file whatever the server
+        for s in cfg.scenarios:
+            for b in cfg.blocks:
+                acc.add_cost((s, b), 0)
+        for kbs in KEY_BLOCK_SIZES:
+            _zip_add(acc, kbs, 0.0)
+        return
+    ptype = int.from_bytes(page[24:26], "big")
+    fixed_both = page_no == 0 or ptype in (FIL_PAGE_TYPE_FSP_HDR, FIL_PAGE_TYPE_XDES)
+    for s in cfg.scenarios:
+        if s.server == "mysql":
+            fixed = fixed_both or ptype == FIL_PAGE_RTREE
+            data = page[38:]
+        else:
+            fixed = fixed_both or ptype == FIL_PAGE_TYPE_ALLOCATED
+            data = page
+        payload_len = 0
+        if not fixed:
+            t0 = time.perf_counter_ns()
+            payload = s.compress(data)
+            t1 = time.perf_counter_ns()
+            payload_len = len(payload)
+            if cfg.time_codecs:
+                s.decompress(payload, len(data))
+                t2 = time.perf_counter_ns()
+                acc.compress_ns[s] = acc.compress_ns.get(s, 0) + (t1 - t0)
+                acc.decompress_ns[s] = acc.decompress_ns.get(s, 0) + (t2 - t1)
+                acc.timed[s] = acc.timed.get(s, 0) + 1
+        for b in cfg.blocks:
+            if fixed:
+                cost = b.allocated(psize, psize)
+            elif s.server == "mysql":
+                fs_block = b.size
+                ws = mysql_write_size(payload_len, psize, fs_block)
+                cost = b.allocated(ws if ws is not None else psize, psize)
+            else:
+                algo = Algorithm.NONE if s.algorithm == "zstd" else Algorithm(s.algorithm)
+                stored = mariadb_fcrc32_stored_size(algo, payload_len, psize)
+                cost = b.allocated(stored if stored is not None else psize, psize)
+            acc.add_cost((s, b), cost)
+    _measure_zip(page, ptype, cfg, acc)
+
+
+def _zip_add(acc: Accumulator, kbs: int, value: float) -> None:
+    slot = acc.zip_cost.setdefault(kbs, [0.0, 0.0])
+    slot[0] += value
+    slot[1] += value * value
+
+
+ZIP_PAGE_OVERHEAD = 94 + 8 + 16  # FIL + index header, zlib framing, fields info and log end
+
+
+def zip_pieces(page: bytes, clustered: bool, kbs: int) -> int:
+    """How many ``kbs``-byte ROW_FORMAT=COMPRESSED pages this index page's records need.
+
+    The record heap is deflated the way ``page_zip_compress`` does (zlib level 6), with the
+    dense directory (2 bytes a record) and the uncompressed columns (13 bytes a record on a
+    clustered leaf, 4 on a node-pointer page) beside it (§7.1). When it does not fit, InnoDB
+    splits the page; pieces are filled greedily with consecutive records, each compressed on
+    its own, as the split pages would be.
+    """
+    n_heap = int.from_bytes(page[42:44], "big") & 0x7FFF
+    heap_top = int.from_bytes(page[40:42], "big")
+    level = int.from_bytes(page[64:66], "big")
+    n_recs = max(0, n_heap - 2)
+    heap = page[120:heap_top] if heap_top > 120 else b""
+    if not n_recs or not heap:
+        return 1
+    per_rec = 2 + (4 if level > 0 else 13 if clustered else 0)
+    rec_len = len(heap) / n_recs
+
+    def fits(first: int, count: int) -> bool:
+        chunk = heap[int(first * rec_len) : int((first + count) * rec_len)]
+        return ZIP_PAGE_OVERHEAD + len(zlib.compress(chunk, 6)) + count * per_rec <= kbs
+
+    if fits(0, n_recs):
+        return 1
+    pieces = 0
+    i = 0
+    while i < n_recs:
+        lo, hi = 1, n_recs - i
+        while lo < hi:  # largest count that fits (at least one record per page)
+            mid = (lo + hi + 1) // 2
+            if fits(i, mid):
+                lo = mid
+            else:
+                hi = mid - 1
+        pieces += 1
+        i += lo
+    return pieces
+
+
+def _measure_zip(page: bytes, ptype: int, cfg: SimConfig, acc: Accumulator) -> None:
+    if ptype != FIL_PAGE_INDEX or cfg.page_size > 16384:
+        for kbs in KEY_BLOCK_SIZES:
+            if kbs <= cfg.page_size:
+                _zip_add(acc, kbs, kbs)
+        return
+    index_id = int.from_bytes(page[66:74], "big")
+    clustered = index_id in cfg.clustered_ids if cfg.clustered_ids else True
+    acc.zip_index_pages += 1
+    for kbs in KEY_BLOCK_SIZES:
+        if kbs > cfg.page_size:
+            continue
+        pieces = zip_pieces(page, clustered, kbs)
+        if pieces > 1:
+            acc.zip_failures[kbs] = acc.zip_failures.get(kbs, 0) + 1
+        _zip_add(acc, kbs, pieces * kbs)
+
+
+# --- driving a scan --------------------------------------------------------------------------
+
+
+def _logical_pages(ts: Tablespace, page_nos: Iterable[int]) -> Iterable[tuple[int, bytes]]:
+    for n in page_nos:
+        _, _, logical = ts.page_with_data(n)
+        yield n, logical
+
+
+def scan_pages(ts: Tablespace, page_nos: Sequence[int], cfg: SimConfig) -> Accumulator:
+    acc = Accumulator()
+    for n, page in _logical_pages(ts, page_nos):
+        measure_page(page, n, cfg, acc)
+    return acc
+
+
+def _worker(args: tuple[str, list[int], SimConfig]) -> Accumulator:
+    path, page_nos, cfg = args
+    with Tablespace(path) as ts:
+        return scan_pages(ts, page_nos, cfg)
+
+
+@dataclass
+class ScenarioResult:
+    scenario: Scenario
+    block: BlockSpec
+    predicted: int
+    ci95: tuple[int, int] | None
+    saving_pct: float
+    compress_us: float | None
+    decompress_us: float | None
+
+
+@dataclass
+class ZipResult:
+    key_block_size: int
+    failure_rate: float
+    predicted_size: int
+    ci95: tuple[int, int] | None
+
+
+@dataclass
+class SimResult:
+    path: str
+    pages: int
+    pages_sampled: int
+    page_size: int
+    allocated_size: int
+    logical_size: int
+    fs_block_size: int
+    full: bool
+    seed: int
+    results: list[ScenarioResult]
+    row_compressed: list[ZipResult]
+    current: dict[str, Any]
+    notes: list[str]
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "path": self.path,
+            "pages": self.pages,
+            "pages_sampled": self.pages_sampled,
+            "page_size": self.page_size,
+            "logical_size": self.logical_size,
+            "allocated_size": self.allocated_size,
+            "fs_block_size": self.fs_block_size,
+            "full_scan": self.full,
+            "seed": self.seed,
+            "current": self.current,
+            "results": [
+                {
+                    "server": r.scenario.server,
+                    "algorithm": r.scenario.algorithm,
+                    "level": r.scenario.level,
+                    "block_size": r.block.size,
+                    "ntfs_unit": r.block.ntfs_unit,
+                    "predicted_allocated": r.predicted,
+                    "ci95": list(r.ci95) if r.ci95 else None,
+                    "saving_pct": round(r.saving_pct, 2),
+                    "compress_us_per_page": None
+                    if r.compress_us is None
+                    else round(r.compress_us, 1),
+                    "decompress_us_per_page": None
+                    if r.decompress_us is None
+                    else round(r.decompress_us, 1),
+                }
+                for r in self.results
+            ],
+            "row_compressed": [
+                {
+                    "key_block_size": z.key_block_size,
+                    "failure_rate": round(z.failure_rate, 4),
+                    "predicted_size": z.predicted_size,
+                    "ci95": list(z.ci95) if z.ci95 else None,
+                }
+                for z in self.row_compressed
+            ],
+            "notes": self.notes,
+        }
+
+
+def _estimate(
+    total: float, total_sq: float, n: int, population: int, full: bool
+) -> tuple[int, tuple[int, int] | None]:
+    if n == 0:
+        return 0, None
+    mean = total / n
+    predicted = mean * population
+    if full or n >= population:
+        return round(predicted), None
+    var = max(0.0, (total_sq - n * mean * mean) / (n - 1)) if n > 1 else 0.0
+    fpc = math.sqrt((population - n) / (population - 1)) if population > 1 else 0.0
+    half = Z95 * population * math.sqrt(var / n) * fpc
+    return round(predicted), (max(0, round(predicted - half)), round(predicted + half))
+
+
+def choose_sample_size(
+    ts: Tablespace, cfg: SimConfig, rng: random.Random, pilot: int = PILOT_PAGES
+) -> int:
+    """Pages needed for a ±1% 95% interval on the first scenario, from a pilot sample."""
+    n_pages = ts.n_pages
+    first = SimConfig(cfg.scenarios[:1], cfg.blocks[:1], cfg.page_size, time_codecs=False)
+    pages = rng.sample(range(n_pages), min(pilot, n_pages))
+    acc = scan_pages(ts, pages, first)
+    s, s2 = next(iter(acc.cost.values()))
+    n = acc.n
+    mean = s / n
+    if mean <= 0:
+        return max(MIN_SAMPLE, n)
+    var = max(0.0, (s2 - n * mean * mean) / (n - 1))
+    cv = math.sqrt(var) / mean
+    n0 = (Z95 * cv / TARGET_REL_HALF_WIDTH) ** 2
+    n_fpc = n0 / (1 + (n0 - 1) / n_pages)
+    return int(min(n_pages, max(MIN_SAMPLE, math.ceil(n_fpc))))
+
+
+def _clustered_index_ids(ts: Tablespace) -> frozenset[int]:
+    try:
+        from ibdtool.inspect import summarise_sdi
+
+        summary = summarise_sdi(ts.sdi())
+    except InputError:
+        return frozenset()
+    if summary and summary.indexes:
+        primary = [i for i, name in summary.indexes.items() if name == "PRIMARY"]
+        return frozenset(primary or [min(summary.indexes)])
+    return frozenset()
+
+
+def simulate(
+    path: str | os.PathLike[str],
+    scenarios: Sequence[Scenario] = DEFAULT_SCENARIOS,
+    blocks: Sequence[BlockSpec] | None = None,
+    *,
+    sample: int | None = None,
+    full: bool | None = None,
+    seed: int = 1,
+    jobs: int | None = None,
+    progress: Callable[[int, int], None] | None = None,
+) -> SimResult:
+    """Simulate every scenario × block size on ``path`` (see module doc)."""
+    with Tablespace(path) as ts:
+        if ts.format.zip:
+            raise InputError(
+                f"{path}: ROW_FORMAT=COMPRESSED tablespace: simulation needs uncompressed "
+                "pages (rebuild a copy as DYNAMIC first)"
+            )
+        alloc = ts.allocation
+        blocks = list(blocks) if blocks else [BlockSpec(alloc.fs_block_size)]
+        cfg = SimConfig(tuple(scenarios), tuple(blocks), ts.logical_size, _clustered_index_ids(ts))
+        n_pages = ts.n_pages
+        rng = random.Random(seed)
+        notes: list[str] = []
+        if full is None:
+            full = sample is None and n_pages <= FULL_SCAN_MAX_PAGES
+        if full:
+            page_nos = list(range(n_pages))
+        else:
+            if sample is None:
+                sample = choose_sample_size(ts, cfg, random.Random(seed + 1))
+            sample = min(sample, n_pages)
+            page_nos = sorted(rng.sample(range(n_pages), sample))
+            full = sample >= n_pages
+        jobs = jobs or os.cpu_count() or 1
+        acc = Accumulator()
+        if jobs > 1 and len(page_nos) >= 256:
+            step = max(16, len(page_nos) // (jobs * 16))
+            batches = [page_nos[i : i + step] for i in range(0, len(page_nos), step)]
+            ctx = multiprocessing.get_context("fork")
+            done = 0
+            with ctx.Pool(jobs) as pool:
+                for part in pool.imap_unordered(_worker, [(str(path), b, cfg) for b in batches]):
+                    acc.merge(part)
+                    done += part.n
+                    if progress:
+                        progress(done, len(page_nos))
+        else:
+            for i in range(0, len(page_nos), 64):
+                acc.merge(scan_pages(ts, page_nos[i : i + 64], cfg))
+                if progress:
+                    progress(min(i + 64, len(page_nos)), len(page_nos))
+        current = _current_state(ts)
+    allocated = alloc.allocated
+    results: list[ScenarioResult] = []
+    for s in cfg.scenarios:
+        timed = acc.timed.get(s, 0)
+        for b in cfg.blocks:
+            total, total_sq = acc.cost.get((s, b), [0.0, 0.0])
+            predicted, ci = _estimate(total, total_sq, acc.n, n_pages, full)
+            saving = 100.0 * (allocated - predicted) / allocated if allocated else 0.0
+            results.append(
+                ScenarioResult(
+                    s,
+                    b,
+                    predicted,
+                    ci,
+                    saving,
+                    acc.compress_ns.get(s, 0) / timed / 1000 if timed else None,
+                    acc.decompress_ns.get(s, 0) / timed / 1000 if timed else None,
+                )
+            )
+    zips: list[ZipResult] = []
+    for kbs in KEY_BLOCK_SIZES:
+        if kbs > cfg.page_size:
+            continue
+        total, total_sq = acc.zip_cost.get(kbs, [0.0, 0.0])
+        predicted, ci = _estimate(total, total_sq, acc.n, n_pages, full)
+        rate = acc.zip_failures.get(kbs, 0) / acc.zip_index_pages if acc.zip_index_pages else 0.0
+        zips.append(ZipResult(kbs, rate, predicted, ci))
+    if cfg.page_size > 16384:
+        notes.append("ROW_FORMAT=COMPRESSED needs a page size of 16K or less")
+    return SimResult(
+        path=str(path),
+        pages=n_pages,
+        pages_sampled=acc.n,
+        page_size=cfg.page_size,
+        allocated_size=allocated,
+        logical_size=ts.size,
+        fs_block_size=alloc.fs_block_size,
+        full=full,
+        seed=seed,
+        results=results,
+        row_compressed=zips,
+        current=current,
+        notes=notes,
+    )
+
+
+def _current_state(ts: Tablespace) -> dict[str, Any]:
+    """For an already-compressed file: actual allocation against the ideal for its images."""
+    block = ts.allocation.fs_block_size
+    per_page = ts.allocation.per_page_allocated(ts.physical_size, ts.n_pages)
+    ideal = 0
+    compressed = unpunched = 0
+    algos: dict[str, int] = {}
+    for info in ts.pages():
+        if info.empty:
+            continue
+        if info.compression is not Algorithm.NONE and info.stored_size:
+            compressed += 1
+            algos[info.compression.value] = algos.get(info.compression.value, 0) + 1
+            need = allocated_for_image(info.stored_size, ts.physical_size, block)
+            ideal += need
+            if per_page[info.page_no] > need:
+                unpunched += 1
+        else:
+            ideal += ts.physical_size
+    return {
+        "compressed_pages": compressed,
+        "algorithms": algos,
+        "ideal_allocated": ideal,
+        "actual_allocated": ts.allocation.allocated,
+        "unpunched_pages": unpunched,
+    }
