@@ -21,9 +21,11 @@ from typing import Any
 
 import zstandard
 
+from ibdtool import servercodecs
 from ibdtool.errors import InputError
 from ibdtool.tablespace import Tablespace
-from parsers.codecs import compress, decompress
+from parsers.codecs import compress as library_compress
+from parsers.codecs import decompress
 from parsers.constants import (
     FIL_PAGE_INDEX,
     FIL_PAGE_RTREE,
@@ -65,7 +67,10 @@ class Scenario:
     def compress(self, data: bytes) -> bytes:
         if self.algorithm == "zstd":
             return zstandard.ZstdCompressor(level=self.level or 3).compress(data)
-        return compress(Algorithm(self.algorithm), data, self.level)
+        if self.server == "mysql":
+            # mysqld links its own bundled zlib and lz4 builds; the Python codecs come closest
+            return library_compress(Algorithm(self.algorithm), data, self.level)
+        return servercodecs.compress(Algorithm(self.algorithm), data, self.level)
 
     def decompress(self, payload: bytes, size: int) -> bytes:
         if self.algorithm == "zstd":
@@ -219,6 +224,8 @@ class Accumulator:
     zip_cost: dict[int, list[float]] = field(default_factory=dict)  # kbs -> [sum, sumsq]
     zip_index_pages: int = 0
     zip_failures: dict[int, int] = field(default_factory=dict)
+    #: pages followed by a punched hole: each ends an extent
+    holes: dict[tuple[Scenario, BlockSpec], int] = field(default_factory=dict)
 
     def add_cost(self, key: tuple[Scenario, BlockSpec], value: float) -> None:
         slot = self.cost.setdefault(key, [0.0, 0.0])
@@ -238,6 +245,8 @@ class Accumulator:
         ):
             for k, v in d_other.items():
                 d_self[k] = d_self.get(k, 0) + v
+        for key, v in other.holes.items():
+            self.holes[key] = self.holes.get(key, 0) + v
         for kbs, v in other.zip_failures.items():
             self.zip_failures[kbs] = self.zip_failures.get(kbs, 0) + v
         for kbs, (s, s2) in other.zip_cost.items():
@@ -264,10 +273,12 @@ def measure_page(page: bytes, page_no: int, cfg: SimConfig, acc: Accumulator) ->
     psize = cfg.page_size
     acc.n += 1
     if page.count(0) == psize:
-        # a never-written page is a hole in a sparse file whatever the server
+        # A never-written page: MySQL extends files with posix_fallocate and punches holes
+        # only when it writes a page, so the page stays allocated; MariaDB extends
+        # page-compressed files sparsely, so it is a hole (seen on the samples' live files).
         for s in cfg.scenarios:
             for b in cfg.blocks:
-                acc.add_cost((s, b), 0)
+                acc.add_cost((s, b), b.allocated(psize, psize) if s.server == "mysql" else 0)
         for kbs in KEY_BLOCK_SIZES:
             _zip_add(acc, kbs, 0.0)
         return
@@ -304,6 +315,8 @@ def measure_page(page: bytes, page_no: int, cfg: SimConfig, acc: Accumulator) ->
                 stored = mariadb_fcrc32_stored_size(algo, payload_len, psize)
                 cost = b.allocated(stored if stored is not None else psize, psize)
             acc.add_cost((s, b), cost)
+            if 0 < cost < psize:
+                acc.holes[(s, b)] = acc.holes.get((s, b), 0) + 1
     _measure_zip(page, ptype, cfg, acc)
 
 
@@ -316,22 +329,54 @@ def _zip_add(acc: Accumulator, kbs: int, value: float) -> None:
 ZIP_PAGE_OVERHEAD = 94 + 8 + 16  # FIL + index header, zlib framing, fields info and log end
 
 
-def zip_pieces(page: bytes, clustered: bool, kbs: int) -> int:
-    """How many ``kbs``-byte ROW_FORMAT=COMPRESSED pages this index page's records need.
+def _heap_without_headers(page: bytes, heap_top: int) -> bytes:
+    """The record heap [120, heap_top) without the 5-byte record headers, which a compressed
+    page keeps in its dense directory instead of the zlib stream (§7.1). Records are found
+    by following the compact next pointers from the infimum (§5.2)."""
+    if heap_top <= 120:
+        return b""
+    if not page[42] & 0x80:  # redundant (old-style) page: keep it whole
+        return page[120:heap_top]
+    origins: list[int] = []
+    origin = 99
+    for _ in range(8192):
+        origin = (origin + int.from_bytes(page[origin - 2 : origin], "big")) & 0xFFFF
+        if origin == 112 or not 125 <= origin < heap_top:
+            break
+        origins.append(origin)
+    if not origins:
+        return page[120:heap_top]
+    origins.sort()
+    parts = []
+    start = 120
+    for o in origins:
+        if o - 5 >= start:
+            parts.append(page[start : o - 5])
+            start = o
+    parts.append(page[start:heap_top])
+    return b"".join(parts)
+
+
+def zip_pieces(page: bytes, clustered: bool, kbs: int, logical_size: int) -> float:
+    """How many ``kbs``-byte ROW_FORMAT=COMPRESSED pages this index page's records fill.
 
     The record heap is deflated the way ``page_zip_compress`` does (zlib level 6), with the
     dense directory (2 bytes a record) and the uncompressed columns (13 bytes a record on a
-    clustered leaf, 4 on a node-pointer page) beside it (§7.1). When it does not fit, InnoDB
-    splits the page; pieces are filled greedily with consecutive records, each compressed on
-    its own, as the split pages would be.
+    clustered leaf, 4 on a node-pointer page) beside it (§7.1). InnoDB splits a page when its
+    records no longer compress into ``kbs``, and inserts flow on into the next page, so the
+    records are packed greedily into pieces, each compressed on its own; the last piece
+    counts for the share of a full one it fills. A compressed page also holds no more records
+    than its uncompressed image can, so the result is at least this page's fill.
     """
     n_heap = int.from_bytes(page[42:44], "big") & 0x7FFF
     heap_top = int.from_bytes(page[40:42], "big")
+    garbage = int.from_bytes(page[46:48], "big")
     level = int.from_bytes(page[64:66], "big")
     n_recs = max(0, n_heap - 2)
-    heap = page[120:heap_top] if heap_top > 120 else b""
+    heap = _heap_without_headers(page, heap_top)
     if not n_recs or not heap:
-        return 1
+        return 1.0
+    fill = max(0, heap_top - 120 - garbage) / (logical_size - 132)
     per_rec = 2 + (4 if level > 0 else 13 if clustered else 0)
     rec_len = len(heap) / n_recs
 
@@ -339,21 +384,32 @@ def zip_pieces(page: bytes, clustered: bool, kbs: int) -> int:
         chunk = heap[int(first * rec_len) : int((first + count) * rec_len)]
         return ZIP_PAGE_OVERHEAD + len(zlib.compress(chunk, 6)) + count * per_rec <= kbs
 
-    if fits(0, n_recs):
-        return 1
-    pieces = 0
+    counts: list[int] = []
     i = 0
     while i < n_recs:
         lo, hi = 1, n_recs - i
+        if fits(i, hi):
+            lo = hi
         while lo < hi:  # largest count that fits (at least one record per page)
             mid = (lo + hi + 1) // 2
             if fits(i, mid):
                 lo = mid
             else:
                 hi = mid - 1
-        pieces += 1
+        counts.append(lo)
         i += lo
-    return pieces
+    if len(counts) == 1:
+        # everything fits: the share of a zip page's capacity these records use
+        full = counts[0]
+        while full < 4 * n_recs and fits(0, full + 1) and (full + 1) * rec_len < len(heap) * 4:
+            full = min(4 * n_recs, full * 2 if fits(0, full * 2) else full + 1)
+        compressed_share = n_recs / max(full, n_recs)
+    else:
+        compressed_share = len(counts) - 1 + counts[-1] / max(counts[:-1])
+    share = max(fill, compressed_share)
+    alone = page[8:12] == b"\xff\xff\xff\xff" and page[12:16] == b"\xff\xff\xff\xff"
+    # a page alone on its level (a root, a one-page index) is a whole page however empty
+    return max(1.0, share) if alone else share
 
 
 def _measure_zip(page: bytes, ptype: int, cfg: SimConfig, acc: Accumulator) -> None:
@@ -368,7 +424,7 @@ def _measure_zip(page: bytes, ptype: int, cfg: SimConfig, acc: Accumulator) -> N
     for kbs in KEY_BLOCK_SIZES:
         if kbs > cfg.page_size:
             continue
-        pieces = zip_pieces(page, clustered, kbs)
+        pieces = zip_pieces(page, clustered, kbs, cfg.page_size)
         if pieces > 1:
             acc.zip_failures[kbs] = acc.zip_failures.get(kbs, 0) + 1
         _zip_add(acc, kbs, pieces * kbs)
@@ -475,6 +531,15 @@ class SimResult:
         }
 
 
+def extent_tree_overhead(extents: int, block: int) -> int:
+    """Blocks ext4 spends on the extent tree: the inode holds 4 extents; beyond that each
+    index block holds (block - 12) / 12 of them (seen: 1 block for 26 extents, 3 for 1000)."""
+    if extents <= 4:
+        return 0
+    per_block = max(1, (block - 12) // 12)
+    return -(-extents // per_block) * block
+
+
 def _estimate(
     total: float, total_sq: float, n: int, population: int, full: bool
 ) -> tuple[int, tuple[int, int] | None]:
@@ -520,7 +585,14 @@ def _clustered_index_ids(ts: Tablespace) -> frozenset[int]:
     if summary and summary.indexes:
         primary = [i for i, name in summary.indexes.items() if name == "PRIMARY"]
         return frozenset(primary or [min(summary.indexes)])
-    return frozenset()
+    # Without a dictionary: the clustered index is created first, so it has the lowest id
+    # among the index roots, which sit in the first pages of a file-per-table tablespace.
+    ids = [
+        info.index.index_id
+        for info in ts.pages(0, min(ts.n_pages, 64))
+        if info.index is not None and info.type_name == "INDEX"
+    ]
+    return frozenset([min(ids)]) if ids else frozenset()
 
 
 def simulate(
@@ -583,6 +655,11 @@ def simulate(
         for b in cfg.blocks:
             total, total_sq = acc.cost.get((s, b), [0.0, 0.0])
             predicted, ci = _estimate(total, total_sq, acc.n, n_pages, full)
+            holes = acc.holes.get((s, b), 0) * n_pages / acc.n if acc.n else 0
+            overhead = extent_tree_overhead(round(holes) + 1, b.size)
+            predicted += overhead
+            if ci:
+                ci = (ci[0] + overhead, ci[1] + overhead)
             saving = 100.0 * (allocated - predicted) / allocated if allocated else 0.0
             results.append(
                 ScenarioResult(
@@ -601,6 +678,7 @@ def simulate(
             continue
         total, total_sq = acc.zip_cost.get(kbs, [0.0, 0.0])
         predicted, ci = _estimate(total, total_sq, acc.n, n_pages, full)
+        predicted = -(-predicted // kbs) * kbs  # a file of whole pages
         rate = acc.zip_failures.get(kbs, 0) / acc.zip_index_pages if acc.zip_index_pages else 0.0
         zips.append(ZipResult(kbs, rate, predicted, ci))
     if cfg.page_size > 16384:
@@ -641,6 +719,7 @@ def _current_state(ts: Tablespace) -> dict[str, Any]:
                 unpunched += 1
         else:
             ideal += ts.physical_size
+    ideal += extent_tree_overhead(compressed + 1, block)
     return {
         "compressed_pages": compressed,
         "algorithms": algos,
