@@ -15,7 +15,8 @@ packages=(python3 python3-venv python3-dev build-essential liblzo2-dev)
 if [ "$want_test" -eq 1 ]; then
   packages+=(mariadb-server mariadb-client mariadb-plugin-provider-lz4 mariadb-plugin-provider-lzo
              mariadb-plugin-provider-lzma mariadb-plugin-provider-bzip2
-             mariadb-plugin-provider-snappy e2fsprogs util-linux coreutils maven unzip)
+             mariadb-plugin-provider-snappy e2fsprogs util-linux coreutils maven unzip
+             openssh-server openssh-client chromium tmux)
 fi
 missing=()
 for p in "${packages[@]}"; do
