@@ -11,10 +11,9 @@ from __future__ import annotations
 
 import multiprocessing
 import os
+import struct
 from collections import Counter
 from dataclasses import dataclass, field
-
-from crc32c import crc32c
 
 from ibdtool.tablespace import CHUNK_BYTES, Tablespace
 from parsers.checksum import ChecksumAlgo
@@ -26,6 +25,7 @@ from parsers.constants import (
     FIL_PAGE_PAGE_COMPRESSED,
     FIL_PAGE_PAGE_COMPRESSED_ENCRYPTED,
 )
+from parsers.crc32c_fast import crc32c
 
 PARALLEL_MIN_PAGES = 8192
 _SPECIAL_TYPES = frozenset(
@@ -60,61 +60,72 @@ class CheckResult:
         return sum(n for a, n in self.by_algorithm.items() if a not in skip)
 
 
+# FIL header fields the fast path needs: checksum/key version, page number, LSN low word, type
+_HEAD = struct.Struct(">II12xIH")
+_TAIL = struct.Struct(">II")  # the last 8 bytes of a page
+
+
 def scan_range(ts: Tablespace, start: int, stop: int) -> tuple[Counter[str], list[int], int]:
     """Verify pages [start, stop) of ``ts``: (counts by algorithm, invalid pages, unverifiable)."""
     fmt = ts.format
     psize = ts.physical_size
     fast_crc32 = not fmt.full_crc32 and not fmt.zip
     fast_fcrc32 = fmt.full_crc32
-    ok = 0
+    zero = bytes(psize)
+    ok = empty = 0
     counts: Counter[str] = Counter()
     invalid: list[int] = []
     unverifiable = 0
     per_chunk = max(1, CHUNK_BYTES // psize)
     dblwr = ts.doublewrite_pages
+    head = _HEAD.unpack_from
+    tail = _TAIL.unpack_from
     n = start
-    be = int.from_bytes
     while n < stop:
         count = min(per_chunk, stop - n)
-        chunk = memoryview(ts.read(n * psize, count * psize))
-        for i in range(len(chunk) // psize):
-            off = i * psize
+        raw = ts.read(n * psize, count * psize)
+        mv = memoryview(raw)
+        page_no = n
+        for off in range(0, len(raw) - psize + 1, psize):
             end = off + psize
-            if be(chunk[off + 4 : off + 8], "big") != n + i:
-                pass  # empty or misplaced: the full decoder says which
-            elif fast_crc32:
-                field1 = chunk[off : off + 4]
-                if (
-                    field1 == chunk[end - 8 : end - 4]
-                    and chunk[off + 20 : off + 24] == chunk[end - 4 : end]
-                    and be(chunk[off + 24 : off + 26], "big") not in _SPECIAL_TYPES
-                    and be(field1, "big")
-                    == crc32c(chunk[off + 4 : off + 26]) ^ crc32c(chunk[off + 38 : end - 8])
-                    and be(field1, "big") != 0
-                ):
-                    ok += 1
-                    continue
-            elif fast_fcrc32 and (
-                not chunk[off + 24] & 0x80
-                and chunk[off : off + 4] == b"\0\0\0\0"
-                and chunk[off + 20 : off + 24] == chunk[end - 8 : end - 4]
-                and be(chunk[end - 4 : end], "big") == crc32c(chunk[off : end - 4])
-                and be(chunk[end - 4 : end], "big") != 0
-            ):
-                ok += 1
+            chk, stored_no, lsn_low, ptype = head(raw, off)
+            if stored_no == page_no:
+                if fast_crc32:
+                    field2, lsn_tail = tail(raw, end - 8)
+                    if (
+                        chk == field2
+                        and lsn_low == lsn_tail
+                        and chk
+                        and ptype not in _SPECIAL_TYPES
+                        and chk == crc32c(mv[off + 4 : off + 26]) ^ crc32c(mv[off + 38 : end - 8])
+                    ):
+                        ok += 1
+                        page_no += 1
+                        continue
+                elif fast_fcrc32 and not chk and not ptype & 0x8000:
+                    lsn_tail, stored = tail(raw, end - 8)
+                    if lsn_low == lsn_tail and stored and stored == crc32c(mv[off : end - 4]):
+                        ok += 1
+                        page_no += 1
+                        continue
+            elif not stored_no and not chk and raw.startswith(zero, off):
+                empty += 1
+                page_no += 1
                 continue
-            page_no = n + i
-            info = ts._decode(chunk[off:end], page_no, None)
+            info = ts._decode(mv[off:end], page_no, None)
             if info.checksum_valid is False:
                 counts[ChecksumAlgo.INVALID.value] += 1
                 invalid.append(page_no)
-                continue
-            counts[info.checksum_algo.value] += 1
-            if info.checksum_valid is None and page_no not in dblwr:
-                unverifiable += 1
+            else:
+                counts[info.checksum_algo.value] += 1
+                if info.checksum_valid is None and page_no not in dblwr:
+                    unverifiable += 1
+            page_no += 1
         n += count
     if ok:
         counts[ChecksumAlgo.FULL_CRC32.value if fast_fcrc32 else ChecksumAlgo.CRC32.value] += ok
+    if empty:
+        counts[ChecksumAlgo.EMPTY.value] += empty
     return counts, invalid, unverifiable
 
 

@@ -18,7 +18,6 @@ from rich.table import Table
 from rich.text import Text
 
 if TYPE_CHECKING:
-    from ibdtool.checkscan import CheckResult
     from ibdtool.inspect import InspectResult
     from ibdtool.simulate import Scenario, SimResult
 
@@ -171,23 +170,6 @@ def print_inspect(r: InspectResult) -> None:
     con.print(Text(r.path, style="bold underline"))
     con.print(grid)
     con.print()
-
-
-def print_checksum(r: CheckResult) -> None:
-    con = out()
-    by = ", ".join(f"{k} {v}" for k, v in sorted(r.by_algorithm.items(), key=lambda kv: -kv[1]))
-    status = "[green]OK[/]" if not r.invalid_pages else "[bold red]FAILED[/]"
-    line = (
-        f"{r.path}: {status} {r.pages} pages: {r.valid} valid, {r.empty} empty, "
-        f"{len(r.invalid_pages)} invalid"
-        + (f", {r.unverifiable} unverifiable" if r.unverifiable else "")
-        + (f" ({by})" if by else "")
-    )
-    con.print(line, soft_wrap=True)
-    if r.invalid_pages:
-        shown = ", ".join(map(str, r.invalid_pages[:50]))
-        more = f" … and {len(r.invalid_pages) - 50} more" if len(r.invalid_pages) > 50 else ""
-        con.print(f"  invalid pages: {shown}{more}", style="red")
 
 
 def write_rows(rows: Iterable[dict[str, Any]], fmt: str) -> None:

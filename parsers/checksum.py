@@ -11,9 +11,8 @@ import zlib
 from array import array
 from enum import StrEnum
 
-from crc32c import crc32c
-
 from parsers.constants import BUF_NO_CHECKSUM_MAGIC
+from parsers.crc32c_fast import crc32c
 
 _MASK32 = 0xFFFFFFFF
 UT_HASH_RANDOM_MASK = 1463735687
