@@ -16,7 +16,7 @@ import random
 import time
 import zlib
 from collections.abc import Callable, Iterable, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any
 
 import zstandard
@@ -46,6 +46,8 @@ FULL_SCAN_MAX_PAGES = 8192  # files up to 128 MiB of 16K pages are scanned whole
 PILOT_PAGES = 400
 TARGET_REL_HALF_WIDTH = 0.01  # ±1%
 MIN_SAMPLE = 400
+#: the ROW_FORMAT=COMPRESSED what-if and decompression timing look at about this many pages
+SUBSAMPLE_TARGET = 2000
 
 
 # --- what is simulated -----------------------------------------------------------------------
@@ -221,6 +223,9 @@ class Accumulator:
     compress_ns: dict[Scenario, int] = field(default_factory=dict)
     decompress_ns: dict[Scenario, int] = field(default_factory=dict)
     timed: dict[Scenario, int] = field(default_factory=dict)
+    decompress_timed: dict[Scenario, int] = field(default_factory=dict)
+    #: pages the ROW_FORMAT=COMPRESSED what-if looked at (a systematic subsample)
+    zip_n: int = 0
     zip_cost: dict[int, list[float]] = field(default_factory=dict)  # kbs -> [sum, sumsq]
     zip_index_pages: int = 0
     zip_failures: dict[int, int] = field(default_factory=dict)
@@ -242,6 +247,7 @@ class Accumulator:
             (self.compress_ns, other.compress_ns),
             (self.decompress_ns, other.decompress_ns),
             (self.timed, other.timed),
+            (self.decompress_timed, other.decompress_timed),
         ):
             for k, v in d_other.items():
                 d_self[k] = d_self.get(k, 0) + v
@@ -254,6 +260,7 @@ class Accumulator:
             slot[0] += s
             slot[1] += s2
         self.zip_index_pages += other.zip_index_pages
+        self.zip_n += other.zip_n
 
 
 KEY_BLOCK_SIZES = (1024, 2048, 4096, 8192, 16384)
@@ -266,24 +273,33 @@ class SimConfig:
     page_size: int
     clustered_ids: frozenset[int] = frozenset()
     time_codecs: bool = True
+    #: look at every n-th page for the ROW_FORMAT=COMPRESSED what-if (it deflates a page
+    #: several times over) and for decompression timing
+    zip_every: int = 1
+    decompress_every: int = 1
 
 
 def measure_page(page: bytes, page_no: int, cfg: SimConfig, acc: Accumulator) -> None:
     """Add one uncompressed logical page's cost under every scenario and block size."""
     psize = cfg.page_size
     acc.n += 1
-    if page.count(0) == psize:
+    do_zip = page_no % cfg.zip_every == 0
+    if do_zip:
+        acc.zip_n += 1
+    if page == _zeros(psize):
         # A never-written page: MySQL extends files with posix_fallocate and punches holes
         # only when it writes a page, so the page stays allocated; MariaDB extends
         # page-compressed files sparsely, so it is a hole (seen on the samples' live files).
         for s in cfg.scenarios:
             for b in cfg.blocks:
                 acc.add_cost((s, b), b.allocated(psize, psize) if s.server == "mysql" else 0)
-        for kbs in KEY_BLOCK_SIZES:
-            _zip_add(acc, kbs, 0.0)
+        if do_zip:
+            for kbs in KEY_BLOCK_SIZES:
+                _zip_add(acc, kbs, 0.0)
         return
     ptype = int.from_bytes(page[24:26], "big")
     fixed_both = page_no == 0 or ptype in (FIL_PAGE_TYPE_FSP_HDR, FIL_PAGE_TYPE_XDES)
+    time_decompress = cfg.time_codecs and page_no % cfg.decompress_every == 0
     for s in cfg.scenarios:
         if s.server == "mysql":
             fixed = fixed_both or ptype == FIL_PAGE_RTREE
@@ -298,11 +314,14 @@ def measure_page(page: bytes, page_no: int, cfg: SimConfig, acc: Accumulator) ->
             t1 = time.perf_counter_ns()
             payload_len = len(payload)
             if cfg.time_codecs:
+                acc.compress_ns[s] = acc.compress_ns.get(s, 0) + (t1 - t0)
+                acc.timed[s] = acc.timed.get(s, 0) + 1
+            if time_decompress:
+                t1 = time.perf_counter_ns()
                 s.decompress(payload, len(data))
                 t2 = time.perf_counter_ns()
-                acc.compress_ns[s] = acc.compress_ns.get(s, 0) + (t1 - t0)
                 acc.decompress_ns[s] = acc.decompress_ns.get(s, 0) + (t2 - t1)
-                acc.timed[s] = acc.timed.get(s, 0) + 1
+                acc.decompress_timed[s] = acc.decompress_timed.get(s, 0) + 1
         for b in cfg.blocks:
             if fixed:
                 cost = b.allocated(psize, psize)
@@ -317,7 +336,18 @@ def measure_page(page: bytes, page_no: int, cfg: SimConfig, acc: Accumulator) ->
             acc.add_cost((s, b), cost)
             if 0 < cost < psize:
                 acc.holes[(s, b)] = acc.holes.get((s, b), 0) + 1
-    _measure_zip(page, ptype, cfg, acc)
+    if do_zip:
+        _measure_zip(page, ptype, cfg, acc)
+
+
+_ZEROS: dict[int, bytes] = {}
+
+
+def _zeros(size: int) -> bytes:
+    z = _ZEROS.get(size)
+    if z is None:
+        z = _ZEROS[size] = bytes(size)
+    return z
 
 
 def _zip_add(acc: Accumulator, kbs: int, value: float) -> None:
@@ -629,6 +659,8 @@ def simulate(
             sample = min(sample, n_pages)
             page_nos = sorted(rng.sample(range(n_pages), sample))
             full = sample >= n_pages
+        every = max(1, len(page_nos) // SUBSAMPLE_TARGET)
+        cfg = replace(cfg, zip_every=every, decompress_every=every)
         jobs = jobs or os.cpu_count() or 1
         acc = Accumulator()
         if jobs > 1 and len(page_nos) >= 256:
@@ -669,7 +701,9 @@ def simulate(
                     ci,
                     saving,
                     acc.compress_ns.get(s, 0) / timed / 1000 if timed else None,
-                    acc.decompress_ns.get(s, 0) / timed / 1000 if timed else None,
+                    acc.decompress_ns.get(s, 0) / acc.decompress_timed[s] / 1000
+                    if acc.decompress_timed.get(s)
+                    else None,
                 )
             )
     zips: list[ZipResult] = []
@@ -677,7 +711,7 @@ def simulate(
         if kbs > cfg.page_size:
             continue
         total, total_sq = acc.zip_cost.get(kbs, [0.0, 0.0])
-        predicted, ci = _estimate(total, total_sq, acc.n, n_pages, full)
+        predicted, ci = _estimate(total, total_sq, acc.zip_n, n_pages, full and every == 1)
         predicted = -(-predicted // kbs) * kbs  # a file of whole pages
         rate = acc.zip_failures.get(kbs, 0) / acc.zip_index_pages if acc.zip_index_pages else 0.0
         zips.append(ZipResult(kbs, rate, predicted, ci))
