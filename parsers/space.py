@@ -11,16 +11,23 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 
 from parsers import checksum
+from parsers.codecs import CodecError, decompress
 from parsers.constants import (
     FIL_PAGE_COMPRESS_FCRC32_MARKER,
     FIL_PAGE_COMPRESSED,
     FIL_PAGE_PAGE_COMPRESSED,
     FIL_PAGE_PAGE_COMPRESSED_ENCRYPTED,
+    MARIADB_ALGORITHMS,
+    MYSQL_ALGORITHMS,
     MYSQL_ENCRYPTED_TYPES,
     Algorithm,
     Vendor,
 )
 from parsers.flags import (
+    FSP_FLAGS_FCRC32_MARKER,
+    FSP_FLAGS_PAGE_SSIZE_SHIFT,
+    FSP_FLAGS_SDI,
+    FSP_FLAGS_ZIP_SSIZE_SHIFT,
     FSP_SPACE_FLAGS_OFFSET,
     PAGE_SIZES,
     ZIP_SIZES,
@@ -28,7 +35,12 @@ from parsers.flags import (
     decode_flags,
     vendor_from_flags,
 )
-from parsers.structs import FSP_HEADER_OFFSET, FspHeader
+from parsers.structs import (
+    FSP_HEADER_OFFSET,
+    MARIADB_CLASSIC_PAYLOAD,
+    MYSQL_META_FAST,
+    FspHeader,
+)
 
 MYSQL_ENCRYPTION_MAGICS = (b"lCA", b"lCB", b"lCC")  # §2.2
 MYSQL_ENCRYPTION_INFO_MAX_SIZE = 115
@@ -111,6 +123,25 @@ def _page0_checks(page0: bytes, flags: FspFlags) -> bool:
     return checksum.verify_page(page0, size)[0]
 
 
+def _inflated(page: bytes, ptype: int, logical: int) -> bytes | None:
+    """The ``logical``-byte page inside a MySQL type-14 (§2.1) or MariaDB 34354 (§3.1) image."""
+    try:
+        if ptype == FIL_PAGE_COMPRESSED:
+            version, algo_id, orig_type, orig_size, comp_len = MYSQL_META_FAST.unpack_from(page, 26)
+            if version not in (1, 2) or orig_size != logical - 38 or 38 + comp_len > len(page):
+                return None
+            algo = MYSQL_ALGORITHMS.get(algo_id, Algorithm.NONE)
+            body = decompress(algo, page[38 : 38 + comp_len], orig_size)
+            return bytes(page[:24]) + orig_type.to_bytes(2, "big") + bytes(page[26:38]) + body
+        algo = MARIADB_ALGORITHMS.get(int.from_bytes(page[26:34], "big"), Algorithm.NONE)
+        end = MARIADB_CLASSIC_PAYLOAD + int.from_bytes(page[38:40], "big")
+        if end > len(page):
+            return None
+        return decompress(algo, page[MARIADB_CLASSIC_PAYLOAD:end], logical)
+    except CodecError:
+        return None
+
+
 def _verifiable(page: bytes, physical: int, logical: int, fcrc32: bool) -> bool | None:
     """Checksum verdict used by the vote; None when the page cannot tell (zero, compressed)."""
     if checksum.is_all_zero(page):
@@ -123,6 +154,10 @@ def _verifiable(page: bytes, physical: int, logical: int, fcrc32: bool) -> bool 
                 return False
             return checksum.verify_full_crc32(page, size, check_lsn=False)[0]
         return checksum.verify_full_crc32(page, physical, check_lsn=True)[0]
+    if ptype in (FIL_PAGE_COMPRESSED, FIL_PAGE_PAGE_COMPRESSED) and physical == logical:
+        # most pages of a page-compressed tablespace: verify the page inside, as decode_page does
+        inner = _inflated(page, ptype, logical)
+        return inner is not None and checksum.verify_page(inner, logical)[0]
     if ptype in (FIL_PAGE_COMPRESSED, FIL_PAGE_PAGE_COMPRESSED, FIL_PAGE_PAGE_COMPRESSED_ENCRYPTED):
         return None
     if ptype in MYSQL_ENCRYPTED_TYPES:
@@ -167,6 +202,18 @@ def vote_page_size(
     return best[2] if best else None
 
 
+def _flags_for(logical: int, physical: int, fcrc32: bool) -> FspFlags:
+    """Flags saying only the page sizes found by the vote (no row format, no compression)."""
+    ssize = PAGE_SIZES.index(logical) + 3
+    if fcrc32:
+        return decode_flags(FSP_FLAGS_FCRC32_MARKER | ssize)
+    zss = (physical // 512).bit_length() - 1 if physical < logical else 0
+    return decode_flags(
+        (0 if logical == 16384 else ssize) << FSP_FLAGS_PAGE_SSIZE_SHIFT
+        | zss << FSP_FLAGS_ZIP_SSIZE_SHIFT
+    )
+
+
 def detect_format(read: Callable[[int, int], bytes], file_size: int) -> SpaceFormat:
     """Sniff page 0 (and, if needed, vote) to learn how to read the tablespace.
 
@@ -184,6 +231,12 @@ def detect_format(read: Callable[[int, int], bytes], file_size: int) -> SpaceFor
         voted = vote_page_size(read, file_size)
         if voted is None:
             page0_zero = checksum.is_all_zero(head[: min(len(head), 16384)])
+            looks_like_page0 = _be32(head, 4) == 0 and head[24:26] == b"\0\x08"  # FSP_HDR
+            if looks_like_page0 and flags.valid and file_size < physical:
+                raise ValueError(
+                    f"truncated: file is {file_size} bytes, smaller than the {physical}-byte "
+                    f"page its flags 0x{raw_flags:x} give"
+                )
             if not page0_zero:
                 why = flags.problem or "page 0 does not verify"
                 raise ValueError(
@@ -191,7 +244,7 @@ def detect_format(read: Callable[[int, int], bytes], file_size: int) -> SpaceFor
                     "makes any page checksum verify"
                 )
             warnings.append("page 0 is all zeros: the tablespace was never flushed")
-        elif (logical, physical, fcrc32) != voted:
+        elif (logical, physical, fcrc32) != voted or not flags.valid:
             detected_by = "checksum vote"
             why = flags.problem or "page 0 does not verify"
             warnings.append(
@@ -199,12 +252,15 @@ def detect_format(read: Callable[[int, int], bytes], file_size: int) -> SpaceFor
                 f"page size {voted[0]}/{voted[1]} found by checksum vote"
             )
             logical, physical, fcrc32 = voted
+            # page 0's flags are garbage: keep nothing from them but what the vote found
+            flags = _flags_for(logical, physical, fcrc32)
         else:
             warnings.append("page 0 checksum does not verify; its flags agree with the vote")
     if file_size < physical:
         raise ValueError(f"file is {file_size} bytes, smaller than one {physical}-byte page")
     hdr = FspHeader.parse(head[FSP_HEADER_OFFSET : FSP_HEADER_OFFSET + FspHeader.sizeof()])
-    vendor = vendor_from_flags(flags, head) if flags.valid else Vendor.UNKNOWN
+    trusted = flags.valid and detected_by == "flags"
+    vendor = vendor_from_flags(flags, head) if trusted else Vendor.UNKNOWN
     if fcrc32:
         vendor = Vendor.MARIADB
     server_version: int | None = None
@@ -224,6 +280,15 @@ def detect_format(read: Callable[[int, int], bytes], file_size: int) -> SpaceFor
         s_off = sdi_offset(logical, physical)
         if _be32(head, s_off) == 1:
             sdi_root = _be32(head, s_off + 4) or None
+    elif detected_by == "checksum vote" and not fcrc32:
+        # as ibd2sdi: the SDI version and root follow the XDES array, past damage to the header
+        s_off = sdi_offset(logical, physical)
+        root = _be32(head, s_off + 4)
+        if _be32(head, s_off) == 1 and 0 < root < file_size // physical:
+            sdi_root = root
+            vendor = Vendor.MYSQL
+            flags = decode_flags(flags.raw | FSP_FLAGS_SDI)
+            warnings.append(f"SDI root page {root} found on page 0 despite its damaged flags")
     return SpaceFormat(
         flags=flags,
         vendor=vendor,
