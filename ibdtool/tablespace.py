@@ -171,8 +171,13 @@ class Tablespace:
     def sdi(self) -> list[SdiEntry]:
         """MySQL 8 SDI records; empty when the tablespace has none."""
         root = self.format.sdi_root
-        if root is None or self.format.vendor is not Vendor.MYSQL or root >= self.n_pages:
+        if root is None or self.format.vendor is not Vendor.MYSQL:
             return []
+        if root >= self.n_pages:
+            raise InputError(
+                f"{self.path}: SDI root page {root} is past the end of the file "
+                f"({self.n_pages} whole pages)"
+            )
         if self.page(root).encrypted:
             raise InputError(f"{self.path}: the SDI pages are encrypted (keyring needed)")
         try:

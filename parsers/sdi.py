@@ -50,7 +50,7 @@ def _next_rec(page: bytes, origin: int) -> int:
 def _walk_leaf_records(get_page: Callable[[int], bytes], root: int) -> Iterator[tuple[bytes, int]]:
     """(page, record origin) of every live record, leftmost leaf first (§8.2)."""
     page_no = root
-    seen: set[int] = set()
+    seen: set[int] = {root}
     page = get_page(page_no)
     while _be(page, 64, 2) > 0:  # PAGE_LEVEL: descend through the first node pointer
         first = _next_rec(page, PAGE_NEW_INFIMUM)
@@ -68,8 +68,10 @@ def _walk_leaf_records(get_page: Callable[[int], bytes], root: int) -> Iterator[
         while guard < 10_000:
             guard += 1
             status = _be(page, origin - 4, 2) & 0x7
-            if status == REC_STATUS_SUPREMUM or origin < 120 or origin >= len(page) - 8:
+            if status == REC_STATUS_SUPREMUM:
                 break
+            if not 120 <= origin <= len(page) - 8 - SDI_RECORD_DATA:
+                raise SdiError(f"SDI page {page_no}: record pointer {origin} is outside the page")
             if not page[origin - 5] & REC_INFO_DELETED:
                 yield page, origin
             origin = _next_rec(page, origin)
@@ -94,6 +96,8 @@ def _record_data(get_page: Callable[[int], bytes], page: bytes, origin: int) -> 
     if not external:
         return page[start : start + local_len]
     prefix_len = local_len - BlobRef.sizeof()
+    if prefix_len < 0 or start + local_len > len(page):
+        raise SdiError(f"SDI record {hdr.sdi_id} has a broken external reference")
     data = bytearray(page[start : start + prefix_len])
     ref = BlobRef.parse(page[start + prefix_len : start + local_len])
     remaining = (ref.length & 0xFFFFFFFF) - 0
@@ -135,6 +139,8 @@ def _entry(sdi_type: int, sdi_id: int, data: bytes, uncompressed_len: int) -> Sd
         obj = json.loads(text)
     except ValueError as exc:
         raise SdiError(f"SDI record {sdi_id} is not JSON: {exc}") from None
+    if not isinstance(obj, dict) or not isinstance(obj.get("dd_object", {}), dict):
+        raise SdiError(f"SDI record {sdi_id} is not a JSON object with a dd_object object")
     return SdiEntry(sdi_type, sdi_id, obj)
 
 
