@@ -312,6 +312,16 @@ def decode_page(
 
     if encrypted and real_type != -1 and not fmt.full_crc32:
         real_type = -1
+    if (
+        encrypted
+        and not fmt.full_crc32
+        and not fmt.flags.encryption
+        and fmt.encryption_info is None
+        and fmt.detected_by == "flags"
+    ):
+        # page 0 says nothing here is encrypted: the type field itself is damaged
+        valid, algo = False, ChecksumAlgo.INVALID
+        problem = problem or f"encrypted page type {stored_type} in an unencrypted tablespace"
     if stored_no != page_no and problem is None:
         # a page written at the wrong offset: its checksum may verify, but not as this page
         valid = False
