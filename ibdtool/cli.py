@@ -18,6 +18,9 @@ import click
 from ibdtool.errors import ExitCode, IbdtoolError, InputError
 
 F = TypeVar("F", bound=Callable[..., Any])
+#: file arguments: existence and readability are checked when the file is opened, so that each
+#: problem is one ``ibdtool: error: <path>: …`` line, not a usage message
+_PATH = click.Path(readable=False)
 
 
 def _fail(message: str, code: int = ExitCode.BAD_INPUT) -> NoReturn:
@@ -38,13 +41,9 @@ class IbdtoolGroup(click.Group):
                 raise
             _fail(exc.message, exc.exit_code)
         except BrokenPipeError:
-            # the reader went away (e.g. `| head`): quietly stop, as Unix tools do
-            devnull = os.open(os.devnull, os.O_WRONLY)
-            os.dup2(devnull, sys.stdout.fileno())
-            sys.exit(ExitCode.OK)
+            _stop_on_broken_pipe()
         except KeyboardInterrupt:
-            click.echo("ibdtool: interrupted", err=True)
-            sys.exit(ExitCode.INTERRUPTED)
+            _stop_on_interrupt()
         except MemoryError:
             _fail("out of memory")
         except OSError as exc:
@@ -54,12 +53,25 @@ class IbdtoolGroup(click.Group):
             _fail(f"{where}{exc.strerror or exc}")
 
     def invoke(self, ctx: click.Context) -> Any:
+        # handled here, inside click's main, which would turn both into exit status 1
         try:
             return super().invoke(ctx)
-        except click.exceptions.Exit:
-            raise
-        except (click.ClickException, click.Abort):
-            raise
+        except BrokenPipeError:
+            _stop_on_broken_pipe()
+        except KeyboardInterrupt:
+            _stop_on_interrupt()
+
+
+def _stop_on_broken_pipe() -> NoReturn:
+    # the reader went away (e.g. `| head`): quietly stop, as Unix tools do
+    devnull = os.open(os.devnull, os.O_WRONLY)
+    os.dup2(devnull, sys.stdout.fileno())
+    sys.exit(ExitCode.OK)
+
+
+def _stop_on_interrupt() -> NoReturn:
+    click.echo("ibdtool: interrupted", err=True)
+    sys.exit(ExitCode.INTERRUPTED)
 
 
 @click.group(cls=IbdtoolGroup, context_settings={"help_option_names": ["-h", "--help"]})
@@ -101,7 +113,7 @@ def _fail_if_truncated(path: str) -> None:
 
 
 @main.command()
-@click.argument("paths", nargs=-1, required=True, type=click.Path())
+@click.argument("paths", nargs=-1, required=True, type=_PATH)
 @click.option(
     "--json", "as_json", is_flag=True, help="One JSON object per file (a list if several)."
 )
@@ -137,7 +149,7 @@ def inspect(paths: tuple[str, ...], as_json: bool, no_sdi: bool) -> None:
 
 
 @main.command()
-@click.argument("path", type=click.Path())
+@click.argument("path", type=_PATH)
 @click.option(
     "--type", "types", multiple=True, help="Only pages of this real type (name or number)."
 )
@@ -170,7 +182,7 @@ def pages(
 
 
 @main.command()
-@click.argument("paths", nargs=-1, required=True, type=click.Path())
+@click.argument("paths", nargs=-1, required=True, type=_PATH)
 @click.option(
     "--jobs", "-j", type=click.IntRange(min=1), default=None, help="Processes (default: all cores)."
 )
@@ -203,7 +215,7 @@ def checksum(paths: tuple[str, ...], jobs: int | None, quiet: bool) -> None:
 
 
 @main.command()
-@click.argument("paths", nargs=-1, required=True, type=click.Path())
+@click.argument("paths", nargs=-1, required=True, type=_PATH)
 @click.option(
     "--algorithms",
     "-a",
@@ -275,7 +287,7 @@ def simulate(
 
 
 @main.command()
-@click.argument("path", type=click.Path())
+@click.argument("path", type=_PATH)
 def sdi(path: str) -> None:
     """The MySQL 8 SDI as JSON, in ibd2sdi's shape."""
     from ibdtool.tablespace import Tablespace
