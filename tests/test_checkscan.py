@@ -1,0 +1,58 @@
+"""`ibdtool checksum`'s fast path and its process split agree with the full page decoder."""
+
+from __future__ import annotations
+
+import shutil
+from pathlib import Path
+
+import pytest
+
+from ibdtool.checkscan import check_file
+from ibdtool.tablespace import Tablespace
+from tests.samples_manifest import sample
+
+FILES = [
+    "mariadb/p4k-plain.ibd",  # full_crc32 fast path
+    "mariadb/p16k-crc32_plain.ibd",  # crc32 fast path
+    "mariadb/p16k-pc_zlib.ibd",  # compressed: decoder path
+    "mysql57/mixed_zlib_lz4.ibd",
+    "mysql80/kbs8.ibd",  # zip
+]
+
+
+def _decoder_verdicts(path: Path) -> tuple[dict[str, int], list[int]]:
+    counts: dict[str, int] = {}
+    invalid: list[int] = []
+    with Tablespace(path) as ts:
+        for info in ts.pages():
+            key = "invalid" if info.checksum_valid is False else info.checksum_algo.value
+            counts[key] = counts.get(key, 0) + 1
+            if info.checksum_valid is False:
+                invalid.append(info.page_no)
+    return counts, invalid
+
+
+def _corrupt(src: Path, dst: Path, pages: list[int], page_size: int) -> None:
+    shutil.copyfile(src, dst)
+    with dst.open("r+b") as f:
+        for n in pages:
+            f.seek(n * page_size + 60)  # inside every image, even a tiny compressed one
+            byte = f.read(1)
+            f.seek(n * page_size + 60)  # inside every image, even a tiny compressed one
+            f.write(bytes([byte[0] ^ 0x5A]))
+
+
+@pytest.mark.parametrize("rel", FILES)
+@pytest.mark.parametrize("jobs", [1, 3])
+def test_fast_path_and_workers_match_the_decoder(rel: str, jobs: int, tmp_path: Path) -> None:
+    with Tablespace(sample(rel)) as ts:
+        psize, n = ts.physical_size, ts.n_pages
+    victims = sorted({1, n // 3, n // 2 + 1, n - 2})
+    path = tmp_path / "damaged.ibd"
+    _corrupt(sample(rel), path, victims, psize)
+    expected_counts, expected_invalid = _decoder_verdicts(path)
+    assert expected_invalid == victims  # the decoder itself sees every flipped byte
+    got = check_file(str(path), jobs=jobs, parallel_min=1)
+    assert got.invalid_pages == victims
+    assert dict(got.by_algorithm) == expected_counts
+    assert got.pages == n
