@@ -11,7 +11,7 @@ import json
 import os
 import sys
 from collections.abc import Callable, Sequence
-from typing import Any, NoReturn, TypeVar
+from typing import Any, ClassVar, NoReturn, TypeVar
 
 import click
 
@@ -60,6 +60,42 @@ class IbdtoolGroup(click.Group):
             _stop_on_broken_pipe()
         except KeyboardInterrupt:
             _stop_on_interrupt()
+
+
+    # Commands that live in their own modules, imported only when used (keeps start-up
+    # fast, and lets each feature own its CLI module): name -> "module:attribute".
+    lazy_commands: ClassVar[dict[str, str]] = {
+        "server": "ibdtool.server_cli:server",
+        "migrate": "ibdtool.server_cli:migrate",
+        "copy": "ibdtool.copy_cli:copy",
+        "report": "ibdtool.report_cli:report",
+        "tui": "ibdtool.tui_cli:tui",
+    }
+
+    def list_commands(self, ctx: click.Context) -> list[str]:
+        names = set(super().list_commands(ctx))
+        names.update(n for n in self.lazy_commands if self._lazy(n) is not None)
+        return sorted(names)
+
+    def get_command(self, ctx: click.Context, cmd_name: str) -> click.Command | None:
+        return super().get_command(ctx, cmd_name) or self._lazy(cmd_name)
+
+    def _lazy(self, name: str) -> click.Command | None:
+        target = self.lazy_commands.get(name)
+        if target is None:
+            return None
+        module_name, attr = target.split(":")
+        import importlib
+
+        try:
+            module = importlib.import_module(module_name)
+        except ModuleNotFoundError as exc:
+            if exc.name == module_name:  # that feature is not built (yet)
+                return None
+            raise
+        command = getattr(module, attr)
+        assert isinstance(command, click.Command)
+        return command
 
 
 def _stop_on_broken_pipe() -> NoReturn:
@@ -190,7 +226,7 @@ def pages(
 def checksum(paths: tuple[str, ...], jobs: int | None, quiet: bool) -> None:
     """Verify every page like innochecksum: exit 0 if all verify, 1 if any does not."""
     from ibdtool.checkscan import check_file
-    from ibdtool.render import print_checksum
+    from ibdtool.render_plain import print_checksum
 
     results, failed = _run_each(paths, lambda p: check_file(p, jobs=jobs))
     bad = False

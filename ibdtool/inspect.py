@@ -82,28 +82,40 @@ class SdiSummary:
 _DD_ROW_FORMATS = {1: "FIXED", 2: "DYNAMIC", 3: "COMPRESSED", 4: "REDUNDANT", 5: "COMPACT"}
 
 
+def _kv(text: object) -> dict[str, str]:
+    """``key=value;key=value`` strings of the SDI (options, se_private_data)."""
+    if not isinstance(text, str):
+        return {}
+    return dict(kv.split("=", 1) for kv in text.split(";") if "=" in kv)
+
+
 def summarise_sdi(entries: list[SdiEntry]) -> SdiSummary | None:
-    """Table name, row format, COMPRESSION= option and index names from the SDI (§8.4)."""
+    """Table name, row format, COMPRESSION= option and index names from the SDI (§8.4).
+
+    The JSON comes from the file, so every value is type-checked: a damaged or hostile SDI
+    yields fewer facts, never an exception.
+    """
     out = SdiSummary()
     found = False
     for e in entries:
-        obj = e.obj.get("dd_object", {})
-        if e.sdi_type != 1:
+        obj = e.obj.get("dd_object") if isinstance(e.obj, dict) else None
+        if e.sdi_type != 1 or not isinstance(obj, dict):
             continue
         found = True
-        out.table = obj.get("name")
-        out.schema = obj.get("schema_ref")
-        out.row_format = _DD_ROW_FORMATS.get(obj.get("row_format", 0))
-        opts = dict(kv.split("=", 1) for kv in str(obj.get("options", "")).split(";") if "=" in kv)
-        out.compression = opts.get("compress")
-        for idx in obj.get("indexes", []):
-            priv = dict(
-                kv.split("=", 1)
-                for kv in str(idx.get("se_private_data", "")).split(";")
-                if "=" in kv
-            )
-            if priv.get("id", "").isdigit():
-                out.indexes[int(priv["id"])] = idx.get("name", "?")
+        name, schema, row_format = obj.get("name"), obj.get("schema_ref"), obj.get("row_format")
+        out.table = name if isinstance(name, str) else None
+        out.schema = schema if isinstance(schema, str) else None
+        if isinstance(row_format, int) and not isinstance(row_format, bool):
+            out.row_format = _DD_ROW_FORMATS.get(row_format)
+        out.compression = _kv(obj.get("options")).get("compress")
+        indexes = obj.get("indexes")
+        for idx in indexes if isinstance(indexes, list) else []:
+            if not isinstance(idx, dict):
+                continue
+            index_id = _kv(idx.get("se_private_data")).get("id", "")
+            idx_name = idx.get("name")
+            if index_id.isdigit():
+                out.indexes[int(index_id)] = idx_name if isinstance(idx_name, str) else "?"
     return out if found else None
 
 
@@ -229,8 +241,11 @@ def inspect(
     *,
     with_sdi: bool = True,
     progress: Callable[[int], None] | None = None,
+    on_page: Callable[[PageInfo], None] | None = None,
 ) -> InspectResult:
-    """One pass over ``ts`` (see module doc). ``progress(pages_done)`` is called now and then."""
+    """One pass over ``ts`` (see module doc). ``progress(pages_done)`` is called now and then;
+    ``on_page(info)``, when given, sees every page as it is read (the TUI's page map), and may
+    raise to stop the scan."""
     alloc = ts.allocation
     per_page = alloc.per_page_allocated(ts.physical_size, ts.n_pages)
     block = alloc.fs_block_size
@@ -245,6 +260,8 @@ def inspect(
     fill_sum = 0.0
     fill_n = 0
     for info in ts.pages():
+        if on_page is not None:
+            on_page(info)
         n = info.page_no
         types[info.type_name] += 1
         comp[info.compression.value] += 1

@@ -114,9 +114,15 @@ def _be32(mv: memoryview, off: int) -> int:
     return int.from_bytes(mv[off : off + 4], "big")
 
 
+_ZEROS: dict[int, bytes] = {}
+
+
 def is_all_zero(page: bytes | memoryview) -> bool:
-    mv = memoryview(page)
-    return not any(mv) if len(mv) < 64 else mv.tobytes().count(0) == len(mv)
+    data = bytes(page)
+    zeros = _ZEROS.get(len(data))
+    if zeros is None:
+        zeros = _ZEROS[len(data)] = bytes(len(data))
+    return data == zeros
 
 
 def _empty_except_flush_lsn(mv: memoryview) -> bool:

@@ -162,7 +162,8 @@ def decode_page(
     mv = memoryview(buf)
     if len(mv) != physical:
         raise ValueError(f"page {page_no}: {len(mv)} bytes, expected {physical}")
-    if mv == _zero_page(physical):
+    # memoryview == bytes compares element by element (~35 µs a page); bytes == bytes is memcmp
+    if not any(mv[:38]) and mv.tobytes() == _zero_page(physical):
         if keep_page is not None:
             keep_page.append(bytes(physical))
         return PageInfo(

@@ -437,3 +437,24 @@ def test_hostile_sdi(craft: str, tmp_path: Path) -> None:
     if refused:
         assert result.sdi is None
         assert any(str(path) in w for w in result.warnings), result.warnings
+
+
+@pytest.mark.parametrize(
+    "dd_object",
+    [
+        {"row_format": []},
+        {"indexes": [1, None, {"se_private_data": 5}]},
+        {"name": 3, "options": ["compress=zlib"], "indexes": "PRIMARY"},
+        [],
+    ],
+)
+def test_hostile_sdi_json_types_give_fewer_facts_not_errors(dd_object: object) -> None:
+    from ibdtool.inspect import summarise_sdi
+    from parsers.sdi import SdiEntry
+
+    summary = summarise_sdi([SdiEntry(1, 7, {"dd_object": dd_object})])
+    if isinstance(dd_object, dict):
+        assert summary is not None and summary.indexes == {}
+        assert summary.row_format is None and summary.table is None
+    else:
+        assert summary is None
