@@ -18,8 +18,11 @@ from rich.table import Table
 from rich.text import Text
 
 if TYPE_CHECKING:
+    from ibdtool.allocation import Allocation
     from ibdtool.inspect import InspectResult
     from ibdtool.simulate import Scenario, SimResult
+    from parsers.constants import Vendor
+    from parsers.space import SpaceFormat
 
 _out: Console | None = None
 _err: Console | None = None
@@ -94,21 +97,47 @@ def _counts(counter: dict[str, int], total: int | None = None) -> Text:
 
 def print_inspect(r: InspectResult) -> None:
     """One block per file, as a DBA reads it top to bottom."""
+    con = out()
+    con.print(Text(r.path, style="bold underline"))
+    con.print(inspect_grid(r))
+    con.print()
+
+
+def format_rows(fmt: SpaceFormat, vendor: Vendor) -> list[tuple[str, str]]:
+    """The "Format" and "Page size" rows: what page 0 alone tells."""
     from ibdtool.inspect import format_name
 
-    con = out()
+    sizes = f"{_size_k(fmt.logical_size)} logical / {_size_k(fmt.physical_size)} physical"
+    flags = " ".join(fmt.flags.names()) or "-"
+    return [
+        ("Format", f"{format_name(fmt, vendor)}  (vendor {vendor.value}, space id {fmt.space_id})"),
+        ("Page size", f"{sizes}   flags 0x{fmt.flags.raw:x} {flags}"),
+    ]
+
+
+def disk_text(logical_size: int, a: Allocation) -> str:
+    """The "Disk" row: logical against allocated size, blocks and extents."""
+    saved = logical_size - a.allocated
+    pct = 100 * saved / logical_size if logical_size else 0
+    disk = (
+        f"{human_bytes(logical_size)} logical → {human_bytes(a.allocated)} allocated "
+        f"({pct:.0f}% {'saved' if saved >= 0 else 'over'}) · "
+        f"{human_bytes(a.fs_block_size)} blocks · {a.extents if a.extents is not None else '?'} "
+        f"extents"
+    )
+    if a.unwritten_extents:
+        disk += f" ({a.unwritten_extents} unwritten)"
+    return disk
+
+
+def inspect_grid(r: InspectResult) -> Table:
+    """The inspect summary as a two-column grid (the CLI prints it, the TUI shows it)."""
     fmt = r.fmt
-    a = r.allocation
     grid = Table.grid(padding=(0, 2))
     grid.add_column(style="cyan", no_wrap=True)
     grid.add_column()
-    grid.add_row(
-        "Format",
-        f"{format_name(fmt, r.vendor)}  (vendor {r.vendor.value}, space id {fmt.space_id})",
-    )
-    sizes = f"{_size_k(fmt.logical_size)} logical / {_size_k(fmt.physical_size)} physical"
-    flags = " ".join(fmt.flags.names()) or "-"
-    grid.add_row("Page size", f"{sizes}   flags 0x{fmt.flags.raw:x} {flags}")
+    for name, value in format_rows(fmt, r.vendor):
+        grid.add_row(name, value)
     row_format = r.row_format or "unknown (full_crc32 flags do not record it)"
     if fmt.key_block_size:
         row_format += f" KEY_BLOCK_SIZE={fmt.key_block_size // 1024}"
@@ -133,17 +162,7 @@ def print_inspect(r: InspectResult) -> None:
         shown = ", ".join(map(str, r.invalid_pages[:20]))
         chk.append(f": pages {shown}{' …' if invalid > 20 else ''}", style="red")
     grid.add_row("Checksums", chk)
-    saved = r.logical_size - a.allocated
-    pct = 100 * saved / r.logical_size if r.logical_size else 0
-    disk = (
-        f"{human_bytes(r.logical_size)} logical → {human_bytes(a.allocated)} allocated "
-        f"({pct:.0f}% {'saved' if saved >= 0 else 'over'}) · "
-        f"{human_bytes(a.fs_block_size)} blocks · {a.extents if a.extents is not None else '?'} "
-        f"extents"
-    )
-    if a.unwritten_extents:
-        disk += f" ({a.unwritten_extents} unwritten)"
-    grid.add_row("Disk", disk)
+    grid.add_row("Disk", disk_text(r.logical_size, r.allocation))
     if r.compression.get("none", 0) != r.pages:
         unp = Text(f"{r.unpunched_pages} compressed pages")
         if r.unpunched_pages:
@@ -167,9 +186,7 @@ def print_inspect(r: InspectResult) -> None:
         grid.add_row("Problem", Text(f"page {n}: {problem}", style="red"))
     if len(r.problems) > 10:
         grid.add_row("", Text(f"… {len(r.problems) - 10} more problems", style="red"))
-    con.print(Text(r.path, style="bold underline"))
-    con.print(grid)
-    con.print()
+    return grid
 
 
 def write_rows(rows: Iterable[dict[str, Any]], fmt: str) -> None:
@@ -219,7 +236,7 @@ def _text_line(row: dict[str, Any], header: bool = False) -> str:
     return " ".join(cells).rstrip() + "\n"
 
 
-def _ci_text(ci: tuple[int, int] | list[int] | None, predicted: int) -> str:
+def ci_text(ci: tuple[int, int] | list[int] | None, predicted: int) -> str:
     if not ci:
         return "exact"
     half = (ci[1] - ci[0]) / 2
@@ -266,7 +283,7 @@ def print_simulation(r: SimResult) -> None:
             scenario_label(res.scenario),
             res.block.label,
             human_bytes(res.predicted),
-            _ci_text(res.ci95, res.predicted),
+            ci_text(res.ci95, res.predicted),
             saving,
             cpu,
         )
@@ -284,7 +301,7 @@ def print_simulation(r: SimResult) -> None:
                 f"{z.key_block_size // 1024}K",
                 f"{100 * z.failure_rate:.0f}%",
                 human_bytes(z.predicted_size),
-                _ci_text(z.ci95, z.predicted_size),
+                ci_text(z.ci95, z.predicted_size),
             )
         con.print(zt)
     for line in recommendations(r):
