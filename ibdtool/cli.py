@@ -61,7 +61,6 @@ class IbdtoolGroup(click.Group):
         except KeyboardInterrupt:
             _stop_on_interrupt()
 
-
     # Commands that live in their own modules, imported only when used (keeps start-up
     # fast, and lets each feature own its CLI module): name -> "module:attribute".
     lazy_commands: ClassVar[dict[str, str]] = {
