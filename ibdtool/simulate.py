@@ -659,6 +659,8 @@ def simulate(
             sample = min(sample, n_pages)
             page_nos = sorted(rng.sample(range(n_pages), sample))
             full = sample >= n_pages
+        for s in cfg.scenarios:  # load the codec libraries before anything is timed
+            s.decompress(s.compress(bytes(cfg.page_size)), cfg.page_size)
         every = max(1, len(page_nos) // SUBSAMPLE_TARGET)
         cfg = replace(cfg, zip_every=every, decompress_every=every)
         jobs = jobs or os.cpu_count() or 1
