@@ -274,7 +274,7 @@ class SimConfig:
     clustered_ids: frozenset[int] = frozenset()
     time_codecs: bool = True
     #: look at every n-th page for the ROW_FORMAT=COMPRESSED what-if (it deflates a page
-    #: several times over) and for decompression timing
+    #: several times over; 0: never) and for decompression timing
     zip_every: int = 1
     decompress_every: int = 1
 
@@ -283,7 +283,7 @@ def measure_page(page: bytes, page_no: int, cfg: SimConfig, acc: Accumulator) ->
     """Add one uncompressed logical page's cost under every scenario and block size."""
     psize = cfg.page_size
     acc.n += 1
-    do_zip = page_no % cfg.zip_every == 0
+    do_zip = cfg.zip_every > 0 and page_no % cfg.zip_every == 0
     if do_zip:
         acc.zip_n += 1
     if page == _zeros(psize):
@@ -635,8 +635,13 @@ def simulate(
     seed: int = 1,
     jobs: int | None = None,
     progress: Callable[[int, int], None] | None = None,
+    row_compressed: bool = True,
 ) -> SimResult:
-    """Simulate every scenario × block size on ``path`` (see module doc)."""
+    """Simulate every scenario × block size on ``path`` (see module doc).
+
+    ``row_compressed=False`` skips the ROW_FORMAT=COMPRESSED what-if (``row_compressed`` is
+    then empty), which costs several deflates per index page (``ibdtool report`` does this).
+    """
     with Tablespace(path) as ts:
         if ts.format.zip:
             raise InputError(
@@ -662,7 +667,7 @@ def simulate(
         for s in cfg.scenarios:  # load the codec libraries before anything is timed
             s.decompress(s.compress(bytes(cfg.page_size)), cfg.page_size)
         every = max(1, len(page_nos) // SUBSAMPLE_TARGET)
-        cfg = replace(cfg, zip_every=every, decompress_every=every)
+        cfg = replace(cfg, zip_every=every if row_compressed else 0, decompress_every=every)
         jobs = jobs or os.cpu_count() or 1
         acc = Accumulator()
         if jobs > 1 and len(page_nos) >= 256:
@@ -709,7 +714,7 @@ def simulate(
                 )
             )
     zips: list[ZipResult] = []
-    for kbs in KEY_BLOCK_SIZES:
+    for kbs in KEY_BLOCK_SIZES if row_compressed else ():
         if kbs > cfg.page_size:
             continue
         total, total_sq = acc.zip_cost.get(kbs, [0.0, 0.0])
