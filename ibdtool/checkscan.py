@@ -10,12 +10,11 @@ processes; each reads a few MiB at a time, so memory stays flat.
 from __future__ import annotations
 
 import os
-import pickle
 import struct
 from collections import Counter
 from dataclasses import dataclass, field
 
-from ibdtool.errors import InputError
+from ibdtool.forkscan import map_ranges, split
 from ibdtool.tablespace import CHUNK_BYTES, Tablespace
 from parsers.checksum import ChecksumAlgo
 from parsers.constants import (
@@ -133,49 +132,6 @@ def scan_range(ts: Tablespace, start: int, stop: int) -> ScanPart:
     return counts, invalid, unverifiable
 
 
-def _scan_in_children(ts: Tablespace, ranges: list[tuple[int, int]]) -> list[ScanPart]:
-    """Scan ``ranges[1:]`` in forked children while this process scans ``ranges[0]``.
-
-    A bare fork and a pipe per child start in a millisecond or two, where a process pool
-    costs tens; the children inherit the open file and the decoded format. A child that dies
-    without answering is reported as an error, never as a clean result.
-    """
-    children: list[tuple[int, int]] = []
-    for start, stop in ranges[1:]:
-        rfd, wfd = os.pipe()
-        pid = os.fork()
-        if pid == 0:  # child
-            os.close(rfd)
-            code = 0
-            try:
-                payload = pickle.dumps(scan_range(ts, start, stop))
-            except BaseException as exc:  # report it to the parent as data
-                payload = pickle.dumps(InputError(f"{ts.path}: {exc}"))
-                code = 1
-            with os.fdopen(wfd, "wb") as w:
-                w.write(payload)
-            os._exit(code)
-        os.close(wfd)
-        children.append((pid, rfd))
-    parts = [scan_range(ts, *ranges[0])]
-    failure: BaseException | None = None
-    for pid, rfd in children:
-        with os.fdopen(rfd, "rb") as r:
-            data = r.read()
-        os.waitpid(pid, 0)
-        try:
-            part = pickle.loads(data)
-        except Exception:
-            part = InputError(f"{ts.path}: a checksum worker died")
-        if isinstance(part, BaseException):
-            failure = failure or part
-        else:
-            parts.append(part)
-    if failure is not None:
-        raise failure
-    return parts
-
-
 def check_file(
     path: str, jobs: int | None = None, parallel_min: int = PARALLEL_MIN_PAGES
 ) -> CheckResult:
@@ -188,9 +144,7 @@ def check_file(
         if jobs == 1 or n < parallel_min:
             parts = [scan_range(ts, 0, n)]
         else:
-            ts.doublewrite_pages  # noqa: B018  (decode once, before forking)
-            step = -(-n // jobs)
-            parts = _scan_in_children(ts, [(s, min(n, s + step)) for s in range(0, n, step)])
+            parts = map_ranges(ts, scan_range, split(n, jobs))
     for counts, invalid, unverifiable in parts:
         result.by_algorithm.update(counts)
         result.invalid_pages.extend(invalid)

@@ -56,3 +56,20 @@ def test_fast_path_and_workers_match_the_decoder(rel: str, jobs: int, tmp_path: 
     assert got.invalid_pages == victims
     assert dict(got.by_algorithm) == expected_counts
     assert got.pages == n
+
+
+@pytest.mark.parametrize("rel", FILES)
+def test_inspect_split_over_processes_equals_one_pass(
+    rel: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    import ibdtool.inspect as inspect_mod
+
+    with Tablespace(sample(rel)) as ts:
+        psize, n = ts.physical_size, ts.n_pages
+    path = tmp_path / "damaged.ibd"
+    _corrupt(sample(rel), path, [2, n // 2], psize)
+    one = inspect_mod.inspect_path(path, jobs=1).to_json()
+    monkeypatch.setattr(inspect_mod, "PARALLEL_MIN_PAGES", 1)
+    three = inspect_mod.inspect_path(path, jobs=3).to_json()
+    assert three == one
+    assert one["checksum"]["invalid_pages"] == [2, n // 2]
