@@ -144,6 +144,8 @@ class InspectResult:
     sdi: SdiSummary | None
     trailing_bytes: int
     warnings: list[str]
+    #: pages the extent descriptors call free: count, how many still hold data, bytes on disk
+    free: dict[str, int] = field(default_factory=dict)
 
     @property
     def checksum_valid(self) -> int:
@@ -208,6 +210,7 @@ class InspectResult:
             "unpunched_bytes": self.unpunched_bytes,
             "compressed_image_bytes": self.compressed_bytes,
             "avg_index_fill": None if self.avg_fill is None else round(self.avg_fill, 4),
+            "free_pages": self.free,
             "sdi": None
             if self.sdi is None
             else {
@@ -257,9 +260,16 @@ class PageTally:
     compressed_bytes: int = 0
     fill_sum: float = 0.0
     fill_n: int = 0
+    free_pages: int = 0  # free by the extent descriptors
+    free_with_data: int = 0  # ... yet not all zero: stale content of freed pages
+    free_allocated: int = 0  # bytes the filesystem still holds for free pages
 
-    def add(self, info: PageInfo, allocated: int, block: int) -> None:
+    def add(self, info: PageInfo, allocated: int, block: int, free: bool = False) -> None:
         n = info.page_no
+        if free:
+            self.free_pages += 1
+            self.free_with_data += not info.empty
+            self.free_allocated += allocated
         self.types[info.type_name] += 1
         self.comp[info.compression.value] += 1
         bad = info.checksum_valid is False
@@ -298,6 +308,9 @@ class PageTally:
         self.compressed_bytes += other.compressed_bytes
         self.fill_sum += other.fill_sum
         self.fill_n += other.fill_n
+        self.free_pages += other.free_pages
+        self.free_with_data += other.free_with_data
+        self.free_allocated += other.free_allocated
 
 
 def _tally_range(
@@ -311,11 +324,12 @@ def _tally_range(
     alloc = ts.allocation
     per_page = alloc.per_page_allocated(ts.physical_size, ts.n_pages)
     block = alloc.fs_block_size
+    free = ts.free_map
     tally = PageTally()
     for info in ts.pages(start, stop):
         if on_page is not None:
             on_page(info)
-        tally.add(info, per_page[info.page_no], block)
+        tally.add(info, per_page[info.page_no], block, bool(free[info.page_no]))
         if progress is not None and info.page_no % 4096 == 4095:
             progress(info.page_no + 1)
     return tally
@@ -333,6 +347,7 @@ def inspect(
     ``on_page(info)``, when given, sees every page as it is read (the TUI's page map), and may
     raise to stop the scan."""
     alloc = ts.allocation
+    ts.free_map  # noqa: B018  (read the descriptors once, before any fork)
     n = ts.n_pages
     jobs = jobs or os.cpu_count() or 1
     if on_page is None and progress is None and jobs > 1 and n >= PARALLEL_MIN_PAGES:
@@ -348,6 +363,11 @@ def inspect(
     unpunched_pages, unpunched_total = tally.unpunched_pages, tally.unpunched_bytes
     compressed_total = tally.compressed_bytes
     fill_sum, fill_n = tally.fill_sum, tally.fill_n
+    free = {
+        "pages": tally.free_pages,
+        "with_data": tally.free_with_data,
+        "allocated_bytes": tally.free_allocated,
+    }
     vendor = refine_vendor(ts.format, stored_types)
     sdi = None
     warnings = list(ts.format.warnings)
@@ -379,6 +399,7 @@ def inspect(
         sdi=sdi,
         trailing_bytes=ts.trailing_bytes,
         warnings=warnings,
+        free=free,
     )
 
 

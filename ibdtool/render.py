@@ -180,6 +180,15 @@ def inspect_grid(r: InspectResult) -> Table:
         grid.add_row("Indexes", idx)
     if r.avg_fill is not None:
         grid.add_row("Leaf fill", f"{100 * r.avg_fill:.0f}% average")
+    if r.free.get("pages"):
+        free = Text(f"{r.free['pages']} pages free by the extent descriptors")
+        if r.free.get("with_data"):
+            free.append(f", {r.free['with_data']} still holding old data")
+        if r.free.get("allocated_bytes"):
+            free.append(
+                f", {human_bytes(r.free['allocated_bytes'])} allocated on disk", style="yellow"
+            )
+        grid.add_row("Free space", free)
     for w in r.warnings:
         grid.add_row("Warning", Text(w, style="yellow"))
     for n, problem in r.problems[:10]:

@@ -19,10 +19,11 @@ from types import TracebackType
 from ibdtool.allocation import Allocation, read_allocation
 from ibdtool.errors import InputError
 from parsers.checksum import ChecksumAlgo
-from parsers.constants import Vendor
+from parsers.constants import FIL_PAGE_TYPE_XDES, Vendor
 from parsers.page import DOUBLEWRITE_NAME, PageInfo, decode_page
 from parsers.sdi import SdiEntry, SdiError, read_sdi, read_zip_sdi
 from parsers.space import SpaceFormat, detect_format
+from parsers.xdes import descriptor_pages, free_map
 
 CHUNK_BYTES = 4 << 20
 TRX_SYS_PAGE = 5
@@ -157,6 +158,19 @@ class Tablespace:
             n += count
 
     # --- tablespace-wide -----------------------------------------------------------------------
+
+    @cached_property
+    def free_map(self) -> bytearray:
+        """One byte per page, 1 where the extent descriptors say the page is free (§9.4)."""
+        pages: dict[int, bytes] = {}
+        for n in descriptor_pages(self.format, self.n_pages):
+            page = self.raw_page(n)
+            if n == 0 or int.from_bytes(page[24:26], "big") == FIL_PAGE_TYPE_XDES:
+                pages[n] = page
+        try:
+            return free_map(pages, self.format, self.n_pages)
+        except Exception:  # a damaged descriptor: claim nothing is free
+            return bytearray(self.n_pages)
 
     @cached_property
     def allocation(self) -> Allocation:

@@ -1,0 +1,91 @@
+"""Extent descriptors: which pages the tablespace considers free (FORMATS.md §9).
+
+XDES entries live on page 0 (after the FSP header) and on every XDES page, one per physical
+page size worth of pages; each has a state and two bits per page, the first of which is the
+FREE bit. Pure decoding: the caller reads the descriptor pages.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass
+
+from parsers.space import SpaceFormat, extent_pages, xdes_size
+from parsers.structs import XDES_ARR_OFFSET, xdes_entry
+
+XDES_NOT_INITED = 0
+XDES_FREE = 1
+XDES_FREE_FRAG = 2
+XDES_FULL_FRAG = 3
+XDES_FSEG = 4
+XDES_FSEG_FRAG = 5
+XDES_STATES = {
+    0: "NOT_INITED",
+    1: "FREE",
+    2: "FREE_FRAG",
+    3: "FULL_FRAG",
+    4: "FSEG",
+    5: "FSEG_FRAG",
+}
+
+
+@dataclass(frozen=True, slots=True)
+class Extent:
+    """One XDES entry, decoded."""
+
+    first_page: int
+    state: int
+    seg_id: int
+    free: tuple[bool, ...]  # per page of the extent
+
+    @property
+    def state_name(self) -> str:
+        return XDES_STATES.get(self.state, f"STATE_{self.state}")
+
+
+def descriptor_pages(fmt: SpaceFormat, n_pages: int) -> range:
+    """Page numbers of page 0 and every XDES page of a file with ``n_pages`` pages (§9.1)."""
+    return range(0, n_pages, fmt.physical_size)
+
+
+def decode_descriptor_page(
+    page: bytes | memoryview, first_page: int, fmt: SpaceFormat
+) -> list[Extent]:
+    """The extents described by the descriptor page at ``first_page`` (§9.1, §9.2)."""
+    ext = extent_pages(fmt.logical_size)
+    size = xdes_size(fmt.logical_size)
+    entry = xdes_entry(ext)
+    out: list[Extent] = []
+    data = bytes(page)
+    for i in range(fmt.physical_size // ext):
+        off = XDES_ARR_OFFSET + i * size
+        if off + size > len(data):
+            break
+        e = entry.parse(data[off : off + size])
+        bitmap = e.bitmap
+        if e.state in (XDES_NOT_INITED, XDES_FREE):
+            free = (True,) * ext
+        else:
+            free = tuple(bool(bitmap[(2 * k) // 8] >> ((2 * k) % 8) & 1) for k in range(ext))
+        out.append(Extent(first_page + i * ext, e.state, e.seg_id, free))
+    return out
+
+
+def free_map(
+    descriptors: Mapping[int, bytes | memoryview], fmt: SpaceFormat, n_pages: int
+) -> bytearray:
+    """One byte per page: 1 when the XDES bitmaps (or the free limit) say the page is free.
+
+    ``descriptors`` maps each descriptor page number to its bytes; a missing or damaged one
+    leaves its pages marked used (0), the cautious answer.
+    """
+    out = bytearray(n_pages)
+    for first, page in descriptors.items():
+        for extent in decode_descriptor_page(page, first, fmt):
+            for k, is_free in enumerate(extent.free):
+                n = extent.first_page + k
+                if n < n_pages and is_free:
+                    out[n] = 1
+    for n in range(min(fmt.free_limit, n_pages), n_pages):
+        out[n] = 1
+    return out
