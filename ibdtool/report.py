@@ -1,0 +1,737 @@
+"""Batch reports over whole data directories: find the tablespaces, scan them, flag, total, diff.
+
+The engine behind ``ibdtool report``. :func:`discover` turns data directories and files into
+:class:`Target`\\ s (schema and table from the path, the way the server names its files);
+:class:`Scanner` runs :func:`scan_one` on each in worker processes and yields one row per
+tablespace as each file finishes, so a caller can stream rows with flat memory; :class:`Totals`
+sums rows per schema and overall; :class:`Comparer` diffs rows against an earlier report.
+
+A row is built from :func:`ibdtool.inspect.inspect_path` (its ``compression`` and ``checksum``
+shapes are kept as they are) plus the flags in :data:`FLAGS`. A file that cannot be read
+becomes a row with ``error`` set and the sizes ``stat`` gave; the scan goes on.
+"""
+
+from __future__ import annotations
+
+import json
+import multiprocessing
+import os
+import re
+import stat
+from collections.abc import Iterable, Iterator
+from dataclasses import dataclass
+from pathlib import Path
+from types import TracebackType
+from typing import Any
+
+from ibdtool.errors import InputError
+from ibdtool.inspect import InspectResult, inspect_path
+from parsers.constants import Algorithm, Vendor
+
+SCHEMA_VERSION = 1
+GIB = 1 << 30
+
+#: state flags: name -> what it means (also the valid ``--fail-on`` names)
+FLAGS: dict[str, str] = {
+    "checksum": "pages whose checksum does not verify",
+    "mixed": "more than one page-compression algorithm among the pages",
+    "needs_rebuild": "the table declares one compression state but a large share of its pages "
+    "are in the other (ALTER without a rebuild: OPTIMIZE TABLE or ALTER … FORCE)",
+    "no_holes": "compressed pages but no holes at all (copied without sparse, or the "
+    "filesystem cannot punch holes)",
+    "unpunched": "compressed pages whose slot holds more blocks than their image needs",
+    "fragmented": "more extents per GiB than the threshold: DROP TABLE may stall (XFS, btrfs)",
+    "error": "the file could not be read",
+}
+
+#: ``needs_rebuild``: share of the pages a server compresses (all but page 0, XDES and
+#: never-written pages) found in the state the table does not declare
+REBUILD_SHARE = 0.25
+#: ``fragmented``: extents per GiB of file size (an average extent under 128 KiB) ...
+FRAGMENTED_EXTENTS_PER_GIB = 8192
+#: ... and at least this many extents in the file (small files drop fast whatever their layout)
+FRAGMENTED_MIN_EXTENTS = 1024
+DEFAULT_SAMPLE = 400
+
+_IBD = re.compile(r".+\.ibd$")
+_SYSTEM = re.compile(r"ibdata\d+$")
+_UNDO = re.compile(r"(undo_?\d+|.+\.ibu)$")
+_DATADIR_MARKERS = (
+    "ibdata1",
+    "mysql.ibd",
+    "undo_001",
+    "undo001",
+    "ib_logfile0",
+    "#innodb_redo",
+    "aria_log_control",
+    "auto.cnf",
+)
+_HEX_CODE = re.compile(r"@([0-9a-fA-F]{4})")
+_PARTITION = re.compile(r"#p#([^#]+)(?:#sp#(.+))?$", re.IGNORECASE)
+
+
+# --- discovery -------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class Target:
+    """One file to scan, named the way the server names it."""
+
+    path: str
+    #: ``schema_dir/file`` for files in a schema folder, the bare file name for server-level
+    #: files (system, undo, dictionary, general tablespaces): what ``--compare`` matches on
+    name: str
+    schema: str | None
+    table: str | None
+    partition: str | None
+    #: table | system | undo | dictionary | general | intermediate | directory
+    kind: str
+    size: int
+    #: set for a directory that could not be listed
+    error: str | None = None
+
+
+def decode_filename(name: str) -> str:
+    """MySQL's file-name encoding of identifiers: ``@0040``-style hex codes back to characters.
+
+    The two-character codes the server uses for some letters (``@0G`` …) are left as they are;
+    MySQL 8 files also name their schema and table in the SDI (a row's ``sdi``).
+    """
+    return _HEX_CODE.sub(lambda m: chr(int(m.group(1), 16)), name)
+
+
+def is_datadir(directory: Path) -> bool:
+    """Does ``directory`` look like a server's data directory (not a schema folder)?"""
+    return any((directory / marker).exists() for marker in _DATADIR_MARKERS)
+
+
+def is_tablespace_name(name: str) -> bool:
+    return bool(_IBD.match(name) or _SYSTEM.match(name) or _UNDO.match(name))
+
+
+def classify(path: Path, server_level: bool) -> Target:
+    """Name, schema, table and kind of one tablespace file.
+
+    ``server_level``: the file sits at the top of a data directory, where the system, undo and
+    dictionary tablespaces and general tablespaces (``CREATE TABLESPACE``) live.
+    """
+    name = path.name
+    try:
+        size = path.stat().st_size
+    except OSError:
+        size = 0
+    if _SYSTEM.match(name):
+        return Target(str(path), name, None, None, None, "system", size)
+    if _UNDO.match(name):
+        return Target(str(path), name, None, None, None, "undo", size)
+    stem = name.removesuffix(".ibd")
+    if name == "mysql.ibd" and server_level:
+        return Target(str(path), name, "mysql", None, None, "dictionary", size)
+    if server_level:
+        return Target(str(path), name, None, decode_filename(stem), None, "general", size)
+    folder = path.absolute().parent.name
+    partition = None
+    table = stem
+    match = _PARTITION.search(stem)
+    if match and not stem.startswith("#sql"):
+        table = stem[: match.start()]
+        partition = match.group(1) + (f"#{match.group(2)}" if match.group(2) else "")
+    kind = "intermediate" if stem.startswith("#sql") else "table"
+    return Target(
+        str(path),
+        f"{folder}/{name}",
+        decode_filename(folder),
+        decode_filename(table),
+        decode_filename(partition) if partition else None,
+        kind,
+        size,
+    )
+
+
+def discover(paths: Iterable[str | os.PathLike[str]]) -> list[Target]:
+    """Every tablespace under each data directory or folder, and each file given.
+
+    A missing path is bad input (:class:`InputError`); a folder that cannot be listed becomes a
+    target with ``error`` set, so that it shows in the report. Each file is listed once.
+    """
+    targets: list[Target] = []
+    seen: set[str] = set()
+
+    def add(t: Target) -> None:
+        key = os.path.realpath(t.path)
+        if key not in seen:
+            seen.add(key)
+            targets.append(t)
+
+    for given in paths:
+        root = Path(given)
+        try:
+            st = root.stat()
+        except FileNotFoundError:
+            raise InputError(f"{root}: no such file or directory") from None
+        except OSError as exc:
+            raise InputError(f"{root}: {exc.strerror}") from None
+        if not stat.S_ISDIR(st.st_mode):
+            add(classify(root, server_level=False))
+            continue
+        top_is_datadir = is_datadir(root)
+        unlisted: list[OSError] = []
+        for folder, dirnames, filenames in os.walk(root, onerror=unlisted.append):
+            dirnames.sort()
+            here = Path(folder)
+            for fname in sorted(filenames):
+                if is_tablespace_name(fname):
+                    add(classify(here / fname, server_level=top_is_datadir and here == root))
+        for problem in unlisted:
+            where = Path(problem.filename) if problem.filename else root
+            add(
+                Target(
+                    str(where),
+                    f"{where.name}/",
+                    decode_filename(where.name),
+                    None,
+                    None,
+                    "directory",
+                    0,
+                    error=f"{where}: cannot list directory: {problem.strerror}",
+                )
+            )
+    return targets
+
+
+# --- one row per file ------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class ScanOptions:
+    simulate: bool = False
+    sample: int = DEFAULT_SAMPLE
+    seed: int = 1
+    fragmented_per_gib: int = FRAGMENTED_EXTENTS_PER_GIB
+    fragmented_min_extents: int = FRAGMENTED_MIN_EXTENTS
+
+
+_ALWAYS_PLAIN_TYPES = ("FSP_HDR", "XDES", "ALLOCATED")
+
+
+def declared_compression(r: InspectResult) -> str | None:
+    """What the table asks for: the SDI ``COMPRESSION=`` option (MySQL 8), the full_crc32
+    algorithm or the classic PAGE_COMPRESSION bit in the FSP flags (MariaDB); ``None`` where
+    the file does not say (MySQL 5.7 keeps the option in the .frm, ROW_FORMAT=COMPRESSED)."""
+    fmt = r.fmt
+    if fmt.zip:
+        return None
+    if fmt.full_crc32:
+        algo = fmt.fcrc32_algorithm
+        return algo.value if algo else Algorithm.NONE.value
+    if fmt.flags.page_compressed:
+        return "page_compressed"
+    if r.sdi is not None:
+        value = (r.sdi.compression or "").strip().lower()
+        return value if value and value != "none" else Algorithm.NONE.value
+    if r.vendor is Vendor.MARIADB:
+        return Algorithm.NONE.value
+    return None
+
+
+def compressible_pages(r: InspectResult) -> int:
+    """Pages a page-compressing server would compress: all but page 0, XDES and empty ones."""
+    fixed = sum(r.page_types.get(t, 0) for t in _ALWAYS_PLAIN_TYPES)
+    return max(0, r.pages - fixed)
+
+
+def _flags(row: dict[str, Any], r: InspectResult, opts: ScanOptions) -> list[str]:
+    flags: list[str] = []
+    if row["checksum"]["invalid"]:
+        flags.append("checksum")
+    algos = [a for a in r.compression if a != Algorithm.NONE.value]
+    if len(algos) > 1:
+        flags.append("mixed")
+    share = row["uncompressed_share"]
+    declared = row["declared_compression"]
+    if share is not None and declared is not None:
+        # compression declared and most pages plain, or declared off and most compressed
+        off_share = 1 - share if declared == Algorithm.NONE.value else share
+        if off_share > REBUILD_SHARE:
+            flags.append("needs_rebuild")
+    block = row["fs_block_size"] or 1
+    if r.unpunched_pages and row["allocated_size"] >= row["logical_size"] // block * block:
+        flags.append("no_holes")
+    if r.unpunched_pages:
+        flags.append("unpunched")
+    extents, per_gib = row["extents"], row["extents_per_gib"]
+    if (
+        extents is not None
+        and per_gib is not None
+        and extents >= opts.fragmented_min_extents
+        and per_gib > opts.fragmented_per_gib
+    ):
+        flags.append("fragmented")
+    return flags
+
+
+#: the keys of ``inspect --json`` a report row keeps, with the same meaning
+INSPECT_KEYS = (
+    "vendor",
+    "format",
+    "page_size",
+    "physical_page_size",
+    "row_format",
+    "key_block_size",
+    "page_compression",
+    "pages",
+    "logical_size",
+    "allocated_size",
+    "fs_block_size",
+    "extents",
+    "data_ranges",
+    "compression",
+    "checksum",
+    "unpunched_pages",
+    "unpunched_bytes",
+    "sdi",
+    "warnings",
+)
+
+
+def _base_row(t: Target) -> dict[str, Any]:
+    return {
+        "path": t.path,
+        "name": t.name,
+        "schema": t.schema,
+        "table": t.table,
+        "partition": t.partition,
+        "kind": t.kind,
+    }
+
+
+def row_from_inspect(t: Target, r: InspectResult, opts: ScanOptions) -> dict[str, Any]:
+    """The report row of one tablespace (see README, ``report --json``)."""
+    doc = r.to_json()
+    row = _base_row(t)
+    row.update((k, doc[k]) for k in INSPECT_KEYS)
+    row["sdi"] = None if r.sdi is None else {"schema": r.sdi.schema, "table": r.sdi.table}
+    logical, allocated = doc["logical_size"], doc["allocated_size"]
+    compressed = r.pages - r.compression.get(Algorithm.NONE.value, 0)
+    eligible = compressible_pages(r)
+    row["compressed_pages"] = compressed
+    row["uncompressed_share"] = (
+        None if r.fmt.zip or not eligible else round(max(0, eligible - compressed) / eligible, 4)
+    )
+    row["declared_compression"] = declared_compression(r)
+    row["saving"] = logical - allocated
+    row["saving_pct"] = round(100 * (logical - allocated) / logical, 2) if logical else 0.0
+    ext = doc["extents"]
+    row["extents_per_gib"] = round(ext * GIB / logical, 1) if ext is not None and logical else None
+    row["problems"] = len(r.problems)
+    row["error"] = None
+    row["flags"] = _flags(row, r, opts)
+    return row
+
+
+def error_row(t: Target, message: str) -> dict[str, Any]:
+    """A file that could not be read: its sizes from ``stat`` (when even that works)."""
+    row = _base_row(t)
+    logical = allocated = None
+    try:
+        st = os.stat(t.path)
+        if stat.S_ISREG(st.st_mode):
+            logical, allocated = st.st_size, st.st_blocks * 512
+    except OSError:
+        pass
+    row.update(
+        {
+            "logical_size": logical,
+            "allocated_size": allocated,
+            "saving": None if logical is None or allocated is None else logical - allocated,
+            "error": message,
+            "flags": ["error"],
+        }
+    )
+    return row
+
+
+def _best_scenarios(vendor: str) -> list[Any]:
+    from ibdtool.simulate import DEFAULT_SCENARIOS
+
+    servers = {"mysql": ("mysql",), "mariadb": ("mariadb",)}.get(vendor, ("mysql", "mariadb"))
+    return [s for s in DEFAULT_SCENARIOS if s.server in servers]
+
+
+def simulation_for(t: Target, row: dict[str, Any], opts: ScanOptions) -> dict[str, Any]:
+    """The best page-compression prediction for this file's server and filesystem (sampled)."""
+    from ibdtool.simulate import simulate
+
+    out: dict[str, Any] = {
+        "best": None,
+        "server": None,
+        "algorithm": None,
+        "level": None,
+        "block_size": row.get("fs_block_size"),
+        "predicted_allocated": None,
+        "ci95": None,
+        "saving": None,
+        "pages_sampled": None,
+        "note": None,
+    }
+    if t.kind != "table":
+        out["note"] = f"{t.kind} tablespaces cannot be page-compressed"
+        return out
+    try:
+        sim = simulate(
+            t.path,
+            _best_scenarios(row["vendor"]),
+            sample=opts.sample,
+            seed=opts.seed,
+            jobs=1,
+            row_compressed=False,
+        )
+    except InputError as exc:
+        out["note"] = exc.message.removeprefix(f"{t.path}: ")
+        return out
+    best = min(sim.results, key=lambda x: (x.predicted, x.scenario))
+    out.update(
+        best=best.scenario.label,
+        server=best.scenario.server,
+        algorithm=best.scenario.algorithm,
+        level=best.scenario.level,
+        block_size=best.block.size,
+        predicted_allocated=best.predicted,
+        ci95=list(best.ci95) if best.ci95 else None,
+        saving=sim.allocated_size - best.predicted,
+        pages_sampled=sim.pages_sampled,
+    )
+    return out
+
+
+def scan_one(t: Target, opts: ScanOptions) -> dict[str, Any]:
+    """Inspect one file into a row; any failure becomes an error row, never an exception."""
+    if t.error:
+        return error_row(t, t.error)
+    try:
+        if not stat.S_ISREG(os.stat(t.path).st_mode):  # a FIFO would block the open
+            return error_row(t, f"{t.path}: not a regular file")
+        row = row_from_inspect(t, inspect_path(t.path), opts)
+    except InputError as exc:
+        return error_row(t, exc.message)
+    except OSError as exc:
+        return error_row(t, f"{t.path}: {exc.strerror or exc}")
+    except Exception as exc:  # a parser bug must not end a 4,000-file report
+        return error_row(t, f"{t.path}: unexpected {type(exc).__name__}: {exc} (please report)")
+    if opts.simulate:
+        try:
+            row["simulation"] = simulation_for(t, row, opts)
+        except Exception as exc:
+            row["simulation"] = {"best": None, "note": f"{type(exc).__name__}: {exc}"}
+    return row
+
+
+def _scan_star(args: tuple[Target, ScanOptions]) -> tuple[int, dict[str, Any]]:
+    target, opts = args
+    return target.size, scan_one(target, opts)
+
+
+class Scanner:
+    """Scan targets in ``jobs`` worker processes, yielding ``(bytes, row)`` as files finish.
+
+    Use as a context manager: the pool is forked on entry, before the caller starts a progress
+    thread, and torn down on exit even when the caller stops reading early. The largest files
+    are started first, so a few big files do not end up last on one core.
+    """
+
+    def __init__(self, targets: list[Target], opts: ScanOptions, jobs: int) -> None:
+        self.targets = sorted(targets, key=lambda t: -t.size)
+        self.opts = opts
+        self.jobs = max(1, min(jobs, len(targets)))
+        self._pool: Any = None
+
+    def __enter__(self) -> Scanner:
+        if self.jobs > 1:
+            self._pool = multiprocessing.get_context("fork").Pool(self.jobs)
+        return self
+
+    def __exit__(
+        self,
+        exc_type: type[BaseException] | None,
+        exc: BaseException | None,
+        tb: TracebackType | None,
+    ) -> None:
+        if self._pool is not None:
+            if exc_type is None:
+                self._pool.close()
+            else:
+                self._pool.terminate()
+            self._pool.join()
+            self._pool = None
+
+    def __iter__(self) -> Iterator[tuple[int, dict[str, Any]]]:
+        work = [(t, self.opts) for t in self.targets]
+        if self._pool is None:
+            yield from map(_scan_star, work)
+        else:
+            yield from self._pool.imap_unordered(_scan_star, work)
+
+
+def sort_key(row: dict[str, Any]) -> tuple[str, str, str]:
+    """Rows in a report: by schema (server-level files first), then name, then path."""
+    return (row.get("schema") or "", row.get("name") or "", row.get("path") or "")
+
+
+# --- totals ----------------------------------------------------------------------------------
+
+_SUMMED = (
+    "pages",
+    "logical_size",
+    "allocated_size",
+    "saving",
+    "extents",
+    "compressed_pages",
+    "unpunched_pages",
+    "unpunched_bytes",
+)
+
+
+def _empty_total() -> dict[str, Any]:
+    total: dict[str, Any] = {"files": 0, "errors": 0}
+    total.update(dict.fromkeys(_SUMMED, 0))
+    total["checksum_invalid"] = 0
+    total["flags"] = dict.fromkeys(FLAGS, 0)
+    return total
+
+
+class Totals:
+    """Sums of rows per schema and overall; memory grows with schemas, not files."""
+
+    def __init__(self) -> None:
+        self.all = _empty_total()
+        self.schemas: dict[str | None, dict[str, Any]] = {}
+
+    def add(self, row: dict[str, Any]) -> None:
+        for total in (self.all, self.schemas.setdefault(row.get("schema"), _empty_total())):
+            total["files"] += 1
+            total["errors"] += 1 if row.get("error") else 0
+            for key in _SUMMED:
+                total[key] += row.get(key) or 0
+            total["checksum_invalid"] += (row.get("checksum") or {}).get("invalid", 0)
+            for flag in row.get("flags", ()):
+                total["flags"][flag] = total["flags"].get(flag, 0) + 1
+            sim = row.get("simulation")
+            if sim is not None:
+                part = total.setdefault(
+                    "simulation", {"files": 0, "allocated_size": 0, "predicted_allocated": 0}
+                )
+                if sim.get("predicted_allocated") is not None:
+                    part["files"] += 1
+                    part["allocated_size"] += row["allocated_size"]
+                    part["predicted_allocated"] += sim["predicted_allocated"]
+
+    @staticmethod
+    def _finish(total: dict[str, Any]) -> dict[str, Any]:
+        out = dict(total)
+        logical = out["logical_size"]
+        out["saving_pct"] = round(100 * out["saving"] / logical, 2) if logical else 0.0
+        if "simulation" in out:
+            sim = dict(out["simulation"])
+            sim["saving"] = sim["allocated_size"] - sim["predicted_allocated"]
+            out["simulation"] = sim
+        return out
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "all": self._finish(self.all),
+            "by_schema": [
+                {"schema": schema, **self._finish(total)}
+                for schema, total in sorted(self.schemas.items(), key=lambda kv: kv[0] or "")
+            ],
+        }
+
+
+# --- compare ---------------------------------------------------------------------------------
+
+#: row fields whose change makes a tablespace "changed" (sizes and flags come on top)
+COMPARED_FIELDS = (
+    "format",
+    "row_format",
+    "key_block_size",
+    "page_compression",
+    "declared_compression",
+    "compressed_pages",
+    "error",
+)
+
+
+def match_keys(rows: list[dict[str, Any]]) -> list[str]:
+    """What rows are matched on across reports: ``name``, or ``path`` if names repeat."""
+    names = [r.get("name") or r.get("path") or "" for r in rows]
+    if len(set(names)) == len(names):
+        return names
+    return [r.get("path") or "" for r in rows]
+
+
+def load_report(path: str | os.PathLike[str]) -> dict[str, Any]:
+    """An earlier ``report --format json`` document or ``--format jsonl`` stream."""
+    try:
+        text = Path(path).read_text()
+    except FileNotFoundError:
+        raise InputError(f"{path}: no such file") from None
+    except (OSError, UnicodeDecodeError) as exc:
+        raise InputError(f"{path}: cannot read: {getattr(exc, 'strerror', None) or exc}") from None
+    try:
+        doc = json.loads(text)
+    except json.JSONDecodeError:
+        doc = None
+    if isinstance(doc, dict) and "tablespaces" in doc:
+        version = doc.get("schema_version")
+        if version != SCHEMA_VERSION:
+            raise InputError(
+                f"{path}: report schema_version {version!r}; this ibdtool reads {SCHEMA_VERSION}"
+            )
+        return doc
+    rows = []
+    for n, line in enumerate(text.splitlines(), 1):
+        if not line.strip():
+            continue
+        try:
+            row = json.loads(line)
+        except json.JSONDecodeError:
+            row = None
+        if not isinstance(row, dict) or "path" not in row:
+            raise InputError(
+                f"{path}: line {n}: not an ibdtool report (expected --format json or jsonl output)"
+            )
+        if (row.get("change") or {}).get("status") != "dropped":
+            rows.append(row)
+    if not rows:
+        raise InputError(f"{path}: not an ibdtool report (no tablespaces in it)")
+    return {"schema_version": SCHEMA_VERSION, "generated_at": None, "tablespaces": rows}
+
+
+def _sizes(old: dict[str, Any] | None, new: dict[str, Any] | None, key: str) -> dict[str, Any]:
+    a = None if old is None else old.get(key)
+    b = None if new is None else new.get(key)
+    return {"old": a, "new": b, "delta": (b or 0) - (a or 0)}
+
+
+class Comparer:
+    """Diff rows, one at a time as they arrive, against an earlier report's rows."""
+
+    def __init__(self, old_doc: dict[str, Any], source: str, new_keys: Iterable[str]) -> None:
+        old_rows = list(old_doc.get("tablespaces", []))
+        self.old = dict(zip(match_keys(old_rows), old_rows, strict=True))
+        self.against = {"report": source, "generated_at": old_doc.get("generated_at")}
+        self.new_keys = set(new_keys)
+        self.counts = {"added": 0, "dropped": 0, "changed": 0, "unchanged": 0}
+        self.old_totals = Totals()
+        for row in old_rows:
+            self.old_totals.add(row)
+
+    def change(self, key: str, new: dict[str, Any]) -> dict[str, Any]:
+        """The change record of one new row (``status`` added, changed or unchanged)."""
+        old = self.old.get(key)
+        record = self._record(key, old, new)
+        self.counts[record["status"]] += 1
+        return record
+
+    def dropped(self) -> list[dict[str, Any]]:
+        """Records for the old rows no new row matched, in name order."""
+        out = []
+        for key in sorted(set(self.old) - self.new_keys):
+            out.append(self._record(key, self.old[key], None))
+            self.counts["dropped"] += 1
+        return out
+
+    @staticmethod
+    def _record(key: str, old: dict[str, Any] | None, new: dict[str, Any] | None) -> dict[str, Any]:
+        ref = new if new is not None else old
+        assert ref is not None
+        record: dict[str, Any] = {
+            "key": key,
+            "name": ref.get("name"),
+            "schema": ref.get("schema"),
+            "table": ref.get("table"),
+            "path": ref.get("path"),
+            "status": "added" if old is None else "dropped" if new is None else "unchanged",
+            "logical_size": _sizes(old, new, "logical_size"),
+            "allocated_size": _sizes(old, new, "allocated_size"),
+            "extents": _sizes(old, new, "extents"),
+            "fields": {},
+            "flags_added": [],
+            "flags_removed": [],
+        }
+        if old is None or new is None:
+            return record
+        fields = {
+            k: {"old": old.get(k), "new": new.get(k)}
+            for k in COMPARED_FIELDS
+            if old.get(k) != new.get(k)
+        }
+        old_invalid = (old.get("checksum") or {}).get("invalid")
+        new_invalid = (new.get("checksum") or {}).get("invalid")
+        if old_invalid != new_invalid:
+            fields["checksum_invalid"] = {"old": old_invalid, "new": new_invalid}
+        old_flags, new_flags = set(old.get("flags", ())), set(new.get("flags", ()))
+        record["fields"] = fields
+        record["flags_added"] = sorted(new_flags - old_flags)
+        record["flags_removed"] = sorted(old_flags - new_flags)
+        if (
+            fields
+            or record["flags_added"]
+            or record["flags_removed"]
+            or record["logical_size"]["delta"]
+            or record["allocated_size"]["delta"]
+        ):
+            record["status"] = "changed"
+        return record
+
+    def summary(self, new_totals: Totals) -> dict[str, Any]:
+        """Counts, and size deltas overall and per schema (recomputed from the old rows)."""
+        old_t, new_t = self.old_totals.to_json(), new_totals.to_json()
+        old_by = {s["schema"]: s for s in old_t["by_schema"]}
+        new_by = {s["schema"]: s for s in new_t["by_schema"]}
+        schemas = sorted(set(old_by) | set(new_by), key=lambda s: s or "")
+        return {
+            **self.counts,
+            "logical_size": _sizes(old_t["all"], new_t["all"], "logical_size"),
+            "allocated_size": _sizes(old_t["all"], new_t["all"], "allocated_size"),
+            "by_schema": [
+                {
+                    "schema": s,
+                    "files": _sizes(old_by.get(s), new_by.get(s), "files"),
+                    "logical_size": _sizes(old_by.get(s), new_by.get(s), "logical_size"),
+                    "allocated_size": _sizes(old_by.get(s), new_by.get(s), "allocated_size"),
+                }
+                for s in schemas
+            ],
+        }
+
+
+def fail_on_hits(rows_flags: dict[str, int], wanted: Iterable[str]) -> list[str]:
+    """The ``--fail-on`` conditions found (flag counts from the overall totals)."""
+    return [f for f in wanted if rows_flags.get(f, 0)]
+
+
+# --- the document ----------------------------------------------------------------------------
+
+
+def thresholds(opts: ScanOptions) -> dict[str, Any]:
+    return {
+        "needs_rebuild_share": REBUILD_SHARE,
+        "fragmented_extents_per_gib": opts.fragmented_per_gib,
+        "fragmented_min_extents": opts.fragmented_min_extents,
+    }
+
+
+def document(
+    rows: list[dict[str, Any]],
+    totals: Totals,
+    meta: dict[str, Any],
+    compare: dict[str, Any] | None = None,
+) -> dict[str, Any]:
+    """The ``report --format json`` document (README: ``report --json``)."""
+    doc: dict[str, Any] = {"schema_version": SCHEMA_VERSION, **meta}
+    doc["flags"] = FLAGS
+    doc["tablespaces"] = rows
+    doc["totals"] = totals.to_json()
+    if compare is not None:
+        doc["compare"] = compare
+    return doc

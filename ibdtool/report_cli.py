@@ -1,0 +1,261 @@
+"""``ibdtool report``: one answer per data directory, for people, cron and CI.
+
+Wires :mod:`ibdtool.report` (discovery, parallel scan, totals, compare) to the terminal and to
+the writers of :mod:`ibdtool.report_formats`. Rows stream out as files finish with
+``--format jsonl``; every other format is one document written when the scan is done. Exit
+status: 0 clean, 1 when a ``--fail-on`` condition was found, 2 on bad input (including files
+that could not be read: they are still reported, as rows with an ``error``).
+"""
+
+from __future__ import annotations
+
+import os
+import socket
+import sys
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+from datetime import UTC, datetime
+from importlib import metadata
+from typing import Any
+
+import click
+
+from ibdtool import report as rp
+from ibdtool.errors import ExitCode, InputError
+
+MAX_LISTED_ERRORS = 20
+FORMATS = ("table", "json", "jsonl", "csv", "markdown", "html")
+
+
+def _fail_on(values: tuple[str, ...]) -> list[str]:
+    names: list[str] = []
+    for value in values:
+        for item in value.split(","):
+            item = item.strip().lower().replace("-", "_")
+            if not item:
+                continue
+            if item == "any":
+                names.extend(rp.FLAGS)
+            elif item in rp.FLAGS:
+                names.append(item)
+            else:
+                raise click.BadParameter(
+                    f"unknown condition {item!r}; valid: {', '.join(rp.FLAGS)}, any",
+                    param_hint="--fail-on",
+                )
+    return list(dict.fromkeys(names))
+
+
+def _cores() -> int:
+    try:
+        return len(os.sched_getaffinity(0))
+    except (AttributeError, OSError):
+        return os.cpu_count() or 1
+
+
+@contextmanager
+def _progress(files: int, total_bytes: int) -> Iterator[Callable[[int, int], None] | None]:
+    """Files and bytes done, on stderr, only when stderr is a terminal."""
+    if not sys.stderr.isatty():
+        yield None
+        return
+    from rich.progress import (
+        BarColumn,
+        DownloadColumn,
+        Progress,
+        TextColumn,
+        TimeRemainingColumn,
+        TransferSpeedColumn,
+    )
+
+    from ibdtool.render import err
+
+    with Progress(
+        TextColumn("report"),
+        BarColumn(),
+        TextColumn("{task.fields[files]}"),
+        DownloadColumn(),
+        TransferSpeedColumn(),
+        TimeRemainingColumn(),
+        console=err(),
+        transient=True,
+    ) as progress:
+        task = progress.add_task("report", total=total_bytes or 1, files=f"0/{files:,} files")
+
+        def update(done_files: int, done_bytes: int) -> None:
+            progress.update(task, completed=done_bytes, files=f"{done_files:,}/{files:,} files")
+
+        yield update
+
+
+def _meta(paths: tuple[str, ...], opts: rp.ScanOptions, jobs: int, fail_on: list[str]) -> Any:
+    try:
+        version = metadata.version("ibdtool")
+    except metadata.PackageNotFoundError:
+        version = None
+    return {
+        "generated_at": datetime.now(UTC).isoformat(timespec="seconds"),
+        "host": socket.gethostname(),
+        "ibdtool_version": version,
+        "paths": [os.path.abspath(p) for p in paths],
+        "options": {
+            "simulate": opts.simulate,
+            "sample": opts.sample if opts.simulate else None,
+            "jobs": jobs,
+            "fail_on": fail_on,
+        },
+        "thresholds": rp.thresholds(opts),
+    }
+
+
+@click.command()
+@click.argument("paths", nargs=-1, required=True, type=click.Path(readable=False))
+@click.option(
+    "--format",
+    "fmt",
+    type=click.Choice(FORMATS),
+    default="table",
+    show_default=True,
+    help="table: Rich tables; json: one document; jsonl: a row per line as files finish; "
+    "csv; markdown; html: a self-contained page with sortable tables and a chart.",
+)
+@click.option(
+    "--simulate",
+    is_flag=True,
+    help="Add the predicted size under the best page compression for this filesystem.",
+)
+@click.option(
+    "--sample",
+    type=click.IntRange(min=1),
+    default=rp.DEFAULT_SAMPLE,
+    show_default=True,
+    help="Pages sampled per file by --simulate (smaller files are simulated whole).",
+)
+@click.option(
+    "--compare",
+    "compare_path",
+    type=click.Path(dir_okay=False),
+    help="An earlier report (--format json or jsonl): what was added, dropped or changed.",
+)
+@click.option(
+    "--jobs", "-j", type=click.IntRange(min=1), help="Worker processes (default: all cores)."
+)
+@click.option(
+    "--fail-on",
+    "fail_on_opt",
+    multiple=True,
+    metavar="FLAGS",
+    help=f"Exit 1 when any tablespace has one of these flags: {', '.join(rp.FLAGS)}, or any.",
+)
+@click.option(
+    "--fragmented",
+    "fragmented_per_gib",
+    type=click.IntRange(min=1),
+    default=rp.FRAGMENTED_EXTENTS_PER_GIB,
+    show_default=True,
+    metavar="EXTENTS_PER_GIB",
+    help=f"Flag files with more extents per GiB than this (and at least "
+    f"{rp.FRAGMENTED_MIN_EXTENTS:,} extents) as fragmented.",
+)
+def report(
+    paths: tuple[str, ...],
+    fmt: str,
+    simulate: bool,
+    sample: int,
+    compare_path: str | None,
+    jobs: int | None,
+    fail_on_opt: tuple[str, ...],
+    fragmented_per_gib: int,
+) -> None:
+    """Report every tablespace under data directories (or the files given).
+
+    PATH is a data directory (every *.ibd, ibdata*, undo*, *.ibu and mysql.ibd under it;
+    the schema is the folder a file is in) or a file. Files are scanned in parallel; one row
+    per tablespace, totals per schema and overall.
+
+    Exit status: 0 clean, 1 when a --fail-on flag was found, 2 on bad input or when a file
+    could not be read (it is still reported, as a row with an error).
+    """
+    from ibdtool import report_formats as rf
+
+    fail_on = _fail_on(fail_on_opt)
+    opts = rp.ScanOptions(simulate=simulate, sample=sample, fragmented_per_gib=fragmented_per_gib)
+    targets = rp.discover(paths)
+    if not targets:
+        raise InputError(f"{', '.join(paths)}: no tablespaces found")
+    keys_of = dict(
+        zip(
+            (t.path for t in targets),
+            rp.match_keys([{"name": t.name, "path": t.path} for t in targets]),
+            strict=True,
+        )
+    )
+    comparer = None
+    if compare_path is not None:
+        comparer = rp.Comparer(rp.load_report(compare_path), compare_path, keys_of.values())
+    jobs = jobs or _cores()
+    meta = _meta(paths, opts, jobs, fail_on)
+    totals = rp.Totals()
+    rows: list[dict[str, Any]] = []
+    changes: list[dict[str, Any]] = []
+    errors: list[str] = []
+    stream = fmt == "jsonl"
+    done_files = done_bytes = 0
+    with (
+        rp.Scanner(targets, opts, jobs) as scanner,
+        _progress(len(targets), sum(t.size for t in targets)) as bar,
+    ):
+        for size, row in scanner:
+            totals.add(row)
+            if row.get("error"):
+                errors.append(row["error"])
+            change = comparer.change(keys_of[row["path"]], row) if comparer else None
+            if stream:
+                rf.write_jsonl_row({**row, "change": change} if comparer else row, sys.stdout)
+            else:
+                rows.append(row)
+                if change is not None and change["status"] != "unchanged":
+                    changes.append(change)
+            done_files += 1
+            done_bytes += size
+            if bar:
+                bar(done_files, done_bytes)
+    dropped = comparer.dropped() if comparer else []
+    if stream:
+        for c in dropped:
+            base = {k: c[k] for k in ("path", "name", "schema", "table")}
+            rf.write_jsonl_row({**base, "change": c}, sys.stdout)
+    else:
+        rows.sort(key=rp.sort_key)
+        compare = None
+        if comparer is not None:
+            compare = {
+                "against": comparer.against,
+                "summary": comparer.summary(totals),
+                "changes": sorted(changes + dropped, key=lambda c: c["key"]),
+            }
+        doc = rp.document(rows, totals, meta, compare)
+        if fmt == "table":
+            rf.print_table(doc)
+        else:
+            rf.WRITERS[fmt](doc, sys.stdout)
+            sys.stdout.flush()
+    overall = totals.to_json()["all"]
+    if overall["errors"]:
+        for message in errors[:MAX_LISTED_ERRORS]:
+            click.echo(f"ibdtool: error: {message}", err=True)
+        click.echo(
+            f"ibdtool: error: {overall['errors']} of {overall['files']} files could not be "
+            "read (see their rows)",
+            err=True,
+        )
+        sys.exit(ExitCode.BAD_INPUT)
+    hits = rp.fail_on_hits(overall["flags"], fail_on)
+    if hits:
+        click.echo(
+            "ibdtool: found "
+            + ", ".join(f"{overall['flags'][h]} {h}" for h in hits)
+            + " (--fail-on)",
+            err=True,
+        )
+        sys.exit(ExitCode.FOUND)

@@ -1,0 +1,587 @@
+"""Writers for ``ibdtool report``: a Rich table, JSON, JSON lines, CSV, Markdown and HTML.
+
+Every writer takes the report document of :func:`ibdtool.report.document` (JSON lines take rows
+one at a time, as files finish). The HTML page is self-contained: inline CSS, a small script
+that sorts the tables, and an inline SVG chart of logical against allocated size per schema;
+it loads nothing from anywhere.
+"""
+
+from __future__ import annotations
+
+import csv
+import html
+import json
+from collections.abc import Callable
+from typing import IO, Any
+
+from ibdtool.render import human_bytes
+
+SYSTEM_LABEL = "(server)"  # rows with no schema: system, undo and general tablespaces
+
+
+def schema_label(schema: str | None) -> str:
+    return SYSTEM_LABEL if schema is None else schema
+
+
+def tablespace_label(row: dict[str, Any]) -> str:
+    """``schema.table`` (with the partition), or the file name for server-level files."""
+    if row.get("table") is None:
+        return row.get("name") or row["path"]
+    base = f"{schema_label(row.get('schema'))}.{row['table']}"
+    return base + (f" #p {row['partition']}" if row.get("partition") else "")
+
+
+def compression_text(row: dict[str, Any]) -> str:
+    """Page-compression algorithms found and their share of the file's pages."""
+    counts = row.get("compression") or {}
+    pages = row.get("pages") or 0
+    parts = [
+        f"{algo} {100 * n / pages:.0f}%"
+        for algo, n in sorted(counts.items(), key=lambda kv: -kv[1])
+        if algo != "none" and pages
+    ]
+    return " + ".join(parts) if parts else ("none" if counts else "")
+
+
+def row_format_text(row: dict[str, Any]) -> str:
+    fmt = row.get("row_format") or ""
+    kbs = row.get("key_block_size")
+    return f"{fmt} {kbs // 1024}K".strip() if kbs else fmt
+
+
+def sdi_note(row: dict[str, Any]) -> str:
+    """The SDI's own name for the table when it differs from the path's."""
+    sdi = row.get("sdi")
+    if not sdi or not sdi.get("table"):
+        return ""
+    if (sdi.get("schema"), sdi.get("table")) == (row.get("schema"), row.get("table")):
+        return ""
+    return f"SDI: {sdi.get('schema')}.{sdi.get('table')}"
+
+
+_SHORT_FORMATS = {
+    "MariaDB 10.4+ full_crc32": "MariaDB fcrc32",
+    "MariaDB classic (page_compressed)": "MariaDB classic",
+    "MySQL 5.x or MariaDB classic": "MySQL 5/MariaDB",
+}
+
+
+def short_format(row: dict[str, Any]) -> str:
+    """``format`` in a few words for narrow tables: ``MySQL 8 (8.0.15)`` → ``MySQL 8.0.15``."""
+    name = row.get("format") or ""
+    if name.startswith("MySQL 8 (") and name.endswith(")"):
+        return "MySQL " + name[len("MySQL 8 (") : -1]
+    return _SHORT_FORMATS.get(name, name)
+
+
+def _pct(n: float | None) -> str:
+    return "" if n is None else f"{n:.0f}%"
+
+
+def _signed_bytes(n: int | None) -> str:
+    if not n:
+        return "0"
+    return ("+" if n > 0 else "−") + human_bytes(abs(n))
+
+
+def _count(n: int | None) -> str:
+    return "" if n is None else f"{n:,}"
+
+
+# --- the columns every tabular format shares ----------------------------------------------------
+
+#: (key, title, numeric, text of a row's cell, raw value for sorting / CSV)
+Column = tuple[str, str, bool, Callable[[dict[str, Any]], str], Callable[[dict[str, Any]], Any]]
+
+
+def _get(key: str) -> Callable[[dict[str, Any]], Any]:
+    return lambda r: r.get(key)
+
+
+def _checksum_invalid(r: dict[str, Any]) -> int | None:
+    return (r.get("checksum") or {}).get("invalid") if not r.get("error") else None
+
+
+def _best(r: dict[str, Any]) -> Any:
+    return (r.get("simulation") or {}).get("predicted_allocated")
+
+
+def _best_text(r: dict[str, Any]) -> str:
+    sim = r.get("simulation") or {}
+    if sim.get("predicted_allocated") is None:
+        return sim.get("note") or ""
+    return f"{human_bytes(sim['predicted_allocated'])} {sim['best']}"
+
+
+def _flags_text(r: dict[str, Any]) -> str:
+    return r["error"] if r.get("error") else ", ".join(r.get("flags", ()))
+
+
+COLUMNS: list[Column] = [
+    ("tablespace", "Tablespace", False, tablespace_label, tablespace_label),
+    ("format", "Format", False, short_format, short_format),
+    ("row_format", "Row format", False, row_format_text, row_format_text),
+    ("compression", "Compression", False, compression_text, compression_text),
+    ("logical_size", "Logical", True, lambda r: human_bytes(r.get("logical_size")),
+     _get("logical_size")),
+    ("allocated_size", "Allocated", True, lambda r: human_bytes(r.get("allocated_size")),
+     _get("allocated_size")),
+    ("saving_pct", "Saved", True, lambda r: _pct(r.get("saving_pct")), _get("saving_pct")),
+    ("extents", "Extents", True, lambda r: _count(r.get("extents")), _get("extents")),
+    ("unpunched_pages", "Unpunched", True, lambda r: _count(r.get("unpunched_pages")),
+     _get("unpunched_pages")),
+    ("checksum_invalid", "Bad pages", True, lambda r: _count(_checksum_invalid(r)),
+     _checksum_invalid),
+    ("flags", "Flags", False, _flags_text, _flags_text),
+]  # fmt: skip
+SIM_COLUMN: Column = ("predicted_allocated", "Best predicted", True, _best_text, _best)
+
+#: (key, title, numeric, text, raw) for the per-schema totals
+SCHEMA_COLUMNS: list[Column] = [
+    ("schema", "Schema", False, lambda t: schema_label(t["schema"]),
+     lambda t: schema_label(t["schema"])),
+    ("files", "Files", True, lambda t: _count(t["files"]), _get("files")),
+    ("logical_size", "Logical", True, lambda t: human_bytes(t["logical_size"]),
+     _get("logical_size")),
+    ("allocated_size", "Allocated", True, lambda t: human_bytes(t["allocated_size"]),
+     _get("allocated_size")),
+    ("saving_pct", "Saved", True, lambda t: _pct(t["saving_pct"]), _get("saving_pct")),
+    ("extents", "Extents", True, lambda t: _count(t["extents"]), _get("extents")),
+    ("checksum_invalid", "Bad pages", True, lambda t: _count(t["checksum_invalid"]),
+     _get("checksum_invalid")),
+    ("flagged", "Flags", False,
+     lambda t: ", ".join(f"{k} {v}" for k, v in t["flags"].items() if v),
+     lambda t: ", ".join(f"{k} {v}" for k, v in t["flags"].items() if v)),
+]  # fmt: skip
+SIM_SCHEMA_COLUMN: Column = (
+    "predicted_allocated",
+    "Best predicted",
+    True,
+    lambda t: human_bytes((t.get("simulation") or {}).get("predicted_allocated")),
+    lambda t: (t.get("simulation") or {}).get("predicted_allocated"),
+)
+
+
+def _simulated(doc: dict[str, Any]) -> bool:
+    return bool(doc.get("options", {}).get("simulate"))
+
+
+def row_columns(doc: dict[str, Any]) -> list[Column]:
+    return [*COLUMNS, SIM_COLUMN] if _simulated(doc) else COLUMNS
+
+
+def schema_columns(doc: dict[str, Any]) -> list[Column]:
+    return [*SCHEMA_COLUMNS, SIM_SCHEMA_COLUMN] if _simulated(doc) else SCHEMA_COLUMNS
+
+
+def change_text(c: dict[str, Any]) -> str:
+    """What changed in one record, in words."""
+    parts = [f"{k} {v['old']} → {v['new']}" for k, v in c.get("fields", {}).items()]
+    parts += [f"+{f}" for f in c.get("flags_added", ())]
+    parts += [f"−{f}" for f in c.get("flags_removed", ())]
+    return "; ".join(parts)
+
+
+def headline(doc: dict[str, Any]) -> str:
+    t = doc["totals"]["all"]
+    text = (
+        f"{t['files']:,} tablespaces, {human_bytes(t['logical_size'])} logical, "
+        f"{human_bytes(t['allocated_size'])} allocated ({t['saving_pct']:.0f}% saved), "
+        f"{t['checksum_invalid']:,} bad pages, {t['errors']:,} unreadable"
+    )
+    sim = t.get("simulation")
+    if sim and sim["files"]:
+        text += (
+            f"; best page compression would allocate {human_bytes(sim['predicted_allocated'])} "
+            f"for the {sim['files']:,} simulated tables ({_signed_bytes(-sim['saving'])})"
+        )
+    return text
+
+
+# --- JSON and JSON lines ---------------------------------------------------------------------
+
+
+def write_json(doc: dict[str, Any], out: IO[str]) -> None:
+    json.dump(doc, out, indent=2, default=str)
+    out.write("\n")
+
+
+def write_jsonl_row(row: dict[str, Any], out: IO[str]) -> None:
+    out.write(json.dumps(row, default=str, separators=(",", ":")) + "\n")
+    out.flush()
+
+
+# --- CSV -------------------------------------------------------------------------------------
+
+CSV_FIELDS = (
+    "name", "path", "schema", "table", "partition", "kind", "vendor", "format", "row_format",
+    "key_block_size", "page_compression", "declared_compression", "compression", "pages",
+    "compressed_pages", "uncompressed_share", "logical_size", "allocated_size", "saving",
+    "saving_pct", "fs_block_size", "extents", "extents_per_gib", "unpunched_pages",
+    "unpunched_bytes", "checksum_valid", "checksum_invalid", "flags", "error",
+)  # fmt: skip
+CSV_SIM_FIELDS = ("best_algorithm", "predicted_allocated", "predicted_saving")
+CSV_CHANGE_FIELDS = ("change", "logical_size_delta", "allocated_size_delta", "what_changed")
+
+
+def csv_record(row: dict[str, Any]) -> dict[str, Any]:
+    rec = {k: row.get(k) for k in CSV_FIELDS}
+    rec["compression"] = ";".join(f"{k}:{v}" for k, v in (row.get("compression") or {}).items())
+    chk = row.get("checksum") or {}
+    rec["checksum_valid"] = chk.get("valid")
+    rec["checksum_invalid"] = chk.get("invalid")
+    rec["flags"] = ";".join(row.get("flags", ()))
+    sim = row.get("simulation") or {}
+    rec["best_algorithm"] = sim.get("best")
+    rec["predicted_allocated"] = sim.get("predicted_allocated")
+    rec["predicted_saving"] = sim.get("saving")
+    return rec
+
+
+def write_csv(doc: dict[str, Any], out: IO[str]) -> None:
+    """One line per tablespace; with ``--compare``, its change, and dropped ones at the end."""
+    from ibdtool.report import match_keys
+
+    fields = list(CSV_FIELDS)
+    if _simulated(doc):
+        fields += CSV_SIM_FIELDS
+    compare = doc.get("compare")
+    if compare:
+        fields += CSV_CHANGE_FIELDS
+    writer = csv.DictWriter(out, fieldnames=fields, extrasaction="ignore", lineterminator="\n")
+    writer.writeheader()
+    rows = doc["tablespaces"]
+    changes = {c["key"]: c for c in compare["changes"]} if compare else {}
+    for key, row in zip(match_keys(rows), rows, strict=True):
+        rec = csv_record(row)
+        if compare:
+            c = changes.get(key)
+            rec["change"] = c["status"] if c else "unchanged"
+            rec["logical_size_delta"] = c["logical_size"]["delta"] if c else 0
+            rec["allocated_size_delta"] = c["allocated_size"]["delta"] if c else 0
+            rec["what_changed"] = change_text(c) if c else ""
+        writer.writerow(rec)
+    for c in compare["changes"] if compare else ():
+        if c["status"] == "dropped":
+            writer.writerow(
+                {
+                    "name": c["name"],
+                    "path": c["path"],
+                    "schema": c["schema"],
+                    "table": c["table"],
+                    "change": "dropped",
+                    "logical_size_delta": c["logical_size"]["delta"],
+                    "allocated_size_delta": c["allocated_size"]["delta"],
+                }
+            )
+
+
+# --- Markdown --------------------------------------------------------------------------------
+
+
+def _md(text: str) -> str:
+    return text.replace("\\", "\\\\").replace("|", "\\|").replace("\n", " ")
+
+
+def _md_table(columns: list[Column], items: list[dict[str, Any]]) -> list[str]:
+    lines = [
+        "| " + " | ".join(c[1] for c in columns) + " |",
+        "|" + "|".join("---:" if c[2] else "---" for c in columns) + "|",
+    ]
+    lines += ["| " + " | ".join(_md(c[3](it)) for c in columns) + " |" for it in items]
+    return lines
+
+
+def write_markdown(doc: dict[str, Any], out: IO[str]) -> None:
+    lines = [
+        f"# InnoDB tablespaces on {doc.get('host', '?')}",
+        "",
+        f"Generated {doc.get('generated_at')} by ibdtool {doc.get('ibdtool_version')} "
+        f"from {', '.join(f'`{p}`' for p in doc.get('paths', []))}.",
+        "",
+        headline(doc) + ".",
+        "",
+        "## Schemas",
+        "",
+        *_md_table(schema_columns(doc), doc["totals"]["by_schema"]),
+        "",
+        "## Tablespaces",
+        "",
+        *_md_table(row_columns(doc), doc["tablespaces"]),
+        "",
+    ]
+    compare = doc.get("compare")
+    if compare:
+        lines += [*_md_changes(compare), ""]
+    lines += ["## Flags", ""]
+    lines += [f"- **{name}**: {meaning}" for name, meaning in doc["flags"].items()]
+    out.write("\n".join(lines) + "\n")
+
+
+CHANGE_COLUMNS: list[Column] = [
+    ("name", "Tablespace", False, lambda c: c["name"] or c["path"], lambda c: c["name"]),
+    ("status", "Change", False, lambda c: c["status"], lambda c: c["status"]),
+    ("logical_delta", "Logical Δ", True, lambda c: _signed_bytes(c["logical_size"]["delta"]),
+     lambda c: c["logical_size"]["delta"]),
+    ("allocated_delta", "Allocated Δ", True,
+     lambda c: _signed_bytes(c["allocated_size"]["delta"]),
+     lambda c: c["allocated_size"]["delta"]),
+    ("allocated_new", "Allocated now", True,
+     lambda c: human_bytes(c["allocated_size"]["new"]) if c["status"] != "dropped" else "",
+     lambda c: c["allocated_size"]["new"]),
+    ("what", "What changed", False, change_text, change_text),
+]  # fmt: skip
+
+
+def compare_headline(compare: dict[str, Any]) -> str:
+    s = compare["summary"]
+    against = compare["against"]
+    when = f" of {against['generated_at']}" if against.get("generated_at") else ""
+    return (
+        f"Since {against['report']}{when}: {s['added']} added, {s['dropped']} dropped, "
+        f"{s['changed']} changed, {s['unchanged']} unchanged; logical "
+        f"{_signed_bytes(s['logical_size']['delta'])}, allocated "
+        f"{_signed_bytes(s['allocated_size']['delta'])}"
+    )
+
+
+def _md_changes(compare: dict[str, Any]) -> list[str]:
+    return [
+        "## Changes",
+        "",
+        compare_headline(compare) + ".",
+        "",
+        *_md_table(CHANGE_COLUMNS, compare["changes"]),
+    ]
+
+
+# --- Rich table (the terminal) ---------------------------------------------------------------
+
+
+def print_table(doc: dict[str, Any]) -> None:
+    from rich import box
+    from rich.table import Table
+    from rich.text import Text
+
+    from ibdtool.render import out
+
+    con = out()
+    if not con.is_terminal:  # a file or a pipe: natural widths, no squeezing into 80 columns
+        from rich.console import Console
+
+        con = Console(width=1000, highlight=False, soft_wrap=False)
+
+    def table(title: str, columns: list[Column], items: list[dict[str, Any]]) -> Table:
+        t = Table(title=title, box=box.SIMPLE_HEAD, pad_edge=False, title_justify="left")
+        for key, name, numeric, _text, _raw in columns:
+            wrap = key in ("flags", "compression", "what", "flagged")
+            t.add_column(name, justify="right" if numeric else "left", no_wrap=not wrap)
+        for it in items:
+            cells: list[Any] = []
+            for key, _name, _numeric, text, _raw in columns:
+                value = text(it)
+                if key == "flags" and value:
+                    cells.append(Text(value, style="red" if it.get("error") else "yellow"))
+                elif key == "checksum_invalid" and value not in ("", "0"):
+                    cells.append(Text(value, style="bold red"))
+                else:
+                    cells.append(value)
+            t.add_row(*cells)
+        return t
+
+    con.print(table("Tablespaces", row_columns(doc), doc["tablespaces"]))
+    for row in doc["tablespaces"]:
+        note = sdi_note(row)
+        if note:
+            con.print(Text(f"{row['name']}: {note}", style="dim"))
+    con.print(table("Schemas", schema_columns(doc), doc["totals"]["by_schema"]))
+    con.print(Text(headline(doc), style="bold"))
+    compare = doc.get("compare")
+    if compare:
+        con.print()
+        con.print(table("Changes", CHANGE_COLUMNS, compare["changes"]))
+        con.print(Text(compare_headline(compare), style="bold"))
+
+
+# --- HTML ------------------------------------------------------------------------------------
+
+_CSS = """
+:root { --fg:#1d232b; --bg:#fff; --muted:#5b6672; --line:#d9dee4; --head:#f2f4f7;
+  --logical:#b7c0cc; --allocated:#2f6fdb; --warn:#a65f00; --bad:#c3272b; }
+@media (prefers-color-scheme: dark) { :root { --fg:#e6e9ee; --bg:#15191f; --muted:#9aa5b1;
+  --line:#2c333c; --head:#1e242c; --logical:#4b5563; --allocated:#5b9cff; --warn:#f0a64a;
+  --bad:#ff6b6b; } }
+body { font: 14px/1.45 system-ui, -apple-system, "Segoe UI", sans-serif; color: var(--fg);
+  background: var(--bg); margin: 24px; }
+h1 { font-size: 20px; margin: 0 0 4px; } h2 { font-size: 16px; margin: 28px 0 8px; }
+p.meta { color: var(--muted); margin: 0 0 6px; } p.headline { font-weight: 600; }
+table { border-collapse: collapse; width: 100%; font-variant-numeric: tabular-nums; }
+th, td { padding: 4px 8px; border-bottom: 1px solid var(--line); text-align: left;
+  white-space: nowrap; }
+th { background: var(--head); position: sticky; top: 0; cursor: pointer; user-select: none; }
+th.num, td.num { text-align: right; }
+th[aria-sort="ascending"]::after { content: " ▲"; }
+th[aria-sort="descending"]::after { content: " ▼"; }
+tbody tr:hover { background: var(--head); }
+td.flags { color: var(--warn); white-space: normal; } tr.error td.flags { color: var(--bad); }
+td.bad { color: var(--bad); font-weight: 600; }
+.note { color: var(--muted); font-size: 12px; }
+svg text { fill: var(--fg); font-size: 12px; }
+svg .logical { fill: var(--logical); } svg .allocated { fill: var(--allocated); }
+dl { display: grid; grid-template-columns: max-content auto; gap: 2px 16px; }
+dt { font-weight: 600; }
+"""
+
+_JS = """
+function sortTable(table, key, dir) {
+  if (!table) return;
+  const th = table.querySelector('th[data-key="' + key + '"]');
+  if (!th) return;
+  const idx = Array.prototype.indexOf.call(th.parentNode.children, th);
+  const num = th.classList.contains("num");
+  const body = table.tBodies[0];
+  const value = function (row) {
+    const cell = row.cells[idx];
+    const raw = cell.hasAttribute("data-v") ? cell.getAttribute("data-v") : cell.textContent;
+    if (!num) return raw.toLowerCase();
+    return raw === "" ? -Infinity : parseFloat(raw);
+  };
+  const rows = Array.prototype.slice.call(body.rows);
+  rows.sort(function (a, b) {
+    const x = value(a), y = value(b);
+    return (x < y ? -1 : x > y ? 1 : 0) * (dir === "desc" ? -1 : 1);
+  });
+  rows.forEach(function (r) { body.appendChild(r); });
+  table.querySelectorAll("th").forEach(function (h) { h.removeAttribute("aria-sort"); });
+  th.setAttribute("aria-sort", dir === "desc" ? "descending" : "ascending");
+}
+document.querySelectorAll("table.sortable th").forEach(function (th) {
+  th.addEventListener("click", function () {
+    const now = th.getAttribute("aria-sort");
+    const dir = now === "ascending" ? "desc" : now === "descending" ? "asc"
+      : (th.classList.contains("num") ? "desc" : "asc");
+    sortTable(th.closest("table"), th.getAttribute("data-key"), dir);
+  });
+});
+(function () {
+  const m = /^#sort=([\\w-]+):(\\w+):(asc|desc)$/.exec(location.hash);
+  if (m) sortTable(document.getElementById(m[1]), m[2], m[3]);
+})();
+"""
+
+
+def _e(value: Any) -> str:
+    return html.escape("" if value is None else str(value), quote=True)
+
+
+def _html_table(table_id: str, columns: list[Column], items: list[dict[str, Any]]) -> str:
+    head = "".join(
+        f'<th data-key="{_e(key)}"{" class=num" if numeric else ""}>{_e(title)}</th>'
+        for key, title, numeric, _text, _raw in columns
+    )
+    body: list[str] = []
+    for it in items:
+        cells = []
+        for key, _title, numeric, text, raw in columns:
+            classes = ["num"] if numeric else []
+            if key == "flags":
+                classes.append("flags")
+            value = raw(it)
+            if key == "checksum_invalid" and value:
+                classes.append("bad")
+            attr = f' class="{" ".join(classes)}"' if classes else ""
+            data = f' data-v="{_e(value)}"' if numeric else ""
+            cells.append(f'<td data-key="{_e(key)}"{attr}{data}>{_e(text(it))}</td>')
+        name = it.get("name") if "name" in it else it.get("schema")
+        row_class = ' class="error"' if it.get("error") else ""
+        body.append(f'<tr data-name="{_e(name)}"{row_class}>{"".join(cells)}</tr>')
+    return (
+        f'<table id="{table_id}" class="sortable"><thead><tr>{head}</tr></thead>'
+        f"<tbody>\n{chr(10).join(body)}\n</tbody></table>"
+    )
+
+
+def schema_chart(by_schema: list[dict[str, Any]], width: int = 760) -> str:
+    """Inline SVG: per schema, a bar for logical size and one for allocated size."""
+    label_w, bar_h, gap, value_w = 150, 11, 10, 90
+    plot_w = width - label_w - value_w
+    top = 24
+    height = top + len(by_schema) * (2 * bar_h + gap) + 4
+    biggest = max(
+        [max(t["logical_size"], t["allocated_size"]) for t in by_schema] + [1],
+    )
+    parts = [
+        f'<svg xmlns="http://www.w3.org/2000/svg" id="chart" role="img" width="{width}" '
+        f'height="{height}" viewBox="0 0 {width} {height}" '
+        f'aria-label="Logical and allocated size per schema">',
+        f'<rect class="logical" x="{label_w}" y="4" width="12" height="10"/>'
+        f'<text x="{label_w + 16}" y="13">logical (st_size)</text>'
+        f'<rect class="allocated" x="{label_w + 140}" y="4" width="12" height="10"/>'
+        f'<text x="{label_w + 156}" y="13">allocated (st_blocks × 512)</text>',
+    ]
+    y = top
+    for t in by_schema:
+        label = schema_label(t["schema"])
+        parts.append(
+            f'<text x="{label_w - 8}" y="{y + bar_h + 4}" text-anchor="end">{_e(label)}</text>'
+        )
+        for i, kind in enumerate(("logical_size", "allocated_size")):
+            value = t[kind]
+            w = max(1.0, plot_w * value / biggest) if value else 0.0
+            cls = kind.removesuffix("_size")
+            by = y + i * bar_h
+            parts.append(
+                f'<rect class="{cls}" data-schema="{_e(label)}" data-v="{value}" '
+                f'x="{label_w}" y="{by}" width="{w:.1f}" height="{bar_h - 1}">'
+                f"<title>{_e(label)} {cls}: {_e(human_bytes(value))}</title></rect>"
+                f'<text x="{label_w + w + 4:.1f}" y="{by + bar_h - 2}">'
+                f"{_e(human_bytes(value))}</text>"
+            )
+        y += 2 * bar_h + gap
+    parts.append("</svg>")
+    return "".join(parts)
+
+
+def write_html(doc: dict[str, Any], out: IO[str]) -> None:
+    host = doc.get("host", "?")
+    paths = ", ".join(doc.get("paths", []))
+    notes = [
+        f"<li>{_e(r['name'])}: {_e(sdi_note(r))}</li>" for r in doc["tablespaces"] if sdi_note(r)
+    ]
+    sections = [
+        f"<header><h1>InnoDB tablespaces on {_e(host)}</h1>"
+        f'<p class="meta">Generated {_e(doc.get("generated_at"))} by ibdtool '
+        f"{_e(doc.get('ibdtool_version'))} from {_e(paths)}</p>"
+        f'<p class="headline" id="headline">{_e(headline(doc))}</p></header>',
+        "<section><h2>Logical vs allocated per schema</h2>"
+        f"{schema_chart(doc['totals']['by_schema'])}</section>",
+        "<section><h2>Schemas</h2>"
+        f"{_html_table('schemas', schema_columns(doc), doc['totals']['by_schema'])}</section>",
+        "<section><h2>Tablespaces</h2>"
+        f"{_html_table('tablespaces', row_columns(doc), doc['tablespaces'])}"
+        + (f'<ul class="note">{"".join(notes)}</ul>' if notes else "")
+        + "</section>",
+    ]
+    compare = doc.get("compare")
+    if compare:
+        sections.append(
+            f"<section><h2>Changes</h2><p>{_e(compare_headline(compare))}</p>"
+            f"{_html_table('changes', CHANGE_COLUMNS, compare['changes'])}</section>"
+        )
+    flags = "".join(f"<dt>{_e(k)}</dt><dd>{_e(v)}</dd>" for k, v in doc["flags"].items())
+    sections.append(f"<section><h2>Flags</h2><dl>{flags}</dl></section>")
+    out.write(
+        "<!doctype html>\n<html lang=en><head><meta charset=utf-8>"
+        '<meta name="viewport" content="width=device-width, initial-scale=1">'
+        f"<title>ibdtool report: {_e(host)}</title><style>{_CSS}</style></head><body>\n"
+        + "\n".join(sections)
+        + f"\n<script>{_JS}</script></body></html>\n"
+    )
+
+
+WRITERS: dict[str, Callable[[dict[str, Any], IO[str]], None]] = {
+    "json": write_json,
+    "csv": write_csv,
+    "markdown": write_markdown,
+    "html": write_html,
+}
