@@ -84,6 +84,10 @@ def _signed_bytes(n: int | None) -> str:
     return ("+" if n > 0 else "−") + human_bytes(abs(n))
 
 
+def _plural(n: int, word: str) -> str:
+    return f"{n:,} {word}{'' if n == 1 else 's'}"
+
+
 def _count(n: int | None) -> str:
     return "" if n is None else f"{n:,}"
 
@@ -109,7 +113,7 @@ def _best(r: dict[str, Any]) -> Any:
 def _best_text(r: dict[str, Any]) -> str:
     sim = r.get("simulation") or {}
     if sim.get("predicted_allocated") is None:
-        return sim.get("note") or ""
+        return "n/a" if sim else ""  # why: the row's simulation.note
     return f"{human_bytes(sim['predicted_allocated'])} {sim['best']}"
 
 
@@ -153,12 +157,17 @@ SCHEMA_COLUMNS: list[Column] = [
      lambda t: ", ".join(f"{k} {v}" for k, v in t["flags"].items() if v),
      lambda t: ", ".join(f"{k} {v}" for k, v in t["flags"].items() if v)),
 ]  # fmt: skip
+def _schema_best(t: dict[str, Any]) -> Any:
+    sim = t.get("simulation") or {}
+    return sim["predicted_allocated"] if sim.get("files") else None
+
+
 SIM_SCHEMA_COLUMN: Column = (
     "predicted_allocated",
     "Best predicted",
     True,
-    lambda t: human_bytes((t.get("simulation") or {}).get("predicted_allocated")),
-    lambda t: (t.get("simulation") or {}).get("predicted_allocated"),
+    lambda t: "" if _schema_best(t) is None else human_bytes(_schema_best(t)),
+    _schema_best,
 )
 
 
@@ -185,15 +194,17 @@ def change_text(c: dict[str, Any]) -> str:
 def headline(doc: dict[str, Any]) -> str:
     t = doc["totals"]["all"]
     text = (
-        f"{t['files']:,} tablespaces, {human_bytes(t['logical_size'])} logical, "
+        f"{_plural(t['files'], 'tablespace')}, {human_bytes(t['logical_size'])} logical, "
         f"{human_bytes(t['allocated_size'])} allocated ({t['saving_pct']:.0f}% saved), "
-        f"{t['checksum_invalid']:,} bad pages, {t['errors']:,} unreadable"
+        f"{_plural(t['checksum_invalid'], 'bad page')}, {t['errors']:,} unreadable"
     )
     sim = t.get("simulation")
     if sim and sim["files"]:
         text += (
-            f"; best page compression would allocate {human_bytes(sim['predicted_allocated'])} "
-            f"for the {sim['files']:,} simulated tables ({_signed_bytes(-sim['saving'])})"
+            f"; the best page compression would allocate "
+            f"{human_bytes(sim['predicted_allocated'])} for the "
+            f"{_plural(sim['files'], 'simulated table')} "
+            f"(now {human_bytes(sim['allocated_size'])})"
         )
     return text
 
