@@ -157,6 +157,8 @@ SCHEMA_COLUMNS: list[Column] = [
      lambda t: ", ".join(f"{k} {v}" for k, v in t["flags"].items() if v),
      lambda t: ", ".join(f"{k} {v}" for k, v in t["flags"].items() if v)),
 ]  # fmt: skip
+
+
 def _schema_best(t: dict[str, Any]) -> Any:
     sim = t.get("simulation") or {}
     return sim["predicted_allocated"] if sim.get("files") else None
