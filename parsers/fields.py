@@ -387,13 +387,13 @@ def logical_layout(logical: bytes, info: PageInfo, fmt: SpaceFormat) -> Layout:
         groups += g
         regions += r
     elif rt == FIL_PAGE_TYPE_XDES:
-        g, r = _xdes(logical, info, fmt)
-        groups.append(g)
-        regions.append(r)
+        xdes_group, xdes_region = _xdes(logical, info, fmt)
+        groups.append(xdes_group)
+        regions.append(xdes_region)
     elif rt == FIL_PAGE_INODE:
-        g, r = _inodes(logical, fmt)
-        groups.append(g)
-        regions += r
+        inode_group, inode_regions = _inodes(logical, fmt)
+        groups.append(inode_group)
+        regions += inode_regions
     elif rt == FIL_PAGE_TYPE_BLOB or (rt == FIL_PAGE_SDI_BLOB and fmt.vendor is Vendor.MYSQL):
         h = LobHeader.parse(logical[FIL_PAGE_DATA : FIL_PAGE_DATA + 8])
         groups.append(

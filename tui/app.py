@@ -1,0 +1,126 @@
+"""The ibdtool Textual app and its factory, shared by ``ibdtool tui`` and the tests.
+
+:func:`create_app` turns a path into an app: a directory opens the browser on it; a file opens
+the browser on its folder with the file's tablespace view on top (``escape`` goes back to the
+folder). Keys that work on every screen live here: ``?`` help, ``@`` command log, ``q`` quit,
+``escape`` back, and ``ctrl+p`` the command palette, which also lists the current screen's own
+commands (each screen's ``commands()``).
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Iterable
+from pathlib import Path
+from typing import ClassVar
+
+from textual.app import App, SystemCommand
+from textual.binding import Binding, BindingType
+from textual.screen import Screen
+
+from ibdtool.errors import InputError
+from tui.commandlog import CommandLog, LogEntry
+from tui.messages import LogAdded
+from tui.screens.browser import BrowserScreen
+from tui.screens.commandlog import CommandLogScreen
+from tui.screens.help import HelpScreen
+from tui.screens.tablespace import TablespaceScreen
+
+
+class IbdtoolApp(App[None]):
+    """Browser → tablespace → page, with simulation, help and the command log on top."""
+
+    CSS_PATH = "app.tcss"
+    TITLE = "ibdtool"
+    HORIZONTAL_BREAKPOINTS = [(0, "-narrow"), (120, "-wide"), (160, "-very-wide")]  # noqa: RUF012
+    BINDINGS: ClassVar[list[BindingType]] = [
+        Binding("q", "quit", "Quit", show=False),
+        Binding("question_mark", "help", "Help"),
+        Binding("at", "command_log", "Log"),
+        Binding("escape", "go_back", "Back", show=False),
+    ]
+
+    def __init__(self, root: Path, open_file: Path | None = None) -> None:
+        super().__init__()
+        self.root = root
+        self.open_file = open_file
+        self.command_log = CommandLog()
+
+    def on_mount(self) -> None:
+        def tell(entry: LogEntry) -> None:
+            self.post_message(LogAdded(entry))
+
+        self.command_log.listener = tell
+        self.push_screen(BrowserScreen(self.root, select=self.open_file))
+        if self.open_file is not None:
+            self.push_screen(TablespaceScreen(self.open_file))
+
+    def on_log_added(self, message: LogAdded) -> None:
+        if isinstance(self.screen, CommandLogScreen):
+            self.screen.add_entry(message.entry)
+
+    # --- keys that work everywhere ---------------------------------------------------------
+
+    def action_go_back(self) -> None:
+        screen = self.screen
+        if isinstance(screen, BrowserScreen):
+            if screen.filter_text:
+                screen.action_clear_filter()
+            return
+        if len(self.screen_stack) > 2:
+            self.pop_screen()
+
+    def action_command_log(self) -> None:
+        if isinstance(self.screen, CommandLogScreen):
+            self.pop_screen()
+        else:
+            self.push_screen(CommandLogScreen())
+
+    def action_help(self) -> None:
+        screen = self.screen
+        if isinstance(screen, HelpScreen):
+            return
+        self.push_screen(HelpScreen(screen.sub_title or "", screen.HELP or "", help_rows(screen)))
+
+    def get_system_commands(self, screen: Screen) -> Iterable[SystemCommand]:
+        yield from super().get_system_commands(screen)
+        yield SystemCommand("Help", "Every key of this view", self.action_help)
+        yield SystemCommand("Command log", "What the app ran, with timing", self.action_command_log)
+        commands = getattr(screen, "commands", None)
+        if commands is not None:
+            yield from commands()
+
+
+def help_rows(screen: Screen) -> list[tuple[str, str, str]]:
+    """(keys, description, where) for every active binding, keys of one action merged."""
+    app = screen.app
+    merged: dict[tuple[int, str], list[str]] = {}
+    meta: dict[tuple[int, str], tuple[str, str, int]] = {}
+    for ab in screen.active_bindings.values():
+        binding = ab.binding
+        if binding.system and binding.action not in ("command_palette", "quit"):
+            continue
+        node = ab.node
+        if node is app:
+            where, rank = "everywhere", 2
+        elif node is screen:
+            where, rank = "this view", 1
+        else:
+            where, rank = type(node).__name__, 0
+        key = (id(node), binding.action)
+        merged.setdefault(key, []).append(app.get_key_display(binding))
+        meta[key] = (binding.description or binding.action, where, rank)
+    rows = sorted(merged, key=lambda k: meta[k][2])
+    return [(" ".join(dict.fromkeys(merged[k])), meta[k][0], meta[k][1]) for k in rows]
+
+
+def create_app(path: str | os.PathLike[str] = ".") -> IbdtoolApp:
+    """The app for a data directory, a folder of tablespaces, or one tablespace file."""
+    p = Path(path)
+    if not p.exists():
+        raise InputError(f"{p}: no such file or directory")
+    if p.is_dir():
+        return IbdtoolApp(p)
+    if not os.access(p, os.R_OK):
+        raise InputError(f"{p}: permission denied")
+    return IbdtoolApp(p.parent, open_file=p)

@@ -1,0 +1,92 @@
+"""Messages the workers post back to the UI thread (dataclasses, as harlequin writes them).
+
+Workers run in threads and never touch widgets; they post one of these to the screen that owns
+them, at most about ten times a second for progress.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+from textual.message import Message
+
+from ibdtool.allocation import Allocation
+from ibdtool.inspect import InspectResult
+from ibdtool.simulate import SimResult
+from parsers.fields import Layout
+from parsers.page import PageInfo
+from parsers.space import SpaceFormat
+from tui.commandlog import LogEntry
+from tui.pagemodel import PageMapModel
+
+
+@dataclass
+class ScanStarted(Message):
+    """The file is open and its allocation read: the header summary and the allocation map can
+    be shown before a single page is decoded."""
+
+    fmt: SpaceFormat
+    allocation: Allocation
+    model: PageMapModel
+    logical_size: int
+
+
+@dataclass
+class ScanProgress(Message):
+    """Pages ``[0, done)`` are in the model."""
+
+    done: int
+    total: int
+
+
+@dataclass
+class ScanFinished(Message):
+    result: InspectResult
+
+
+@dataclass
+class ScanFailed(Message):
+    message: str
+
+
+@dataclass
+class RowsScanned(Message):
+    """Browser rows (``ibdtool.report`` rows) for files whose scan finished."""
+
+    rows: list[dict[str, Any]] = field(default_factory=list)
+    done: int = 0
+    total: int = 0
+
+
+@dataclass
+class SimulationProgress(Message):
+    done: int
+    total: int
+
+
+@dataclass
+class SimulationFinished(Message):
+    result: SimResult
+
+
+@dataclass
+class SimulationFailed(Message):
+    message: str
+
+
+@dataclass
+class LogAdded(Message):
+    entry: LogEntry
+
+
+@dataclass
+class PageLoaded(Message):
+    """One page read and decoded for the page view."""
+
+    info: PageInfo
+    fmt: SpaceFormat
+    stored: bytes
+    logical: bytes
+    stored_layout: Layout
+    logical_layout: Layout

@@ -1,0 +1,257 @@
+"""What the page map draws: one small code per page for each colouring, filled as pages are read.
+
+A scan worker calls :meth:`PageMapModel.add` with each :class:`~parsers.page.PageInfo` the
+engine yields; the UI thread reads the code arrays to draw cells, count legend entries and find
+filter matches. Arrays are ``bytearray``\\ s so that counting, grouping and matching run in C
+(``bytes.count``, ``translate``) even for a 10 GB file's 655,360 pages. Pages at or past
+:attr:`PageMapModel.scanned` have not been read yet (code 0 in the page-content colourings);
+the allocation colouring is known for every page before the scan starts, from SEEK_DATA.
+"""
+
+from __future__ import annotations
+
+from array import array
+from collections import Counter
+from dataclasses import dataclass
+from enum import StrEnum
+
+from ibdtool.inspect import unpunched_bytes
+from parsers.constants import Algorithm
+from parsers.page import PageInfo
+
+
+class Mode(StrEnum):
+    """The page map's colourings, in the order the ``c`` key cycles through them."""
+
+    TYPE = "type"
+    COMPRESSION = "compression"
+    RATIO = "ratio"
+    ALLOCATION = "allocation"
+    CHECKSUM = "checksum"
+
+
+MODE_TITLES = {
+    Mode.TYPE: "page type",
+    Mode.COMPRESSION: "compression algorithm",
+    Mode.RATIO: "stored size / page size",
+    Mode.ALLOCATION: "allocation on disk",
+    Mode.CHECKSUM: "checksum",
+}
+
+
+@dataclass(frozen=True, slots=True)
+class Category:
+    """One legend entry: a label, a colour and the glyph a uniform cell is drawn with."""
+
+    label: str
+    color: str
+    glyph: str = "█"
+    description: str = ""
+
+
+UNSCANNED = Category("not read yet", "#3a3a3a", "·")
+
+_TYPE_COLORS = {
+    "INDEX": "#5f9ee8",
+    "SDI": "#c678dd",
+    "RTREE": "#56b6c2",
+    "INSTANT": "#7aa2f7",
+    "FSP_HDR": "#e5c07b",
+    "XDES": "#d7a35f",
+    "INODE": "#98c379",
+    "IBUF_BITMAP": "#8fbcbb",
+    "IBUF_FREE_LIST": "#8fbcbb",
+    "UNDO_LOG": "#b5bd68",
+    "SYS": "#a0a0d0",
+    "TRX_SYS": "#a0a0d0",
+    "RSEG_ARRAY": "#a0a0d0",
+    "DOUBLEWRITE": "#8787af",
+    "LEGACY_DBLWR": "#8787af",
+    "ALLOCATED": "#585858",
+    "ENCRYPTED": "#ff8700",
+    "UNKNOWN": "#ff5f5f",
+}
+_BLOB_COLOR = "#d787af"
+_OTHER_COLOR = "#ff5f5f"
+
+
+def type_color(name: str) -> str:
+    if name in _TYPE_COLORS:
+        return _TYPE_COLORS[name]
+    if "BLOB" in name or "LOB" in name:
+        return _BLOB_COLOR
+    return _OTHER_COLOR
+
+
+_ALGO_COLORS = {
+    Algorithm.NONE: "#8a8a8a",
+    Algorithm.ZLIB: "#5f9ee8",
+    Algorithm.LZ4: "#98c379",
+    Algorithm.LZO: "#e5c07b",
+    Algorithm.LZMA: "#c678dd",
+    Algorithm.BZIP2: "#d7875f",
+    Algorithm.SNAPPY: "#56b6c2",
+}
+EMPTY_COLOR = "#444444"
+COMPRESSION_CATEGORIES = (
+    UNSCANNED,
+    *(
+        Category(a.value, _ALGO_COLORS[a], description="stored uncompressed" if a is a.NONE else "")
+        for a in Algorithm
+    ),
+    Category("empty", EMPTY_COLOR, "░", "all-zero page"),
+)
+_ALGO_CODE = {a: i + 1 for i, a in enumerate(Algorithm)}
+_EMPTY_ALGO = len(COMPRESSION_CATEGORIES) - 1
+
+#: stored bytes / logical page size, upper bounds of the buckets
+RATIO_BOUNDS = (0.25, 0.5, 0.75, 0.99999)
+RATIO_CATEGORIES = (
+    UNSCANNED,
+    Category("empty", EMPTY_COLOR, "░", "all-zero page"),
+    Category("≤25%", "#2e9e5b", description="stored in a quarter of the page or less"),
+    Category("≤50%", "#8cc152"),
+    Category("≤75%", "#e5c07b"),
+    Category("<100%", "#d7875f"),
+    Category("100%", "#8a8a8a", description="stored whole"),
+)
+
+HOLE, PUNCHED, FULL, UNPUNCHED = range(4)
+ALLOCATION_CATEGORIES = (
+    Category("hole", "#3a4a6a", "░", "nothing allocated"),
+    Category("punched", "#5f9ee8", description="part of the slot allocated"),
+    Category("full", "#b0b0b0", description="the whole slot allocated"),
+    Category(
+        "unpunched", "#ff8700", description="compressed, but more blocks than its image needs"
+    ),
+)
+
+CHECKSUM_CATEGORIES = (
+    UNSCANNED,
+    Category("valid", "#5faf5f"),
+    Category("empty", EMPTY_COLOR, "░", "all-zero page"),
+    Category("invalid", "#ff5f5f", description="checksum mismatch or damaged"),
+    Category("unverifiable", "#ff8700", description="encrypted"),
+)
+_VALID, _EMPTY_CHECK, _INVALID, _UNVERIFIABLE = 1, 2, 3, 4
+
+MIXED_GLYPH = "▓"
+
+
+class PageMapModel:
+    """Per-page codes for every colouring of one tablespace (see module doc)."""
+
+    def __init__(
+        self,
+        n_pages: int,
+        physical_size: int,
+        logical_size: int,
+        fs_block_size: int,
+        allocated: array[int],
+    ) -> None:
+        self.n_pages = n_pages
+        self.physical_size = physical_size
+        self.logical_size = logical_size
+        self.fs_block_size = fs_block_size
+        self.allocated = allocated
+        self.scanned = 0
+        self.type_names: list[str] = [UNSCANNED.label]
+        self._type_index: dict[str, int] = {}
+        self.stored = array("I", bytes(4 * n_pages))
+        self.codes: dict[Mode, bytearray] = {m: bytearray(n_pages) for m in Mode}
+        alloc = self.codes[Mode.ALLOCATION]
+        for n, a in enumerate(allocated):
+            alloc[n] = HOLE if a == 0 else FULL if a >= physical_size else PUNCHED
+
+    # --- filled by the scan worker ---------------------------------------------------------
+
+    def add(self, info: PageInfo) -> None:
+        """Record one page (called in page order from the scan thread)."""
+        n = info.page_no
+        codes = self.codes
+        code = self._type_index.get(info.type_name)
+        if code is None:
+            # a damaged file can hold thousands of made-up types: past 253, one "OTHER"
+            name = info.type_name if len(self.type_names) < 254 else "OTHER"
+            code = self._type_index.get(name)
+            if code is None:
+                code = self._type_index[name] = len(self.type_names)
+                self.type_names.append(name)
+        codes[Mode.TYPE][n] = code
+        if info.empty:
+            codes[Mode.COMPRESSION][n] = _EMPTY_ALGO
+            codes[Mode.RATIO][n] = 1
+            codes[Mode.CHECKSUM][n] = _EMPTY_CHECK
+        else:
+            codes[Mode.COMPRESSION][n] = _ALGO_CODE[info.compression]
+            stored = self.physical_size
+            if info.is_compressed and info.stored_size:
+                stored = info.stored_size
+            self.stored[n] = stored
+            ratio = stored / self.logical_size
+            bucket = next((i for i, b in enumerate(RATIO_BOUNDS) if ratio <= b), 4)
+            codes[Mode.RATIO][n] = 2 + bucket
+            if info.checksum_valid is None:
+                codes[Mode.CHECKSUM][n] = _UNVERIFIABLE
+            else:
+                codes[Mode.CHECKSUM][n] = _VALID if info.checksum_valid else _INVALID
+        if n < len(self.allocated) and unpunched_bytes(info, self.allocated[n], self.fs_block_size):
+            codes[Mode.ALLOCATION][n] = UNPUNCHED
+        self.scanned = n + 1
+
+    # --- read by the UI -------------------------------------------------------------------
+
+    def categories(self, mode: Mode) -> tuple[Category, ...]:
+        if mode is Mode.TYPE:
+            names = list(self.type_names)
+            return (UNSCANNED, *(Category(t, type_color(t)) for t in names[1:]))
+        return {
+            Mode.COMPRESSION: COMPRESSION_CATEGORIES,
+            Mode.RATIO: RATIO_CATEGORIES,
+            Mode.ALLOCATION: ALLOCATION_CATEGORIES,
+            Mode.CHECKSUM: CHECKSUM_CATEGORIES,
+        }[mode]
+
+    def counts(self, mode: Mode) -> list[tuple[Category, int]]:
+        """Pages per category, skipping empty categories (and unread pages once all are read)."""
+        codes = self.codes[mode]
+        out = []
+        for i, cat in enumerate(self.categories(mode)):
+            n = codes.count(i)
+            if n:
+                out.append((cat, n))
+        return out
+
+    def cell(self, mode: Mode, start: int, count: int) -> tuple[int, bool]:
+        """The code drawn for pages ``[start, start + count)``: the most common, and whether
+        every page has it."""
+        seg = self.codes[mode][start : start + count]
+        if not seg:
+            return 0, True
+        first = seg[0]
+        if len(seg) == 1 or seg.count(first) == len(seg):
+            return first, True
+        return Counter(seg).most_common(1)[0][0], False
+
+    def group_counts(self, mode: Mode, start: int, count: int) -> list[tuple[Category, int]]:
+        cats = self.categories(mode)
+        seg = self.codes[mode][start : start + count]
+        return [(cats[c], n) for c, n in Counter(seg).most_common() if c < len(cats)]
+
+    def labels(self, page: int) -> dict[Mode, str]:
+        """The page's category under every colouring."""
+        return {m: self.categories(m)[self.codes[m][page]].label for m in Mode}
+
+    def matches(self, query: str) -> bytes:
+        """One byte per page: 1 where any colouring's label of the page contains ``query``
+        (case-insensitive; ``a|b`` matches either, as htop's filter)."""
+        words = [w.strip().lower() for w in query.split("|") if w.strip()]
+        acc = 0
+        for mode in Mode:
+            table = bytearray(256)
+            for i, cat in enumerate(self.categories(mode)):
+                if cat is not UNSCANNED and any(w in cat.label.lower() for w in words):
+                    table[i] = 1
+            if any(table):
+                acc |= int.from_bytes(self.codes[mode].translate(table), "big")
+        return acc.to_bytes(self.n_pages, "big")

@@ -1,0 +1,434 @@
+"""The browser: a data directory as a tree of folders (schemas) and their tablespaces.
+
+Files are found with :func:`ibdtool.report.discover` and listed at once with what ``stat``
+says (logical and allocated size, saving); a thread worker then runs
+:func:`ibdtool.report.scan_one` on each file in the order shown and fills in the compression
+and the flags ``ibdtool report`` raises (mixed, needs rebuild, unpunched…). The worker pauses
+while another screen is on top, so it never competes with the tablespace being looked at.
+"""
+
+from __future__ import annotations
+
+import os
+import threading
+import time
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import TYPE_CHECKING, Any, ClassVar
+
+from rich.text import Text
+from textual import on, work
+from textual.app import ComposeResult, SystemCommand
+from textual.binding import Binding, BindingType
+from textual.screen import Screen
+from textual.widgets import DataTable, Footer, Header, Static
+from textual.worker import get_current_worker
+
+from ibdtool.errors import IbdtoolError
+from ibdtool.render import human_bytes
+from ibdtool.report import ScanOptions, Target, discover, scan_one
+from tui.messages import RowsScanned, ScanFailed
+from tui.screens.prompt import PromptScreen
+
+if TYPE_CHECKING:
+    from tui.app import IbdtoolApp
+
+PROGRESS_INTERVAL = 0.1
+#: flag names of ``ibdtool report`` as the browser shows them
+FLAG_LABELS = {
+    "checksum": "checksum!",
+    "mixed": "mixed",
+    "needs_rebuild": "rebuild",
+    "no_holes": "no holes",
+    "unpunched": "unpunched",
+    "fragmented": "fragmented",
+    "error": "error",
+}
+FLAG_STYLES = {"checksum!": "bold red", "error": "bold red", "rebuild": "yellow", "mixed": "yellow"}
+SORTS = ("name", "logical", "allocated", "saved", "compression", "flags")
+COLUMNS = ("name", "logical", "allocated", "saved", "compression", "flags")
+
+
+@dataclass
+class Entry:
+    """One tablespace file: what ``stat`` said, then the report row once scanned."""
+
+    target: Target
+    folder: str
+    allocated: int | None
+    row: dict[str, Any] | None = None
+
+    @property
+    def logical(self) -> int:
+        return self.target.size
+
+    @property
+    def saved(self) -> float | None:
+        if self.allocated is None or not self.logical:
+            return None
+        return 100 * (self.logical - self.allocated) / self.logical
+
+    @property
+    def compression(self) -> str:
+        row = self.row
+        if row is None:
+            return ""
+        if row.get("error"):
+            return "?"
+        if row.get("key_block_size"):
+            return f"zip {row['key_block_size'] // 1024}K"
+        return str(row.get("page_compression") or "")
+
+    @property
+    def flags(self) -> list[str]:
+        if self.row is None:
+            return []
+        return [FLAG_LABELS.get(f, f) for f in self.row.get("flags", [])]
+
+    def text(self) -> str:
+        """What the filter matches against."""
+        return " ".join(
+            [self.folder, Path(self.target.path).name, self.compression, *self.flags]
+        ).lower()
+
+
+@dataclass
+class Folder:
+    name: str
+    entries: list[Entry] = field(default_factory=list)
+    collapsed: bool = False
+
+
+def _sort_key(column: str) -> Callable[[Entry], Any]:
+    return {
+        "name": lambda e: Path(e.target.path).name,
+        "logical": lambda e: e.logical,
+        "allocated": lambda e: e.allocated or 0,
+        "saved": lambda e: e.saved if e.saved is not None else -1e9,
+        "compression": lambda e: e.compression,
+        "flags": lambda e: (len(e.flags), " ".join(e.flags)),
+    }[column]
+
+
+def matches(text: str, query: str) -> bool:
+    """htop's ``|`` alternatives, k9s's ``!`` inversion, case-insensitive substrings."""
+    query = query.strip().lower()
+    if not query:
+        return True
+    invert = query.startswith("!")
+    words = [w.strip() for w in query.removeprefix("!").split("|") if w.strip()]
+    hit = any(w in text for w in words)
+    return hit != invert
+
+
+class BrowserScreen(Screen[None]):
+    """Folders and tablespaces, sortable and filterable (see module doc)."""
+
+    HELP = """\
+## Browser
+
+Every tablespace under the directory, grouped by folder (schema). Sizes come from
+`stat` at once; compression and flags appear as each file is scanned.
+"""
+
+    BINDINGS: ClassVar[list[BindingType]] = [
+        Binding("enter", "open", "Open"),
+        Binding("slash", "filter", "Filter"),
+        Binding("backslash", "clear_filter", "Clear filter", show=False),
+        Binding("s", "sort", "Sort"),
+        Binding("o", "reverse", "Reverse", show=False),
+        Binding("space", "toggle_folder", "Fold", show=False),
+        Binding("R", "rescan", "Rescan", show=False),
+    ]
+
+    def __init__(self, root: str | Path, select: str | Path | None = None) -> None:
+        super().__init__()
+        self.root = Path(root)
+        self.select = str(select) if select is not None else None
+        self.folders: dict[str, Folder] = {}
+        self.by_path: dict[str, Entry] = {}
+        self.filter_text = ""
+        self.sort_column = "name"
+        self.reverse = False
+        self.scanned = 0
+        self._shown = threading.Event()  # set while this screen is shown
+        self._shown.set()
+
+    @property
+    def ibd_app(self) -> IbdtoolApp:
+        return self.app  # type: ignore[return-value]
+
+    def compose(self) -> ComposeResult:
+        yield Header(show_clock=False)
+        yield DataTable(id="files", cursor_type="row", zebra_stripes=False)
+        yield Static("listing…", id="browser-status")
+        yield Footer()
+
+    def on_mount(self) -> None:
+        self.sub_title = str(self.root)
+        table = self.query_one(DataTable)
+        for name in COLUMNS:
+            table.add_column(name, key=name)
+        table.focus()
+        self.explore()
+
+    def on_screen_suspend(self) -> None:
+        self._shown.clear()
+
+    def on_screen_resume(self) -> None:
+        self._shown.set()
+
+    # --- the worker ------------------------------------------------------------------------
+
+    @work(thread=True, exclusive=True, group="browse", exit_on_error=False)
+    def explore(self) -> None:
+        worker = get_current_worker()
+        log = self.ibd_app.command_log
+        try:
+            with log.timed("file", f"walk {self.root}") as run:
+                targets = discover([self.root])
+                entries = [self._entry(t) for t in targets]
+                run.detail = f"{len(entries)} tablespaces"
+        except IbdtoolError as exc:
+            self.post_message(ScanFailed(exc.message))
+            return
+        self.app.call_from_thread(self._listed, entries)
+        order = self.app.call_from_thread(self.display_order)
+        batch: list[dict[str, Any]] = []
+        last = time.monotonic()
+        for i, entry in enumerate(order):
+            self._shown.wait()
+            if worker.is_cancelled:
+                return
+            with log.timed("file", f"inspect {entry.target.path}") as run:
+                row = scan_one(entry.target, ScanOptions())
+                run.detail = ", ".join(row.get("flags", [])) or "no flags"
+                if row.get("error"):
+                    run.outcome = f"error: {row['error']}"
+            batch.append(row)
+            now = time.monotonic()
+            if now - last >= PROGRESS_INTERVAL or i == len(order) - 1:
+                last = now
+                self.post_message(RowsScanned(batch, i + 1, len(order)))
+                batch = []
+
+    def _entry(self, t: Target) -> Entry:
+        folder = os.path.relpath(os.path.dirname(t.path) or ".", self.root)
+        try:
+            allocated: int | None = os.stat(t.path).st_blocks * 512
+        except OSError:
+            allocated = None
+        return Entry(t, "." if folder == "." else folder, allocated)
+
+    def _listed(self, entries: list[Entry]) -> None:
+        for e in entries:
+            folder = self.folders.setdefault(e.folder, Folder(e.folder))
+            folder.entries.append(e)
+            self.by_path[e.target.path] = e
+        self.rebuild()
+        if self.select:
+            self.move_to(self.select)
+
+    def on_rows_scanned(self, message: RowsScanned) -> None:
+        table = self.query_one(DataTable)
+        self.scanned = message.done
+        for row in message.rows:
+            entry = self.by_path.get(row["path"])
+            if entry is None:
+                continue
+            entry.row = row
+            if row.get("allocated_size") is not None:
+                entry.allocated = row["allocated_size"]
+            key = entry.target.path
+            if key in table.rows:
+                for column, value in zip(COLUMNS, self._cells(entry), strict=True):
+                    table.update_cell(key, column, value, update_width=True)
+        if message.done == message.total and self.sort_column in ("compression", "flags"):
+            self.rebuild()
+        self._status()
+
+    def on_scan_failed(self, message: ScanFailed) -> None:
+        self.query_one("#browser-status", Static).update(Text(message.message, style="bold red"))
+
+    # --- the table -------------------------------------------------------------------------
+
+    def _cells(self, e: Entry) -> tuple[Any, ...]:
+        flags = Text()
+        for i, f in enumerate(e.flags):
+            if i:
+                flags.append(" ")
+            flags.append(f, style=FLAG_STYLES.get(f, "cyan"))
+        saved = e.saved
+        return (
+            Text("  " + Path(e.target.path).name),
+            Text(human_bytes(e.logical), justify="right"),
+            Text(human_bytes(e.allocated), justify="right"),
+            Text("" if saved is None else f"{saved:.0f}%", justify="right"),
+            e.compression,
+            flags,
+        )
+
+    def display_order(self) -> list[Entry]:
+        out: list[Entry] = []
+        for folder in self._sorted_folders():
+            out.extend(self._visible(folder))
+        return out
+
+    def _sorted_folders(self) -> list[Folder]:
+        return sorted(self.folders.values(), key=lambda f: (f.name != ".", f.name))
+
+    def _visible(self, folder: Folder) -> list[Entry]:
+        shown = [e for e in folder.entries if matches(e.text(), self.filter_text)]
+        return sorted(shown, key=_sort_key(self.sort_column), reverse=self.reverse)
+
+    def rebuild(self) -> None:
+        table = self.query_one(DataTable)
+        keep = self.cursor_key()
+        table.clear()
+        for folder in self._sorted_folders():
+            shown = self._visible(folder)
+            if not shown:
+                continue
+            logical = sum(e.logical for e in shown)
+            allocated = sum(e.allocated or 0 for e in shown)
+            saved = 100 * (logical - allocated) / logical if logical else 0
+            label = Text("▸ " if folder.collapsed else "▾ ", style="bold")
+            label.append(f"{folder.name}/", style="bold").append(f" {len(shown)}", style="dim")
+            table.add_row(
+                label,
+                Text(human_bytes(logical), justify="right", style="bold"),
+                Text(human_bytes(allocated), justify="right", style="bold"),
+                Text(f"{saved:.0f}%", justify="right", style="bold"),
+                "",
+                "",
+                key=f"folder:{folder.name}",
+            )
+            if folder.collapsed:
+                continue
+            for e in shown:
+                table.add_row(*self._cells(e), key=e.target.path)
+        if keep is not None:
+            self.move_to(keep)
+        self._status()
+
+    def cursor_key(self) -> str | None:
+        table = self.query_one(DataTable)
+        if not table.row_count:
+            return None
+        try:
+            key = table.coordinate_to_cell_key(table.cursor_coordinate).row_key
+        except Exception:
+            return None
+        return key.value
+
+    def move_to(self, key: str) -> None:
+        table = self.query_one(DataTable)
+        if key in table.rows:
+            table.move_cursor(row=table.get_row_index(key), animate=False)
+
+    def _status(self) -> None:
+        entries = self.display_order()
+        logical = sum(e.logical for e in entries)
+        allocated = sum(e.allocated or 0 for e in entries)
+        pct = 100 * (logical - allocated) / logical if logical else 0
+        text = Text()
+        if not self.by_path:
+            text.append(f"no tablespaces under {self.root}", style="yellow")
+        else:
+            text.append(f"{len(entries)} tablespaces", style="bold")
+            text.append(
+                f" · {human_bytes(logical)} logical → {human_bytes(allocated)} allocated "
+                f"({pct:.0f}% saved)"
+            )
+            if self.scanned < len(self.by_path):
+                text.append(f" · scanning {self.scanned}/{len(self.by_path)}", style="dim")
+            text.append(f" · sort {self.sort_column}{' ↓' if self.reverse else ''}", style="dim")
+            if self.filter_text:
+                text.append(f" · filter /{self.filter_text}", style="cyan")
+        self.query_one("#browser-status", Static).update(text)
+
+    # --- actions ---------------------------------------------------------------------------
+
+    def action_open(self) -> None:
+        key = self.cursor_key()
+        if key is None:
+            return
+        if key.startswith("folder:"):
+            self.action_toggle_folder()
+            return
+        from tui.screens.tablespace import TablespaceScreen
+
+        self.app.push_screen(TablespaceScreen(key))
+
+    @on(DataTable.RowSelected)
+    def _row_selected(self, event: DataTable.RowSelected) -> None:
+        self.action_open()
+
+    @on(DataTable.HeaderSelected)
+    def _header_selected(self, event: DataTable.HeaderSelected) -> None:
+        column = str(event.column_key.value)
+        if column == self.sort_column:
+            self.reverse = not self.reverse
+        else:
+            self.sort_column, self.reverse = column, column not in ("name", "compression")
+        self.rebuild()
+
+    def action_toggle_folder(self) -> None:
+        key = self.cursor_key()
+        if key is None:
+            return
+        if not key.startswith("folder:"):
+            entry = self.by_path.get(key)
+            if entry is None:
+                return
+            key = f"folder:{entry.folder}"
+        folder = self.folders.get(key.removeprefix("folder:"))
+        if folder is not None:
+            folder.collapsed = not folder.collapsed
+            self.rebuild()
+            self.move_to(key)
+
+    def action_sort(self) -> None:
+        self.sort_column = SORTS[(SORTS.index(self.sort_column) + 1) % len(SORTS)]
+        self.reverse = self.sort_column not in ("name", "compression")
+        self.rebuild()
+
+    def action_reverse(self) -> None:
+        self.reverse = not self.reverse
+        self.rebuild()
+
+    def action_filter(self) -> None:
+        def apply(value: str | None) -> None:
+            if value is not None:
+                self.filter_text = value.strip()
+                self.rebuild()
+
+        self.app.push_screen(
+            PromptScreen("/", "name, compression or flag (a|b, !a)", self.filter_text), apply
+        )
+
+    def action_clear_filter(self) -> None:
+        self.filter_text = ""
+        self.rebuild()
+
+    def action_rescan(self) -> None:
+        self.folders.clear()
+        self.by_path.clear()
+        self.scanned = 0
+        self.explore()
+
+    def commands(self) -> list[SystemCommand]:
+        return [
+            SystemCommand(f"Sort by {c}", "Sort the tablespaces", self._sorter(c)) for c in SORTS
+        ] + [
+            SystemCommand("Filter…", "Show only matching tablespaces", self.action_filter),
+            SystemCommand("Rescan", "List and scan the directory again", self.action_rescan),
+        ]
+
+    def _sorter(self, column: str) -> Callable[[], None]:
+        def sort() -> None:
+            self.sort_column = column
+            self.rebuild()
+
+        return sort

@@ -1,0 +1,112 @@
+"""The command log screen (``@``): every file operation and SQL statement, with timing."""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, ClassVar
+
+from rich.text import Text
+from textual.app import ComposeResult
+from textual.binding import Binding, BindingType
+from textual.screen import Screen
+from textual.widgets import DataTable, Footer, Header, Static
+
+from tui.commandlog import LogEntry
+from tui.screens.browser import matches
+from tui.screens.prompt import PromptScreen
+
+if TYPE_CHECKING:
+    from tui.app import IbdtoolApp
+
+KIND_STYLES = {"file": "cyan", "sql": "magenta"}
+
+
+def _duration(seconds: float | None) -> str:
+    if seconds is None:
+        return ""
+    return f"{seconds * 1000:.1f} ms" if seconds < 1 else f"{seconds:.2f} s"
+
+
+class CommandLogScreen(Screen[None]):
+    """The log, newest at the bottom; new entries appear as they are made."""
+
+    HELP = """\
+## Command log
+
+What the app ran, as lazygit's `@` shows the git commands it ran: file operations
+(open, pread, lseek SEEK_DATA/SEEK_HOLE, FIEMAP) and SQL, with their timing.
+"""
+
+    BINDINGS: ClassVar[list[BindingType]] = [
+        Binding("slash", "filter", "Filter"),
+        Binding("backslash", "clear_filter", "Clear filter", show=False),
+    ]
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.filter_text = ""
+
+    @property
+    def ibd_app(self) -> IbdtoolApp:
+        return self.app  # type: ignore[return-value]
+
+    def compose(self) -> ComposeResult:
+        yield Header(show_clock=False)
+        yield DataTable(id="log", cursor_type="row")
+        yield Static("", id="log-status")
+        yield Footer()
+
+    def on_mount(self) -> None:
+        self.sub_title = "command log"
+        table = self.query_one(DataTable)
+        table.add_columns("time", "kind", "took", "operation")
+        table.focus()
+        self.reload()
+
+    def reload(self) -> None:
+        table = self.query_one(DataTable)
+        table.clear()
+        entries = self.ibd_app.command_log.entries()
+        shown = 0
+        for entry in entries:
+            if self._add(entry):
+                shown += 1
+        status = f"{shown} of {len(entries)} entries"
+        if self.filter_text:
+            status += f" · filter /{self.filter_text}"
+        self.query_one("#log-status", Static).update(status)
+        table.move_cursor(row=table.row_count - 1, animate=False)
+
+    def _add(self, entry: LogEntry) -> bool:
+        line = f"{entry.kind} {entry.text} {entry.outcome}".lower()
+        if not matches(line, self.filter_text):
+            return False
+        text = Text(entry.text)
+        if entry.outcome != "ok":
+            style = "yellow" if entry.outcome == "cancelled" else "red"
+            text.append(f"  [{entry.outcome}]", style=style)
+        self.query_one(DataTable).add_row(
+            entry.started.strftime("%H:%M:%S.%f")[:-3],
+            Text(entry.kind, style=KIND_STYLES.get(entry.kind, "")),
+            Text(_duration(entry.seconds), justify="right"),
+            text,
+        )
+        return True
+
+    def add_entry(self, entry: LogEntry) -> None:
+        """A new entry while the log is shown: append it and follow it if at the bottom."""
+        table = self.query_one(DataTable)
+        at_end = table.cursor_row >= table.row_count - 1
+        if self._add(entry) and at_end:
+            table.move_cursor(row=table.row_count - 1, animate=False)
+
+    def action_filter(self) -> None:
+        def apply(value: str | None) -> None:
+            if value is not None:
+                self.filter_text = value.strip()
+                self.reload()
+
+        self.app.push_screen(PromptScreen("/", "text, kind or outcome", self.filter_text), apply)
+
+    def action_clear_filter(self) -> None:
+        self.filter_text = ""
+        self.reload()

@@ -1,0 +1,253 @@
+"""The page view: one page's verdict, its decoded fields and hex dumps of both images.
+
+A thread worker reads the page with :meth:`Tablespace.page_with_data` (the stored bytes, the
+decoded page and the engine's :class:`~parsers.page.PageInfo`) and the field layouts of
+:mod:`parsers.fields`; nothing here parses bytes itself.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import TYPE_CHECKING, ClassVar
+
+from rich.console import Group, RenderableType
+from rich.table import Table
+from rich.text import Text
+from textual import work
+from textual.app import ComposeResult, SystemCommand
+from textual.binding import Binding, BindingType
+from textual.containers import Container, Vertical, VerticalScroll
+from textual.screen import Screen
+from textual.widgets import Footer, Header, Static
+
+from ibdtool.errors import IbdtoolError
+from ibdtool.inspect import unpunched_bytes
+from ibdtool.render import human_bytes
+from ibdtool.tablespace import Tablespace
+from parsers.fields import FieldGroup, logical_layout, stored_layout
+from parsers.page import PageInfo
+from parsers.space import SpaceFormat
+from tui.messages import PageLoaded, ScanFailed
+from tui.pagemodel import PageMapModel
+from tui.screens.prompt import PromptScreen
+from tui.widgets.hexdump import HexDump, region_legend
+
+if TYPE_CHECKING:
+    from tui.app import IbdtoolApp
+
+
+class PageScreen(Screen[None]):
+    """Fields on one side, hex dumps on the other (stacked on narrow terminals)."""
+
+    HELP = """\
+## Page
+
+The verdict and the structures of one page as the engine decodes them, and the
+stored image beside the decoded (decompressed) page, coloured by region.
+"""
+
+    BINDINGS: ClassVar[list[BindingType]] = [
+        Binding("n,right", "step(1)", "Next page"),
+        Binding("p,left", "step(-1)", "Previous page"),
+        Binding("colon", "jump", "Jump to page", show=False),
+        Binding("f", "focus_fields", "Fields", show=False),
+        Binding("x", "focus_hex", "Hex", show=False),
+    ]
+
+    def __init__(self, path: str | Path, page: int, model: PageMapModel) -> None:
+        super().__init__()
+        self.path = Path(path)
+        self.page = page
+        self.model = model
+        self.n_pages = model.n_pages
+        self.loaded: PageLoaded | None = None
+
+    @property
+    def ibd_app(self) -> IbdtoolApp:
+        return self.app  # type: ignore[return-value]
+
+    def compose(self) -> ComposeResult:
+        yield Header(show_clock=False)
+        yield Static("", id="page-title")
+        with Container(id="page-body"):
+            with VerticalScroll(id="fields"):
+                yield Static("reading…", id="fields-text")
+            with Vertical(id="hex-pane"):
+                yield Static("", id="hex-legend")
+                yield HexDump(id="hexdump")
+        yield Footer()
+
+    def on_mount(self) -> None:
+        self.load(self.page)
+
+    # --- the read worker -------------------------------------------------------------------
+
+    @work(thread=True, exclusive=True, group="page", exit_on_error=False)
+    def load(self, page: int) -> None:
+        log = self.ibd_app.command_log
+        try:
+            with log.timed("file", f"pread page {page} of {self.path}") as run:
+                with Tablespace(self.path) as ts:
+                    info, stored, logical = ts.page_with_data(page)
+                    fmt = ts.format
+                run.detail = f"{len(stored)} bytes, {info.type_name}"
+            self.post_message(
+                PageLoaded(
+                    info,
+                    fmt,
+                    stored,
+                    logical,
+                    stored_layout(stored, info, fmt),
+                    logical_layout(logical, info, fmt),
+                )
+            )
+        except IbdtoolError as exc:
+            self.post_message(ScanFailed(exc.message))
+        except Exception as exc:
+            self.post_message(ScanFailed(f"unexpected {type(exc).__name__}: {exc}"))
+
+    def on_scan_failed(self, message: ScanFailed) -> None:
+        self.query_one("#fields-text", Static).update(Text(message.message, style="bold red"))
+        self.notify(message.message, severity="error")
+
+    def on_page_loaded(self, message: PageLoaded) -> None:
+        self.loaded = message
+        info = message.info
+        self.page = info.page_no
+        self.sub_title = f"{self.path} · page {info.page_no}"
+        self.query_one("#page-title", Static).update(self._title(info, message.fmt))
+        groups = [self._verdict(info, message.fmt)]
+        groups += [_group(g) for g in message.stored_layout.groups]
+        groups += [_group(g) for g in message.logical_layout.groups]
+        self.query_one("#fields-text", Static).update(Group(*groups))
+        self.query_one("#fields", VerticalScroll).scroll_home(animate=False)
+        names = {r.name for r in message.stored_layout.regions + message.logical_layout.regions}
+        self.query_one("#hex-legend", Static).update(region_legend(names))
+        self.query_one(HexDump).show(
+            message.stored,
+            message.stored_layout.regions,
+            message.logical,
+            message.logical_layout.regions,
+        )
+
+    # --- display ---------------------------------------------------------------------------
+
+    def _title(self, info: PageInfo, fmt: SpaceFormat) -> Text:
+        text = Text()
+        text.append(f"page {info.page_no:,} of {self.n_pages:,}  ", style="bold")
+        text.append(info.type_name, style="bold cyan")
+        if info.is_compressed:
+            text.append(f"  {info.compression.value} {human_bytes(info.stored_size)} stored")
+        if info.checksum_valid is False:
+            text.append("  INVALID", style="bold red")
+        elif info.checksum_valid is None:
+            text.append("  unverifiable", style="yellow")
+        return text
+
+    def _verdict(self, info: PageInfo, fmt: SpaceFormat) -> RenderableType:
+        grid = Table.grid(padding=(0, 1))
+        grid.add_column(style="cyan", no_wrap=True)
+        grid.add_column()
+        grid.add_row("real type", f"{info.type_name} ({info.real_type})")
+        grid.add_row("stored type", str(info.stored_type))
+        if info.empty:
+            grid.add_row("content", "all zero (never written)")
+        comp = info.compression.value
+        if info.is_compressed:
+            comp += f", payload {info.compressed_size} bytes, image {info.stored_size} bytes"
+        grid.add_row("compression", comp)
+        if info.zip_stream is not None:
+            grid.add_row("zlib stream", f"{info.zip_stream} bytes")
+        verdict = Text()
+        if info.checksum_valid is None:
+            verdict.append("unverifiable", style="yellow")
+        elif info.checksum_valid:
+            verdict.append("valid", style="green")
+        else:
+            verdict.append("INVALID", style="bold red")
+        verdict.append(f" ({info.checksum_algo.value})")
+        if info.torn:
+            verdict.append(" torn", style="red")
+        grid.add_row("checksum", verdict)
+        if info.problem:
+            grid.add_row("problem", Text(info.problem, style="red"))
+        grid.add_row("LSN", f"{info.lsn:,}")
+        if info.page_no < len(self.model.allocated):
+            alloc = self.model.allocated[info.page_no]
+            text = f"{alloc:,} of {fmt.physical_size:,} bytes"
+            extra = unpunched_bytes(info, alloc, self.model.fs_block_size)
+            grid.add_row(
+                "allocated",
+                Text(text).append(
+                    f" ({extra:,} more than the image needs)" if extra else "",
+                    style="yellow",
+                ),
+            )
+        if info.index is not None:
+            ix = info.index
+            grid.add_row(
+                "index",
+                f"id {ix.index_id}, level {ix.level}, {ix.n_recs} records, "
+                f"fill {100 * ix.fill:.0f}%",
+            )
+        return Group(Text("Verdict", style="bold underline"), grid, Text())
+
+    # --- actions ---------------------------------------------------------------------------
+
+    def action_step(self, delta: int) -> None:
+        target = self.page + delta
+        if 0 <= target < self.n_pages:
+            self.page = target
+            self.load(target)
+
+    def action_jump(self) -> None:
+        def go(value: str | None) -> None:
+            if value is None:
+                return
+            try:
+                page = int(value.strip().replace(",", "").replace("_", ""), 0)
+            except ValueError:
+                self.notify(f"not a page number: {value!r}", severity="warning")
+                return
+            if not 0 <= page < self.n_pages:
+                self.notify(
+                    f"page {page} is out of range 0..{self.n_pages - 1}", severity="warning"
+                )
+                return
+            self.page = page
+            self.load(page)
+
+        self.app.push_screen(PromptScreen(":", "page number"), go)
+
+    def action_focus_fields(self) -> None:
+        self.query_one("#fields").focus()
+
+    def action_focus_hex(self) -> None:
+        self.query_one(HexDump).focus()
+
+    def commands(self) -> list[SystemCommand]:
+        return [
+            SystemCommand("Next page", "Show the next page", lambda: self.action_step(1)),
+            SystemCommand("Previous page", "Show the previous page", lambda: self.action_step(-1)),
+            SystemCommand("Jump to page…", "Show another page", self.action_jump),
+        ]
+
+
+def _group(g: FieldGroup) -> RenderableType:
+    parts: list[RenderableType] = [Text(g.title, style="bold underline")]
+    if g.fields:
+        grid = Table.grid(padding=(0, 1))
+        grid.add_column(justify="right", style="dim", no_wrap=True)
+        grid.add_column(style="cyan", no_wrap=True)
+        grid.add_column()
+        for f in g.fields:
+            where = f"{f.offset}" if f.size else ""
+            value = Text(f.value)
+            if f.note:
+                value.append(f"  {f.note}", style="dim")
+            grid.add_row(where, f.name, value)
+        parts.append(grid)
+    for line in g.lines:
+        parts.append(Text(line))
+    parts.append(Text())
+    return Group(*parts)

@@ -1,0 +1,294 @@
+"""The simulation view: what each page-compression algorithm would allocate for this file.
+
+Runs :func:`ibdtool.simulate.simulate` in a thread worker for every algorithm and every block
+size at once (recompressing a page costs the same whatever the block size), so ``b``/``B`` only
+redraw. The table has one row per algorithm for the chosen block size with a bar of the
+predicted allocated size, beside today's allocation and the logical size on the same scale;
+ROW_FORMAT=COMPRESSED estimates and the recommendations follow. ``x`` cancels between pages.
+"""
+
+from __future__ import annotations
+
+import re
+import time
+from pathlib import Path
+from typing import TYPE_CHECKING, ClassVar
+
+from rich.text import Text
+from textual import work
+from textual.app import ComposeResult, SystemCommand
+from textual.binding import Binding, BindingType
+from textual.containers import VerticalScroll
+from textual.screen import Screen
+from textual.widgets import DataTable, Footer, Header, ProgressBar, Static
+from textual.worker import Worker, get_current_worker
+
+from ibdtool.errors import IbdtoolError
+from ibdtool.render import ci_text, human_bytes, recommendations, scenario_label
+from ibdtool.simulate import DEFAULT_SCENARIOS, BlockSpec, SimResult, parse_block_sizes, simulate
+from tui.commandlog import Cancelled
+from tui.messages import SimulationFailed, SimulationFinished, SimulationProgress
+from tui.widgets.barchart import bar
+
+if TYPE_CHECKING:
+    from tui.app import IbdtoolApp
+
+PROGRESS_INTERVAL = 0.1
+BAR_MIN, BAR_MAX = 10, 60
+
+
+class SimulationScreen(Screen[None]):
+    """The simulate table and bar chart for one tablespace."""
+
+    HELP = """\
+## Simulation
+
+Every page is decompressed if need be, recompressed the way each server would, and
+the blocks a filesystem allocates for the result are summed (a seeded sample with a
+95% interval on large files). Bars share one scale with today's allocation.
+"""
+
+    BINDINGS: ClassVar[list[BindingType]] = [
+        Binding("b", "block(1)", "Block size"),
+        Binding("B", "block(-1)", "Previous block size", show=False),
+        Binding("x", "cancel", "Cancel"),
+        Binding("r", "run", "Run again"),
+    ]
+
+    def __init__(self, path: str | Path) -> None:
+        super().__init__()
+        self.path = Path(path)
+        self.result: SimResult | None = None
+        self.blocks: list[BlockSpec] = []
+        self.block_index = 0
+        self.failed: str | None = None
+        self._worker: Worker[None] | None = None
+
+    @property
+    def ibd_app(self) -> IbdtoolApp:
+        return self.app  # type: ignore[return-value]
+
+    def compose(self) -> ComposeResult:
+        yield Header(show_clock=False)
+        with VerticalScroll(id="sim-body"):
+            yield Static("", id="sim-info")
+            yield ProgressBar(id="sim-progress", show_eta=True)
+            yield Static("", id="sim-status")
+            yield Static("", id="sim-block")
+            yield DataTable(id="sim-table", cursor_type="row", zebra_stripes=True)
+            yield DataTable(id="zip-table", cursor_type="row")
+            yield Static("", id="sim-notes")
+        yield Footer()
+
+    def on_mount(self) -> None:
+        self.sub_title = f"{self.path} · simulate"
+        table = self.query_one("#sim-table", DataTable)
+        table.add_columns("algorithm", "predicted", "95% CI", "saving", "size", "µs/page c/d")
+        zt = self.query_one("#zip-table", DataTable)
+        zt.add_columns("KEY_BLOCK_SIZE", "predicted", "95% CI", "splits", "size")
+        zt.display = False
+        table.focus()
+        self.action_run()
+
+    # --- the worker ------------------------------------------------------------------------
+
+    def action_run(self) -> None:
+        if self._worker is not None and self._worker.is_running:
+            return
+        self.failed = None
+        self.query_one("#sim-progress", ProgressBar).display = True
+        self.query_one("#sim-progress", ProgressBar).update(total=None, progress=0)
+        self.query_one("#sim-status", Static).update("simulating… (x cancels)")
+        self._worker = self.run_simulation()
+
+    @work(thread=True, exclusive=True, group="simulate", exit_on_error=False)
+    def run_simulation(self) -> None:
+        worker = get_current_worker()
+        last = 0.0
+
+        def progress(done: int, total: int) -> None:
+            nonlocal last
+            if worker.is_cancelled:
+                raise Cancelled
+            now = time.monotonic()
+            if now - last >= PROGRESS_INTERVAL or done == total:
+                last = now
+                self.post_message(SimulationProgress(done, total))
+
+        blocks = parse_block_sizes(["all"])
+        text = (
+            f"simulate {len(DEFAULT_SCENARIOS)} algorithms × {len(blocks)} block sizes "
+            f"on {self.path}"
+        )
+        try:
+            with self.ibd_app.command_log.timed("file", text) as run:
+                result = simulate(self.path, DEFAULT_SCENARIOS, blocks, progress=progress)
+                run.detail = (
+                    "full scan"
+                    if result.full
+                    else f"{result.pages_sampled:,} of {result.pages:,} pages sampled"
+                )
+            self.post_message(SimulationFinished(result))
+        except Cancelled:
+            self.post_message(SimulationFailed("cancelled"))
+        except IbdtoolError as exc:
+            self.post_message(SimulationFailed(exc.message))
+        except Exception as exc:
+            self.post_message(SimulationFailed(f"unexpected {type(exc).__name__}: {exc}"))
+
+    def on_simulation_progress(self, message: SimulationProgress) -> None:
+        self.query_one("#sim-progress", ProgressBar).update(
+            total=message.total, progress=message.done
+        )
+        self.query_one("#sim-status", Static).update(
+            f"simulating… {message.done:,} of {message.total:,} pages (x cancels)"
+        )
+
+    def on_simulation_failed(self, message: SimulationFailed) -> None:
+        self.failed = message.message
+        self.query_one("#sim-progress", ProgressBar).display = False
+        style = "yellow" if message.message == "cancelled" else "bold red"
+        self.query_one("#sim-status", Static).update(
+            Text(
+                message.message + ("  (r runs it again)" if message.message == "cancelled" else ""),
+                style=style,
+            )
+        )
+
+    def on_simulation_finished(self, message: SimulationFinished) -> None:
+        r = message.result
+        self.result = r
+        self.query_one("#sim-progress", ProgressBar).display = False
+        self.query_one("#sim-status", Static).update("")
+        seen: dict[BlockSpec, None] = {}
+        for x in r.results:
+            seen.setdefault(x.block)
+        self.blocks = list(seen)
+        own = BlockSpec(r.fs_block_size)
+        self.block_index = self.blocks.index(own) if own in self.blocks else 0
+        scan = (
+            "full scan"
+            if r.full
+            else f"{r.pages_sampled:,} of {r.pages:,} pages sampled (seed {r.seed})"
+        )
+        info = Text()
+        info.append(f"{r.pages:,} pages of {r.page_size // 1024}K, ")
+        info.append(f"{human_bytes(r.logical_size)} logical, {human_bytes(r.allocated_size)} ")
+        info.append(f"allocated today on {human_bytes(r.fs_block_size)} blocks; {scan}")
+        cur = r.current
+        if cur.get("compressed_pages"):
+            algos = ", ".join(f"{k} {v}" for k, v in cur["algorithms"].items())
+            info.append(
+                f"\nalready compressed: {cur['compressed_pages']:,} pages ({algos}); ideal "
+                f"{human_bytes(cur['ideal_allocated'])}, actual "
+                f"{human_bytes(cur['actual_allocated'])}"
+            )
+            if cur["unpunched_pages"]:
+                info.append(f", {cur['unpunched_pages']:,} slots never punched", style="yellow")
+        self.query_one("#sim-info", Static).update(info)
+        self._draw()
+
+    # --- drawing ---------------------------------------------------------------------------
+
+    def _bar_width(self) -> int:
+        return max(BAR_MIN, min(BAR_MAX, self.size.width - 62))
+
+    def _draw(self) -> None:
+        r = self.result
+        if r is None or not self.blocks:
+            return
+        block = self.blocks[self.block_index]
+        labels = "  ".join(
+            f"[{b.label}]" if i == self.block_index else b.label for i, b in enumerate(self.blocks)
+        )
+        self.query_one("#sim-block", Static).update(
+            Text.assemble(("block size ", "bold"), (block.label, "bold cyan"), f"   {labels}")
+        )
+        rows = [x for x in r.results if x.block == block]
+        scale = max([r.logical_size, r.allocated_size, *(x.predicted for x in rows)])
+        width = self._bar_width()
+        table = self.query_one("#sim-table", DataTable)
+        table.clear()
+        table.add_row(
+            Text("today (allocated)", style="bold"),
+            human_bytes(r.allocated_size),
+            "",
+            "",
+            bar(r.allocated_size, scale, width, "#b0b0b0"),
+            "",
+            key="today",
+        )
+        table.add_row(
+            Text("logical size", style="dim"),
+            human_bytes(r.logical_size),
+            "",
+            "",
+            bar(r.logical_size, scale, width, "#5c6370"),
+            "",
+            key="logical",
+        )
+        best = min(rows, key=lambda x: x.predicted) if rows else None
+        for x in rows:
+            saving = Text(f"{x.saving_pct:.1f}%", style="green" if x.saving_pct > 0 else "red")
+            cpu = (
+                "-" if x.compress_us is None else f"{x.compress_us:.0f}/{x.decompress_us or 0:.0f}"
+            )
+            color = "#98c379" if x is best else "#5f9ee8"
+            if x.scenario.server == "what-if":
+                color = "#8787af"
+            table.add_row(
+                scenario_label(x.scenario),
+                human_bytes(x.predicted),
+                ci_text(x.ci95, x.predicted),
+                saving,
+                bar(x.predicted, scale, width, color),
+                cpu,
+                key=x.scenario.label,
+            )
+        zt = self.query_one("#zip-table", DataTable)
+        zt.clear()
+        zt.display = bool(r.row_compressed)
+        for z in r.row_compressed:
+            zt.add_row(
+                f"{z.key_block_size // 1024}K",
+                human_bytes(z.predicted_size),
+                ci_text(z.ci95, z.predicted_size),
+                f"{100 * z.failure_rate:.0f}%",
+                bar(z.predicted_size, scale, width, "#c678dd"),
+                key=str(z.key_block_size),
+            )
+        notes = Text()
+        own = re.compile(rf"(^|\] ){re.escape(block.label)} blocks")
+        for line in recommendations(r):
+            if own.search(line):
+                notes.append_text(Text.from_markup(line)).append("\n")
+        if any(x.scenario.server == "what-if" for x in rows):
+            notes.append("zstd rows are a what-if, not an InnoDB option\n", style="dim")
+        for note in r.notes:
+            notes.append(note + "\n", style="yellow")
+        self.query_one("#sim-notes", Static).update(notes)
+
+    def on_resize(self) -> None:
+        self._draw()
+
+    # --- actions ---------------------------------------------------------------------------
+
+    def action_block(self, step: int) -> None:
+        if self.blocks:
+            self.block_index = (self.block_index + step) % len(self.blocks)
+            self._draw()
+
+    def action_cancel(self) -> None:
+        if self._worker is not None and self._worker.is_running:
+            self._worker.cancel()
+
+    def commands(self) -> list[SystemCommand]:
+        return [
+            SystemCommand(
+                "Next block size",
+                "Show another filesystem block size",
+                lambda: self.action_block(1),
+            ),
+            SystemCommand("Cancel simulation", "Stop the running simulation", self.action_cancel),
+            SystemCommand("Run simulation again", "Simulate again", self.action_run),
+        ]

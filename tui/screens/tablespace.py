@@ -1,0 +1,366 @@
+"""The tablespace view: the inspect summary and the page map of one file.
+
+A thread worker opens the file, reads its allocation (SEEK_DATA, FIEMAP) and posts
+:class:`~tui.messages.ScanStarted` at once, so the format, sizes and allocation map show
+before any page is decoded; then it runs :func:`ibdtool.inspect.inspect` with an ``on_page``
+hook that fills the page map, checks for cancellation between pages and posts progress at most
+ten times a second. The finished :class:`~ibdtool.inspect.InspectResult` replaces the header
+with the full summary.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable
+from pathlib import Path
+from typing import TYPE_CHECKING, ClassVar
+
+from rich.table import Table
+from rich.text import Text
+from textual import on, work
+from textual.app import ComposeResult, SystemCommand
+from textual.binding import Binding, BindingType
+from textual.containers import VerticalScroll
+from textual.screen import Screen
+from textual.widgets import Footer, Header, ProgressBar, Static
+from textual.worker import get_current_worker
+
+from ibdtool.errors import IbdtoolError
+from ibdtool.inspect import InspectResult, inspect
+from ibdtool.render import disk_text, format_rows, human_bytes, inspect_grid
+from ibdtool.tablespace import Tablespace
+from parsers.page import PageInfo
+from tui.commandlog import Cancelled
+from tui.messages import ScanFailed, ScanFinished, ScanProgress, ScanStarted
+from tui.pagemodel import MODE_TITLES, Mode, PageMapModel
+from tui.screens.prompt import PromptScreen
+from tui.widgets.legend import Legend
+from tui.widgets.pagemap import PageMap
+
+if TYPE_CHECKING:
+    from tui.app import IbdtoolApp
+
+PROGRESS_INTERVAL = 0.1  # seconds between progress messages: at most ~10 a second
+MODES = list(Mode)
+
+
+class TablespaceScreen(Screen[None]):
+    """Summary, page map, legend and the page under the cursor."""
+
+    HELP = """\
+## Tablespace
+
+The page map draws one cell per page (or per group of pages when zoomed out: the
+group's most common category, drawn `▓` when its pages differ). Colour it by page
+type, compression algorithm, stored size, allocation on disk or checksum.
+"""
+
+    BINDINGS: ClassVar[list[BindingType]] = [
+        Binding("c", "next_mode", "Colour"),
+        Binding("1", "mode('type')", "Type", show=False),
+        Binding("2", "mode('compression')", "Compression", show=False),
+        Binding("3", "mode('ratio')", "Ratio", show=False),
+        Binding("4", "mode('allocation')", "Allocation", show=False),
+        Binding("5", "mode('checksum')", "Checksum", show=False),
+        Binding("s", "simulate", "Simulate"),
+        Binding("colon", "jump", "Jump to page", show=False),
+        Binding("slash", "filter", "Filter"),
+        Binding("backslash", "clear_filter", "Clear filter", show=False),
+        Binding("n", "next_match(1)", "Next match", show=False),
+        Binding("N", "next_match(-1)", "Previous match", show=False),
+        Binding("i", "toggle_summary", "Summary", show=False),
+        Binding("r", "rescan", "Rescan", show=False),
+    ]
+
+    def __init__(self, path: str | Path) -> None:
+        super().__init__()
+        self.path = Path(path)
+        self.model: PageMapModel | None = None
+        self.result: InspectResult | None = None
+        self.started: ScanStarted | None = None
+        self.failed: str | None = None
+        self.filter_text = ""
+        self._match: bytes | None = None
+        self._cursor = (0, 1)
+
+    @property
+    def ibd_app(self) -> IbdtoolApp:
+        return self.app  # type: ignore[return-value]
+
+    def compose(self) -> ComposeResult:
+        yield Header(show_clock=False)
+        with VerticalScroll(id="summary"):
+            yield Static("opening…", id="summary-text")
+            yield ProgressBar(id="scan-progress", show_eta=True)
+        yield PageMap(id="pagemap")
+        yield Static("", id="cursor-info")
+        yield Legend("", id="legend")
+        yield Footer()
+
+    def on_mount(self) -> None:
+        self.sub_title = str(self.path)
+        self.query_one(PageMap).focus()
+        self.scan()
+
+    # --- the scan worker -------------------------------------------------------------------
+
+    @work(thread=True, exclusive=True, group="scan", exit_on_error=False)
+    def scan(self) -> None:
+        worker = get_current_worker()
+        log = self.ibd_app.command_log
+        try:
+            with log.timed("file", f"open {self.path}") as run:
+                ts = Tablespace(self.path)
+                run.detail = f"{ts.n_pages:,} pages of {ts.physical_size} bytes"
+            with ts:
+                with log.timed("file", f"lseek SEEK_DATA/SEEK_HOLE + FIEMAP {self.path}") as run:
+                    alloc = ts.allocation
+                    per_page = alloc.per_page_allocated(ts.physical_size, ts.n_pages)
+                    run.detail = (
+                        f"{len(alloc.data_ranges)} data ranges, "
+                        f"{alloc.extents if alloc.extents is not None else '?'} extents, "
+                        f"{alloc.allocated:,} bytes allocated"
+                    )
+                model = PageMapModel(
+                    ts.n_pages, ts.physical_size, ts.logical_size, alloc.fs_block_size, per_page
+                )
+                self.post_message(ScanStarted(ts.format, alloc, model, ts.size))
+                total = ts.n_pages
+                last = time.monotonic()
+
+                def on_page(info: PageInfo) -> None:
+                    nonlocal last
+                    model.add(info)
+                    if worker.is_cancelled:
+                        raise Cancelled
+                    now = time.monotonic()
+                    if now - last >= PROGRESS_INTERVAL:
+                        last = now
+                        self.post_message(ScanProgress(info.page_no + 1, total))
+
+                with log.timed("file", f"pread {ts.size:,} bytes of {self.path}") as run:
+                    result = inspect(ts, on_page=on_page)
+                    run.detail = f"{total:,} pages decoded"
+            self.post_message(ScanProgress(total, total))
+            self.post_message(ScanFinished(result))
+        except Cancelled:
+            return
+        except IbdtoolError as exc:
+            self.post_message(ScanFailed(exc.message))
+        except Exception as exc:  # a parser bug must not take the whole app down
+            self.post_message(ScanFailed(f"unexpected {type(exc).__name__}: {exc}"))
+
+    # --- messages from the worker ----------------------------------------------------------
+
+    def on_scan_started(self, message: ScanStarted) -> None:
+        self.started = message
+        self.model = message.model
+        pagemap = self.query_one(PageMap)
+        pagemap.set_model(message.model)
+        self.query_one("#scan-progress", ProgressBar).update(total=message.model.n_pages)
+        self._show_header()
+        self._refresh_legend()
+
+    def on_scan_progress(self, message: ScanProgress) -> None:
+        self.query_one("#scan-progress", ProgressBar).update(progress=message.done)
+        if self.filter_text:
+            self._apply_filter()
+        self.query_one(PageMap).pages_changed()
+        self._refresh_legend()
+        self._show_cursor()
+        if self.result is None:
+            self._show_header()
+
+    def on_scan_finished(self, message: ScanFinished) -> None:
+        self.result = message.result
+        self.query_one("#scan-progress", ProgressBar).display = False
+        self.query_one("#summary-text", Static).update(inspect_grid(message.result))
+        self._refresh_legend()
+        self._show_cursor()
+
+    def on_scan_failed(self, message: ScanFailed) -> None:
+        self.failed = message.message
+        self.query_one("#scan-progress", ProgressBar).display = False
+        self.query_one("#summary-text", Static).update(Text(message.message, style="bold red"))
+        self.notify(message.message, title="cannot read", severity="error")
+
+    # --- display ---------------------------------------------------------------------------
+
+    def _show_header(self) -> None:
+        """Before the scan ends: what page 0 and the allocation tell, and the scan's progress."""
+        s = self.started
+        if s is None:
+            return
+        grid = Table.grid(padding=(0, 2))
+        grid.add_column(style="cyan", no_wrap=True)
+        grid.add_column()
+        for name, value in format_rows(s.fmt, s.fmt.vendor):
+            grid.add_row(name, value)
+        grid.add_row("Row format", s.fmt.flags.row_format or "(full_crc32: not in the flags)")
+        grid.add_row("Disk", disk_text(s.logical_size, s.allocation))
+        done = s.model.scanned
+        grid.add_row(
+            "Pages",
+            f"{s.model.n_pages:,}  reading… {done:,} decoded "
+            f"({100 * done / max(1, s.model.n_pages):.0f}%)",
+        )
+        self.query_one("#summary-text", Static).update(grid)
+
+    def _refresh_legend(self) -> None:
+        if self.model is None:
+            return
+        mode = self.query_one(PageMap).mode
+        self.query_one(Legend).show(mode, self.model.counts(mode), self.model.n_pages)
+
+    def _show_cursor(self) -> None:
+        model = self.model
+        if model is None:
+            return
+        page, count = self._cursor
+        info = self.query_one("#cursor-info", Static)
+        if count > 1:
+            mode = self.query_one(PageMap).mode
+            groups = model.group_counts(mode, page, count)
+            text = Text(f"pages {page:,}–{page + count - 1:,}: ", style="bold")
+            for i, (cat, n) in enumerate(groups[:5]):
+                if i:
+                    text.append(" · ")
+                text.append("█", style=cat.color).append(f" {cat.label} {n}")
+            info.update(text)
+            return
+        labels = model.labels(page)
+        text = Text(f"page {page:,}: ", style="bold")
+        alloc = model.allocated[page] if page < len(model.allocated) else 0
+        if page >= model.scanned:
+            text.append("not read yet", style="dim")
+        else:
+            text.append(labels[Mode.TYPE], style="bold")
+            comp = labels[Mode.COMPRESSION]
+            if comp not in ("none", "empty"):
+                stored = model.stored[page]
+                text.append(
+                    f" · {comp} {human_bytes(stored)} of {human_bytes(model.physical_size)}"
+                )
+            elif comp == "empty":
+                text.append(" · all zero")
+            text.append(f" · checksum {labels[Mode.CHECKSUM]}")
+        text.append(f" · {human_bytes(alloc)} allocated ({labels[Mode.ALLOCATION]})")
+        info.update(text)
+
+    @on(PageMap.CursorMoved)
+    def _cursor_moved(self, message: PageMap.CursorMoved) -> None:
+        self._cursor = (message.page, message.pages)
+        self._show_cursor()
+
+    @on(PageMap.PageSelected)
+    def _page_selected(self, message: PageMap.PageSelected) -> None:
+        self.open_page(message.page)
+
+    def open_page(self, page: int) -> None:
+        from tui.screens.page import PageScreen
+
+        if self.model is not None:
+            self.app.push_screen(PageScreen(self.path, page, self.model))
+
+    # --- actions ---------------------------------------------------------------------------
+
+    def action_next_mode(self) -> None:
+        pagemap = self.query_one(PageMap)
+        self.set_mode(MODES[(MODES.index(pagemap.mode) + 1) % len(MODES)])
+
+    def action_mode(self, name: str) -> None:
+        self.set_mode(Mode(name))
+
+    def set_mode(self, mode: Mode) -> None:
+        self.query_one(PageMap).mode = mode
+        self._refresh_legend()
+        self._show_cursor()
+
+    def action_simulate(self) -> None:
+        from tui.screens.simulation import SimulationScreen
+
+        self.app.push_screen(SimulationScreen(self.path))
+
+    def action_jump(self) -> None:
+        def go(value: str | None) -> None:
+            if value is None or self.model is None:
+                return
+            try:
+                page = int(value.strip().replace(",", "").replace("_", ""), 0)
+            except ValueError:
+                self.notify(f"not a page number: {value!r}", severity="warning")
+                return
+            if not 0 <= page < self.model.n_pages:
+                self.notify(
+                    f"page {page} is out of range 0..{self.model.n_pages - 1}", severity="warning"
+                )
+                return
+            self.query_one(PageMap).move_to(page)
+
+        self.app.push_screen(PromptScreen(":", "page number"), go)
+
+    def action_filter(self) -> None:
+        def apply(value: str | None) -> None:
+            if value is not None:
+                self.filter_text = value.strip()
+                self._apply_filter()
+                if self.filter_text:
+                    self.action_next_match(1, from_cursor=True)
+
+        self.app.push_screen(
+            PromptScreen("/", "type, algorithm, hole, unpunched, invalid… (a|b)", self.filter_text),
+            apply,
+        )
+
+    def action_clear_filter(self) -> None:
+        self.filter_text = ""
+        self._apply_filter()
+
+    def _apply_filter(self) -> None:
+        pagemap = self.query_one(PageMap)
+        if not self.filter_text or self.model is None:
+            self._match = None
+            pagemap.set_match(None)
+            return
+        self._match = self.model.matches(self.filter_text)
+        pagemap.set_match(self._match)
+
+    def action_next_match(self, direction: int, from_cursor: bool = False) -> None:
+        if self._match is None:
+            return
+        pagemap = self.query_one(PageMap)
+        k = pagemap.pages_per_cell
+        here = pagemap.cursor
+        if direction > 0:
+            found = self._match.find(1, here if from_cursor else here + k)
+        else:
+            found = self._match.rfind(1, 0, here)
+        if found < 0:
+            self.notify(f"no more pages match {self.filter_text!r}", severity="warning")
+            return
+        pagemap.move_to(found)
+
+    def action_toggle_summary(self) -> None:
+        self.toggle_class("summary-expanded")
+
+    def action_rescan(self) -> None:
+        self.result = None
+        self.query_one("#scan-progress", ProgressBar).display = True
+        self.scan()
+
+    def commands(self) -> list[SystemCommand]:
+        """Entries for the command palette while this screen is shown."""
+        out = [
+            SystemCommand(f"Colour by {MODE_TITLES[m]}", "Page map colouring", self._setter(m))
+            for m in Mode
+        ]
+        out += [
+            SystemCommand("Simulate compression", "Run the simulator", self.action_simulate),
+            SystemCommand("Jump to page…", "Move the cursor to a page number", self.action_jump),
+            SystemCommand("Filter pages…", "Dim pages that do not match", self.action_filter),
+            SystemCommand("Rescan", "Read the file again", self.action_rescan),
+        ]
+        return out
+
+    def _setter(self, mode: Mode) -> Callable[[], None]:
+        return lambda: self.set_mode(mode)

@@ -1,0 +1,1 @@
+"""Widgets of the ibdtool TUI, one per module."""
