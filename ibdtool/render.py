@@ -59,26 +59,45 @@ def _size_k(n: int) -> str:
 
 @contextmanager
 def progress_for(
-    label: str, enabled: bool = True, total: int | None = None
+    label: str, enabled: bool = True, total: int | None = None, byte_units: bool = False
 ) -> Iterator[Callable[..., None] | None]:
-    """A Rich progress callback on a terminal, else None."""
+    """A Rich progress callback on a terminal, else None.
+
+    ``update(done, of=None, info=None, label=None)``; ``info`` is shown after the bar (e.g.
+    bytes sent), ``label`` replaces the description; ``byte_units`` shows sizes and a rate.
+    """
     if not enabled or not sys.stderr.isatty():
         yield None
         return
-    from rich.progress import BarColumn, MofNCompleteColumn, Progress, TimeRemainingColumn
+    from rich.progress import (
+        BarColumn,
+        DownloadColumn,
+        MofNCompleteColumn,
+        Progress,
+        TextColumn,
+        TimeRemainingColumn,
+        TransferSpeedColumn,
+    )
 
+    count = (DownloadColumn(), TransferSpeedColumn()) if byte_units else (MofNCompleteColumn(),)
     with Progress(
         "[progress.description]{task.description}",
         BarColumn(),
-        MofNCompleteColumn(),
+        *count,
         TimeRemainingColumn(),
+        TextColumn("{task.fields[info]}"),
         console=err(),
         transient=True,
     ) as progress:
-        task = progress.add_task(label, total=total)
+        task = progress.add_task(label, total=total, info="")
 
-        def update(done: int, of: int | None = None) -> None:
-            progress.update(task, completed=done, total=of if of is not None else total)
+        def update(
+            done: int, of: int | None = None, info: str | None = None, label: str | None = None
+        ) -> None:
+            fields: dict[str, Any] = {} if info is None else {"info": info}
+            if label is not None:
+                fields["description"] = label
+            progress.update(task, completed=done, total=of if of is not None else total, **fields)
 
         yield update
 

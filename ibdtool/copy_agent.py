@@ -1,0 +1,922 @@
+"""The self-contained half of ``ibdtool copy``: sparse file primitives and the stream protocol.
+
+This one file runs in two places. ibdtool imports it for local copies and for the local end of
+a remote copy; ``ibdtool.remote_copy`` also sends its source over ssh, where the remote
+``python3`` runs it (``exec`` of bytes read from stdin), so the far side needs no ibdtool. Hence:
+standard library only, Python 3.6 syntax (RHEL 8's python3), no imports from ibdtool, type
+comments instead of annotations.
+
+What it knows:
+
+* :class:`Source`: a file opened read-only, its identity and its data map
+  (``SEEK_DATA``/``SEEK_HOLE``).
+* :class:`Destination`: the file being written. Data goes to a temporary name in the
+  destination directory (``.NAME.ibdtool-part``) sized with ``ftruncate`` first. Holes are
+  punched explicitly with ``fallocate(PUNCH_HOLE)``, not left by seeking (XFS speculative
+  preallocation fills holes made that way). The file is fsynced, given the source's mode and
+  times, then renamed. A state file beside the part (``….ibdtool-part.json``) records every
+  *window* of data that was fdatasync'ed and read back equal to the source, so ``--resume``
+  continues after the last verified window.
+* The plan: the byte ranges to write, cut into windows of about ``window`` bytes, each cut into
+  pieces of at most :data:`PIECE` bytes. Both ends derive the same windows from the same plan.
+* The stream: frames of ``type (1 byte) + length (u32)`` then the payload. ``J`` is a JSON
+  control message, ``M`` the plan (zlib of big-endian u64 pairs), ``D`` a piece of data
+  (offset u64, raw length u32, codec u8, payload), ``K`` the end of a window (index u32, CRC-32
+  of the window's bytes u32), ``E`` the end of the file.
+
+Remote session: the agent writes :data:`MAGIC` and a ``hello`` (protocol, python, codecs), then
+serves requests until ``bye`` or end of input: ``receive`` (push: answers with the destination,
+its block size and free space; then ``plan`` + ``M``, answered with the window to resume from;
+then the frames; answers ``done``) and ``send`` (pull: answers with the file's identity and
+``M``; then ``stream`` makes it send the frames).
+"""
+
+import contextlib
+import ctypes
+import ctypes.util
+import errno
+import fcntl
+import json
+import os
+import stat
+import struct
+import sys
+import time
+import zlib
+
+PROTOCOL = 1
+MAGIC = b"IBDTOOL-AGENT 1\n"
+PIECE = 1 << 20  # bytes per data frame / per copy call
+MIN_WINDOW = 4 << 20
+MAX_WINDOW = 256 << 20
+PART_SUFFIX = ".ibdtool-part"
+STATE_SUFFIX = ".json"
+FREE_SPACE_SLACK = 1 << 20
+
+FRAME = struct.Struct(">cI")
+DATA_HEAD = struct.Struct(">QIB")
+CHECK = struct.Struct(">II")
+RANGE = struct.Struct(">QQ")
+
+CODEC_IDS = {"none": 0, "zlib": 1, "zstd": 2}
+CODEC_NAMES = {v: k for k, v in CODEC_IDS.items()}
+ZSTD_LEVEL = 1
+ZLIB_LEVEL = 1
+
+FALLOC_FL_KEEP_SIZE = 0x01
+FALLOC_FL_PUNCH_HOLE = 0x02
+
+
+class AgentError(Exception):
+    """A failure with a one-line message for the user (bad path, no space, source changed)."""
+
+
+class Interrupted(Exception):
+    """The stream ended early or a signal arrived: keep the part file for --resume."""
+
+
+class VerifyError(AgentError):
+    """Data read back from the destination differs from the source."""
+
+
+# --- ranges and windows ---------------------------------------------------------------------
+
+
+def seek_data_ranges(fd, size):
+    """``[start, end)`` ranges holding data, by SEEK_DATA/SEEK_HOLE; all data if unsupported.
+
+    The remote twin of ``ibdtool.allocation.data_ranges`` (this file cannot import ibdtool).
+    """
+    out = []  # type: list
+    pos = 0
+    while pos < size:
+        try:
+            start = os.lseek(fd, pos, os.SEEK_DATA)
+        except OSError as exc:
+            if exc.errno == errno.ENXIO:
+                break
+            if exc.errno == errno.EINVAL and pos == 0:
+                return [(0, size)] if size else []
+            raise
+        if start >= size:
+            break
+        end = min(os.lseek(fd, start, os.SEEK_HOLE), size)
+        end = max(end, start + 1)
+        if out and start <= out[-1][1]:
+            out[-1] = (out[-1][0], max(out[-1][1], end))
+        else:
+            out.append((start, end))
+        pos = end
+    return out
+
+
+def complement(ranges, size):
+    """The gaps of sorted, disjoint ``ranges`` within ``[0, size)``."""
+    out = []  # type: list
+    pos = 0
+    for start, end in ranges:
+        if start > pos:
+            out.append((pos, start))
+        pos = max(pos, end)
+    if pos < size:
+        out.append((pos, size))
+    return out
+
+
+def pack_ranges(ranges):
+    return zlib.compress(b"".join(RANGE.pack(a, b) for a, b in ranges), 6)
+
+
+def unpack_ranges(blob):
+    raw = zlib.decompress(blob)
+    return [RANGE.unpack_from(raw, i) for i in range(0, len(raw), RANGE.size)]
+
+
+def plan_crc(ranges, size):
+    return zlib.crc32(pack_ranges(ranges) + struct.pack(">Q", size))
+
+
+def choose_window(plan_bytes):
+    """About 32 windows a file: few fdatasyncs, yet a resume loses little."""
+    w = plan_bytes // 32
+    w = max(MIN_WINDOW, min(MAX_WINDOW, w))
+    return -(-w // PIECE) * PIECE
+
+
+def iter_windows(ranges, window):
+    """Yield lists of pieces ``(start, end)``; each list holds about ``window`` bytes."""
+    pieces = []
+    held = 0
+    for start, end in ranges:
+        pos = start
+        while pos < end:
+            stop = min(end, pos + PIECE, pos + (window - held))
+            pieces.append((pos, stop))
+            held += stop - pos
+            pos = stop
+            if held >= window:
+                yield pieces
+                pieces = []
+                held = 0
+    if pieces:
+        yield pieces
+
+
+def plan_bytes(ranges):
+    return sum(end - start for start, end in ranges)
+
+
+# --- codecs -----------------------------------------------------------------------------------
+
+
+def _zstd_module():
+    try:
+        from compression import zstd  # Python 3.14+
+
+        return ("stdlib", zstd)
+    except ImportError:
+        pass
+    try:
+        import zstandard
+
+        return ("zstandard", zstandard)
+    except ImportError:
+        return None
+
+
+_ZSTD = _zstd_module()
+
+
+def available_codecs():
+    return (["zstd"] if _ZSTD else []) + ["zlib", "none"]
+
+
+class Codec:
+    """Compresses pieces one by one; a piece that does not shrink goes raw."""
+
+    def __init__(self, name):
+        if name == "zstd" and not _ZSTD:
+            raise AgentError("zstd is not available here")
+        self.name = name
+        self._c = self._d = None
+        if name == "zstd" and _ZSTD and _ZSTD[0] == "zstandard":
+            self._c = _ZSTD[1].ZstdCompressor(level=ZSTD_LEVEL)
+            self._d = _ZSTD[1].ZstdDecompressor()
+
+    def encode(self, data):
+        if self.name == "none" or not data:
+            return 0, data
+        if self.name == "zlib":
+            out = zlib.compress(data, ZLIB_LEVEL)
+        elif self._c is not None:
+            out = self._c.compress(data)
+        else:
+            out = _ZSTD[1].compress(data, ZSTD_LEVEL)
+        if len(out) >= len(data):
+            return 0, data
+        return CODEC_IDS[self.name], out
+
+    def decode(self, codec_id, payload, raw_len):
+        if codec_id == 0:
+            out = payload
+        elif codec_id == 1:
+            out = zlib.decompress(payload)
+        elif codec_id == 2 and self._d is not None:
+            out = self._d.decompress(payload, max_output_size=raw_len)
+        elif codec_id == 2 and _ZSTD:
+            out = _ZSTD[1].decompress(payload)
+        else:
+            raise AgentError(f"stream uses codec {codec_id} which is not available here")
+        if len(out) != raw_len:
+            raise AgentError(f"corrupt stream: piece of {len(out)} bytes, expected {raw_len}")
+        return out
+
+
+# --- framing ------------------------------------------------------------------------------------
+
+
+def write_frame(out, kind, payload=b""):
+    out.write(FRAME.pack(kind, len(payload)))
+    if payload:
+        out.write(payload)
+
+
+def write_json(out, obj):
+    write_frame(out, b"J", json.dumps(obj).encode())
+    out.flush()
+
+
+def read_exact(inp, n):
+    data = inp.read(n)
+    if data is None or len(data) != n:
+        raise Interrupted("the stream ended early")
+    return data
+
+
+def read_frame(inp):
+    kind, length = FRAME.unpack(read_exact(inp, FRAME.size))
+    return kind, read_exact(inp, length) if length else b""
+
+
+def read_json(inp):
+    kind, payload = read_frame(inp)
+    if kind != b"J":
+        raise AgentError(f"protocol error: expected a control message, got {kind!r}")
+    return json.loads(payload.decode())
+
+
+def expect_ok(msg):
+    if not msg.get("ok"):
+        raise AgentError(msg.get("error") or "the other end failed")
+    return msg
+
+
+# --- punching holes -----------------------------------------------------------------------------
+
+_fallocate = None
+
+
+def _libc_fallocate():
+    global _fallocate
+    if _fallocate is None:
+        libc = ctypes.CDLL(ctypes.util.find_library("c") or None, use_errno=True)
+        fn = getattr(libc, "fallocate64", None) or libc.fallocate
+        fn.argtypes = [ctypes.c_int, ctypes.c_int, ctypes.c_int64, ctypes.c_int64]
+        fn.restype = ctypes.c_int
+        _fallocate = fn
+    return _fallocate
+
+
+def punch_hole(fd, offset, length):
+    """Deallocate ``[offset, offset+length)``, keeping the size; partial blocks are zeroed.
+
+    Returns False when the filesystem cannot punch holes (the range then still reads as zeros
+    only if it was never written).
+    """
+    if length <= 0:
+        return True
+    if _libc_fallocate()(fd, FALLOC_FL_PUNCH_HOLE | FALLOC_FL_KEEP_SIZE, offset, length) == 0:
+        return True
+    err = ctypes.get_errno()
+    if err in (errno.EOPNOTSUPP, errno.ENOSYS, errno.ENOTSUP):
+        return False
+    raise OSError(err, "fallocate(PUNCH_HOLE) failed: " + os.strerror(err))
+
+
+# --- source -------------------------------------------------------------------------------------
+
+
+def _open_read(path):
+    flags = os.O_RDONLY | getattr(os, "O_CLOEXEC", 0)
+    noatime = getattr(os, "O_NOATIME", 0)
+    if noatime:
+        try:
+            return os.open(path, flags | noatime)
+        except OSError as exc:
+            if exc.errno != errno.EPERM:
+                raise
+    return os.open(path, flags)
+
+
+def describe_oserror(path, exc):
+    """``path: no such file`` and friends, for one-line messages."""
+    names = {
+        errno.ENOENT: "no such file or directory",
+        errno.EACCES: "permission denied",
+        errno.EPERM: "operation not permitted",
+        errno.EISDIR: "is a directory",
+        errno.ENOTDIR: "not a directory",
+        errno.ENOSPC: "no space left on device",
+        errno.EFBIG: "file too large (the file size limit was reached)",
+        errno.EDQUOT: "disk quota exceeded",
+        errno.EROFS: "read-only file system",
+        errno.EIO: "input/output error",
+    }
+    return f"{path}: {names.get(exc.errno, exc.strerror or str(exc))}"
+
+
+class Source:
+    """A regular file opened read-only."""
+
+    def __init__(self, path):
+        self.path = path
+        try:
+            self.fd = _open_read(path)
+        except OSError as exc:
+            raise AgentError(describe_oserror(path, exc)) from None
+        st = os.fstat(self.fd)
+        if stat.S_ISDIR(st.st_mode):
+            self.close()
+            raise AgentError(f"{path}: is a directory")
+        if not stat.S_ISREG(st.st_mode):
+            self.close()
+            raise AgentError(f"{path}: not a regular file")
+        self.st = st
+        self.size = st.st_size
+
+    def identity(self):
+        st = self.st
+        return {"size": st.st_size, "mtime_ns": st.st_mtime_ns, "ino": st.st_ino, "dev": st.st_dev}
+
+    def meta(self):
+        st = self.st
+        return {
+            "name": os.path.basename(self.path.rstrip("/")),
+            "size": st.st_size,
+            "mode": stat.S_IMODE(st.st_mode),
+            "uid": st.st_uid,
+            "gid": st.st_gid,
+            "atime_ns": st.st_atime_ns,
+            "mtime_ns": st.st_mtime_ns,
+            "allocated": st.st_blocks * 512,
+            "identity": self.identity(),
+        }
+
+    def data_ranges(self):
+        return seek_data_ranges(self.fd, self.size)
+
+    def read(self, start, end):
+        chunks = []
+        pos = start
+        while pos < end:
+            try:
+                data = os.pread(self.fd, end - pos, pos)
+            except OSError as exc:
+                raise AgentError(describe_oserror(self.path, exc)) from None
+            if not data:
+                raise AgentError(f"{self.path}: file shrank while being copied")
+            chunks.append(data)
+            pos += len(data)
+        return chunks[0] if len(chunks) == 1 else b"".join(chunks)
+
+    def window_crc(self, pieces):
+        crc = 0
+        for start, end in pieces:
+            crc = zlib.crc32(self.read(start, end), crc)
+        return crc
+
+    def check_unchanged(self):
+        st = os.fstat(self.fd)
+        if st.st_size != self.st.st_size or st.st_mtime_ns != self.st.st_mtime_ns:
+            raise AgentError(f"{self.path}: changed while being copied")
+
+    def close(self):
+        if self.fd >= 0:
+            os.close(self.fd)
+            self.fd = -1
+
+
+# --- destination --------------------------------------------------------------------------------
+
+
+def part_paths(final):
+    d, name = os.path.split(final)
+    part = os.path.join(d, "." + name + PART_SUFFIX)
+    return part, part + STATE_SUFFIX
+
+
+def _fsync_dir(path):
+    try:
+        fd = os.open(path or ".", os.O_RDONLY | getattr(os, "O_DIRECTORY", 0))
+    except OSError:
+        return
+    try:
+        os.fsync(fd)
+    except OSError:
+        pass
+    finally:
+        os.close(fd)
+
+
+def _unlink_quiet(path):
+    with contextlib.suppress(OSError):
+        os.unlink(path)
+
+
+def resolve_destination(path, name, want_dir=False):
+    """Where a copy of a file called ``name`` lands when asked to go to ``path``.
+
+    An existing directory receives ``name``; anything else names the file itself, whose
+    directory must exist. Returns the final path.
+    """
+    path = os.path.expanduser(path) if path else "."
+    if os.path.isdir(path):
+        return os.path.join(path, name)
+    if want_dir or path.endswith("/"):
+        raise AgentError(f"{path}: no such directory")
+    parent = os.path.dirname(path) or "."
+    if not os.path.isdir(parent):
+        if os.path.exists(parent):
+            raise AgentError(f"{parent}: not a directory")
+        raise AgentError(f"{parent}: no such directory")
+    return path
+
+
+class Destination:
+    """The file being written, under a temporary name until :meth:`finish` renames it.
+
+    ``meta`` is the source's :meth:`Source.meta`. :meth:`prepare` fixes the plan and says
+    from which window to continue; nothing exists on disk before it.
+    """
+
+    def __init__(self, final, meta, force=False, resume=False, verify=True, keep_owner=False):
+        self.final = final
+        self.meta = meta
+        self.size = meta["size"]
+        self.force = force
+        self.resume = resume
+        self.verify = verify
+        self.keep_owner = keep_owner
+        self.part, self.state_path = part_paths(final)
+        self.dir = os.path.dirname(final) or "."
+        self.fd = -1
+        self.plan = []
+        self.window = MIN_WINDOW
+        self.windows = []  # list of lists of pieces
+        self.verified = []  # CRC of each window verified so far
+        self.notes = []
+        self.punch_supported = True
+        self.bytes_written = 0
+        self.created = False
+        if os.path.isdir(final):
+            raise AgentError(f"{final}: is a directory")
+        if os.path.lexists(final) and not force:
+            raise AgentError(f"{final}: already exists (use --force to overwrite)")
+        try:
+            st = os.statvfs(self.dir)
+            self.fs_block = st.f_bsize
+            self.free = st.f_bavail * st.f_frsize
+        except OSError as exc:
+            raise AgentError(describe_oserror(self.dir, exc)) from None
+
+    def info(self):
+        return {"dest": self.final, "fs_block": self.fs_block, "free": self.free}
+
+    # -- plan and resume state ------------------------------------------------------------------
+
+    def prepare(self, plan, window):
+        """Open (or reopen, with --resume) the part file; return the first window to send."""
+        self.plan = plan
+        self.window = window
+        self.windows = list(iter_windows(plan, window))
+        state = self._load_state(plan_crc(plan, self.size)) if self.resume else None
+        if not self.resume and os.path.exists(self.part):
+            self.notes.append("discarded an interrupted copy (use --resume to continue one)")
+        flags = os.O_RDWR | os.O_CREAT | getattr(os, "O_CLOEXEC", 0)
+        try:
+            self.fd = os.open(self.part, flags, 0o600)
+        except OSError as exc:
+            raise AgentError(describe_oserror(self.part, exc)) from None
+        self.created = True
+        try:
+            fcntl.flock(self.fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except OSError:
+            os.close(self.fd)
+            self.fd = -1
+            self.created = False
+            raise AgentError(f"{self.part}: another ibdtool copy is writing it") from None
+        if state is not None and os.fstat(self.fd).st_size == self.size:
+            self.verified = list(state["windows"])[: len(self.windows)]
+            if self.verified and not self._readback_matches(len(self.verified) - 1):
+                self.notes.append("the interrupted copy does not read back right: starting over")
+                self.verified = []
+        if not self.verified:
+            self.verified = []
+            _unlink_quiet(self.state_path)
+            os.ftruncate(self.fd, 0)
+        remaining = sum(plan_bytes(w) for w in self.windows[len(self.verified) :])
+        try:
+            st = os.statvfs(self.dir)
+            free = st.f_bavail * st.f_frsize
+        except OSError:
+            free = self.free
+        if remaining + FREE_SPACE_SLACK > free:
+            raise AgentError(
+                f"{self.dir}: not enough free space: the copy needs {remaining} bytes, "
+                f"{free} are available"
+            )
+        try:
+            os.ftruncate(self.fd, self.size)
+        except OSError as exc:
+            raise self._oserror(exc) from None
+        return len(self.verified)
+
+    def _load_state(self, crc):
+        if not os.path.exists(self.part):
+            self.notes.append("nothing to resume: starting from the beginning")
+            return None
+        try:
+            with open(self.state_path) as f:
+                state = json.load(f)
+        except (OSError, ValueError):
+            state = None
+        if (
+            not isinstance(state, dict)
+            or state.get("protocol") != PROTOCOL
+            or state.get("plan_crc") != crc
+            or state.get("window") != self.window
+            or state.get("size") != self.size
+            or not isinstance(state.get("windows"), list)
+        ):
+            self.notes.append("no usable record of the interrupted copy: starting over")
+            return None
+        if state.get("source") != self.meta["identity"]:
+            self.notes.append("the source changed since the interrupted copy: starting over")
+            return None
+        return state
+
+    def _readback_matches(self, index):
+        got = 0
+        for start, end in self.windows[index]:
+            pos = start
+            while pos < end:
+                data = os.pread(self.fd, min(PIECE, end - pos), pos)
+                if not data:
+                    return False
+                got = zlib.crc32(data, got)
+                pos += len(data)
+        return got == self.verified[index]
+
+    def _save_state(self):
+        state = {
+            "protocol": PROTOCOL,
+            "source": self.meta["identity"],
+            "plan_crc": plan_crc(self.plan, self.size),
+            "window": self.window,
+            "size": self.size,
+            "windows": self.verified,
+        }
+        tmp = self.state_path + ".tmp"
+        with open(tmp, "w") as f:
+            json.dump(state, f)
+            f.flush()
+            os.fsync(f.fileno())
+        os.rename(tmp, self.state_path)
+
+    # -- writing -------------------------------------------------------------------------------
+
+    def _oserror(self, exc):
+        if exc.errno in (errno.ENOSPC, errno.EFBIG, errno.EDQUOT):
+            return AgentError(describe_oserror(self.final, exc))
+        return AgentError(describe_oserror(self.part, exc))
+
+    def write(self, offset, data):
+        view = memoryview(data)
+        pos = 0
+        try:
+            while pos < len(view):
+                pos += os.pwrite(self.fd, view[pos:], offset + pos)
+        except OSError as exc:
+            raise self._oserror(exc) from None
+        self.bytes_written += len(view)
+
+    def copy_from(self, src_fd, start, end):
+        """Copy ``[start, end)`` of ``src_fd`` in the kernel where possible."""
+        pos = start
+        cfr = getattr(os, "copy_file_range", None)
+        try:
+            while pos < end and cfr is not None:
+                try:
+                    n = cfr(src_fd, self.fd, end - pos, pos, pos)
+                except OSError as exc:
+                    if exc.errno in (errno.EXDEV, errno.ENOSYS, errno.EINVAL, errno.EOPNOTSUPP):
+                        cfr = None
+                        break
+                    raise
+                if n <= 0:
+                    cfr = None
+                    break
+                pos += n
+                self.bytes_written += n
+        except OSError as exc:
+            raise self._oserror(exc) from None
+        while pos < end:
+            try:
+                data = os.pread(src_fd, min(PIECE, end - pos), pos)
+            except OSError as exc:
+                raise AgentError(describe_oserror(self.final, exc)) from None
+            if not data:
+                raise AgentError("the source shrank while being copied")
+            self.write(pos, data)
+            pos += len(data)
+
+    def checkpoint(self, index, crc):
+        """Window ``index`` is written: make it durable, read it back, record it."""
+        if index != len(self.verified):
+            raise AgentError(f"protocol error: window {index} out of order")
+        try:
+            os.fdatasync(self.fd)
+        except OSError as exc:
+            raise self._oserror(exc) from None
+        self.verified.append(crc)
+        if self.verify and not self._readback_matches(index):
+            self.verified.pop()
+            first, last = self.windows[index][0][0], self.windows[index][-1][1]
+            raise VerifyError(
+                f"{self.final}: bytes {first}..{last} differ from the source after writing"
+            )
+        self._save_state()
+
+    def allocated(self):
+        return os.fstat(self.fd).st_blocks * 512 if self.fd >= 0 else 0
+
+    def punch(self, ranges):
+        """Punch ``ranges`` in the part file; False once the filesystem refuses."""
+        for start, end in ranges:
+            if not self.punch_supported:
+                return False
+            try:
+                self.punch_supported = punch_hole(self.fd, start, end - start)
+            except OSError as exc:
+                raise self._oserror(exc) from None
+        return self.punch_supported
+
+    def seal(self):
+        """Punch every hole, fsync, give the source's mode, owner and times."""
+        if len(self.verified) != len(self.windows):
+            raise AgentError("protocol error: the stream ended before the last window")
+        if not self.punch(complement(self.plan, self.size)):
+            self.notes.append(
+                f"{self.dir}: the filesystem cannot punch holes, the copy is not sparse"
+            )
+        m = self.meta
+        try:
+            os.fsync(self.fd)
+            os.fchmod(self.fd, m["mode"])
+            if self.keep_owner:
+                try:
+                    os.fchown(self.fd, m["uid"], m["gid"])
+                except OSError:
+                    self.notes.append("could not keep the owner of the source")
+            os.utime(self.fd, ns=(m["atime_ns"], m["mtime_ns"]))
+            os.fsync(self.fd)
+        except OSError as exc:
+            raise self._oserror(exc) from None
+        return self.allocated()
+
+    def commit(self):
+        """Rename the sealed part into place; the copy now exists under its final name."""
+        self._rename()
+        _unlink_quiet(self.state_path)
+        _fsync_dir(self.dir)
+        os.close(self.fd)
+        self.fd = -1
+
+    def finish(self):
+        allocated = self.seal()
+        self.commit()
+        return allocated
+
+    def _rename(self):
+        if self.force:
+            os.rename(self.part, self.final)
+            return
+        try:  # link() fails if the name appeared meanwhile: never clobber without --force
+            os.link(self.part, self.final)
+        except OSError as exc:
+            if exc.errno == errno.EEXIST:
+                raise AgentError(
+                    f"{self.final}: appeared during the copy; not overwritten"
+                ) from None
+            if os.path.lexists(self.final):
+                raise AgentError(
+                    f"{self.final}: already exists (use --force to overwrite)"
+                ) from None
+            os.rename(self.part, self.final)
+            return
+        os.unlink(self.part)
+
+    def abandon(self, keep):
+        """After a failure: keep the part for --resume when asked and useful, else remove."""
+        if self.fd >= 0:
+            os.close(self.fd)
+            self.fd = -1
+        if not self.created:
+            return False
+        if keep and self.verified:
+            return True
+        _unlink_quiet(self.part)
+        _unlink_quiet(self.state_path)
+        _unlink_quiet(self.state_path + ".tmp")
+        self.created = False
+        return False
+
+
+# --- streaming ----------------------------------------------------------------------------------
+
+
+class RateLimit:
+    def __init__(self, rate):
+        self.rate = rate
+        self.start = time.monotonic()
+        self.sent = 0
+
+    def account(self, n):
+        if not self.rate:
+            return
+        self.sent += n
+        ahead = self.sent / float(self.rate) - (time.monotonic() - self.start)
+        if ahead > 0:
+            time.sleep(ahead)
+
+
+def send_stream(out, src, windows, start, codec, verify=True, bwlimit=0, progress=None):
+    """Frames for ``windows[start:]`` of ``src``; ``progress(piece_end, raw, sent)``."""
+    limit = RateLimit(bwlimit)
+    for index in range(start, len(windows)):
+        crc = 0
+        for a, b in windows[index]:
+            data = src.read(a, b)
+            if verify:
+                crc = zlib.crc32(data, crc)
+            cid, payload = codec.encode(data)
+            out.write(FRAME.pack(b"D", DATA_HEAD.size + len(payload)))
+            out.write(DATA_HEAD.pack(a, len(data), cid))
+            out.write(payload)
+            limit.account(FRAME.size + DATA_HEAD.size + len(payload))
+            if progress is not None:
+                progress(b, len(data), FRAME.size + DATA_HEAD.size + len(payload))
+        write_frame(out, b"K", CHECK.pack(index, crc & 0xFFFFFFFF))
+        out.flush()
+    src.check_unchanged()
+    write_frame(out, b"E")
+    out.flush()
+
+
+def receive_stream(inp, dest, codec, on_window=None, progress=None):
+    """Apply frames to ``dest`` until ``E``; ``on_window(index)`` after each checkpoint."""
+    while True:
+        kind, payload = read_frame(inp)
+        if kind == b"D":
+            offset, raw_len, cid = DATA_HEAD.unpack_from(payload)
+            data = codec.decode(cid, payload[DATA_HEAD.size :], raw_len)
+            dest.write(offset, data)
+            if progress is not None:
+                progress(offset + raw_len, raw_len, len(payload) + FRAME.size)
+        elif kind == b"K":
+            index, crc = CHECK.unpack(payload)
+            dest.checkpoint(index, crc)
+            if on_window is not None:
+                on_window(index)
+        elif kind == b"E":
+            return
+        elif kind == b"J":
+            expect_ok(json.loads(payload.decode()))
+        else:
+            raise AgentError(f"protocol error: unexpected frame {kind!r}")
+
+
+# --- the remote program ---------------------------------------------------------------------------
+
+
+def _serve_receive(req, inp, out):
+    """Push: answer where the file goes, take the plan, apply the frames, rename."""
+    meta = req["meta"]
+    final = resolve_destination(req["path"], meta["name"], req.get("want_dir", False))
+    dest = Destination(
+        final, meta, force=req.get("force", False), resume=req.get("resume", False),
+        verify=req.get("verify", True),
+    )  # fmt: skip
+    write_json(out, dict(dest.info(), ok=True))
+    plan_msg = read_json(inp)
+    if plan_msg.get("op") != "plan":
+        return  # the sender gave up on this file (e.g. its own checks failed)
+    kind, blob = read_frame(inp)
+    if kind != b"M":
+        raise AgentError("protocol error: expected the plan")
+    finished = False
+    try:
+        start = dest.prepare(unpack_ranges(blob), plan_msg["window"])
+        write_json(out, {"ok": True, "start": start, "notes": dest.notes})
+        codec = Codec(plan_msg.get("codec", "none"))
+
+        def on_window(index):
+            write_json(out, {"ok": True, "window": index, "allocated": dest.allocated()})
+
+        receive_stream(inp, dest, codec, on_window=on_window)
+        allocated = dest.finish()
+        finished = True
+        write_json(
+            out,
+            {"ok": True, "done": True, "dest": final, "allocated": allocated, "notes": dest.notes,
+             "bytes_written": dest.bytes_written},
+        )  # fmt: skip
+    except AgentError as exc:
+        exc.fatal = True  # type: ignore[attr-defined]  # the stream is out of step now
+        dest.abandon(keep=False)
+        raise
+    finally:
+        if not finished:  # the link broke or a signal came: keep what was verified
+            dest.abandon(keep=True)
+
+
+def _serve_send(req, inp, out):
+    """Pull: describe the file and its data map, then stream the plan asked for."""
+    src = Source(os.path.expanduser(req["path"]))
+    try:
+        write_json(out, dict(src.meta(), ok=True, fs_block=os.fstatvfs(src.fd).f_bsize))
+        write_frame(out, b"M", pack_ranges(src.data_ranges()))
+        out.flush()
+        msg = read_json(inp)
+        if msg.get("op") != "stream":
+            return
+        plan = unpack_ranges(read_frame(inp)[1])
+        windows = list(iter_windows(plan, msg["window"]))
+        try:
+            send_stream(
+                out, src, windows, msg["start"], Codec(msg.get("codec", "none")),
+                verify=msg.get("verify", True), bwlimit=msg.get("bwlimit", 0),
+            )  # fmt: skip
+        except AgentError as exc:
+            exc.fatal = True  # type: ignore[attr-defined]
+            raise
+    finally:
+        src.close()
+
+
+def _on_signal(signum, frame):
+    raise Interrupted(f"signal {signum}")
+
+
+def main():
+    """The remote end: serve requests on stdin/stdout until ``bye`` or end of input."""
+    import signal
+
+    for sig in (signal.SIGHUP, signal.SIGTERM):
+        signal.signal(sig, _on_signal)
+    inp, out = sys.stdin.buffer, sys.stdout.buffer
+    out.write(MAGIC)
+    write_json(out, {"ok": True, "protocol": PROTOCOL, "python": sys.version.split()[0],
+                     "codecs": available_codecs()})  # fmt: skip
+    while True:
+        try:
+            req = read_json(inp)
+        except Interrupted:
+            return 0
+        op = req.get("op")
+        try:
+            if op == "receive":
+                _serve_receive(req, inp, out)
+            elif op == "send":
+                _serve_send(req, inp, out)
+            elif op == "bye":
+                return 0
+            else:
+                raise AgentError(f"unknown request {op!r}")
+        except Interrupted:
+            return 3
+        except (AgentError, OSError) as exc:
+            if isinstance(exc, AgentError):
+                message = str(exc)
+            else:
+                message = describe_oserror(req.get("path"), exc)
+            try:
+                write_json(out, {"ok": False, "error": message})
+            except OSError:
+                return 3
+            if getattr(exc, "fatal", False) or not isinstance(exc, AgentError):
+                return 2
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,730 @@
+"""``ibdtool copy`` across hosts: the system ssh, with the agent sent down the same channel.
+
+The remote host needs only ``python3`` (3.6 or later), not ibdtool: :func:`AgentSession.open`
+runs ``ssh [options] -- HOST python3 -c '<bootstrap>'`` through the system ``ssh`` (so the
+user's keys, ``~/.ssh/config``, ProxyJump and known_hosts apply), then writes the source of
+:mod:`ibdtool.copy_agent` on ssh's stdin, where the bootstrap reads and runs it. The remote
+command line is a fixed string; paths travel inside the protocol, never through the remote
+shell, so a path with spaces, quotes or ``;`` is copied, never executed.
+
+Push (local → remote) computes the plan here (data ranges minus what re-punching drops) and
+streams only those bytes; pull (remote → local) receives the remote file's data ranges and
+re-punches the copy here before it is renamed; remote → remote relays the frames through this
+host. Pieces are zstd-compressed when both ends have zstd (``--compress auto``). The receiving
+end verifies each window by reading it back after ``fdatasync`` and keeps a state file so
+``--resume`` continues after the last verified window.
+
+``ssh`` comes from ``-e/--rsh`` (rsync style), else ``$IBDTOOL_SSH``, else ``ssh``; each
+``--ssh-option`` becomes ``-o OPTION``.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import os
+import queue
+import shlex
+import subprocess
+import threading
+import time
+from collections import deque
+from collections.abc import Callable
+from dataclasses import dataclass
+from pathlib import Path
+from typing import IO, Any
+
+from ibdtool import copy_agent as agent
+from ibdtool.allocation import read_allocation
+from ibdtool.errors import IbdtoolError
+from ibdtool.sparsecopy import (
+    CopyFailed,
+    CopyInterrupted,
+    CopyOptions,
+    CopyProgress,
+    CopyResult,
+    ProgressFn,
+    VerifyFailed,
+    align_inward,
+    build_plan,
+    check_pages,
+    open_source,
+    scan_progress,
+    source_in_use_note,
+    union,
+    wants_repunch,
+    zero_blocks,
+)
+
+#: Run by the remote python3: check the version, then read and run the agent from stdin. It
+#: holds no quote, backslash, ``$`` or ``!``, so every common login shell passes it unchanged.
+BOOTSTRAP = (
+    "import sys;v=sys.version_info;"
+    "v>=(3,6) or sys.exit('ibdtool-agent: python3 3.6 or later is needed, found %d.%d' % v[:2]);"
+    "exec(compile(sys.stdin.buffer.read({n}),'ibdtool-agent','exec'))"
+)
+HANDSHAKE_LIMIT = 1 << 16
+STDERR_LINES = 40
+
+
+# --- locations -----------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class Location:
+    """``[user@]host:path`` (``host`` set) or a local path."""
+
+    host: str | None
+    path: str
+
+    def __str__(self) -> str:
+        return f"{self.host}:{self.path}" if self.host else self.path
+
+
+def parse_location(arg: str) -> Location:
+    """Split an argument as scp does: ``host:path`` is remote unless a ``/`` comes before the
+    first ``:`` (write ``./a:b`` for a local file with a colon). ``[v6]:path`` works."""
+    if arg.startswith("/") or arg.startswith("."):
+        return Location(None, arg)
+    if "[" in arg.split(":", 1)[0] and "]:" in arg:
+        host, _, path = arg.partition("]:")
+        host = host.replace("[", "")
+    else:
+        host, sep, path = arg.partition(":")
+        if not sep or not host or "/" in host:
+            return Location(None, arg)
+    if host.startswith("-") or any(c.isspace() for c in host):
+        raise IbdtoolError(f"{arg}: not a valid host name")
+    return Location(host, path)
+
+
+@dataclass(frozen=True)
+class SshConfig:
+    command: tuple[str, ...] = ("ssh",)
+    options: tuple[str, ...] = ()
+    remote_python: str = "python3"
+
+    @classmethod
+    def from_cli(
+        cls, rsh: str | None, options: tuple[str, ...], remote_python: str | None
+    ) -> SshConfig:
+        command = rsh or os.environ.get("IBDTOOL_SSH") or "ssh"
+        argv = tuple(shlex.split(command))
+        if not argv:
+            raise IbdtoolError("the ssh command is empty")
+        return cls(argv, options, remote_python or "python3")
+
+    def argv(self, host: str, remote_command: str) -> list[str]:
+        out = list(self.command)
+        for opt in self.options:
+            out += ["-o", opt]
+        return [*out, "--", host, remote_command]
+
+
+# --- one ssh connection running the agent --------------------------------------------------------
+
+
+class AgentSession:
+    """The agent on one host, over one ssh process; serves many files in turn."""
+
+    def __init__(self, host: str, cfg: SshConfig) -> None:
+        self.host = host
+        self.cfg = cfg
+        self.hello: dict[str, Any] = {}
+        self.proc: subprocess.Popen[bytes] | None = None
+        self._stderr: deque[str] = deque(maxlen=STDERR_LINES)
+        self._stderr_thread: threading.Thread | None = None
+        self.sent = 0
+        self.received = 0
+
+    # -- start and stop ------------------------------------------------------------------------
+
+    def open(self) -> AgentSession:
+        code = Path(agent.__file__).read_bytes()
+        remote = (
+            f"{shlex.quote(self.cfg.remote_python)} -c {shlex.quote(BOOTSTRAP.format(n=len(code)))}"
+        )
+        argv = self.cfg.argv(self.host, remote)
+        try:
+            self.proc = subprocess.Popen(
+                argv, stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE
+            )
+        except FileNotFoundError:
+            raise IbdtoolError(f"{argv[0]}: ssh client not found") from None
+        self._stderr_thread = threading.Thread(target=self._drain_stderr, daemon=True)
+        self._stderr_thread.start()
+        try:
+            self.stdin.write(code)
+            self.stdin.flush()
+            self._handshake()
+        except (OSError, agent.AgentError, ValueError):
+            raise self.failure(starting=True) from None
+        return self
+
+    @property
+    def stdin(self) -> IO[bytes]:
+        assert self.proc is not None and self.proc.stdin is not None
+        return self.proc.stdin
+
+    @property
+    def stdout(self) -> IO[bytes]:
+        assert self.proc is not None and self.proc.stdout is not None
+        return self.proc.stdout
+
+    def _drain_stderr(self) -> None:
+        assert self.proc is not None and self.proc.stderr is not None
+        for raw in self.proc.stderr:
+            line = raw.decode(errors="replace").rstrip()
+            if line:
+                self._stderr.append(line)
+
+    def _handshake(self) -> None:
+        seen = b""
+        while not seen.endswith(agent.MAGIC):
+            byte = self.stdout.read(1)
+            if not byte:
+                raise agent.Interrupted("no agent")
+            seen += byte
+            if len(seen) > HANDSHAKE_LIMIT:
+                break
+        if not seen.endswith(agent.MAGIC):
+            raise agent.AgentError("no agent")
+        junk = seen[: -len(agent.MAGIC)].decode(errors="replace").strip()
+        if junk:
+            raise IbdtoolError(
+                f"{self.host}: the remote shell printed text before the agent started "
+                f"({junk[:80]!r}); make the remote login files quiet for non-interactive shells"
+            )
+        self.hello = agent.expect_ok(agent.read_json(self.stdout))
+
+    def close(self) -> None:
+        proc = self.proc
+        if proc is None:
+            return
+        try:
+            if proc.poll() is None:
+                agent.write_json(self.stdin, {"op": "bye"})
+            self.stdin.close()
+        except OSError:
+            pass
+        try:
+            proc.wait(timeout=10)
+        except subprocess.TimeoutExpired:
+            proc.kill()
+            proc.wait()
+        self.proc = None
+
+    def kill(self) -> None:
+        if self.proc is not None and self.proc.poll() is None:
+            self.proc.kill()
+            self.proc.wait()
+
+    # -- messages --------------------------------------------------------------------------------
+
+    def send_json(self, obj: dict[str, Any]) -> None:
+        agent.write_json(self.stdin, obj)
+
+    def send_frame(self, kind: bytes, payload: bytes) -> None:
+        agent.write_frame(self.stdin, kind, payload)
+        self.stdin.flush()
+
+    def recv_json(self) -> dict[str, Any]:
+        msg = agent.read_json(self.stdout)
+        if not msg.get("ok"):
+            raise CopyFailed(f"{self.host}: {msg.get('error')}")
+        return msg
+
+    def recv_frame(self) -> tuple[bytes, bytes]:
+        return agent.read_frame(self.stdout)
+
+    @property
+    def codecs(self) -> list[str]:
+        return list(self.hello.get("codecs", ["none"]))
+
+    # -- failures --------------------------------------------------------------------------------
+
+    def _exit_status(self, wait: float = 5.0) -> int | None:
+        if self.proc is None:
+            return None
+        try:
+            return self.proc.wait(timeout=wait)
+        except subprocess.TimeoutExpired:
+            return None
+
+    def failure(self, starting: bool = False, agent_error: str | None = None) -> IbdtoolError:
+        """The one-line error for a session that broke."""
+        if agent_error:
+            return CopyFailed(f"{self.host}: {agent_error}")
+        status = self._exit_status()
+        if self._stderr_thread is not None:
+            self._stderr_thread.join(timeout=2)
+        lines = list(self._stderr)
+        last = lines[-1] if lines else ""
+        for line in lines:
+            if line.startswith("ibdtool-agent:"):
+                return CopyFailed(f"{self.host}: {line.split(':', 1)[1].strip()}")
+        if starting and status == 127:
+            return CopyFailed(
+                f"{self.host}: {self.cfg.remote_python} not found on the remote host (ibdtool "
+                "copy runs a small python3 program there; install python3 or pass "
+                "--remote-python PATH)"
+            )
+        if starting and status == 255:
+            return CopyFailed(f"{self.host}: ssh failed: {last or 'exit status 255'}")
+        if starting:
+            why = last or f"exit status {status}"
+            return CopyFailed(f"{self.host}: the remote agent did not start: {why}")
+        why = f"ssh exited with status {status}" if status is not None else "the stream broke"
+        if last:
+            why += f": {last}"
+        return CopyFailed(f"{self.host}: connection lost ({why})")
+
+
+class Sessions:
+    """One agent session per host, opened on first use."""
+
+    def __init__(self, cfg: SshConfig) -> None:
+        self.cfg = cfg
+        self._open: dict[str, AgentSession] = {}
+
+    def get(self, host: str) -> AgentSession:
+        session = self._open.get(host)
+        if session is None or session.proc is None or session.proc.poll() is not None:
+            session = self._open[host] = AgentSession(host, self.cfg).open()
+        return session
+
+    def drop(self, host: str) -> None:
+        session = self._open.pop(host, None)
+        if session is not None:
+            session.kill()
+
+    def close(self) -> None:
+        for session in self._open.values():
+            session.close()
+        self._open.clear()
+
+
+# --- watching the receiver's answers while streaming ---------------------------------------------
+
+
+class Replies:
+    """Reads the receiving agent's messages in a thread while this one streams to it."""
+
+    def __init__(self, session: AgentSession, on_window: Callable[[dict[str, Any]], None]):
+        self.session = session
+        self.on_window = on_window
+        self.done: queue.Queue[dict[str, Any] | BaseException] = queue.Queue()
+        self.error: str | None = None
+        self.thread = threading.Thread(target=self._run, daemon=True)
+        self.thread.start()
+
+    def _run(self) -> None:
+        try:
+            while True:
+                msg = agent.read_json(self.session.stdout)
+                if not msg.get("ok"):
+                    self.error = str(msg.get("error"))
+                    self.done.put(msg)
+                    return
+                if msg.get("done"):
+                    self.done.put(msg)
+                    return
+                if "window" in msg:
+                    self.on_window(msg)
+        except BaseException as exc:
+            self.done.put(exc)
+
+    def wait(self) -> dict[str, Any]:
+        item = self.done.get()
+        if isinstance(item, BaseException) or not item.get("ok"):
+            raise self.session.failure(agent_error=self.error)
+        return item
+
+
+# --- codecs --------------------------------------------------------------------------------------
+
+
+def choose_codec(wanted: str, *sides: list[str], notes: list[str]) -> str:
+    common = [c for c in agent.available_codecs() if all(c in s for s in sides)]
+    if wanted == "auto":
+        if "zstd" in common:
+            return "zstd"
+        notes.append(
+            "the remote python3 has no zstd (pip install zstandard there, or Python 3.14+): "
+            "sending uncompressed"
+        )
+        return "none"
+    if wanted not in common:
+        raise IbdtoolError(f"--compress {wanted}: not available on the remote host")
+    return wanted
+
+
+# --- push, pull, relay ---------------------------------------------------------------------------
+
+
+@dataclass
+class _Meter:
+    """Counts for the progress line."""
+
+    size: int
+    progress: ProgressFn | None
+    read: int = 0
+    sent: int = 0
+    dest_allocated: int = 0
+    windows: int = 0
+
+    def piece(self, end: int, raw: int, wire: int) -> None:
+        self.read += raw
+        self.sent += wire
+        if self.progress is not None:
+            self.progress(
+                CopyProgress("copy", end, self.size, self.read, self.sent, self.dest_allocated)
+            )
+
+
+def _interrupted(dest: str) -> CopyInterrupted:
+    return CopyInterrupted(
+        f"interrupted: the verified part of {dest} is kept; run the same command with "
+        "--resume to continue"
+    )
+
+
+def push(
+    session: AgentSession,
+    src: str,
+    dst: Location,
+    opts: CopyOptions,
+    *,
+    want_dir: bool,
+    progress: ProgressFn | None = None,
+) -> CopyResult:
+    """Copy the local file ``src`` to ``dst`` on ``session``'s host."""
+    t0 = time.monotonic()
+    source = open_source(src)
+    try:
+        alloc = read_allocation(source.fd)
+        result = CopyResult(src, str(dst), source.size, alloc.allocated, verify=opts.verify)
+        note = source_in_use_note(src)
+        if note:
+            result.notes.append(note)
+        try:
+            session.send_json(
+                {
+                    "op": "receive",
+                    "path": dst.path,
+                    "meta": source.meta(),
+                    "force": opts.force,
+                    "resume": opts.resume,
+                    "verify": opts.verify != "none",
+                    "want_dir": want_dir,
+                }
+            )
+            reply = session.recv_json()
+        except (OSError, agent.AgentError):
+            raise session.failure() from None
+        result.dest = f"{session.host}:{reply['dest']}"
+        try:
+            plan = build_plan(
+                src,
+                source,
+                alloc,
+                repunch=opts.repunch,
+                dig_holes=opts.dig_holes,
+                block=min(alloc.fs_block_size, int(reply["fs_block"])),
+                progress=progress,
+            )
+            codec = choose_codec(opts.compress, session.codecs, notes=result.notes)
+        except BaseException:
+            session.send_json({"op": "skip"})
+            raise
+        result.notes += plan.notes
+        result.needless, result.zero_block_bytes = plan.needless, plan.zero_block_bytes
+        result.data_ranges, result.plan_bytes, result.codec = plan.data_ranges, plan.bytes, codec
+        window = agent.choose_window(plan.bytes)
+        windows = list(agent.iter_windows(plan.ranges, window))
+        meter = _Meter(source.size, progress)
+        try:
+            session.send_json({"op": "plan", "window": window, "codec": codec})
+            session.send_frame(b"M", agent.pack_ranges(plan.ranges))
+            started = session.recv_json()
+            result.notes += started.get("notes", [])
+            start = int(started["start"])
+            result.windows = len(windows)
+            result.resumed_bytes = sum(agent.plan_bytes(w) for w in windows[:start])
+
+            def on_window(msg: dict[str, Any]) -> None:
+                meter.dest_allocated = int(msg.get("allocated", 0))
+                meter.windows += 1
+
+            replies = Replies(session, on_window)
+            # an OSError means the receiver went away: its reply (or ssh's stderr) says why
+            with contextlib.suppress(OSError):
+                agent.send_stream(
+                    session.stdin,
+                    source,
+                    windows,
+                    start,
+                    agent.Codec(codec),
+                    verify=opts.verify != "none",
+                    bwlimit=opts.bwlimit,
+                    progress=meter.piece,
+                )
+            done = replies.wait()
+        except KeyboardInterrupt:
+            session.kill()
+            raise _interrupted(result.dest) from None
+        except agent.AgentError as exc:
+            raise CopyFailed(str(exc)) from None
+        except (OSError, agent.Interrupted):
+            raise session.failure() from None
+        except CopyFailed as exc:
+            if meter.windows and "connection lost" in exc.message:
+                exc = CopyFailed(f"{exc.message}; run the same command with --resume to continue")
+            raise exc from None
+        result.bytes_read, result.bytes_sent = meter.read, meter.sent
+        result.dest_allocated = int(done["allocated"])
+        result.notes += [n for n in done.get("notes", []) if n not in result.notes]
+        if opts.verify == "full" and plan.is_tablespace:
+            result.pages = check_pages(src)
+            result.pages["where"] = "source (the copy reads back byte for byte the same)"
+    finally:
+        source.close()
+    result.elapsed = time.monotonic() - t0
+    return result
+
+
+def pull(
+    session: AgentSession,
+    src: Location,
+    dst: str,
+    opts: CopyOptions,
+    *,
+    want_dir: bool,
+    progress: ProgressFn | None = None,
+) -> CopyResult:
+    """Copy ``src`` on ``session``'s host to the local path ``dst``."""
+    t0 = time.monotonic()
+    try:
+        session.send_json({"op": "send", "path": src.path})
+        meta = session.recv_json()
+        kind, blob = session.recv_frame()
+    except (OSError, agent.AgentError):
+        raise session.failure() from None
+    if kind != b"M":
+        raise session.failure()
+    ranges = agent.unpack_ranges(blob)
+    try:
+        final = agent.resolve_destination(dst, meta["name"], want_dir)
+        dest = agent.Destination(
+            final,
+            meta,
+            force=opts.force,
+            resume=opts.resume,
+            verify=opts.verify != "none",
+        )
+    except agent.AgentError as exc:
+        session.send_json({"op": "skip"})
+        raise CopyFailed(str(exc)) from None
+    result = CopyResult(str(src), final, int(meta["size"]), int(meta["allocated"]))
+    result.verify, result.data_ranges, result.plan_bytes = opts.verify, len(ranges), 0
+    meter = _Meter(result.logical_size, progress)
+    finished = False
+    try:
+        codec = choose_codec(opts.compress, session.codecs, notes=result.notes)
+        window = agent.choose_window(agent.plan_bytes(ranges))
+        start = dest.prepare(ranges, window)
+        result.notes += dest.notes
+        result.codec, result.windows = codec, len(dest.windows)
+        result.plan_bytes = agent.plan_bytes(ranges)
+        result.resumed_bytes = sum(agent.plan_bytes(w) for w in dest.windows[:start])
+        session.send_json(
+            {
+                "op": "stream",
+                "window": window,
+                "start": start,
+                "codec": codec,
+                "verify": opts.verify != "none",
+                "bwlimit": opts.bwlimit,
+            }
+        )
+        session.send_frame(b"M", agent.pack_ranges(ranges))
+
+        def on_window(index: int) -> None:
+            meter.dest_allocated = dest.allocated()
+
+        agent.receive_stream(
+            session.stdout, dest, agent.Codec(codec), on_window=on_window, progress=meter.piece
+        )
+        result.bytes_read, result.bytes_sent = meter.read, meter.sent
+        _repunch_received(dest, opts, result, progress)
+        result.dest_allocated = dest.seal()
+        result.notes += [n for n in dest.notes if n not in result.notes]
+        if opts.verify == "full" and (result.needless is not None or _looks_like_ibd(final)):
+            result.pages = check_pages(dest.part)
+            result.pages["where"] = "destination"
+        dest.commit()
+        finished = True
+    except KeyboardInterrupt:
+        dest.abandon(keep=True)
+        session.kill()
+        raise _interrupted(final) from None
+    except agent.VerifyError as exc:
+        raise VerifyFailed(str(exc)) from None
+    except agent.Interrupted:
+        kept = dest.abandon(keep=True)
+        err = session.failure()
+        if kept:
+            err = CopyFailed(f"{err.message}; run the same command with --resume to continue")
+        raise err from None
+    except agent.AgentError as exc:
+        raise CopyFailed(str(exc)) from None
+    except OSError:
+        raise session.failure() from None
+    finally:
+        if not finished and dest.fd >= 0:
+            dest.abandon(keep=False)
+    result.elapsed = time.monotonic() - t0
+    return result
+
+
+def _looks_like_ibd(path: str) -> bool:
+    return path.endswith(".ibd")
+
+
+def _repunch_received(
+    dest: agent.Destination, opts: CopyOptions, result: CopyResult, progress: ProgressFn | None
+) -> None:
+    """Pull: re-punch the received part file here, before it is sealed and renamed."""
+    from ibdtool.repunch import needless_ranges
+    from ibdtool.tablespace import Tablespace
+
+    drop: list[tuple[int, int]] = []
+    alloc = read_allocation(dest.fd)
+    if wants_repunch(dest.final, opts.repunch):
+        try:
+            with Tablespace(dest.part) as ts:
+                result.needless = needless_ranges(ts, alloc, scan_progress(progress, ts))
+            drop = align_inward(result.needless.ranges, dest.fs_block)
+        except IbdtoolError as exc:
+            if opts.repunch:
+                raise
+            result.notes.append(f"not re-punched: {exc.message}")
+    if opts.dig_holes:
+        src = agent.Source(dest.part)
+        try:
+            zeros = zero_blocks(src.read, list(alloc.data_ranges), dest.fs_block, lambda n: None)
+        finally:
+            src.close()
+        result.zero_block_bytes = agent.plan_bytes(zeros)
+        drop = union(drop, zeros)
+    if drop:
+        dest.punch(drop)
+
+
+def relay(
+    src_session: AgentSession,
+    src: Location,
+    dst_session: AgentSession,
+    dst: Location,
+    opts: CopyOptions,
+    *,
+    want_dir: bool,
+    progress: ProgressFn | None = None,
+) -> CopyResult:
+    """Remote to remote through this host (no re-punching: neither end has ibdtool)."""
+    t0 = time.monotonic()
+    try:
+        src_session.send_json({"op": "send", "path": src.path})
+        meta = src_session.recv_json()
+        _, blob = src_session.recv_frame()
+    except (OSError, agent.AgentError):
+        raise src_session.failure() from None
+    ranges = agent.unpack_ranges(blob)
+    result = CopyResult(str(src), str(dst), int(meta["size"]), int(meta["allocated"]))
+    result.verify, result.data_ranges = opts.verify, len(ranges)
+    result.plan_bytes = agent.plan_bytes(ranges)
+    meta.pop("ok", None)
+    meta.pop("fs_block", None)
+    try:
+        dst_session.send_json(
+            {
+                "op": "receive",
+                "path": dst.path,
+                "meta": meta,
+                "force": opts.force,
+                "resume": opts.resume,
+                "verify": opts.verify != "none",
+                "want_dir": want_dir,
+            }
+        )
+        reply = dst_session.recv_json()
+    except CopyFailed:
+        src_session.send_json({"op": "skip"})
+        raise
+    except (OSError, agent.AgentError):
+        raise dst_session.failure() from None
+    result.dest = f"{dst_session.host}:{reply['dest']}"
+    if opts.repunch:
+        result.notes.append("not re-punched: neither end of a remote-to-remote copy has ibdtool")
+    codec = choose_codec(opts.compress, src_session.codecs, dst_session.codecs, notes=result.notes)
+    result.codec = codec
+    window = agent.choose_window(result.plan_bytes)
+    meter = _Meter(result.logical_size, progress)
+    try:
+        dst_session.send_json({"op": "plan", "window": window, "codec": codec})
+        dst_session.send_frame(b"M", agent.pack_ranges(ranges))
+        started = dst_session.recv_json()
+        start = int(started["start"])
+        result.notes += started.get("notes", [])
+        windows = list(agent.iter_windows(ranges, window))
+        result.windows = len(windows)
+        result.resumed_bytes = sum(agent.plan_bytes(w) for w in windows[:start])
+        src_session.send_json(
+            {
+                "op": "stream",
+                "window": window,
+                "start": start,
+                "codec": codec,
+                "verify": opts.verify != "none",
+                "bwlimit": opts.bwlimit,
+            }
+        )
+        src_session.send_frame(b"M", agent.pack_ranges(ranges))
+
+        def on_window(msg: dict[str, Any]) -> None:
+            meter.dest_allocated = int(msg.get("allocated", 0))
+
+        replies = Replies(dst_session, on_window)
+        try:
+            while True:
+                kind, payload = src_session.recv_frame()
+                dst_session.stdin.write(agent.FRAME.pack(kind, len(payload)))
+                dst_session.stdin.write(payload)
+                if kind == b"D":
+                    offset, raw, _ = agent.DATA_HEAD.unpack_from(payload)
+                    meter.piece(offset + raw, raw, len(payload) + agent.FRAME.size)
+                elif kind == b"J":
+                    agent.expect_ok(json.loads(payload.decode()))
+                elif kind == b"E":
+                    dst_session.stdin.flush()
+                    break
+                else:
+                    dst_session.stdin.flush()
+        except agent.AgentError as exc:
+            raise CopyFailed(f"{src_session.host}: {exc}") from None
+        except agent.Interrupted:
+            raise src_session.failure() from None
+        except OSError:
+            pass  # the receiver went away: its reply says why
+        done = replies.wait()
+    except KeyboardInterrupt:
+        src_session.kill()
+        dst_session.kill()
+        raise _interrupted(result.dest) from None
+    except (OSError, agent.Interrupted):
+        raise dst_session.failure() from None
+    result.bytes_read, result.bytes_sent = meter.read, meter.sent
+    result.dest_allocated = int(done["allocated"])
+    result.notes += [n for n in done.get("notes", []) if n not in result.notes]
+    result.elapsed = time.monotonic() - t0
+    return result

@@ -1,0 +1,227 @@
+"""InnoDB-aware re-punching: which bytes of a tablespace are needless, and who holds the file.
+
+A tablespace that lost its holes (copied with scp, cat, or a tool that expands sparse files)
+still holds, in every compressed page slot, the zero bytes beyond the stored image, and whole
+all-zero pages. The server never reads them: MySQL type-14 pages end at ``38 + compressed size``,
+MariaDB page_compressed images at their stored size, and the server punches the rest when it
+writes. :func:`needless_ranges` finds them from :meth:`Tablespace.pages` (``PageInfo.empty``,
+``stored_size``, ``compression``) so a copy can leave them out, as the server would have.
+
+Two rules keep this safe: a range is needless only if its bytes are zero now (so the punched
+file reads back byte for byte the same, and a stale tail left by a server that could not punch
+is kept), and a compressed page counts only when it decodes and its checksum verifies.
+Punching ``[image end, slot end)`` frees the whole filesystem blocks in it whatever the block
+size, i.e. down to ``align_up(image, block)`` as the server does.
+
+:func:`users_of` tells whether a server may be using a file, for ``--in-place``: an fcntl lock
+(innochecksum's test; MySQL 5.7 holds one on each open tablespace), any process holding the
+file open (MariaDB 10.11 holds no lock), and a ``mysqld``/``mariadbd`` whose working directory,
+its data directory, contains the file (MySQL 8.0 closes idle tablespaces).
+"""
+
+from __future__ import annotations
+
+import fcntl
+import os
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from ibdtool.allocation import Allocation
+from ibdtool.tablespace import Tablespace
+from parsers.page import PageInfo
+
+#: process names of the servers whose data directory is their working directory
+SERVER_NAMES = frozenset({"mysqld", "mariadbd", "mysqld-debug", "mariadbd-debug"})
+
+
+@dataclass
+class Needless:
+    """Zero byte ranges a tablespace does not need, and what they came from."""
+
+    ranges: list[tuple[int, int]] = field(default_factory=list)
+    compressed_slots: int = 0  # compressed pages with a zero tail beyond their image
+    zero_pages: int = 0  # all-zero pages
+    stale_tails: int = 0  # compressed pages with non-zero bytes beyond their image (kept)
+    pages_scanned: int = 0
+
+    @property
+    def bytes(self) -> int:
+        return sum(end - start for start, end in self.ranges)
+
+    def to_json(self) -> dict[str, int]:
+        return {
+            "bytes": self.bytes,
+            "compressed_slots": self.compressed_slots,
+            "zero_pages": self.zero_pages,
+            "stale_tails": self.stale_tails,
+            "pages_scanned": self.pages_scanned,
+        }
+
+
+def candidate_runs(alloc: Allocation | None, page_size: int, n_pages: int) -> list[range]:
+    """Runs of pages worth decoding: every page, or (given the file's allocation) only the
+    pages whose whole slot is allocated; a partly allocated slot was punched by the server."""
+    if alloc is None:
+        return [range(0, n_pages)] if n_pages else []
+    per_page = alloc.per_page_allocated(page_size, n_pages)
+    runs: list[range] = []
+    start = None
+    for n in range(n_pages + 1):
+        full = n < n_pages and per_page[n] == page_size
+        if full and start is None:
+            start = n
+        elif not full and start is not None:
+            runs.append(range(start, n))
+            start = None
+    return runs
+
+
+def _tail_start(info: PageInfo, read_slot: Callable[[], bytes]) -> tuple[int, str] | None:
+    """Where the needless zero bytes of one page slot start, and why; None if it has none.
+
+    ``"zero"``: an all-zero page; ``"tail"``: a compressed page's zeros beyond its image;
+    ``"stale"``: a compressed page with non-zero bytes beyond its image (only zeros after the
+    last of them count).
+    """
+    if info.empty:
+        return 0, "zero"
+    if not info.is_compressed or not info.stored_size:
+        return None
+    if info.checksum_valid is False or info.problem:
+        return None  # do not trust the sizes of a damaged page
+    slot = read_slot()
+    image = info.stored_size
+    if image >= len(slot):
+        return None
+    kept = len(slot[image:].rstrip(b"\0"))
+    return image + kept, "stale" if kept else "tail"
+
+
+def needless_ranges(
+    ts: Tablespace,
+    alloc: Allocation | None = None,
+    progress: Callable[[int, int], None] | None = None,
+) -> Needless:
+    """The needless zero ranges of ``ts`` (see module doc), sorted and merged.
+
+    With ``alloc`` (the file's :class:`Allocation`) only fully allocated page slots are
+    decoded: on a file that kept its holes that is a handful of pages.
+    ``progress(pages_done, pages_total)`` is called now and then.
+    """
+    out = Needless()
+    psize = ts.physical_size
+    runs = candidate_runs(alloc, psize, ts.n_pages)
+    total = sum(len(r) for r in runs)
+    done = 0
+    for run in runs:
+        for info in ts.pages(run.start, run.stop):
+            done += 1
+            slot_start = info.page_no * psize
+            found = _tail_start(info, lambda: ts.read(slot_start, psize))  # noqa: B023
+            if found is not None:
+                start, why = found
+                if why == "zero":
+                    out.zero_pages += 1
+                elif why == "tail":
+                    out.compressed_slots += 1
+                else:
+                    out.stale_tails += 1
+                if start < psize:
+                    _append(out.ranges, slot_start + start, slot_start + psize)
+            if progress is not None and done % 1024 == 0:
+                progress(done, total)
+    out.pages_scanned = done
+    if progress is not None:
+        progress(done, total)
+    return out
+
+
+def _append(ranges: list[tuple[int, int]], start: int, end: int) -> None:
+    if ranges and ranges[-1][1] == start:
+        ranges[-1] = (ranges[-1][0], end)
+    elif end > start:
+        ranges.append((start, end))
+
+
+# --- who uses the file ------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class User:
+    pid: int
+    name: str
+    how: str  # "open", "datadir"
+
+    def describe(self) -> str:
+        if self.how == "datadir":
+            return f"{self.name} (pid {self.pid}) runs on the data directory holding it"
+        return f"{self.name} (pid {self.pid}) has it open"
+
+
+def _proc_name(pid: str) -> str:
+    try:
+        return Path(f"/proc/{pid}/comm").read_text().strip()
+    except OSError:
+        return "?"
+
+
+def _iter_pids() -> Iterator[str]:
+    try:
+        names = os.listdir("/proc")
+    except OSError:
+        return
+    me = str(os.getpid())
+    for name in names:
+        if name.isdigit() and name != me:
+            yield name
+
+
+def users_of(path: str | os.PathLike[str]) -> tuple[list[User], bool]:
+    """Processes that have ``path`` open, or are a server whose data directory holds it.
+
+    Returns the users and whether every process could be examined (without root, other
+    users' processes cannot).
+    """
+    st = os.stat(path)
+    target = (st.st_dev, st.st_ino)
+    ancestors = {Path(path).resolve().parent, Path(path).resolve().parent.parent}
+    users: list[User] = []
+    complete = True
+    for pid in _iter_pids():
+        fd_dir = f"/proc/{pid}/fd"
+        try:
+            fds = os.listdir(fd_dir)
+        except PermissionError:
+            complete = False
+            continue
+        except OSError:
+            continue  # the process is gone
+        for fd in fds:
+            try:
+                fst = os.stat(f"{fd_dir}/{fd}")
+            except OSError:
+                continue
+            if (fst.st_dev, fst.st_ino) == target:
+                users.append(User(int(pid), _proc_name(pid), "open"))
+                break
+        else:
+            name = _proc_name(pid)
+            if name in SERVER_NAMES:
+                try:
+                    cwd = Path(os.readlink(f"/proc/{pid}/cwd")).resolve()
+                except OSError:
+                    complete = False
+                    continue
+                if cwd in ancestors:
+                    users.append(User(int(pid), name, "datadir"))
+    return users, complete
+
+
+def lock_exclusive(fd: int) -> bool:
+    """Take an fcntl write lock on the whole file, as innochecksum does; False if held."""
+    try:
+        fcntl.lockf(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+    except OSError:
+        return False
+    return True

@@ -1,0 +1,564 @@
+"""Local sparse copies and in-place re-punching: the engine of ``ibdtool copy`` on one host.
+
+A copy writes only a *plan*: the source's data ranges (``SEEK_DATA``/``SEEK_HOLE``, from
+:mod:`ibdtool.allocation`) minus, for a tablespace, the needless zero bytes
+:mod:`ibdtool.repunch` finds (so a densified ``.ibd`` regains the holes its server made) and,
+with ``dig_holes``, every all-zero filesystem block (as ``cp --sparse=always`` does). Data moves
+with ``os.copy_file_range`` (in the kernel; a reflink where the filesystem can), falling back
+to ``pread``/``pwrite``. Everything outside the plan is punched with ``fallocate`` at the end.
+The file lives under a temporary name in the destination directory until it is fsynced,
+verified and renamed (:class:`ibdtool.copy_agent.Destination`, shared with the remote end).
+
+Verification, per window of the plan: after ``fdatasync`` the window is read back and its
+CRC-32 compared with the source's (``verify="data"``); for a tablespace ``verify="full"`` also
+checks every page checksum of the copy (:func:`ibdtool.checkscan.check_file`) before the
+rename. The read-back comes from the page cache: it proves the file holds the source's bytes,
+not that the disk kept them.
+
+The engine reports through a ``progress(CopyProgress)`` callback; the CLI draws it.
+"""
+
+from __future__ import annotations
+
+import os
+import time
+from collections.abc import Callable, Iterable
+from dataclasses import dataclass, field
+from typing import Any
+
+from ibdtool import copy_agent as agent
+from ibdtool.allocation import Allocation, read_allocation
+from ibdtool.errors import ExitCode, IbdtoolError, InputError
+from ibdtool.repunch import Needless, lock_exclusive, needless_ranges, users_of
+from ibdtool.tablespace import Tablespace
+from parsers.layout import align_up
+
+Ranges = list[tuple[int, int]]
+
+VERIFY_MODES = ("full", "data", "none")
+ZERO_SCAN_CHUNK = 8 << 20
+
+
+class CopyFailed(IbdtoolError):
+    """The copy could not be made; nothing is left under the final name."""
+
+
+class VerifyFailed(IbdtoolError):
+    """The copy does not read back as the source (exit 1, like a failed checksum)."""
+
+    exit_code = ExitCode.FOUND
+
+
+class CopyInterrupted(IbdtoolError):
+    """Stopped part way; the verified part is kept for ``--resume``."""
+
+    exit_code = ExitCode.INTERRUPTED
+
+
+@dataclass(frozen=True)
+class CopyOptions:
+    force: bool = False
+    resume: bool = False
+    repunch: bool | None = None  # None: for files named *.ibd
+    dig_holes: bool = False
+    verify: str = "full"
+    compress: str = "auto"
+    bwlimit: int = 0
+
+
+@dataclass(frozen=True)
+class CopyProgress:
+    """One progress event: ``phase`` is ``scan`` (pages), ``copy`` (bytes) or ``check``."""
+
+    phase: str
+    done: int
+    total: int
+    read: int = 0
+    sent: int = 0
+    dest_allocated: int = 0
+
+
+ProgressFn = Callable[[CopyProgress], None]
+
+
+@dataclass
+class CopyResult:
+    source: str
+    dest: str
+    logical_size: int
+    source_allocated: int
+    dest_allocated: int = 0
+    data_ranges: int = 0
+    plan_bytes: int = 0
+    bytes_read: int = 0
+    bytes_sent: int = 0
+    codec: str = "none"
+    resumed_bytes: int = 0
+    needless: Needless | None = None
+    zero_block_bytes: int = 0
+    verify: str = "full"
+    windows: int = 0
+    pages: dict[str, Any] | None = None
+    notes: list[str] = field(default_factory=list)
+    elapsed: float = 0.0
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "source": self.source,
+            "dest": self.dest,
+            "logical_size": self.logical_size,
+            "source_allocated": self.source_allocated,
+            "dest_allocated": self.dest_allocated,
+            "data_ranges": self.data_ranges,
+            "plan_bytes": self.plan_bytes,
+            "bytes_read": self.bytes_read,
+            "bytes_sent": self.bytes_sent,
+            "codec": self.codec,
+            "resumed_bytes": self.resumed_bytes,
+            "repunch": self.needless.to_json() if self.needless else None,
+            "zero_block_bytes": self.zero_block_bytes,
+            "verify": self.verify,
+            "windows": self.windows,
+            "pages": self.pages,
+            "notes": self.notes,
+            "elapsed_s": round(self.elapsed, 3),
+        }
+
+
+# --- range algebra ----------------------------------------------------------------------------
+
+
+def union(a: Iterable[tuple[int, int]], b: Iterable[tuple[int, int]]) -> Ranges:
+    """Sorted, merged union of two range lists."""
+    out: Ranges = []
+    for start, end in sorted([*a, *b]):
+        if end <= start:
+            continue
+        if out and start <= out[-1][1]:
+            out[-1] = (out[-1][0], max(out[-1][1], end))
+        else:
+            out.append((start, end))
+    return out
+
+
+def subtract(a: Ranges, b: Ranges) -> Ranges:
+    """``a`` without ``b``; both sorted and disjoint."""
+    out: Ranges = []
+    j = 0
+    for start, end in a:
+        pos = start
+        while j < len(b) and b[j][1] <= pos:
+            j += 1
+        k = j
+        while k < len(b) and b[k][0] < end:
+            if b[k][0] > pos:
+                out.append((pos, b[k][0]))
+            pos = max(pos, b[k][1])
+            k += 1
+        if pos < end:
+            out.append((pos, end))
+    return out
+
+
+def align_inward(ranges: Ranges, block: int) -> Ranges:
+    """Each range shrunk to whole ``block``s (what a filesystem can actually free)."""
+    out: Ranges = []
+    for start, end in ranges:
+        s, e = align_up(start, block), end // block * block
+        if e > s:
+            out.append((s, e))
+    return out
+
+
+def zero_blocks(
+    read: Callable[[int, int], bytes], ranges: Ranges, block: int, progress: Callable[[int], None]
+) -> Ranges:
+    """All-zero, ``block``-aligned blocks inside ``ranges`` (``cp --sparse=always``'s holes)."""
+    zero = bytes(block)
+    out: Ranges = []
+    for start, end in align_inward(ranges, block):
+        pos = start
+        while pos < end:
+            stop = min(end, pos + ZERO_SCAN_CHUNK)
+            view = memoryview(read(pos, stop))
+            for off in range(0, len(view), block):
+                if view[off : off + block] == zero:
+                    at = pos + off
+                    if out and out[-1][1] == at:
+                        out[-1] = (out[-1][0], at + block)
+                    else:
+                        out.append((at, at + block))
+            pos = stop
+            progress(stop - start)
+    return out
+
+
+# --- the plan -----------------------------------------------------------------------------------
+
+
+@dataclass
+class Plan:
+    ranges: Ranges
+    data_ranges: int
+    needless: Needless | None = None
+    zero_block_bytes: int = 0
+    is_tablespace: bool = False
+    notes: list[str] = field(default_factory=list)
+
+    @property
+    def bytes(self) -> int:
+        return agent.plan_bytes(self.ranges)
+
+
+def wants_repunch(path: str, repunch: bool | None) -> bool:
+    return repunch if repunch is not None else path.endswith(".ibd")
+
+
+def build_plan(
+    path: str,
+    source: agent.Source,
+    alloc: Allocation,
+    *,
+    repunch: bool | None,
+    dig_holes: bool,
+    block: int,
+    progress: ProgressFn | None = None,
+) -> Plan:
+    """What to write: the data ranges minus needless zero pages/tails and zero blocks."""
+    plan = Plan(ranges=list(alloc.data_ranges), data_ranges=len(alloc.data_ranges))
+    drop: Ranges = []
+    if wants_repunch(path, repunch):
+        try:
+            with Tablespace(path) as ts:
+                plan.is_tablespace = True
+
+                plan.needless = needless_ranges(ts, alloc, scan_progress(progress, ts))
+        except InputError as exc:
+            if repunch:
+                raise
+            plan.notes.append(f"not re-punched: {exc.message}")
+        if plan.needless is not None:
+            drop = align_inward(plan.needless.ranges, block)
+    elif path.endswith(".ibd"):
+        plan.is_tablespace = _is_tablespace(path)
+    if dig_holes:
+        rest = subtract(plan.ranges, drop)
+        total = agent.plan_bytes(rest)
+
+        def zscan(done: int) -> None:
+            if progress is not None:
+                progress(CopyProgress("zeros", done, total))
+
+        zeros = zero_blocks(source.read, rest, block, _accumulate(zscan))
+        plan.zero_block_bytes = agent.plan_bytes(zeros)
+        drop = union(drop, zeros)
+    plan.ranges = subtract(plan.ranges, drop)
+    return plan
+
+
+def scan_progress(progress: ProgressFn | None, ts: Tablespace) -> Callable[[int, int], None] | None:
+    """Page counts of a needless-range scan, reported as bytes of the file."""
+    if progress is None:
+        return None
+    psize = ts.physical_size
+    return lambda done, total: progress(CopyProgress("scan", done * psize, total * psize))
+
+
+def _accumulate(report: Callable[[int], None]) -> Callable[[int], None]:
+    total = 0
+
+    def add(n: int) -> None:
+        nonlocal total
+        total += n
+        report(total)
+
+    return add
+
+
+def _is_tablespace(path: str) -> bool:
+    try:
+        with Tablespace(path):
+            return True
+    except InputError:
+        return False
+
+
+# --- page verification ----------------------------------------------------------------------------
+
+
+def check_pages(path: str, reference: str | None = None) -> dict[str, Any]:
+    """Every page checksum of ``path``; pages invalid there but not in ``reference`` fail."""
+    from ibdtool.checkscan import check_file
+
+    result = check_file(path)
+    pages = {
+        "pages": result.pages,
+        "valid": result.valid,
+        "empty": result.empty,
+        "invalid": len(result.invalid_pages),
+        "unverifiable": result.unverifiable,
+        "invalid_pages": result.invalid_pages[:100],
+    }
+    if result.invalid_pages and reference is not None:
+        before = set(check_file(reference).invalid_pages)
+        new = [p for p in result.invalid_pages if p not in before]
+        pages["invalid_in_source_too"] = len(result.invalid_pages) - len(new)
+        if new:
+            shown = ", ".join(map(str, new[:10]))
+            raise VerifyFailed(f"{path}: pages {shown} no longer verify after the copy")
+    return pages
+
+
+# --- local copy -----------------------------------------------------------------------------------
+
+
+def _input_error(exc: agent.AgentError) -> IbdtoolError:
+    if isinstance(exc, agent.VerifyError):
+        return VerifyFailed(str(exc))
+    return CopyFailed(str(exc))
+
+
+def open_source(path: str) -> agent.Source:
+    try:
+        return agent.Source(path)
+    except agent.AgentError as exc:
+        raise InputError(str(exc)) from None
+
+
+def source_in_use_note(path: str) -> str | None:
+    """A warning when a server may be writing the file being copied."""
+    try:
+        users, _ = users_of(path)
+    except OSError:
+        return None
+    if not users:
+        return None
+    return (
+        f"{path}: {users[0].describe()}: the copy may be inconsistent unless the table is "
+        "locked (FLUSH TABLES … FOR EXPORT) or the server is stopped"
+    )
+
+
+def copy_local(
+    src: str, final: str, opts: CopyOptions, progress: ProgressFn | None = None
+) -> CopyResult:
+    """Copy ``src`` to ``final`` (a file path) on this host; see the module doc."""
+    t0 = time.monotonic()
+    source = open_source(src)
+    try:
+        alloc = read_allocation(source.fd)
+        result = CopyResult(src, final, source.size, alloc.allocated, verify=opts.verify)
+        note = source_in_use_note(src)
+        if note:
+            result.notes.append(note)
+        try:
+            dest = agent.Destination(
+                final,
+                source.meta(),
+                force=opts.force,
+                resume=opts.resume,
+                verify=opts.verify != "none",
+                keep_owner=os.geteuid() == 0,
+            )
+        except agent.AgentError as exc:
+            raise CopyFailed(str(exc)) from None
+        block = min(alloc.fs_block_size, dest.fs_block)
+        plan = build_plan(
+            src,
+            source,
+            alloc,
+            repunch=opts.repunch,
+            dig_holes=opts.dig_holes,
+            block=block,
+            progress=progress,
+        )
+        result.notes += plan.notes
+        result.needless, result.zero_block_bytes = plan.needless, plan.zero_block_bytes
+        result.data_ranges, result.plan_bytes = plan.data_ranges, plan.bytes
+        _run_local(source, dest, plan, opts, result, progress)
+    finally:
+        source.close()
+    result.elapsed = time.monotonic() - t0
+    return result
+
+
+def _run_local(
+    source: agent.Source,
+    dest: agent.Destination,
+    plan: Plan,
+    opts: CopyOptions,
+    result: CopyResult,
+    progress: ProgressFn | None,
+) -> None:
+    verify = opts.verify != "none"
+    done = False
+    try:
+        start = dest.prepare(plan.ranges, agent.choose_window(plan.bytes))
+        result.notes += dest.notes
+        result.windows = len(dest.windows)
+        result.resumed_bytes = sum(agent.plan_bytes(w) for w in dest.windows[:start])
+        copied = 0
+        for index in range(start, len(dest.windows)):
+            pieces = dest.windows[index]
+            for a, b in pieces:
+                dest.copy_from(source.fd, a, b)
+                copied += b - a
+                if progress is not None:
+                    progress(CopyProgress("copy", b, source.size, copied, copied))
+            dest.checkpoint(index, source.window_crc(pieces) if verify else 0)
+            if progress is not None:
+                last = pieces[-1][1]
+                progress(CopyProgress("copy", last, source.size, copied, copied, dest.allocated()))
+        source.check_unchanged()
+        result.bytes_read = result.bytes_sent = copied
+        result.dest_allocated = dest.seal()
+        result.notes += [n for n in dest.notes if n not in result.notes]
+        if opts.verify == "full" and plan.is_tablespace:
+            if progress is not None:
+                progress(CopyProgress("check", 0, 0))
+            result.pages = check_pages(dest.part, reference=source.path)
+            result.pages["where"] = "destination"
+        dest.commit()
+        done = True
+    except KeyboardInterrupt:
+        kept = dest.abandon(keep=True)
+        raise CopyInterrupted(_interrupted_message(dest, kept)) from None
+    except agent.AgentError as exc:
+        raise _input_error(exc) from None
+    finally:
+        if not done and dest.fd >= 0:
+            dest.abandon(keep=False)
+
+
+def _interrupted_message(dest: agent.Destination, kept: bool) -> str:
+    if kept:
+        return (
+            f"interrupted: {dest.part} holds the verified part; run the same command "
+            "with --resume to continue"
+        )
+    return "interrupted before any data was verified; nothing was kept"
+
+
+# --- in place ------------------------------------------------------------------------------------
+
+
+@dataclass
+class InPlaceResult:
+    path: str
+    logical_size: int
+    allocated_before: int
+    allocated_after: int = 0
+    needless: Needless | None = None
+    zero_block_bytes: int = 0
+    punched_bytes: int = 0
+    pages: dict[str, Any] | None = None
+    notes: list[str] = field(default_factory=list)
+    elapsed: float = 0.0
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "path": self.path,
+            "logical_size": self.logical_size,
+            "allocated_before": self.allocated_before,
+            "allocated_after": self.allocated_after,
+            "repunch": self.needless.to_json() if self.needless else None,
+            "zero_block_bytes": self.zero_block_bytes,
+            "punched_bytes": self.punched_bytes,
+            "pages": self.pages,
+            "notes": self.notes,
+            "elapsed_s": round(self.elapsed, 3),
+        }
+
+
+def refuse_if_in_use(path: str, fd: int) -> None:
+    """Refuse to touch a file a server may be using (see :func:`ibdtool.repunch.users_of`)."""
+    if not lock_exclusive(fd):
+        raise CopyFailed(
+            f"{path}: locked by another process (a running server?); stop it before "
+            "re-punching in place"
+        )
+    users, complete = users_of(path)
+    if users:
+        raise CopyFailed(f"{path}: {users[0].describe()}; stop it before re-punching in place")
+    if not complete:
+        raise CopyFailed(
+            f"{path}: cannot see other users' processes to make sure no server has the file "
+            "open; run as root"
+        )
+
+
+def repunch_in_place(
+    path: str,
+    *,
+    dig_holes: bool = False,
+    verify: str = "full",
+    confirm: Callable[[InPlaceResult], bool],
+    progress: ProgressFn | None = None,
+) -> InPlaceResult:
+    """Punch the needless zero ranges of ``path`` itself, after :func:`refuse_if_in_use` and
+    ``confirm(preview)``. The file reads back byte for byte the same afterwards."""
+    t0 = time.monotonic()
+    try:
+        fd = os.open(path, os.O_RDWR | os.O_CLOEXEC)
+    except OSError as exc:
+        raise InputError(agent.describe_oserror(path, exc)) from None
+    try:
+        st = os.fstat(fd)
+        if not os.path.isfile(path):
+            raise InputError(f"{path}: not a regular file")
+        refuse_if_in_use(path, fd)
+        alloc = read_allocation(fd)
+        result = InPlaceResult(path, st.st_size, alloc.allocated)
+        source = agent.Source(path)
+        try:
+            plan = build_plan(
+                path,
+                source,
+                alloc,
+                repunch=True,
+                dig_holes=dig_holes,
+                block=alloc.fs_block_size,
+                progress=progress,
+            )
+        finally:
+            source.close()
+        holes = agent.complement(plan.ranges, st.st_size)
+        punch = subtract(align_inward(holes, alloc.fs_block_size), _holes_of(alloc))
+        result.needless, result.zero_block_bytes = plan.needless, plan.zero_block_bytes
+        result.punched_bytes = agent.plan_bytes(punch)
+        if not punch:
+            result.allocated_after = alloc.allocated
+            result.notes.append("nothing to punch: the file already has its holes")
+            return result
+        if not confirm(result):
+            raise CopyFailed(f"{path}: not changed (not confirmed)")
+        for start, end in punch:
+            if not agent.punch_hole(fd, start, end - start):
+                raise CopyFailed(f"{path}: the filesystem cannot punch holes")
+        os.fsync(fd)
+        if verify != "none":
+            _verify_zeros(path, fd, punch)
+        if verify == "full":
+            if progress is not None:
+                progress(CopyProgress("check", 0, 0))
+            result.pages = check_pages(path)
+            result.pages["where"] = "file"
+        result.allocated_after = os.fstat(fd).st_blocks * 512
+    finally:
+        os.close(fd)
+    result.elapsed = time.monotonic() - t0
+    return result
+
+
+def _holes_of(alloc: Allocation) -> Ranges:
+    return list(alloc.hole_ranges)
+
+
+def _verify_zeros(path: str, fd: int, ranges: Ranges) -> None:
+    for start, end in ranges:
+        pos = start
+        while pos < end:
+            data = os.pread(fd, min(agent.PIECE, end - pos), pos)
+            if not data or data.count(0) != len(data):
+                raise VerifyFailed(f"{path}: bytes {start}..{end} do not read as zeros")
+            pos += len(data)
