@@ -142,7 +142,7 @@ def disk_text(logical_size: int, a: Allocation) -> str:
         f"{human_bytes(logical_size)} logical → {human_bytes(a.allocated)} allocated "
         f"({pct:.0f}% {'saved' if saved >= 0 else 'over'}) · "
         f"{human_bytes(a.fs_block_size)} blocks · {a.extents if a.extents is not None else '?'} "
-        f"extents"
+        f"extent{'' if a.extents == 1 else 's'}"
     )
     if a.unwritten_extents:
         disk += f" ({a.unwritten_extents} unwritten)"
@@ -200,7 +200,8 @@ def inspect_grid(r: InspectResult) -> Table:
     if r.avg_fill is not None:
         grid.add_row("Leaf fill", f"{100 * r.avg_fill:.0f}% average")
     if r.free.get("pages"):
-        free = Text(f"{r.free['pages']} pages free by the extent descriptors")
+        n_free = r.free["pages"]
+        free = Text(f"{n_free} page{'s' if n_free != 1 else ''} free by the extent descriptors")
         if r.free.get("with_data"):
             free.append(f", {r.free['with_data']} still holding old data")
         if r.free.get("allocated_bytes"):
