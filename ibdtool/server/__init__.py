@@ -1,0 +1,48 @@
+"""The live-server side of ibdtool: look at a MariaDB/MySQL server and convert its tables.
+
+The engine API the CLI (:mod:`ibdtool.server_cli`) and the TUI share::
+
+    from ibdtool.server import Server, resolve_options, list_tables, parse_target, build_plan
+    from ibdtool.server import Migration, ExecSettings
+
+    server = Server(resolve_options({"socket": "/run/mysqld/mysqld.sock"}))
+    found, _ = list_tables(server, tables=[("db", "t")])
+    plan = build_plan(server, found, parse_target("page:lz4"))   # statements + preflight
+    run = Migration(server, plan, ExecSettings())
+    for event in run.events():       # a generator: progress, statements, results
+        ...                          # run.cancel() from any thread sends KILL QUERY
+
+Modules: ``connection`` (options, option files, sessions), ``sql`` (every statement),
+``flavor``, ``context`` (:class:`Server`), ``localfs`` (the datadir from here), ``pagestate``
+(pages by compression, verification), ``tables``, ``status``, ``plan``, ``preflight``,
+``progress``, ``execute``, ``journal``, ``display`` (Rich output of the CLI).
+"""
+
+from __future__ import annotations
+
+from ibdtool.server.connection import ConnectionOptions, resolve_options
+from ibdtool.server.context import Server
+from ibdtool.server.execute import Event, ExecSettings, Migration, TableResult
+from ibdtool.server.plan import Plan, PlanSettings, Target, build_plan, parse_target
+from ibdtool.server.preflight import Check
+from ibdtool.server.status import server_status
+from ibdtool.server.tables import TableInfo, list_tables
+
+__all__ = [
+    "Check",
+    "ConnectionOptions",
+    "Event",
+    "ExecSettings",
+    "Migration",
+    "Plan",
+    "PlanSettings",
+    "Server",
+    "TableInfo",
+    "TableResult",
+    "Target",
+    "build_plan",
+    "list_tables",
+    "parse_target",
+    "resolve_options",
+    "server_status",
+]

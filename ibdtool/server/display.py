@@ -1,0 +1,405 @@
+"""Human output of ``ibdtool server`` and ``ibdtool migrate``: Rich grids, tables, a progress bar.
+
+Data (status, table lists, plans, results) goes to stdout; talk (progress, what is happening)
+goes to stderr, as a Rich bar on a terminal and as a plain line every few seconds elsewhere, the
+way pt-online-schema-change logs ``Copying `db`.`t`:  45% 01:23 remain``.
+"""
+
+from __future__ import annotations
+
+import time
+from typing import TYPE_CHECKING, Any
+
+from rich import box
+from rich.table import Table
+from rich.text import Text
+
+from ibdtool.render import err, human_bytes, out
+
+if TYPE_CHECKING:
+    from rich.progress import Progress, TaskID
+
+    from ibdtool.server.execute import Event, TableResult
+    from ibdtool.server.plan import Plan, TablePlan
+    from ibdtool.server.status import ServerStatus
+    from ibdtool.server.tables import SpaceInfo, TableInfo
+
+LINE_EVERY = 10.0  # seconds between progress lines when stderr is not a terminal
+
+
+def _yes_no(value: bool | None, yes: str = "yes", no: str = "no") -> Text:
+    if value is None:
+        return Text("unknown", style="yellow")
+    return Text(yes, style="green") if value else Text(no, style="red")
+
+
+def _pct_saved(file_size: int | None, allocated: int | None) -> str:
+    if not file_size or allocated is None:
+        return ""
+    pct = round(100 * (file_size - allocated) / file_size)
+    return f"{pct}%" if pct else "0%"
+
+
+def hms(seconds: float | None) -> str:
+    if seconds is None:
+        return "?"
+    s = round(seconds)
+    return (
+        f"{s // 3600}:{s // 60 % 60:02d}:{s % 60:02d}" if s >= 3600 else f"{s // 60}:{s % 60:02d}"
+    )
+
+
+# --- server status -----------------------------------------------------------------------------
+
+
+def print_status(st: ServerStatus) -> None:
+    g = Table.grid(padding=(0, 2))
+    g.add_column(style="cyan", no_wrap=True)
+    g.add_column()
+    g.add_row("Server", f"{st.flavor} {st.version}  ({st.version_string})")
+    g.add_row("Connection", st.connection + (f", TLS {st.tls_cipher}" if st.tls_cipher else ""))
+    where = st.datadir_local or "not readable from here"
+    g.add_row("Datadir", f"{st.datadir}  (local: {where})")
+    g.add_row("Page size", f"{st.page_size // 1024}K")
+    g.add_row("File per table", _yes_no(st.file_per_table, "ON", "OFF"))
+    g.add_row("Checksums", st.checksum_algorithm or "?")
+    if st.compression_algorithm is not None:
+        g.add_row("Compression", f"{st.compression_algorithm}, level {st.compression_level}")
+    elif st.compression_level is not None:
+        g.add_row("Compression", f"level {st.compression_level} (innodb_compression_level)")
+    codecs = Text()
+    for i, (name, ok) in enumerate(st.codecs.items()):
+        if i:
+            codecs.append(" ")
+        codecs.append(name, style="green" if ok else "red strike")
+    g.add_row("Page codecs", codecs if st.codecs else Text("none", style="red"))
+    if st.codec_plugins:
+        g.add_row("Codec plugins", ", ".join(f"{k} {v}" for k, v in st.codec_plugins.items()))
+    if st.read_only_compressed is not None:
+        g.add_row("Read-only zip", _yes_no(st.read_only_compressed, "ON", "OFF"))
+    punch = _yes_no(st.punch_hole).append(f"  ({st.punch_hole_source})", style="dim")
+    g.add_row("Punch hole", punch)
+    block = f"{human_bytes(st.fs_block_size)}" if st.fs_block_size else "unknown"
+    fs = f"{st.filesystem}, " if st.filesystem else ""
+    free = f", {human_bytes(st.free_bytes)} free" if st.free_bytes is not None else ""
+    g.add_row("Filesystem", f"{fs}{block} blocks ({st.fs_block_source}){free}")
+    pfs = _yes_no(st.performance_schema, "ON", "OFF")
+    if st.performance_schema:
+        pfs.append(
+            "  events_stages_current " + ("on" if st.stage_consumer else "off (enabled per run)"),
+            style="dim",
+        )
+    g.add_row("perf_schema", pfs)
+    for w in st.warnings:
+        g.add_row("Warning", Text(w, style="yellow"))
+    out().print(g)
+
+
+# --- tables -------------------------------------------------------------------------------------
+
+
+def _table_note(t: TableInfo, mariadb: bool) -> Text:
+    if not t.innodb:
+        return Text(f"ENGINE={t.engine}", style="dim")
+    if t.shared_tablespace:
+        return Text(f"in shared tablespace {t.shared_tablespace}", style="yellow")
+    why = t.needs_rebuild(mariadb)
+    if why:
+        return Text(why, style="bold yellow")
+    errors = [s.state_error for s in t.spaces if s.state_error]
+    if errors:
+        return Text(errors[0], style="red")
+    if t.fulltext:
+        return Text(f"FULLTEXT {', '.join(t.fulltext)}", style="dim")
+    return Text("")
+
+
+def _k(n: int | None) -> str:
+    return "" if not n else f"{n // 1024}K" if n % 1024 == 0 else str(n)
+
+
+def _print_wide(tab: Table) -> None:
+    """Tables are data: in a pipe, do not squeeze them into 80 columns."""
+    con = out()
+    if con.is_terminal:
+        con.print(tab)
+        return
+    from rich.console import Console
+
+    Console(highlight=False, soft_wrap=False, width=max(con.width, 240)).print(tab)
+
+
+def print_tables(tables: list[TableInfo], others: list[SpaceInfo], mariadb: bool) -> None:
+    tab = Table(box=box.SIMPLE_HEAD, pad_edge=False)
+    for col, just in (
+        ("table", "left"),
+        ("format", "left"),
+        ("row format", "left"),
+        ("file size", "right"),
+        ("allocated", "right"),
+        ("saved", "right"),
+        ("block", "right"),
+        ("pages on disk", "left"),
+    ):
+        tab.add_column(col, justify=just, no_wrap=True)  # type: ignore[arg-type]
+    tab.add_column("note")
+    for t in tables:
+        rf = t.options.row_format or ""
+        if t.options.key_block_size:
+            rf += f" KBS={t.options.key_block_size}"
+        tab.add_row(
+            t.name + (f" ({len(t.spaces)} parts)" if len(t.spaces) > 1 else ""),
+            t.current_format(mariadb) if t.innodb else "-",
+            rf,
+            human_bytes(t.file_size) if t.file_size is not None else "",
+            human_bytes(t.allocated_size) if t.allocated_size is not None else "",
+            _pct_saved(t.file_size, t.allocated_size),
+            _k(t.fs_block_size),
+            t.page_summary() or "",
+            _table_note(t, mariadb),
+        )
+    for sp in others:
+        from ibdtool.server.tables import space_kind
+
+        tab.add_row(
+            Text(sp.name, style="dim"),
+            Text(space_kind(sp), style="dim"),
+            sp.row_format or "",
+            human_bytes(sp.file_size) if sp.file_size is not None else "",
+            human_bytes(sp.allocated_size) if sp.allocated_size is not None else "",
+            _pct_saved(sp.file_size, sp.allocated_size),
+            _k(sp.fs_block_size),
+            sp.state.summary() if sp.state else "",
+            "",
+        )
+    _print_wide(tab)
+
+
+# --- the plan -----------------------------------------------------------------------------------
+
+
+def _plan_table(tp: TablePlan, mariadb: bool) -> None:
+    con = out()
+    t = tp.table
+    head = Text(t.name, style="bold")
+    head.append(f"  {t.current_format(mariadb) if t.innodb else '-'} → {tp.target.label}  ")
+    style = {"convert": "green", "skip": "dim", "refuse": "bold red"}[tp.action]
+    head.append({"convert": "convert", "skip": "skip", "refuse": "REFUSED"}[tp.action], style=style)
+    con.print(head)
+    facts = []
+    if t.file_size is not None:
+        facts.append(f"{human_bytes(t.file_size)} file, {human_bytes(t.allocated_size)} allocated")
+    summary = t.page_summary()
+    if summary:
+        facts.append(f"pages: {summary}")
+    if facts:
+        con.print("  " + "; ".join(facts), style="dim")
+    if tp.skip_reason:
+        con.print(f"  {tp.skip_reason}", style="dim", soft_wrap=True)
+    for c in tp.checks:
+        if c.severity == "info":
+            con.print(Text(f"  · {c.message}", style="dim"), soft_wrap=True)
+        elif c.severity == "warning":
+            con.print(Text(f"  ! {c.message}", style="yellow"), soft_wrap=True)
+        else:
+            con.print(Text(f"  ✗ {c.message}", style="red"), soft_wrap=True)
+    if tp.prediction:
+        p = tp.prediction
+        ci = ""
+        if p.ci95:
+            ci = f" (95% CI {human_bytes(p.ci95[0])}–{human_bytes(p.ci95[1])})"
+        change = (
+            f"saves {p.saving_pct:.0f}%" if p.saving_pct >= 0 else f"grows {-p.saving_pct:.0f}%"
+        )
+        con.print(
+            f"  predicted: {human_bytes(p.predicted)} allocated{ci}, {change} against "
+            f"{human_bytes(p.allocated_now)} now [dim]({p.how})[/]",
+            soft_wrap=True,
+        )
+    elif tp.prediction_note and tp.action == "convert":
+        con.print(Text(f"  no prediction: {tp.prediction_note}", style="dim"), soft_wrap=True)
+    if tp.action == "convert":
+        for step in tp.steps:
+            line = Text("  " + step.display, style="bold" if step.kind == "rebuild" else "")
+            if step.kind == "set_global":
+                line.append("   -- restored afterwards", style="dim")
+            con.print(line, soft_wrap=True)
+    con.print()
+
+
+def print_plan(plan: Plan, executing: bool) -> None:
+    con = out()
+    con.print(f"[bold]{plan.server}[/]: {len(plan.tables)} table(s) to {plan.target.label}")
+    for c in plan.checks:
+        style = {"error": "red", "warning": "yellow"}.get(c.severity, "dim")
+        con.print(Text(f"{'✗' if c.refuses else '!'} {c.message}", style=style), soft_wrap=True)
+    for note in plan.notes:
+        con.print(Text(f"! {note}", style="yellow"), soft_wrap=True)
+    con.print()
+    for tp in plan.tables:
+        _plan_table(tp, plan.mariadb)
+    if not executing:
+        n = len(plan.runnable)
+        con.print(
+            f"[dim]dry run: nothing was changed. {n} table(s) would be converted; "
+            "add --execute to run the statements.[/]",
+            soft_wrap=True,
+        )
+
+
+# --- progress -----------------------------------------------------------------------------------
+
+
+class ProgressView:
+    """Renders :class:`Event` objects on stderr: a Rich bar on a terminal, else lines."""
+
+    def __init__(self, tty: bool) -> None:
+        self.tty = tty
+        self._progress: Progress | None = None
+        self._task: TaskID | None = None
+        self._last_line = 0.0
+
+    def __enter__(self) -> ProgressView:
+        if self.tty:
+            from rich.progress import (
+                BarColumn,
+                Progress,
+                TaskProgressColumn,
+                TextColumn,
+                TimeElapsedColumn,
+            )
+
+            self._progress = Progress(
+                TextColumn("{task.description}"),
+                BarColumn(),
+                TaskProgressColumn(),
+                TimeElapsedColumn(),
+                TextColumn("{task.fields[eta]}"),
+                TextColumn("[dim]{task.fields[detail]}"),
+                console=err(),
+                transient=True,
+            )
+            self._progress.__enter__()
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        if self._progress is not None:
+            self._progress.__exit__(None, None, None)
+            self._progress = None
+
+    def say(self, text: str | Text) -> None:
+        if self._progress is not None:
+            self._progress.console.print(text)
+        else:
+            err().print(text, soft_wrap=True)
+
+    def show(self, ev: Event) -> None:
+        k = ev.kind
+        if k == "progress":
+            self._on_progress(ev)
+            return
+        if k == "statement_start":
+            self._start_task(ev)
+            self.say(Text(f"{ev.table}: {ev.sql}", style="bold"))
+            return
+        self._stop_task()
+        if k == "statement_done":
+            note = f" ({ev.message})" if ev.message else ""
+            self.say(Text(f"{ev.table}: done in {hms(ev.elapsed)}{note}", style="green"))
+        elif k in ("table_failed", "table_interrupted", "table_refused", "restore_failed"):
+            self.say(Text(f"{ev.table or 'batch'}: {k.split('_')[-1]}: {ev.message}", style="red"))
+        elif k == "table_done":
+            self.say(Text(f"{ev.table}: {ev.message}", style="green"))
+        elif k in ("throttled",):
+            self.say(Text(f"{ev.table}: throttled: {ev.message}", style="yellow"))
+        elif k in ("batch_done",):
+            return
+        elif ev.message:
+            prefix = f"{ev.table}: " if ev.table else ""
+            self.say(Text(prefix + ev.message, style="dim" if k != "killing" else "yellow"))
+
+    def _start_task(self, ev: Event) -> None:
+        self._stop_task()
+        if self._progress is not None:
+            self._task = self._progress.add_task(str(ev.table), total=100.0, eta="", detail="")
+
+    def _stop_task(self) -> None:
+        if self._progress is not None and self._task is not None:
+            self._progress.remove_task(self._task)
+            self._task = None
+
+    def _on_progress(self, ev: Event) -> None:
+        r = ev.reading
+        frac = ev.fraction or 0.0
+        eta = f"ETA {hms(ev.eta)}" if ev.eta is not None else "ETA ?"
+        detail = ""
+        if r is not None:
+            amount = (
+                f"{human_bytes(int(r.done))}/{human_bytes(int(r.total or 0))}"
+                if r.unit == "bytes"
+                else f"{r.done:,.0f}/{r.total or 0:,.0f} {r.unit}"
+                if r.unit != "%"
+                else ""
+            )
+            detail = f"{r.stage or ''} {amount} [{r.source}]".strip()
+        if self._progress is not None and self._task is not None:
+            self._progress.update(self._task, completed=100.0 * frac, eta=eta, detail=detail)
+            return
+        now = time.monotonic()
+        if now - self._last_line >= LINE_EVERY:
+            self._last_line = now
+            err().print(
+                f"{ev.table}: {100 * frac:3.0f}% {hms(ev.elapsed)} elapsed, "
+                f"{hms(ev.eta) + ' remain' if ev.eta is not None else 'ETA ?'}  {detail}",
+                soft_wrap=True,
+                highlight=False,
+            )
+
+
+# --- results -------------------------------------------------------------------------------------
+
+
+def print_results(results: list[TableResult]) -> None:
+    tab = Table(box=box.SIMPLE_HEAD, pad_edge=False, title="Results", title_justify="left")
+    for col, just in (
+        ("table", "left"),
+        ("status", "left"),
+        ("time", "right"),
+        ("file size", "right"),
+        ("allocated", "right"),
+        ("saved", "right"),
+    ):
+        tab.add_column(col, justify=just, no_wrap=True)  # type: ignore[arg-type]
+    tab.add_column("pages on disk")
+    for r in results:
+        style = {"done": "green", "skipped": "dim"}.get(r.status, "red")
+        if r.status == "done" and r.verified is False:
+            style = "yellow"
+        b, a = r.before, r.after
+
+        def arrow(attr: str, b: Any = b, a: Any = a) -> str:
+            x = getattr(b, attr) if b else None
+            y = getattr(a, attr) if a else None
+            if x is None:
+                return ""
+            return human_bytes(x) + (f" → {human_bytes(y)}" if y is not None else "")
+
+        saved = ""
+        if b and a and b.allocated_size and a.allocated_size is not None:
+            saved = f"{100 * (b.allocated_size - a.allocated_size) / b.allocated_size:.0f}%"
+        tab.add_row(
+            r.table,
+            Text(r.status, style=style),
+            hms(r.seconds) if r.statements else "",
+            arrow("file_size"),
+            arrow("allocated_size"),
+            saved,
+            Text(r.message, style="" if r.status == "done" else style),
+        )
+    _print_wide(tab)
+    for r in results:
+        if r.status not in ("done", "failed", "interrupted"):
+            continue
+        for s in r.statements:
+            mark = "✗" if s.error else " "
+            out().print(f"  {mark} {hms(s.seconds):>7}  {r.table}  {s.sql}", soft_wrap=True)

@@ -1,0 +1,771 @@
+"""Run a :class:`~ibdtool.server.plan.Plan`, one table at a time, as a stream of events.
+
+:meth:`Migration.events` is a generator: the CLI wraps it in a Rich bar, the TUI runs it in a
+worker. Each DDL runs on its own connection in a thread while this generator polls the progress
+sources on the main connection and yields :class:`Event` objects (``progress`` at most every
+``poll`` seconds). :meth:`Migration.cancel` (thread-safe; the CLI calls it on Ctrl-C) sends
+``KILL QUERY`` for the running statement from a separate connection; the table's state is then
+checked and reported. A dropped connection is detected, the tool reconnects, waits for the
+statement if the server is still running it, and decides from the tablespace's space id (a
+rebuild makes a new one) whether it took effect.
+
+Every server-wide setting changed for the run (``innodb_compression_algorithm`` on MariaDB, the
+performance_schema consumer and instruments) is journaled when set and put back when the table or
+the batch ends, on success, failure, interruption or an exception alike.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import threading
+import time
+from collections.abc import Generator, Iterator
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from ibdtool.server import sql
+from ibdtool.server.connection import Session
+from ibdtool.server.context import Server
+from ibdtool.server.errors import ServerError
+from ibdtool.server.journal import Journal
+from ibdtool.server.pagestate import Verification, verify
+from ibdtool.server.plan import Plan, Step, TablePlan
+from ibdtool.server.progress import (
+    FileGrowth,
+    GlobalChange,
+    Progress,
+    Reading,
+    StageEvents,
+    apply_change,
+    choose_sources,
+)
+from ibdtool.server.tables import TableInfo, TableOptions
+
+ETA_MIN_FRACTION = 0.01  # as gh-ost: no ETA before 1% is done
+
+
+@dataclass
+class ExecSettings:
+    max_running: int | None = 25  # pause before a table while Threads_running >= this
+    pause: float = 0.0  # seconds between tables
+    poll: float = 0.5  # seconds between progress reads
+    flush_for_export: bool = True  # FLUSH TABLES … FOR EXPORT before measuring the result
+    progress: str = "auto"  # "auto" | "performance_schema" | "processlist" | "file"
+    stop_on_error: bool = True
+    throttle_poll: float = 2.0
+    reconnect_timeout: float = 60.0
+    kill_wait: float = 600.0  # how long to wait for a killed statement to roll back
+
+
+@dataclass
+class Event:
+    """One thing that happened; ``kind`` says which fields matter."""
+
+    kind: str
+    table: str | None = None
+    message: str = ""
+    sql: str | None = None
+    fraction: float | None = None
+    elapsed: float | None = None
+    eta: float | None = None
+    reading: Reading | None = None
+    data: dict[str, Any] = field(default_factory=dict)
+
+    def to_json(self) -> dict[str, Any]:
+        out: dict[str, Any] = {"event": self.kind}
+        for key in ("table", "message", "sql", "fraction", "elapsed", "eta"):
+            value = getattr(self, key)
+            if value not in (None, ""):
+                out[key] = round(value, 4) if isinstance(value, float) else value
+        if self.reading is not None:
+            r = self.reading
+            out.update(source=r.source, stage=r.stage, done=r.done, total=r.total, unit=r.unit)
+        out.update(self.data)
+        return out
+
+
+@dataclass
+class Sizes:
+    file_size: int | None
+    allocated_size: int | None
+    space_ids: list[int]
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "file_size": self.file_size,
+            "allocated_size": self.allocated_size,
+            "space_ids": self.space_ids,
+        }
+
+
+@dataclass
+class StatementResult:
+    sql: str
+    seconds: float
+    error: str | None = None
+
+    def to_json(self) -> dict[str, Any]:
+        return {"sql": self.sql, "seconds": round(self.seconds, 3), "error": self.error}
+
+
+@dataclass
+class TableResult:
+    table: str
+    status: str  # "done" | "failed" | "interrupted" | "skipped" | "refused"
+    message: str = ""
+    statements: list[StatementResult] = field(default_factory=list)
+    before: Sizes | None = None
+    after: Sizes | None = None
+    verifications: list[Verification] = field(default_factory=list)
+
+    @property
+    def verified(self) -> bool | None:
+        if not self.verifications:
+            return None
+        return all(v.ok for v in self.verifications)
+
+    @property
+    def seconds(self) -> float:
+        return sum(s.seconds for s in self.statements)
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "table": self.table,
+            "status": self.status,
+            "message": self.message,
+            "seconds": round(self.seconds, 3),
+            "statements": [s.to_json() for s in self.statements],
+            "before": self.before.to_json() if self.before else None,
+            "after": self.after.to_json() if self.after else None,
+            "verified": self.verified,
+            "verification": [v.to_json() for v in self.verifications],
+        }
+
+
+class _Outcome:
+    OK = "ok"
+    FAILED = "failed"
+    INTERRUPTED = "interrupted"
+
+
+class _Running:
+    """A statement running on the worker connection in a thread."""
+
+    def __init__(self, session: Session, step: Step) -> None:
+        self.session = session
+        self.step = step
+        self.rows: list[dict[str, Any]] = []
+        self.error: ServerError | None = None
+        self.thread = threading.Thread(target=self._run, name="ibdtool-ddl", daemon=True)
+
+    def _run(self) -> None:
+        try:
+            self.rows = self.session.query(self.step.sql, self.step.args)
+        except ServerError as exc:
+            self.error = exc
+        except Exception as exc:  # anything else must still end the statement cleanly
+            self.error = ServerError(f"{type(exc).__name__}: {exc}")
+
+
+class Migration:
+    """Executes a plan; iterate :meth:`events` to drive it (see module doc)."""
+
+    def __init__(
+        self,
+        server: Server,
+        plan: Plan,
+        settings: ExecSettings | None = None,
+        journal: Journal | None = None,
+    ) -> None:
+        self.server = server
+        self.plan = plan
+        self.settings = settings or ExecSettings()
+        self.journal = journal
+        self.results: list[TableResult] = []
+        self._cancel = threading.Event()
+        self._worker: Session | None = None
+        self._changes: list[GlobalChange] = []  # batch-wide (performance_schema)
+        self._running: _Running | None = None
+        self._killed = False
+        self.interrupted = False
+
+    # -- control ---------------------------------------------------------------------------------
+
+    def cancel(self) -> None:
+        """Stop: kill the running statement (from another connection) and end the batch."""
+        self._cancel.set()
+
+    @property
+    def cancelled(self) -> bool:
+        return self._cancel.is_set()
+
+    def _journal(self, event: str, **fields: Any) -> None:
+        if self.journal is not None:
+            self.journal.write(event, target=self.plan.target.label, **fields)
+
+    def _wait(self, seconds: float) -> None:
+        self._cancel.wait(seconds)
+
+    # -- connections -----------------------------------------------------------------------------
+
+    def _worker_session(self) -> Session:
+        if self._worker is None:
+            self._worker = self.server.new_session("worker", read_timeout=None)
+        return self._worker
+
+    def _drop_worker(self) -> None:
+        if self._worker is not None:
+            self._worker.close()
+            self._worker = None
+
+    def _kill(self, thread_id: int) -> None:
+        with self.server.new_session("kill", read_timeout=10) as killer:
+            killer.execute(sql.kill_query(thread_id))
+
+    # -- global settings ---------------------------------------------------------------------------
+
+    def _set(self, change: GlobalChange, on: Session) -> None:
+        self._journal("global_set", change=change.to_json())
+        apply_change(on, change)
+
+    def _restore(self, changes: list[GlobalChange]) -> list[str]:
+        """Put every change back (last first); returns problems, never raises."""
+        problems: list[str] = []
+        while changes:
+            ch = changes.pop()
+            try:
+                apply_change(self.server.session, ch, restore=True)
+                self._journal("global_restored", change=ch.to_json())
+            except ServerError as exc:
+                try:
+                    self.server.session = self.server.new_session("main")
+                    apply_change(self.server.session, ch, restore=True)
+                    self._journal("global_restored", change=ch.to_json())
+                except ServerError:
+                    problems.append(
+                        f"could not restore {ch.name} to {ch.previous!r}: {exc.message}"
+                    )
+        return problems
+
+    def _restore_leftovers(self) -> Iterator[Event]:
+        if self.journal is None:
+            return
+        st = self.journal.state(self.plan.target.label)
+        for ch in st.unrestored:
+            current = self._current_value(ch)
+            if current is not None and current.lower() != ch.value.lower():
+                self._journal("global_restored", change=ch.to_json(), note="changed since")
+                continue
+            problems = self._restore([ch])
+            msg = (
+                f"an earlier run left {ch.name}={ch.value!r}; restored to {ch.previous!r}"
+                if not problems
+                else problems[0]
+            )
+            yield Event("global_restored", message=msg, data={"change": ch.to_json()})
+
+    def _current_value(self, ch: GlobalChange) -> str | None:
+        s = self.server.session
+        if ch.kind == "variable":
+            v = s.scalar(sql.show_global(ch.name))
+            return None if v is None else str(v)
+        if ch.kind == "consumer":
+            for row in s.query(sql.PFS_CONSUMERS):
+                if row["name"] == ch.name:
+                    return str(row["enabled"])
+            return None
+        for row in s.query(sql.PFS_INSTRUMENTS):
+            if row["name"] == ch.name:
+                return f"{row['enabled']}/{row['timed']}"
+        return None
+
+    # -- the batch -------------------------------------------------------------------------------
+
+    def events(self) -> Iterator[Event]:
+        plan = self.plan
+        names = [t.table.name for t in plan.tables]
+        done_before: dict[str, dict[str, Any]] = {}
+        clean_end = False
+        try:
+            yield from self._restore_leftovers()
+            if self.journal is not None:
+                state = self.journal.state(plan.target.label)
+                done_before = state.done
+                if state.batches:
+                    yield Event(
+                        "resume",
+                        message=f"journal {self.journal.path}: {len(state.done)} of "
+                        f"{len(names)} tables already done",
+                        data={"done": sorted(state.done)},
+                    )
+            self._journal(
+                "batch_start",
+                server=plan.server,
+                connection=self.server.opts.describe(),
+                tables=names,
+                algorithm=plan.settings.algorithm,
+            )
+            yield Event("batch_start", message=f"{len(plan.runnable)} of {len(names)} to convert")
+            yield from self._setup_progress()
+            for i, tp in enumerate(plan.tables):
+                if self.cancelled:
+                    break
+                name = tp.table.name
+                if tp.action == "refuse":
+                    self.results.append(TableResult(name, "refused", tp.refusal or ""))
+                    yield Event("table_refused", name, tp.refusal or "")
+                    continue
+                if name in done_before:
+                    msg = f"done in the journal at {done_before[name].get('ts')}"
+                    self.results.append(TableResult(name, "skipped", msg))
+                    yield Event("table_skipped", name, msg)
+                    continue
+                if tp.action == "skip":
+                    self.results.append(TableResult(name, "skipped", tp.skip_reason or ""))
+                    self._journal("table_skipped", table=name, reason=tp.skip_reason)
+                    yield Event("table_skipped", name, tp.skip_reason or "")
+                    continue
+                if i and self.settings.pause:
+                    yield Event("pause", name, f"pausing {self.settings.pause:g}s between tables")
+                    self._wait(self.settings.pause)
+                    if self.cancelled:
+                        break
+                yield from self._throttle(name)
+                if self.cancelled:
+                    break
+                result = yield from self._run_table(tp)
+                self.results.append(result)
+                if result.status == "interrupted":
+                    self.interrupted = True
+                    break
+                if result.status == "failed" and self.settings.stop_on_error:
+                    yield Event("batch_stopped", name, "stopping the batch after a failure")
+                    break
+            clean_end = True
+        finally:
+            problems = self._restore(self._changes)
+            if self.cancelled:
+                self.interrupted = True
+            self._drop_worker()
+        for p in problems:
+            yield Event("restore_failed", message=p)
+        if clean_end:
+            summary = {r.table: r.status for r in self.results}
+            self._journal("batch_done", results=summary, interrupted=self.interrupted)
+            yield Event(
+                "batch_done",
+                message="interrupted" if self.interrupted else "done",
+                data={"results": [r.to_json() for r in self.results]},
+            )
+
+    def _setup_progress(self) -> Iterator[Event]:
+        wants_pfs = self.settings.progress in ("auto", "performance_schema")
+        if not (wants_pfs and StageEvents.available(self.server) and self.plan.runnable):
+            return
+        try:
+            changes = StageEvents(self.server.session).needed_changes()
+            for ch in changes:
+                self._set(ch, self.server.session)
+                self._changes.append(ch)
+        except ServerError as exc:
+            yield Event("note", message=f"performance_schema progress unavailable: {exc.message}")
+            return
+        if changes:
+            names = ", ".join(c.name for c in changes)
+            yield Event("global_set", message=f"enabled {names} for the run (restored afterwards)")
+
+    def _throttle(self, name: str) -> Iterator[Event]:
+        limit = self.settings.max_running
+        if not limit:
+            return
+        while not self.cancelled:
+            running = self.server.threads_running()
+            if running < limit:
+                return
+            yield Event(
+                "throttled",
+                name,
+                f"Threads_running={running} >= {limit}",
+                data={"threads_running": running},
+            )
+            self._wait(self.settings.throttle_poll)
+
+    # -- one table -------------------------------------------------------------------------------
+
+    def _sizes(self, table: TableInfo) -> Sizes:
+        from ibdtool.server.tables import read_tablespaces
+
+        rows = []
+        for sp in table.spaces:
+            rows += read_tablespaces(self.server, sp.name)
+        if not rows:
+            return Sizes(None, None, [])
+        fs = [r.file_size for r in rows]
+        al = [r.allocated_size for r in rows]
+        return Sizes(
+            None if None in fs else sum(x or 0 for x in fs),
+            None if None in al else sum(x or 0 for x in al),
+            [r.space for r in rows],
+        )
+
+    def _run_table(self, tp: TablePlan) -> Generator[Event, None, TableResult]:
+        table = tp.table
+        name = table.name
+        result = TableResult(name, "failed")
+        result.before = self._sizes(table)
+        self._journal("table_start", table=name, before=result.before.to_json())
+        yield Event(
+            "table_start",
+            name,
+            f"{table.current_format(self.plan.mariadb)} → {tp.target.label}",
+            data={"before": result.before.to_json()},
+        )
+        table_changes: list[GlobalChange] = []
+        outcome = _Outcome.OK
+        try:
+            for step in tp.steps:
+                if step.kind == "set_global":
+                    assert step.variable is not None and step.value is not None
+                    previous = self.server.variable(step.variable, fresh=True) or ""
+                    if previous.lower() != str(step.value).lower():
+                        ch = GlobalChange("variable", step.variable, previous, str(step.value))
+                        self._set(ch, self.server.session)
+                        table_changes.append(ch)
+                        yield Event(
+                            "global_set",
+                            name,
+                            f"SET GLOBAL {step.variable} = {step.value!r} (was {previous!r})",
+                        )
+                    continue
+                outcome = yield from self._statement(tp, step, result)
+                if outcome != _Outcome.OK:
+                    break
+            if outcome == _Outcome.OK:
+                yield from self._finish(tp, result, bool(table_changes))
+        finally:
+            problems = self._restore(table_changes)
+        for ch_problem in problems:
+            yield Event("restore_failed", name, ch_problem)
+        if outcome == _Outcome.OK:
+            result.status = "done"
+            self._journal(
+                "table_done",
+                table=name,
+                before=result.before.to_json(),
+                after=result.after.to_json() if result.after else None,
+                verified=result.verified,
+                seconds=round(result.seconds, 3),
+            )
+            yield Event("table_done", name, result.message, data={"result": result.to_json()})
+            return result
+        state = self._table_state(tp, result)
+        result.status = outcome
+        result.message = (result.message + "; " if result.message else "") + state
+        self._journal(
+            f"table_{outcome}" if outcome == _Outcome.INTERRUPTED else "table_failed",
+            table=name,
+            error=result.message,
+        )
+        yield Event(f"table_{outcome}", name, result.message, data={"result": result.to_json()})
+        return result
+
+    def _statement(
+        self, tp: TablePlan, step: Step, result: TableResult
+    ) -> Generator[Event, None, str]:
+        name = tp.table.name
+        try:
+            worker = self._worker_session()
+        except ServerError as exc:
+            result.message = exc.message
+            return _Outcome.FAILED
+        if step.kind == "session":
+            start = time.monotonic()
+            try:
+                worker.execute(step.sql, step.args)
+            except ServerError as exc:
+                result.statements.append(StatementResult(step.display, 0.0, exc.message))
+                result.message = exc.message
+                return _Outcome.FAILED
+            result.statements.append(StatementResult(step.display, time.monotonic() - start))
+            return _Outcome.OK
+        progress = self._progress_for(tp, worker)
+        running = _Running(worker, step)
+        self._running = running
+        self._killed = False
+        start = time.monotonic()
+        yield Event(
+            "statement_start", name, step.why, sql=step.display, data={"sources": progress.names}
+        )
+        running.thread.start()
+        best = 0.0
+        while True:
+            running.thread.join(self.settings.poll)
+            if not running.thread.is_alive():
+                break
+            if self.cancelled and not self._killed:
+                yield from self._send_kill(name, worker.thread_id)
+            reading = self._read_progress(progress, worker.thread_id)
+            if reading is not None and reading.fraction is not None:
+                best = max(best, reading.fraction)
+                elapsed = time.monotonic() - start
+                eta = elapsed * (1 - best) / best if best >= ETA_MIN_FRACTION else None
+                yield Event(
+                    "progress", name, fraction=best, elapsed=elapsed, eta=eta, reading=reading
+                )
+        self._running = None
+        seconds = time.monotonic() - start
+        error = running.error
+        if error is None:
+            error = _optimize_error(running.rows)
+        if error is not None and error.lost_connection and not self._killed:
+            outcome = yield from self._after_lost_connection(tp, step, result, worker.thread_id)
+            result.statements.append(
+                StatementResult(
+                    step.display,
+                    time.monotonic() - start,
+                    None if outcome == _Outcome.OK else error.message,
+                )
+            )
+            return outcome
+        result.statements.append(
+            StatementResult(step.display, seconds, error.message if error else None)
+        )
+        self._journal(
+            "statement",
+            table=name,
+            sql=step.display,
+            seconds=round(seconds, 3),
+            error=error.message if error else None,
+        )
+        if error is not None:
+            if self._killed or error.interrupted:
+                result.message = "interrupted (KILL QUERY)"
+                return _Outcome.INTERRUPTED
+            result.message = error.message
+            return _Outcome.FAILED
+        notes = [str(r.get("Msg_text")) for r in running.rows if r.get("Msg_type") == "note"]
+        yield Event("statement_done", name, "; ".join(notes), sql=step.display, elapsed=seconds)
+        return _Outcome.OK
+
+    def _send_kill(self, name: str, thread_id: int) -> Iterator[Event]:
+        self._killed = True
+        try:
+            self._kill(thread_id)
+            yield Event("killing", name, f"KILL QUERY {thread_id} sent; waiting for the rollback")
+        except ServerError as exc:
+            yield Event("killing", name, f"KILL QUERY {thread_id} failed: {exc.message}")
+
+    def _read_progress(self, progress: Progress, thread_id: int) -> Reading | None:
+        try:
+            return progress.read(thread_id)
+        except ServerError:
+            return None
+
+    def _progress_for(self, tp: TablePlan, worker: Session) -> Progress:
+        table = tp.table
+
+        def file_source() -> FileGrowth | None:
+            paths = table.local_paths
+            if not paths or len(paths) != len(table.spaces):
+                return None
+            return FileGrowth([p.parent for p in paths], _expected_new_size(tp, paths))
+
+        sources = choose_sources(
+            self.server, self.server.session, self.settings.progress, file_source
+        )
+        for src in sources:
+            if isinstance(src, StageEvents):
+                with contextlib.suppress(ServerError):
+                    src.instrument_thread(worker.thread_id)
+        return Progress(sources)
+
+    # -- after the statements ----------------------------------------------------------------------
+
+    def _finish(self, tp: TablePlan, result: TableResult, changed_global: bool) -> Iterator[Event]:
+        """Flush (FOR EXPORT), measure, verify the pages."""
+        table = tp.table
+        name = table.name
+        classic = self.plan.mariadb and not (
+            self.server.variables.get("innodb_checksum_algorithm") or ""
+        ).startswith("full_crc32")
+        flush = self.settings.flush_for_export or (changed_global and classic)
+        worker = self._worker_session()
+        locked = False
+        try:
+            if flush:
+                start = time.monotonic()
+                worker.execute(sql.flush_for_export(table.schema, table.table))
+                locked = True
+                result.statements.append(
+                    StatementResult(
+                        sql.flush_for_export(table.schema, table.table)
+                        .removeprefix(sql.TAG)
+                        .strip()
+                        + ";",
+                        time.monotonic() - start,
+                    )
+                )
+            result.after = self._sizes(table)
+            yield Event("verifying", name, "reading the pages" + (" (flushed)" if flush else ""))
+            for path in self._new_paths(table):
+                result.verifications.append(self._verify(tp, path))
+        except ServerError as exc:
+            yield Event("note", name, f"could not measure the result: {exc.message}")
+        finally:
+            if locked:
+                try:
+                    worker.execute(sql.UNLOCK_TABLES)
+                except ServerError:
+                    self._drop_worker()  # a closed connection releases the lock too
+        if result.verifications:
+            bad = [v.message for v in result.verifications if not v.ok]
+            result.message = "; ".join(bad) if bad else result.verifications[0].message
+        elif not self.server.local_datadir:
+            result.message = "pages not verified (the datadir is not readable here)"
+        if not flush:
+            result.message += " (not flushed: pages still in the buffer pool are not on disk yet)"
+
+    def _new_paths(self, table: TableInfo) -> list[Path]:
+        from ibdtool.server.tables import read_tablespaces
+
+        out: list[Path] = []
+        for sp in table.spaces:
+            for fresh in read_tablespaces(self.server, sp.name):
+                if fresh.local_path is not None:
+                    out.append(fresh.local_path)
+        return out
+
+    def _verify(self, tp: TablePlan, path: Path) -> Verification:
+        t = tp.target
+        return verify(
+            path,
+            server="mariadb" if self.plan.mariadb else "mysql",
+            kind=t.kind,
+            algorithm=t.algorithm,
+            level=t.level,
+            key_block_size=t.key_block_size * 1024 if t.key_block_size else None,
+        )
+
+    def _table_state(self, tp: TablePlan, result: TableResult) -> str:
+        """After a failure or a kill: is the table readable, what are its options, its file?"""
+        table = tp.table
+        try:
+            s = self.server.session
+            s.query(sql.probe_readable(table.schema, table.table))
+            row = s.query_one(sql.ONE_TABLE_ANY_SCHEMA, (table.schema, table.table)) or {}
+            now = TableOptions.parse(row.get("create_options"), row.get("row_format"))
+            sizes = self._sizes(table)
+        except ServerError as exc:
+            return f"state unknown: {exc.message}"
+        parts = ["the table is readable"]
+        rebuilt = result.before is not None and sizes.space_ids != result.before.space_ids
+        parts.append("it was rebuilt" if rebuilt else "same tablespace (not rebuilt)")
+        if now == table.options:
+            parts.append("options unchanged")
+        else:
+            label = TableInfo(table.schema, table.table, "InnoDB", None, "", now).current_format(
+                self.plan.mariadb
+            )
+            parts.append(f"options now say {label}")
+            if not rebuilt and not self.plan.mariadb:
+                parts.append("pages not rewritten: run again to finish")
+        leftovers = []
+        for p in table.local_paths:
+            leftovers += [f.name for f in p.parent.glob("#sql*.ibd")]
+        if leftovers:
+            parts.append(f"leftover {', '.join(sorted(set(leftovers)))}")
+        elif table.local_paths:
+            parts.append("no #sql file left")
+        return ", ".join(parts)
+
+    def _after_lost_connection(
+        self, tp: TablePlan, step: Step, result: TableResult, old_thread: int
+    ) -> Generator[Event, None, str]:
+        name = tp.table.name
+        self._drop_worker()
+        yield Event("connection_lost", name, "lost the connection during the statement")
+        deadline = time.monotonic() + self.settings.reconnect_timeout
+        while True:
+            try:
+                self.server.session.close()
+                self.server.session = self.server.new_session("main")
+                break
+            except ServerError as exc:
+                if time.monotonic() > deadline or self.cancelled:
+                    result.message = f"could not reconnect: {exc.message}"
+                    return _Outcome.FAILED
+                self._wait(1.0)
+        yield Event("reconnected", name, "reconnected; checking the statement on the server")
+        progress = self._progress_for(tp, self.server.session)
+        start = time.monotonic()
+        best = 0.0
+        while not self.cancelled:
+            row = self.server.session.query_one(sql.PROCESS[_process_key(self.plan)], (old_thread,))
+            if row is None or str(row.get("command")) != "Query":
+                break
+            reading = self._read_progress(progress, old_thread)
+            if reading is not None and reading.fraction is not None:
+                best = max(best, reading.fraction)
+                yield Event(
+                    "progress",
+                    name,
+                    "still running on the server",
+                    fraction=best,
+                    elapsed=time.monotonic() - start,
+                    reading=reading,
+                )
+            self._wait(self.settings.poll)
+        if self.cancelled:
+            yield from self._send_kill(name, old_thread)
+            return _Outcome.INTERRUPTED
+        before = result.before.space_ids if result.before else []
+        after = self._sizes(tp.table).space_ids
+        if step.kind == "rebuild" and after and after != before:
+            yield Event("note", name, "the statement completed on the server (new tablespace)")
+            return _Outcome.OK
+        if step.kind == "attribute":
+            row = self.server.session.query_one(
+                sql.ONE_TABLE_ANY_SCHEMA, (tp.table.schema, tp.table.table)
+            )
+            now = TableOptions.parse((row or {}).get("create_options"), None)
+            if now.compression == (tp.target.algorithm if tp.target.kind == "page" else None):
+                return _Outcome.OK
+        result.message = "the connection dropped and the statement did not take effect"
+        return _Outcome.FAILED
+
+
+def _process_key(plan: Plan) -> str:
+    return "mariadb" if plan.mariadb else "mysql"
+
+
+def _optimize_error(rows: list[dict[str, Any]]) -> ServerError | None:
+    """OPTIMIZE TABLE reports failures as result rows, not as an error."""
+    for r in rows:
+        if str(r.get("Msg_type", "")).lower() == "error":
+            text = str(r.get("Msg_text"))
+            code = 1317 if "interrupted" in text.lower() else 0
+            return ServerError(f"OPTIMIZE TABLE: {text}", code)
+    return None
+
+
+def _expected_new_size(tp: TablePlan, paths: list[Path]) -> int:
+    """Bytes the rebuilt file(s) should reach: the pages again, at the target's page size."""
+    t = tp.target
+    total = 0
+    for p in paths:
+        st = p.stat()
+        physical = next(
+            (s.state.physical_size for s in tp.table.spaces if s.local_path == p and s.state),
+            None,
+        )
+        logical = next(
+            (s.state.page_size for s in tp.table.spaces if s.local_path == p and s.state), None
+        )
+        if not physical or not logical:
+            total += st.st_size
+            continue
+        pages = st.st_size // physical
+        new_physical = t.key_block_size * 1024 if t.kind == "row" and t.key_block_size else logical
+        total += pages * new_physical
+    return total

@@ -1,0 +1,233 @@
+"""Every SQL statement ibdtool sends to a server, in one place, each tagged ``/* ibdtool */``.
+
+The tag makes our statements easy to find in PROCESSLIST, the slow log, the general log and
+performance_schema. Queries whose tables differ by flavor come as a dict keyed by
+:attr:`ibdtool.server.flavor.Flavor.catalog` (``"mysql8"``, ``"mysql57"``, ``"mariadb"``).
+Identifiers are quoted with :func:`quote_ident`; values always travel as parameters, except
+``KILL QUERY`` whose id is an int we format ourselves. PyMySQL %-formats a statement only when
+it is given parameters: those write a literal ``%`` as ``%%``, the others as ``%``.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+TAG = "/* ibdtool */"
+
+
+def quote_ident(name: str) -> str:
+    """A backtick-quoted identifier (backticks inside doubled)."""
+    return "`" + name.replace("`", "``") + "`"
+
+
+def table_ref(schema: str, table: str) -> str:
+    return f"{quote_ident(schema)}.{quote_ident(table)}"
+
+
+# --- who is the server ----------------------------------------------------------------------
+
+SERVER_IDENTITY = (
+    f"{TAG} SELECT VERSION() AS version, @@version_comment AS version_comment, "
+    "@@datadir AS datadir, @@hostname AS hostname, CONNECTION_ID() AS connection_id"
+)
+
+
+def show_global_variables(names: Sequence[str]) -> str:
+    marks = ", ".join(["%s"] * len(names))
+    return f"{TAG} SHOW GLOBAL VARIABLES WHERE Variable_name IN ({marks})"
+
+
+def show_global_status(names: Sequence[str]) -> str:
+    marks = ", ".join(["%s"] * len(names))
+    return f"{TAG} SHOW GLOBAL STATUS WHERE Variable_name IN ({marks})"
+
+
+GLOBAL_STATUS_LIKE = f"{TAG} SHOW GLOBAL STATUS LIKE %s"
+SESSION_TLS = f"{TAG} SHOW SESSION STATUS WHERE Variable_name IN ('Ssl_cipher', 'Ssl_version')"
+THREADS_RUNNING = f"{TAG} SHOW GLOBAL STATUS LIKE 'Threads_running'"
+
+CODEC_PLUGINS = (
+    f"{TAG} SELECT PLUGIN_NAME AS name, PLUGIN_STATUS AS status, LOAD_OPTION AS load_option, "
+    "PLUGIN_LIBRARY AS library FROM information_schema.PLUGINS "
+    "WHERE PLUGIN_NAME LIKE 'provider\\_%'"
+)
+
+CLASSIC_PAGE_COMPRESSED_SPACES = (
+    # MariaDB: tablespaces in the classic format whose pages take innodb_compression_algorithm
+    # at every write (FLAG bit 16 set, full_crc32 marker bit 4 clear)
+    f"{TAG} SELECT COUNT(*) AS n FROM information_schema.INNODB_SYS_TABLESPACES "
+    "WHERE (FLAG & 65536) <> 0 AND (FLAG & 16) = 0"
+)
+
+LONG_TRANSACTIONS = (
+    f"{TAG} SELECT COUNT(*) AS n, "
+    "MAX(TIMESTAMPDIFF(SECOND, trx_started, NOW())) AS oldest_seconds "
+    "FROM information_schema.INNODB_TRX WHERE trx_started < NOW() - INTERVAL %s SECOND"
+)
+
+# --- tables and tablespaces -----------------------------------------------------------------
+
+_SYSTEM_SCHEMAS = "('mysql', 'information_schema', 'performance_schema', 'sys')"
+
+TABLES = (
+    f"{TAG} SELECT TABLE_SCHEMA AS `schema`, TABLE_NAME AS `table`, ENGINE AS engine, "
+    "ROW_FORMAT AS row_format, CREATE_OPTIONS AS create_options, TABLE_ROWS AS table_rows, "
+    "DATA_LENGTH AS data_length, INDEX_LENGTH AS index_length "
+    "FROM information_schema.TABLES WHERE TABLE_TYPE = 'BASE TABLE' "
+    f"AND TABLE_SCHEMA NOT IN {_SYSTEM_SCHEMAS}"
+)
+TABLES_IN_SCHEMA = TABLES + " AND TABLE_SCHEMA = %s"
+ONE_TABLE = TABLES + " AND TABLE_SCHEMA = %s AND TABLE_NAME = %s"
+ONE_TABLE_ANY_SCHEMA = (
+    f"{TAG} SELECT TABLE_SCHEMA AS `schema`, TABLE_NAME AS `table`, ENGINE AS engine, "
+    "ROW_FORMAT AS row_format, CREATE_OPTIONS AS create_options, TABLE_ROWS AS table_rows, "
+    "DATA_LENGTH AS data_length, INDEX_LENGTH AS index_length "
+    "FROM information_schema.TABLES WHERE TABLE_SCHEMA = %s AND TABLE_NAME = %s"
+)
+
+PARTITIONS = (
+    f"{TAG} SELECT TABLE_SCHEMA AS `schema`, TABLE_NAME AS `table`, "
+    "PARTITION_NAME AS `partition`, SUBPARTITION_NAME AS subpartition "
+    "FROM information_schema.PARTITIONS WHERE PARTITION_NAME IS NOT NULL "
+    f"AND TABLE_SCHEMA NOT IN {_SYSTEM_SCHEMAS}"
+)
+
+SPECIAL_INDEXES = (
+    f"{TAG} SELECT DISTINCT TABLE_SCHEMA AS `schema`, TABLE_NAME AS `table`, "
+    "INDEX_NAME AS index_name, INDEX_TYPE AS index_type FROM information_schema.STATISTICS "
+    f"WHERE INDEX_TYPE IN ('FULLTEXT', 'SPATIAL') AND TABLE_SCHEMA NOT IN {_SYSTEM_SCHEMAS}"
+)
+
+_TABLESPACE_COLUMNS = (
+    "ts.SPACE AS space, ts.NAME AS name, ts.FLAG AS flag, ts.ROW_FORMAT AS row_format, "
+    "ts.PAGE_SIZE AS page_size, ts.FS_BLOCK_SIZE AS fs_block_size, ts.FILE_SIZE AS file_size, "
+    "ts.ALLOCATED_SIZE AS allocated_size"
+)
+TABLESPACES: dict[str, str] = {
+    "mysql8": (
+        f"{TAG} SELECT {_TABLESPACE_COLUMNS}, ts.ZIP_PAGE_SIZE AS zip_page_size, "
+        "ts.SPACE_TYPE AS space_type, df.PATH AS path "
+        "FROM information_schema.INNODB_TABLESPACES ts "
+        "LEFT JOIN information_schema.INNODB_DATAFILES df "
+        "ON CAST(df.SPACE AS UNSIGNED) = ts.SPACE"
+    ),
+    "mysql57": (
+        f"{TAG} SELECT {_TABLESPACE_COLUMNS}, ts.ZIP_PAGE_SIZE AS zip_page_size, "
+        "ts.SPACE_TYPE AS space_type, df.PATH AS path "
+        "FROM information_schema.INNODB_SYS_TABLESPACES ts "
+        "LEFT JOIN information_schema.INNODB_SYS_DATAFILES df ON df.SPACE = ts.SPACE"
+    ),
+    "mariadb": (
+        # 10.6+: FILENAME replaced INNODB_SYS_DATAFILES; PAGE_SIZE is the physical size
+        f"{TAG} SELECT {_TABLESPACE_COLUMNS}, NULL AS zip_page_size, NULL AS space_type, "
+        "ts.FILENAME AS path FROM information_schema.INNODB_SYS_TABLESPACES ts"
+    ),
+}
+TABLESPACES["mariadb_pre106"] = TABLESPACES["mysql57"]
+
+
+def tablespace_by_name(catalog: str) -> str:
+    return TABLESPACES[catalog] + " WHERE ts.NAME = %s"
+
+
+INNODB_TABLES: dict[str, str] = {
+    "mysql8": (
+        f"{TAG} SELECT NAME AS name, SPACE AS space, SPACE_TYPE AS space_type, "
+        "ROW_FORMAT AS row_format, ZIP_PAGE_SIZE AS zip_page_size, TABLE_ID AS table_id "
+        "FROM information_schema.INNODB_TABLES"
+    ),
+    "mysql57": (
+        f"{TAG} SELECT NAME AS name, SPACE AS space, SPACE_TYPE AS space_type, "
+        "ROW_FORMAT AS row_format, ZIP_PAGE_SIZE AS zip_page_size, TABLE_ID AS table_id "
+        "FROM information_schema.INNODB_SYS_TABLES"
+    ),
+}
+INNODB_TABLES["mariadb"] = INNODB_TABLES["mysql57"]
+INNODB_TABLES["mariadb_pre106"] = INNODB_TABLES["mysql57"]
+
+SHOW_CREATE_TABLE = f"{TAG} SHOW CREATE TABLE {{table}}"
+
+
+def show_create_table(schema: str, table: str) -> str:
+    return SHOW_CREATE_TABLE.format(table=table_ref(schema, table))
+
+
+def probe_readable(schema: str, table: str) -> str:
+    return f"{TAG} SELECT 1 FROM {table_ref(schema, table)} LIMIT 1"
+
+
+# --- the conversion -------------------------------------------------------------------------
+
+
+def set_global(variable: str) -> str:
+    return f"{TAG} SET GLOBAL {variable} = %s"
+
+
+def show_global(variable: str) -> str:
+    return f"{TAG} SELECT @@GLOBAL.{variable} AS value"
+
+
+SET_LOCK_WAIT_TIMEOUT = f"{TAG} SET SESSION lock_wait_timeout = %s"
+
+
+def alter_table(schema: str, table: str, clauses: Sequence[str]) -> str:
+    return f"{TAG} ALTER TABLE {table_ref(schema, table)} {', '.join(clauses)}"
+
+
+def optimize_table(schema: str, table: str) -> str:
+    return f"{TAG} OPTIMIZE TABLE {table_ref(schema, table)}"
+
+
+def flush_for_export(schema: str, table: str) -> str:
+    return f"{TAG} FLUSH TABLES {table_ref(schema, table)} FOR EXPORT"
+
+
+UNLOCK_TABLES = f"{TAG} UNLOCK TABLES"
+
+
+def kill_query(thread_id: int) -> str:
+    return f"{TAG} KILL QUERY {int(thread_id)}"
+
+
+PROCESS: dict[str, str] = {
+    "mariadb": (
+        f"{TAG} SELECT ID AS id, COMMAND AS command, STATE AS state, TIME_MS AS time_ms, "
+        "STAGE AS stage, MAX_STAGE AS max_stage, PROGRESS AS progress "
+        "FROM information_schema.PROCESSLIST WHERE ID = %s"
+    ),
+    "mysql": (
+        f"{TAG} SELECT ID AS id, COMMAND AS command, STATE AS state, TIME AS time "
+        "FROM information_schema.PROCESSLIST WHERE ID = %s"
+    ),
+}
+
+# --- performance_schema progress --------------------------------------------------------------
+
+PFS_CONSUMERS = (
+    f"{TAG} SELECT NAME AS name, ENABLED AS enabled FROM performance_schema.setup_consumers "
+    "WHERE NAME IN ('global_instrumentation', 'thread_instrumentation', 'events_stages_current')"
+)
+PFS_SET_CONSUMER = (
+    f"{TAG} UPDATE performance_schema.setup_consumers SET ENABLED = %s WHERE NAME = %s"
+)
+PFS_INSTRUMENTS = (
+    f"{TAG} SELECT NAME AS name, ENABLED AS enabled, TIMED AS timed "
+    "FROM performance_schema.setup_instruments "
+    "WHERE NAME LIKE 'stage/innodb/alter table%' OR NAME = 'stage/sql/copy to tmp table'"
+)
+PFS_SET_INSTRUMENT = (
+    f"{TAG} UPDATE performance_schema.setup_instruments SET ENABLED = %s, TIMED = %s "
+    "WHERE NAME = %s"
+)
+PFS_THREAD_INSTRUMENTED = (
+    f"{TAG} SELECT INSTRUMENTED AS instrumented FROM performance_schema.threads "
+    "WHERE PROCESSLIST_ID = %s"
+)
+PFS_INSTRUMENT_THREAD = (
+    f"{TAG} UPDATE performance_schema.threads SET INSTRUMENTED = 'YES' WHERE PROCESSLIST_ID = %s"
+)
+PFS_STAGE = (
+    f"{TAG} SELECT s.EVENT_NAME AS event_name, s.WORK_COMPLETED AS work_completed, "
+    "s.WORK_ESTIMATED AS work_estimated FROM performance_schema.events_stages_current s "
+    "JOIN performance_schema.threads t ON t.THREAD_ID = s.THREAD_ID WHERE t.PROCESSLIST_ID = %s"
+)

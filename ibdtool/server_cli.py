@@ -1,0 +1,393 @@
+"""``ibdtool server status|tables`` and ``ibdtool migrate``: the live-server commands.
+
+Connection options follow the MySQL clients (``--host``, ``-P/--port``, ``-S/--socket``,
+``-u/--user``, ``-p`` to be asked for the password, ``MYSQL_PWD``, ``~/.my.cnf [client]``,
+``--defaults-file``, ``--no-defaults``, ``--ssl-*``); a password is never taken from the command
+line. The work lives in :mod:`ibdtool.server`; this module parses options, asks for
+confirmation, handles Ctrl-C and prints.
+"""
+
+from __future__ import annotations
+
+import json
+import signal
+import sys
+from collections.abc import Callable
+from typing import Any, TypeVar
+
+import click
+
+from ibdtool.errors import ExitCode, InputError
+
+F = TypeVar("F", bound=Callable[..., Any])
+
+_CONNECTION_KEYS = (
+    "host",
+    "port",
+    "socket",
+    "user",
+    "database",
+    "ssl_mode",
+    "ssl_ca",
+    "ssl_cert",
+    "ssl_key",
+    "connect_timeout",
+    "read_timeout",
+)
+
+
+def connection_options(f: F) -> F:
+    """The MySQL-client connection options, shared by every server command."""
+    opts = [
+        click.option("--host", help="Server host (default: localhost, i.e. the socket)."),
+        click.option("-P", "--port", type=click.IntRange(1, 65535), help="TCP port."),
+        click.option("-S", "--socket", help="Unix socket file."),
+        click.option("-u", "--user", help="User (default: your login name)."),
+        click.option(
+            "-p",
+            "--password",
+            "ask_password",
+            is_flag=True,
+            help="Ask for the password (it is never taken from the command line; "
+            "else MYSQL_PWD or the option files).",
+        ),
+        click.option("-D", "--database", help="Default schema for TABLE names without one."),
+        click.option(
+            "--defaults-file",
+            type=click.Path(dir_okay=False),
+            help="Read only this option file ([client], [client-server], [ibdtool]).",
+        ),
+        click.option("--no-defaults", is_flag=True, help="Read no option file."),
+        click.option(
+            "--ssl-mode",
+            type=click.Choice(
+                ["DISABLED", "PREFERRED", "REQUIRED", "VERIFY_CA", "VERIFY_IDENTITY"],
+                case_sensitive=False,
+            ),
+            help="TLS: default PREFERRED over TCP, DISABLED over a socket.",
+        ),
+        click.option("--ssl-ca", type=click.Path(dir_okay=False), help="CA certificate file."),
+        click.option("--ssl-cert", type=click.Path(dir_okay=False), help="Client certificate."),
+        click.option("--ssl-key", type=click.Path(dir_okay=False), help="Client key."),
+        click.option(
+            "--connect-timeout", type=click.FloatRange(min=1), help="Seconds (default 10)."
+        ),
+        click.option(
+            "--read-timeout",
+            type=click.FloatRange(min=1),
+            help="Seconds for each catalog query (default 60; DDL has none).",
+        ),
+        click.option(
+            "--datadir",
+            type=click.Path(file_okay=False),
+            help="Where this machine sees the server's datadir, if not at @@datadir.",
+        ),
+    ]
+    for opt in reversed(opts):
+        f = opt(f)
+    return f
+
+
+def _prompt_password(text: str) -> str:
+    import getpass
+
+    try:
+        with open("/dev/tty"):
+            pass
+    except OSError:
+        raise InputError(
+            "-p: no terminal to ask for the password on; use MYSQL_PWD or an option file"
+        ) from None
+    return getpass.getpass(text)
+
+
+def _open_server(kw: dict[str, Any]) -> Any:
+    from ibdtool.server.connection import resolve_options
+    from ibdtool.server.context import Server
+
+    cli = {k: kw.pop(k, None) for k in _CONNECTION_KEYS}
+    opts = resolve_options(
+        cli,
+        defaults_file=kw.pop("defaults_file", None),
+        no_defaults=kw.pop("no_defaults", False),
+        prompt_password=kw.pop("ask_password", False),
+        prompt=_prompt_password,
+    )
+    return Server(opts, datadir=kw.pop("datadir", None))
+
+
+def _emit_json(obj: Any) -> None:
+    sys.stdout.write(json.dumps(obj, indent=2, default=str) + "\n")
+
+
+@click.group()
+def server() -> None:
+    """Look at a live MariaDB/MySQL server: settings and tablespaces."""
+
+
+@server.command()
+@connection_options
+@click.option("--json", "as_json", is_flag=True, help="One JSON object.")
+def status(as_json: bool, **kw: Any) -> None:
+    """Flavor, version, page size, checksums, compression, codecs, punch hole, block size."""
+    from ibdtool.server.status import server_status
+
+    with _open_server(kw) as srv:
+        st = server_status(srv)
+    if as_json:
+        _emit_json(st.to_json())
+    else:
+        from ibdtool.server.display import print_status
+
+        print_status(st)
+
+
+@server.command()
+@connection_options
+@click.option("--schema", "schemas", multiple=True, help="Only this schema (repeatable).")
+@click.option("--all", "show_all", is_flag=True, help="Also tablespaces of no listed table.")
+@click.option("--no-pages", is_flag=True, help="Do not read the files' pages (faster).")
+@click.option("--json", "as_json", is_flag=True, help="A JSON list, one object per table.")
+def tables(
+    schemas: tuple[str, ...], show_all: bool, no_pages: bool, as_json: bool, **kw: Any
+) -> None:
+    """Every table with FILE_SIZE, ALLOCATED_SIZE, row format, compression and page state."""
+    from ibdtool.server.tables import list_tables, space_kind
+
+    with _open_server(kw) as srv:
+        found, others = list_tables(srv, schemas=list(schemas) or None, with_pages=not no_pages)
+        mariadb = srv.flavor.mariadb
+    if schemas:
+        others = [s for s in others if s.name.split("/")[0] in schemas]
+    if not show_all:
+        others = []
+    if as_json:
+        docs = [t.to_json(mariadb) for t in found]
+        docs += [{"tablespace": s.to_json(mariadb), "kind": space_kind(s)} for s in others]
+        _emit_json(docs)
+    else:
+        from ibdtool.server.display import print_tables
+
+        print_tables(found, others, mariadb)
+
+
+# --- migrate ------------------------------------------------------------------------------------
+
+
+class _Interrupts:
+    """First Ctrl-C (or SIGTERM): cancel the migration cleanly. Second Ctrl-C: stop now."""
+
+    def __init__(self, cancel: Callable[[], None], say: Callable[[str], None]) -> None:
+        self.cancel = cancel
+        self.say = say
+        self.count = 0
+        self._old: dict[int, Any] = {}
+
+    def _handle(self, signum: int, frame: Any) -> None:
+        self.count += 1
+        if self.count > 1 and signum == signal.SIGINT:
+            raise KeyboardInterrupt
+        self.say("interrupting: KILL QUERY for the running statement (Ctrl-C again to quit now)")
+        self.cancel()
+
+    def __enter__(self) -> _Interrupts:
+        for sig in (signal.SIGINT, signal.SIGTERM):
+            self._old[sig] = signal.signal(sig, self._handle)
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        for sig, old in self._old.items():
+            signal.signal(sig, old)
+
+
+def _confirm(plan: Any, server_label: str, yes: bool) -> None:
+    if yes:
+        return
+    n = len(plan.runnable)
+    if not click.confirm(
+        f"Convert {n} table(s) to {plan.target.label} on {server_label}?", err=True
+    ):
+        raise InputError("not confirmed; nothing was changed")
+
+
+@click.command()
+@click.argument("table_names", metavar="TABLE...", nargs=-1)
+@click.option(
+    "--to",
+    "target_text",
+    required=True,
+    metavar="TARGET",
+    help="page:<codec>[:<level>] (zlib, lz4; MariaDB also lzo, lzma, bzip2, snappy), "
+    "row:<1|2|4|8|16> (ROW_FORMAT=COMPRESSED) or none.",
+)
+@click.option("--schema", "schemas", multiple=True, help="Every table of this schema.")
+@click.option("--execute", is_flag=True, help="Run the statements (default: a dry run).")
+@click.option("-y", "--yes", is_flag=True, help="Do not ask for confirmation.")
+@click.option(
+    "--journal",
+    type=click.Path(dir_okay=False),
+    help="JSON-lines journal; an interrupted batch resumes from it.",
+)
+@click.option(
+    "--max-running",
+    type=click.IntRange(min=0),
+    default=25,
+    show_default=True,
+    help="Wait before each table while Threads_running is at least this (0: never).",
+)
+@click.option("--pause", type=click.FloatRange(min=0), default=0, help="Seconds between tables.")
+@click.option(
+    "--algorithm",
+    type=click.Choice(["inplace", "copy"]),
+    default="inplace",
+    show_default=True,
+    help="copy blocks writes (LOCK=SHARED); needed for FULLTEXT tables.",
+)
+@click.option(
+    "--progress-source",
+    type=click.Choice(["auto", "performance_schema", "processlist", "file"]),
+    default="auto",
+    show_default=True,
+    help="Where progress is read.",
+)
+@click.option(
+    "--no-flush",
+    is_flag=True,
+    help="Measure without FLUSH TABLES … FOR EXPORT (no read lock; figures lag the flush).",
+)
+@click.option("--no-predict", is_flag=True, help="Skip the simulator's prediction.")
+@click.option("--force", is_flag=True, help="Rebuild even tables already in the target format.")
+@click.option("--keep-going", is_flag=True, help="Go on with the next table after a failure.")
+@click.option(
+    "--lock-wait-timeout",
+    type=click.IntRange(min=1),
+    default=60,
+    show_default=True,
+    help="Seconds a statement waits for the table's metadata lock.",
+)
+@click.option("--json", "as_json", is_flag=True, help="Plan as JSON; with --execute, JSON lines.")
+@connection_options
+def migrate(
+    table_names: tuple[str, ...],
+    target_text: str,
+    schemas: tuple[str, ...],
+    execute: bool,
+    yes: bool,
+    journal: str | None,
+    max_running: int,
+    pause: float,
+    algorithm: str,
+    progress_source: str,
+    no_flush: bool,
+    no_predict: bool,
+    force: bool,
+    keep_going: bool,
+    lock_wait_timeout: int,
+    as_json: bool,
+    **kw: Any,
+) -> None:
+    """Convert tables to a compression format on a live server (dry run by default).
+
+    Prints the exact statements for this server, the preflight checks and the predicted
+    saving; with --execute runs them one table at a time with progress, then measures and
+    verifies the pages on disk. Ctrl-C kills the running statement and reports the table.
+    """
+    from ibdtool.server.plan import PlanSettings, build_plan, parse_target
+    from ibdtool.server.progress import source_unavailable_reason
+    from ibdtool.server.tables import list_tables, split_table_name
+
+    target = parse_target(target_text)
+    if not table_names and not schemas:
+        raise click.UsageError("name at least one TABLE or --schema")
+    if execute and not yes and not sys.stdin.isatty():
+        raise InputError(
+            "--execute without --yes needs a terminal to confirm on; add --yes to run unattended"
+        )
+    database = kw.get("database")
+    pairs = [split_table_name(t, database) for t in table_names]
+    with _open_server(kw) as srv:
+        reason = (
+            None if progress_source == "auto" else source_unavailable_reason(srv, progress_source)
+        )
+        if reason:
+            raise InputError(f"--progress-source {progress_source}: {reason}")
+        found: list[Any] = []
+        if pairs:
+            found += list_tables(srv, tables=pairs)[0]
+            missing = {f"{s}.{t}" for s, t in pairs} - {t.name for t in found}
+            if missing:
+                raise InputError(f"no such table: {', '.join(sorted(missing))}")
+        if schemas:
+            for schema in schemas:
+                in_schema = list_tables(srv, schemas=[schema])[0]
+                if not in_schema:
+                    raise InputError(f"schema {schema}: no tables (or no such schema)")
+                found += [t for t in in_schema if t.name not in {f.name for f in found}]
+        settings = PlanSettings(
+            algorithm=algorithm,
+            force=force,
+            predict=not no_predict,
+            lock_wait_timeout=lock_wait_timeout,
+        )
+        plan = build_plan(srv, found, target, settings)
+        if not execute:
+            if as_json:
+                _emit_json(plan.to_json())
+            else:
+                from ibdtool.server.display import print_plan
+
+                print_plan(plan, executing=False)
+            sys.exit(ExitCode.FOUND if plan.refused else ExitCode.OK)
+        if not as_json:
+            from ibdtool.server.display import print_plan
+
+            print_plan(plan, executing=True)
+        if not plan.runnable:
+            why = "refused" if plan.refused else "already in the target format"
+            click.echo(f"ibdtool: nothing to run: every table is {why}", err=True)
+            sys.exit(ExitCode.FOUND if plan.refused else ExitCode.OK)
+        _confirm(plan, f"{srv.flavor.label} ({srv.opts.describe()})", yes)
+        code = _run(
+            srv, plan, journal, as_json, max_running, pause, progress_source, no_flush, keep_going
+        )
+    sys.exit(code)
+
+
+def _run(
+    srv: Any,
+    plan: Any,
+    journal_path: str | None,
+    as_json: bool,
+    max_running: int,
+    pause: float,
+    progress_source: str,
+    no_flush: bool,
+    keep_going: bool,
+) -> int:
+    from ibdtool.server.display import ProgressView, print_results
+    from ibdtool.server.execute import ExecSettings, Migration
+    from ibdtool.server.journal import Journal
+
+    settings = ExecSettings(
+        max_running=max_running or None,
+        pause=pause,
+        flush_for_export=not no_flush,
+        progress=progress_source,
+        stop_on_error=not keep_going,
+    )
+    migration = Migration(srv, plan, settings, Journal(journal_path) if journal_path else None)
+    tty = sys.stderr.isatty() and not as_json
+    with ProgressView(tty) as view, _Interrupts(migration.cancel, view.say):
+        for ev in migration.events():
+            if as_json:
+                sys.stdout.write(json.dumps(ev.to_json(), default=str) + "\n")
+                sys.stdout.flush()
+            else:
+                view.show(ev)
+    if not as_json:
+        print_results(migration.results)
+    if migration.interrupted:
+        return int(ExitCode.INTERRUPTED)
+    bad = [r for r in migration.results if r.status in ("failed", "refused")]
+    unverified = [r for r in migration.results if r.status == "done" and r.verified is False]
+    return int(ExitCode.FOUND if bad or unverified else ExitCode.OK)
