@@ -19,13 +19,13 @@ import os
 import re
 import stat
 from collections.abc import Iterable, Iterator
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 from types import TracebackType
 from typing import Any
 
 from ibdtool.errors import InputError
-from ibdtool.inspect import InspectResult, inspect_path
+from ibdtool.inspect import PARALLEL_MIN_PAGES, InspectResult, inspect_path
 from parsers.constants import Algorithm, Vendor
 
 SCHEMA_VERSION = 1
@@ -52,6 +52,8 @@ FRAGMENTED_EXTENTS_PER_GIB = 8192
 #: ... and at least this many extents in the file (small files drop fast whatever their layout)
 FRAGMENTED_MIN_EXTENTS = 1024
 DEFAULT_SAMPLE = 400
+#: files from this size on are scanned one at a time, split over every core by page ranges
+BIG_FILE_BYTES = PARALLEL_MIN_PAGES * 16384
 
 _IBD = re.compile(r".+\.ibd$")
 _SYSTEM = re.compile(r"ibdata\d+$")
@@ -209,6 +211,8 @@ class ScanOptions:
     seed: int = 1
     fragmented_per_gib: int = FRAGMENTED_EXTENTS_PER_GIB
     fragmented_min_extents: int = FRAGMENTED_MIN_EXTENTS
+    #: processes for one file's pages (set by :class:`Scanner`)
+    file_jobs: int = 1
 
 
 _ALWAYS_PLAIN_TYPES = ("FSP_HDR", "XDES", "ALLOCATED")
@@ -323,7 +327,7 @@ def row_from_inspect(t: Target, r: InspectResult, opts: ScanOptions) -> dict[str
     row["saving_pct"] = round(100 * (logical - allocated) / logical, 2) if logical else 0.0
     ext = doc["extents"]
     row["extents_per_gib"] = round(ext * GIB / logical, 1) if ext is not None and logical else None
-    row["problems"] = len(r.problems)
+    row["problem_pages"] = len(r.problems)
     row["error"] = None
     row["flags"] = _flags(row, r, opts)
     return row
@@ -383,7 +387,7 @@ def simulation_for(t: Target, row: dict[str, Any], opts: ScanOptions) -> dict[st
             _best_scenarios(row["vendor"]),
             sample=opts.sample,
             seed=opts.seed,
-            jobs=1,
+            jobs=opts.file_jobs,
             row_compressed=False,
         )
     except InputError as exc:
@@ -411,7 +415,7 @@ def scan_one(t: Target, opts: ScanOptions) -> dict[str, Any]:
     try:
         if not stat.S_ISREG(os.stat(t.path).st_mode):  # a FIFO would block the open
             return error_row(t, f"{t.path}: not a regular file")
-        row = row_from_inspect(t, inspect_path(t.path), opts)
+        row = row_from_inspect(t, inspect_path(t.path, jobs=opts.file_jobs), opts)
     except InputError as exc:
         return error_row(t, exc.message)
     except OSError as exc:
@@ -432,22 +436,27 @@ def _scan_star(args: tuple[Target, ScanOptions]) -> tuple[int, dict[str, Any]]:
 
 
 class Scanner:
-    """Scan targets in ``jobs`` worker processes, yielding ``(bytes, row)`` as files finish.
+    """Scan targets on ``jobs`` cores, yielding ``(bytes, row)`` as files finish.
 
-    Use as a context manager: the pool is forked on entry, before the caller starts a progress
-    thread, and torn down on exit even when the caller stops reading early. The largest files
-    are started first, so a few big files do not end up last on one core.
+    Big files (as big as :mod:`ibdtool.inspect` splits) come first, one at a time, each split
+    over every core by page ranges: two 1 GiB files of unequal cost finish together instead of
+    one core doing the slow one alone. The rest go to a pool of worker processes, one file
+    each, largest first. Use as a context manager: the pool is forked on entry, before the
+    caller starts a progress thread, and torn down on exit, also when the caller stops early.
     """
 
     def __init__(self, targets: list[Target], opts: ScanOptions, jobs: int) -> None:
-        self.targets = sorted(targets, key=lambda t: -t.size)
+        by_size = sorted(targets, key=lambda t: -t.size)
+        self.big = [t for t in by_size if t.size >= BIG_FILE_BYTES]
+        self.small = [t for t in by_size if t.size < BIG_FILE_BYTES]
+        self.cores = max(1, jobs)
         self.opts = opts
-        self.jobs = max(1, min(jobs, len(targets)))
         self._pool: Any = None
 
     def __enter__(self) -> Scanner:
-        if self.jobs > 1:
-            self._pool = multiprocessing.get_context("fork").Pool(self.jobs)
+        workers = min(self.cores, len(self.small))
+        if workers > 1:
+            self._pool = multiprocessing.get_context("fork").Pool(workers)
         return self
 
     def __exit__(
@@ -465,7 +474,10 @@ class Scanner:
             self._pool = None
 
     def __iter__(self) -> Iterator[tuple[int, dict[str, Any]]]:
-        work = [(t, self.opts) for t in self.targets]
+        whole = replace(self.opts, file_jobs=self.cores)
+        for t in self.big:
+            yield t.size, scan_one(t, whole)
+        work = [(t, replace(self.opts, file_jobs=1)) for t in self.small]
         if self._pool is None:
             yield from map(_scan_star, work)
         else:
