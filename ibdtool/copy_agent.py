@@ -79,7 +79,7 @@ class VerifyError(AgentError):
     """Data read back from the destination differs from the source."""
 
 
-# --- ranges and windows ---------------------------------------------------------------------
+# --- ranges and windows --------------------------------------------------------------------------
 
 
 def seek_data_ranges(fd, size):
@@ -166,7 +166,7 @@ def plan_bytes(ranges):
     return sum(end - start for start, end in ranges)
 
 
-# --- codecs -----------------------------------------------------------------------------------
+# --- codecs --------------------------------------------------------------------------------------
 
 
 def _zstd_module():
@@ -232,7 +232,7 @@ class Codec:
         return out
 
 
-# --- framing ------------------------------------------------------------------------------------
+# --- framing -------------------------------------------------------------------------------------
 
 
 def write_frame(out, kind, payload=b""):
@@ -271,7 +271,7 @@ def expect_ok(msg):
     return msg
 
 
-# --- punching holes -----------------------------------------------------------------------------
+# --- punching holes ------------------------------------------------------------------------------
 
 _fallocate = None
 
@@ -303,7 +303,7 @@ def punch_hole(fd, offset, length):
     raise OSError(err, "fallocate(PUNCH_HOLE) failed: " + os.strerror(err))
 
 
-# --- source -------------------------------------------------------------------------------------
+# --- source --------------------------------------------------------------------------------------
 
 
 def _open_read(path):
@@ -406,7 +406,7 @@ class Source:
             self.fd = -1
 
 
-# --- destination --------------------------------------------------------------------------------
+# --- destination ---------------------------------------------------------------------------------
 
 
 def part_paths(final):
@@ -742,7 +742,7 @@ class Destination:
         return False
 
 
-# --- streaming ----------------------------------------------------------------------------------
+# --- streaming -----------------------------------------------------------------------------------
 
 
 class RateLimit:
@@ -806,7 +806,7 @@ def receive_stream(inp, dest, codec, on_window=None, progress=None):
             raise AgentError(f"protocol error: unexpected frame {kind!r}")
 
 
-# --- the remote program ---------------------------------------------------------------------------
+# --- the remote program --------------------------------------------------------------------------
 
 
 def _serve_receive(req, inp, out):

@@ -64,7 +64,9 @@ def parse_rate(text: str | None) -> int:
     show_default=True,
     help="Over ssh: auto uses zstd when the remote python3 has it.",
 )
-@click.option("--bwlimit", metavar="RATE", help="Limit the data sent per second (e.g. 50M).")
+@click.option(
+    "--bwlimit", metavar="RATE", help="Limit the bytes copied or sent per second (e.g. 50M)."
+)
 @click.option(
     "--rsh",
     "-e",
@@ -146,7 +148,7 @@ def _emit(docs: list[dict[str, Any]], single: bool) -> None:
         sys.stdout.write(json.dumps(docs[0] if single else docs, indent=2) + "\n")
 
 
-# --- copies ---------------------------------------------------------------------------------------
+# --- copies --------------------------------------------------------------------------------------
 
 
 def _copy_all(
@@ -222,7 +224,7 @@ def _copy_one(src: Any, dst: Any, opts: Any, want_dir: bool, sessions: Any, show
         return rc.relay(
             sessions.get(src.host),
             src,
-            sessions.get(dst.host),
+            sessions.get(dst.host, role="receiver"),
             dst,
             opts,
             want_dir=want_dir,
@@ -300,7 +302,7 @@ def _verify_line(mode: str, windows: int, pages: dict[str, Any] | None) -> str:
     return line
 
 
-# --- in place -------------------------------------------------------------------------------------
+# --- in place ------------------------------------------------------------------------------------
 
 
 def _in_place(paths: tuple[str, ...], opts: Any, *, yes: bool, as_json: bool, show: bool) -> int:

@@ -157,7 +157,7 @@ class AgentSession:
             self.stdin.write(code)
             self.stdin.flush()
             self._handshake()
-        except (OSError, agent.AgentError, ValueError):
+        except (OSError, agent.AgentError, agent.Interrupted, ValueError):
             raise self.failure(starting=True) from None
         return self
 
@@ -287,16 +287,17 @@ class Sessions:
         self.cfg = cfg
         self._open: dict[str, AgentSession] = {}
 
-    def get(self, host: str) -> AgentSession:
-        session = self._open.get(host)
+    def get(self, host: str, role: str = "") -> AgentSession:
+        """The session for ``host``; a relay asks for a second one with another ``role``."""
+        key = f"{role}\0{host}"
+        session = self._open.get(key)
         if session is None or session.proc is None or session.proc.poll() is not None:
-            session = self._open[host] = AgentSession(host, self.cfg).open()
+            session = self._open[key] = AgentSession(host, self.cfg).open()
         return session
 
     def drop(self, host: str) -> None:
-        session = self._open.pop(host, None)
-        if session is not None:
-            session.kill()
+        for key in [k for k in self._open if k.split("\0", 1)[1] == host]:
+            self._open.pop(key).kill()
 
     def close(self) -> None:
         for session in self._open.values():

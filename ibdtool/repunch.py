@@ -144,7 +144,7 @@ def _append(ranges: list[tuple[int, int]], start: int, end: int) -> None:
         ranges.append((start, end))
 
 
-# --- who uses the file ------------------------------------------------------------------------
+# --- who uses the file ---------------------------------------------------------------------------
 
 
 @dataclass(frozen=True)

@@ -125,7 +125,7 @@ class CopyResult:
         }
 
 
-# --- range algebra ----------------------------------------------------------------------------
+# --- range algebra -------------------------------------------------------------------------------
 
 
 def union(a: Iterable[tuple[int, int]], b: Iterable[tuple[int, int]]) -> Ranges:
@@ -193,7 +193,7 @@ def zero_blocks(
     return out
 
 
-# --- the plan -----------------------------------------------------------------------------------
+# --- the plan ------------------------------------------------------------------------------------
 
 
 @dataclass
@@ -283,7 +283,7 @@ def _is_tablespace(path: str) -> bool:
         return False
 
 
-# --- page verification ----------------------------------------------------------------------------
+# --- page verification ---------------------------------------------------------------------------
 
 
 def check_pages(path: str, reference: str | None = None) -> dict[str, Any]:
@@ -309,7 +309,7 @@ def check_pages(path: str, reference: str | None = None) -> dict[str, Any]:
     return pages
 
 
-# --- local copy -----------------------------------------------------------------------------------
+# --- local copy ----------------------------------------------------------------------------------
 
 
 def _input_error(exc: agent.AgentError) -> IbdtoolError:
@@ -398,11 +398,13 @@ def _run_local(
         result.windows = len(dest.windows)
         result.resumed_bytes = sum(agent.plan_bytes(w) for w in dest.windows[:start])
         copied = 0
+        limit = agent.RateLimit(opts.bwlimit)
         for index in range(start, len(dest.windows)):
             pieces = dest.windows[index]
             for a, b in pieces:
                 dest.copy_from(source.fd, a, b)
                 copied += b - a
+                limit.account(b - a)
                 if progress is not None:
                     progress(CopyProgress("copy", b, source.size, copied, copied))
             dest.checkpoint(index, source.window_crc(pieces) if verify else 0)
