@@ -587,11 +587,14 @@ class Destination:
             "windows": self.verified,
         }
         tmp = self.state_path + ".tmp"
-        with open(tmp, "w") as f:
-            json.dump(state, f)
-            f.flush()
-            os.fsync(f.fileno())
-        os.rename(tmp, self.state_path)
+        try:
+            with open(tmp, "w") as f:
+                json.dump(state, f)
+                f.flush()
+                os.fsync(f.fileno())
+            os.rename(tmp, self.state_path)
+        except OSError as exc:
+            raise self._oserror(exc) from None
 
     # -- writing -------------------------------------------------------------------------------
 
