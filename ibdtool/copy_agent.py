@@ -41,6 +41,7 @@ import os
 import stat
 import struct
 import sys
+import threading
 import time
 import zlib
 
@@ -52,6 +53,7 @@ MAX_WINDOW = 256 << 20
 PART_SUFFIX = ".ibdtool-part"
 STATE_SUFFIX = ".json"
 FREE_SPACE_SLACK = 1 << 20
+KERNEL_COPY_MIN = 512 << 10  # smaller pieces: pread/pwrite beat copy_file_range
 
 FRAME = struct.Struct(">cI")
 DATA_HEAD = struct.Struct(">QIB")
@@ -335,6 +337,21 @@ def describe_oserror(path, exc):
     return f"{path}: {names.get(exc.errno, exc.strerror or str(exc))}"
 
 
+def _crc_of(fd, start, end, crc, name):
+    """CRC-32 of ``[start, end)`` of ``fd``, continuing ``crc``."""
+    pos = start
+    while pos < end:
+        try:
+            data = os.pread(fd, min(PIECE, end - pos), pos)
+        except OSError as exc:
+            raise AgentError(describe_oserror(name, exc)) from None
+        if not data:
+            raise AgentError(f"{name}: shorter than expected")
+        crc = zlib.crc32(data, crc)
+        pos += len(data)
+    return crc
+
+
 class Source:
     """A regular file opened read-only."""
 
@@ -392,7 +409,7 @@ class Source:
     def window_crc(self, pieces):
         crc = 0
         for start, end in pieces:
-            crc = zlib.crc32(self.read(start, end), crc)
+            crc = _crc_of(self.fd, start, end, crc, self.path)
         return crc
 
     def check_unchanged(self):
@@ -471,11 +488,16 @@ class Destination:
         self.dir = os.path.dirname(final) or "."
         self.fd = -1
         self.plan = []
+        self.plan_crc = 0
         self.window = MIN_WINDOW
         self.windows = []  # list of lists of pieces
         self.verified = []  # CRC of each window verified so far
         self.notes = []
         self.punch_supported = True
+        self._next_window = 0
+        self._flusher = None
+        self._flush_error = None
+        self._kernel_copy = hasattr(os, "copy_file_range")
         self.bytes_written = 0
         self.created = False
         if os.path.isdir(final):
@@ -499,7 +521,8 @@ class Destination:
         self.plan = plan
         self.window = window
         self.windows = list(iter_windows(plan, window))
-        state = self._load_state(plan_crc(plan, self.size)) if self.resume else None
+        self.plan_crc = plan_crc(plan, self.size)
+        state = self._load_state(self.plan_crc) if self.resume else None
         if not self.resume and os.path.exists(self.part):
             self.notes.append("discarded an interrupted copy (use --resume to continue one)")
         flags = os.O_RDWR | os.O_CREAT | getattr(os, "O_CLOEXEC", 0)
@@ -517,13 +540,15 @@ class Destination:
             raise AgentError(f"{self.part}: another ibdtool copy is writing it") from None
         if state is not None and os.fstat(self.fd).st_size == self.size:
             self.verified = list(state["windows"])[: len(self.windows)]
-            if self.verified and not self._readback_matches(len(self.verified) - 1):
+            last = len(self.verified) - 1
+            if self.verified and not self._readback_matches(last, self.verified[last]):
                 self.notes.append("the interrupted copy does not read back right: starting over")
                 self.verified = []
         if not self.verified:
             self.verified = []
             _unlink_quiet(self.state_path)
             os.ftruncate(self.fd, 0)
+        self._next_window = len(self.verified)
         remaining = sum(plan_bytes(w) for w in self.windows[len(self.verified) :])
         try:
             st = os.statvfs(self.dir)
@@ -565,23 +590,20 @@ class Destination:
             return None
         return state
 
-    def _readback_matches(self, index):
+    def _readback_matches(self, index, crc):
         got = 0
-        for start, end in self.windows[index]:
-            pos = start
-            while pos < end:
-                data = os.pread(self.fd, min(PIECE, end - pos), pos)
-                if not data:
-                    return False
-                got = zlib.crc32(data, got)
-                pos += len(data)
-        return got == self.verified[index]
+        try:
+            for start, end in self.windows[index]:
+                got = _crc_of(self.fd, start, end, got, self.part)
+        except AgentError:
+            return False
+        return got == crc
 
     def _save_state(self):
         state = {
             "protocol": PROTOCOL,
             "source": self.meta["identity"],
-            "plan_crc": plan_crc(self.plan, self.size),
+            "plan_crc": self.plan_crc,
             "window": self.window,
             "size": self.size,
             "windows": self.verified,
@@ -613,26 +635,19 @@ class Destination:
             raise self._oserror(exc) from None
         self.bytes_written += len(view)
 
-    def copy_from(self, src_fd, start, end):
-        """Copy ``[start, end)`` of ``src_fd`` in the kernel where possible."""
-        pos = start
-        cfr = getattr(os, "copy_file_range", None)
-        try:
-            while pos < end and cfr is not None:
-                try:
-                    n = cfr(src_fd, self.fd, end - pos, pos, pos)
-                except OSError as exc:
-                    if exc.errno in (errno.EXDEV, errno.ENOSYS, errno.EINVAL, errno.EOPNOTSUPP):
-                        cfr = None
-                        break
-                    raise
-                if n <= 0:
-                    cfr = None
-                    break
-                pos += n
-                self.bytes_written += n
-        except OSError as exc:
-            raise self._oserror(exc) from None
+    def copy_from(self, src_fd, start, end, crc=None):
+        """Copy ``[start, end)`` of ``src_fd``; return the running CRC-32 when ``crc`` is given.
+
+        Large pieces go through ``copy_file_range`` (no copy through user space, a reflink
+        where the filesystem offers one); small ones, where a system call costs more than the
+        copy (a page-compressed file is one data range per page), through pread/pwrite.
+        """
+        if self._kernel_copy and end - start >= KERNEL_COPY_MIN:
+            pos = self._copy_in_kernel(src_fd, start, end)
+            if crc is not None and pos > start:
+                crc = _crc_of(src_fd, start, pos, crc, self.final)
+        else:
+            pos = start
         while pos < end:
             try:
                 data = os.pread(src_fd, min(PIECE, end - pos), pos)
@@ -640,25 +655,71 @@ class Destination:
                 raise AgentError(describe_oserror(self.final, exc)) from None
             if not data:
                 raise AgentError("the source shrank while being copied")
+            if crc is not None:
+                crc = zlib.crc32(data, crc)
             self.write(pos, data)
             pos += len(data)
+        return crc
 
-    def checkpoint(self, index, crc):
-        """Window ``index`` is written: make it durable, read it back, record it."""
-        if index != len(self.verified):
-            raise AgentError(f"protocol error: window {index} out of order")
+    def _copy_in_kernel(self, src_fd, start, end):
+        pos = start
         try:
-            os.fdatasync(self.fd)
+            while pos < end:
+                try:
+                    n = os.copy_file_range(src_fd, self.fd, end - pos, pos, pos)
+                except OSError as exc:
+                    if exc.errno in (errno.EXDEV, errno.ENOSYS, errno.EINVAL, errno.EOPNOTSUPP):
+                        self._kernel_copy = False
+                        break
+                    raise
+                if n <= 0:
+                    self._kernel_copy = False
+                    break
+                pos += n
+                self.bytes_written += n
         except OSError as exc:
             raise self._oserror(exc) from None
-        self.verified.append(crc)
-        if self.verify and not self._readback_matches(index):
-            self.verified.pop()
-            first, last = self.windows[index][0][0], self.windows[index][-1][1]
-            raise VerifyError(
-                f"{self.final}: bytes {first}..{last} differ from the source after writing"
-            )
-        self._save_state()
+        return pos
+
+    def checkpoint(self, index, crc):
+        """Window ``index`` is written: make it durable, read it back, record it.
+
+        This runs in a thread while the next window is written (the flush of one window
+        overlaps the copy of the next); a failure surfaces at the next checkpoint or at
+        :meth:`seal`. Windows are recorded strictly in order.
+        """
+        if index != self._next_window:
+            raise AgentError(f"protocol error: window {index} out of order")
+        self._next_window += 1
+        self.wait_checkpoints()
+        self._flusher = threading.Thread(target=self._checkpoint, args=(index, crc))
+        self._flusher.daemon = True
+        self._flusher.start()
+
+    def wait_checkpoints(self):
+        """Wait for the window being flushed; raise its failure, if any."""
+        if self._flusher is not None:
+            self._flusher.join()
+            self._flusher = None
+        if self._flush_error is not None:
+            exc, self._flush_error = self._flush_error, None
+            raise exc
+
+    def _checkpoint(self, index, crc):
+        try:
+            try:
+                os.fdatasync(self.fd)
+            except OSError as exc:
+                raise self._oserror(exc) from None
+            if self.verify and not self._readback_matches(index, crc):
+                first, last = self.windows[index][0][0], self.windows[index][-1][1]
+                raise VerifyError(
+                    f"{self.final}: bytes {first}..{last} differ from the source after writing"
+                )
+            self.verified.append(crc)
+            self._save_state()
+        except BaseException as exc:
+            self._flush_error = exc
 
     def allocated(self):
         return os.fstat(self.fd).st_blocks * 512 if self.fd >= 0 else 0
@@ -676,6 +737,7 @@ class Destination:
 
     def seal(self):
         """Punch every hole, fsync, give the source's mode, owner and times."""
+        self.wait_checkpoints()
         if len(self.verified) != len(self.windows):
             raise AgentError("protocol error: the stream ended before the last window")
         if not self.punch(complement(self.plan, self.size)):
@@ -731,6 +793,8 @@ class Destination:
 
     def abandon(self, keep):
         """After a failure: keep the part for --resume when asked and useful, else remove."""
+        with contextlib.suppress(BaseException):  # the failure being handled matters more
+            self.wait_checkpoints()
         if self.fd >= 0:
             os.close(self.fd)
             self.fd = -1

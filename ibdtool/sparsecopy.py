@@ -401,13 +401,14 @@ def _run_local(
         limit = agent.RateLimit(opts.bwlimit)
         for index in range(start, len(dest.windows)):
             pieces = dest.windows[index]
+            crc = 0 if verify else None
             for a, b in pieces:
-                dest.copy_from(source.fd, a, b)
+                crc = dest.copy_from(source.fd, a, b, crc)
                 copied += b - a
                 limit.account(b - a)
                 if progress is not None:
                     progress(CopyProgress("copy", b, source.size, copied, copied))
-            dest.checkpoint(index, source.window_crc(pieces) if verify else 0)
+            dest.checkpoint(index, crc or 0)
             if progress is not None:
                 last = pieces[-1][1]
                 progress(CopyProgress("copy", last, source.size, copied, copied, dest.allocated()))
