@@ -174,7 +174,7 @@ def discover(paths: Iterable[str | os.PathLike[str]]) -> list[Target]:
         except OSError as exc:
             raise InputError(f"{root}: {exc.strerror}") from None
         if not stat.S_ISDIR(st.st_mode):
-            add(classify(root, server_level=False))
+            add(classify(root, server_level=is_datadir(root.absolute().parent)))
             continue
         top_is_datadir = is_datadir(root)
         unlisted: list[OSError] = []
@@ -362,11 +362,9 @@ def _best_scenarios(vendor: str) -> list[Any]:
     return [s for s in DEFAULT_SCENARIOS if s.server in servers]
 
 
-def simulation_for(t: Target, row: dict[str, Any], opts: ScanOptions) -> dict[str, Any]:
-    """The best page-compression prediction for this file's server and filesystem (sampled)."""
-    from ibdtool.simulate import simulate
-
-    out: dict[str, Any] = {
+def no_simulation(row: dict[str, Any], note: str | None) -> dict[str, Any]:
+    """A row's ``simulation`` without a prediction; ``note`` says why."""
+    return {
         "best": None,
         "server": None,
         "algorithm": None,
@@ -376,8 +374,15 @@ def simulation_for(t: Target, row: dict[str, Any], opts: ScanOptions) -> dict[st
         "ci95": None,
         "saving": None,
         "pages_sampled": None,
-        "note": None,
+        "note": note,
     }
+
+
+def simulation_for(t: Target, row: dict[str, Any], opts: ScanOptions) -> dict[str, Any]:
+    """The best page-compression prediction for this file's server and filesystem (sampled)."""
+    from ibdtool.simulate import simulate
+
+    out = no_simulation(row, None)
     if t.kind != "table":
         out["note"] = f"{t.kind} tablespaces cannot be page-compressed"
         return out
@@ -426,7 +431,7 @@ def scan_one(t: Target, opts: ScanOptions) -> dict[str, Any]:
         try:
             row["simulation"] = simulation_for(t, row, opts)
         except Exception as exc:
-            row["simulation"] = {"best": None, "note": f"{type(exc).__name__}: {exc}"}
+            row["simulation"] = no_simulation(row, f"unexpected {type(exc).__name__}: {exc}")
     return row
 
 

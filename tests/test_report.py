@@ -315,20 +315,29 @@ def test_jsonl_rows_are_the_json_rows(
         check_row(row, datadir, inspected)
 
 
-def test_jsonl_streams_rows_as_files_finish(tmp_path: Path) -> None:
-    """Rows come out while the scan goes on, the first long before the last; a writer that
-    collected rows would print them all at once at the end."""
-    shop = tmp_path / "shop"
+MANY = 500
+
+
+@pytest.fixture(scope="module")
+def many_files(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """A schema folder of MANY tables (hard links to one sample: no disk space)."""
+    shop = tmp_path_factory.mktemp("many") / "shop"
     shop.mkdir()
     first = shop / "t0000.ibd"
     sparse_copy(sample("mysql80/plain.ibd"), first)
-    count = 400
-    for i in range(1, count):
+    for i in range(1, MANY):
         os.link(first, shop / f"t{i:04d}.ibd")
+    return shop
+
+
+def test_jsonl_streams_rows_as_files_finish(many_files: Path) -> None:
+    """Rows come out while the scan goes on, the first long before the last; a writer that
+    collected rows would print them all at once at the end."""
+    count = MANY
     env = dict(os.environ, PYTHONPATH=str(Path(__file__).resolve().parents[1]))
     start = time.monotonic()
     proc = subprocess.Popen(
-        [*REPORT, str(shop), "--format", "jsonl", "--jobs", "2"],
+        [*REPORT, str(many_files), "--format", "jsonl", "--jobs", "2"],
         stdout=subprocess.PIPE,
         stderr=subprocess.PIPE,
         text=True,
@@ -436,6 +445,25 @@ def test_exit_2_on_bad_input(datadir: Path, tmp_path: Path) -> None:
     (tmp_path / "old.json").write_text('{"hello": 1}\n')
     bad_old = run(datadir / "shop", "--compare", tmp_path / "old.json")
     assert bad_old.returncode == 2 and "not an ibdtool report" in bad_old.stderr
+
+
+@pytest.mark.parametrize("fmt", ["table", "jsonl", "csv"])
+def test_a_reader_that_goes_away_is_not_a_failure(many_files: Path, fmt: str) -> None:
+    """``report | head -1`` in a script: exit 0, not 1 (a --fail-on hit) and no traceback.
+    The output is larger than a pipe's buffer, so the writer does meet the closed pipe."""
+    env = dict(os.environ, PYTHONPATH=str(Path(__file__).resolve().parents[1]))
+    proc = subprocess.Popen(
+        [*REPORT, str(many_files), "--format", fmt, "--jobs", "2"],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        env=env,
+    )
+    assert proc.stdout is not None and proc.stderr is not None
+    assert proc.stdout.readline()
+    proc.stdout.close()
+    stderr = proc.stderr.read().decode()
+    assert proc.wait(timeout=120) == 0, stderr
+    assert "Traceback" not in stderr
 
 
 @pytest.fixture()
