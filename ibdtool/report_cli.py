@@ -207,7 +207,7 @@ def report(
     ):
         for size, row in scanner:
             totals.add(row)
-            if row.get("error"):
+            if row.get("error") and len(errors) < MAX_LISTED_ERRORS:
                 errors.append(row["error"])
             change = comparer.change(keys_of[row["path"]], row) if comparer else None
             if stream:
@@ -242,7 +242,7 @@ def report(
             sys.stdout.flush()
     overall = totals.to_json()["all"]
     if overall["errors"]:
-        for message in errors[:MAX_LISTED_ERRORS]:
+        for message in errors:
             click.echo(f"ibdtool: error: {message}", err=True)
         click.echo(
             f"ibdtool: error: {overall['errors']} of {overall['files']} files could not be "
