@@ -106,7 +106,7 @@ def help_rows(screen: Screen) -> list[tuple[str, str, str]]:
         elif node is screen:
             where, rank = "this view", 1
         else:
-            where, rank = type(node).__name__, 0
+            where, rank = getattr(node, "HELP_NAME", type(node).__name__.lower()), 0
         key = (id(node), binding.action)
         merged.setdefault(key, []).append(app.get_key_display(binding))
         meta[key] = (binding.description or binding.action, where, rank)

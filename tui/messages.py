@@ -52,11 +52,11 @@ class ScanFailed(Message):
 
 @dataclass
 class RowsScanned(Message):
-    """Browser rows (``ibdtool.report`` rows) for files whose scan finished."""
+    """Browser rows (``ibdtool.report`` rows) for files whose scan finished; ``final``: the
+    worker's batch is done."""
 
     rows: list[dict[str, Any]] = field(default_factory=list)
-    done: int = 0
-    total: int = 0
+    final: bool = False
 
 
 @dataclass

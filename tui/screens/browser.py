@@ -10,7 +10,6 @@ while another screen is on top, so it never competes with the tablespace being l
 from __future__ import annotations
 
 import os
-import threading
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -21,6 +20,7 @@ from rich.text import Text
 from textual import on, work
 from textual.app import ComposeResult, SystemCommand
 from textual.binding import Binding, BindingType
+from textual.message import Message
 from textual.screen import Screen
 from textual.widgets import DataTable, Footer, Header, Static
 from textual.worker import get_current_worker
@@ -35,6 +35,9 @@ if TYPE_CHECKING:
     from tui.app import IbdtoolApp
 
 PROGRESS_INTERVAL = 0.1
+#: a scan worker takes files until it has this many bytes or files, then the next one starts
+BATCH_BYTES = 256 << 20
+BATCH_FILES = 16
 #: flag names of ``ibdtool report`` as the browser shows them
 FLAG_LABELS = {
     "checksum": "checksum!",
@@ -91,6 +94,13 @@ class Entry:
         return " ".join(
             [self.folder, Path(self.target.path).name, self.compression, *self.flags]
         ).lower()
+
+
+@dataclass
+class FilesListed(Message):
+    """The walk found these files (sizes from ``stat``, not scanned yet)."""
+
+    entries: list[Entry]
 
 
 @dataclass
@@ -152,8 +162,8 @@ Every tablespace under the directory, grouped by folder (schema). Sizes come fro
         self.sort_column = "name"
         self.reverse = False
         self.scanned = 0
-        self._shown = threading.Event()  # set while this screen is shown
-        self._shown.set()
+        self._shown = True  # False while another screen is on top: scanning pauses
+        self._batch_running = False
 
     @property
     def ibd_app(self) -> IbdtoolApp:
@@ -174,16 +184,16 @@ Every tablespace under the directory, grouped by folder (schema). Sizes come fro
         self.explore()
 
     def on_screen_suspend(self) -> None:
-        self._shown.clear()
+        self._shown = False
 
     def on_screen_resume(self) -> None:
-        self._shown.set()
+        self._shown = True
+        self._scan_next()
 
-    # --- the worker ------------------------------------------------------------------------
+    # --- the workers -----------------------------------------------------------------------
 
-    @work(thread=True, exclusive=True, group="browse", exit_on_error=False)
+    @work(thread=True, exclusive=True, group="browse-list", exit_on_error=False)
     def explore(self) -> None:
-        worker = get_current_worker()
         log = self.ibd_app.command_log
         try:
             with log.timed("file", f"walk {self.root}") as run:
@@ -193,25 +203,51 @@ Every tablespace under the directory, grouped by folder (schema). Sizes come fro
         except IbdtoolError as exc:
             self.post_message(ScanFailed(exc.message))
             return
-        self.app.call_from_thread(self._listed, entries)
-        order = self.app.call_from_thread(self.display_order)
-        batch: list[dict[str, Any]] = []
+        self.post_message(FilesListed(entries))
+
+    def on_files_listed(self, message: FilesListed) -> None:
+        self._listed(message.entries)
+        self._scan_next()
+
+    def _scan_next(self) -> None:
+        """Scan the next few unscanned files, in the order shown, unless another screen is on
+        top (each batch is a short worker, so nothing waits in a thread while paused)."""
+        if not self._shown or self._batch_running:
+            return
+        todo = [e for e in self.display_order() if e.row is None]
+        todo += [e for e in self.by_path.values() if e.row is None and e not in todo]
+        batch: list[Target] = []
+        size = 0
+        for e in todo:
+            batch.append(e.target)
+            size += e.logical
+            if size >= BATCH_BYTES or len(batch) >= BATCH_FILES:
+                break
+        if batch:
+            self._batch_running = True
+            self.scan_batch(batch)
+
+    @work(thread=True, exclusive=True, group="browse", exit_on_error=False)
+    def scan_batch(self, targets: list[Target]) -> None:
+        worker = get_current_worker()
+        log = self.ibd_app.command_log
+        rows: list[dict[str, Any]] = []
         last = time.monotonic()
-        for i, entry in enumerate(order):
-            self._shown.wait()
+        for i, target in enumerate(targets):
             if worker.is_cancelled:
                 return
-            with log.timed("file", f"inspect {entry.target.path}") as run:
-                row = scan_one(entry.target, ScanOptions())
+            with log.timed("file", f"inspect {target.path}") as run:
+                row = scan_one(target, ScanOptions())
                 run.detail = ", ".join(row.get("flags", [])) or "no flags"
                 if row.get("error"):
                     run.outcome = f"error: {row['error']}"
-            batch.append(row)
+            rows.append(row)
             now = time.monotonic()
-            if now - last >= PROGRESS_INTERVAL or i == len(order) - 1:
+            final = i == len(targets) - 1
+            if now - last >= PROGRESS_INTERVAL or final:
                 last = now
-                self.post_message(RowsScanned(batch, i + 1, len(order)))
-                batch = []
+                self.post_message(RowsScanned(rows, final))
+                rows = []
 
     def _entry(self, t: Target) -> Entry:
         folder = os.path.relpath(os.path.dirname(t.path) or ".", self.root)
@@ -232,7 +268,6 @@ Every tablespace under the directory, grouped by folder (schema). Sizes come fro
 
     def on_rows_scanned(self, message: RowsScanned) -> None:
         table = self.query_one(DataTable)
-        self.scanned = message.done
         for row in message.rows:
             entry = self.by_path.get(row["path"])
             if entry is None:
@@ -244,8 +279,12 @@ Every tablespace under the directory, grouped by folder (schema). Sizes come fro
             if key in table.rows:
                 for column, value in zip(COLUMNS, self._cells(entry), strict=True):
                     table.update_cell(key, column, value, update_width=True)
-        if message.done == message.total and self.sort_column in ("compression", "flags"):
-            self.rebuild()
+        self.scanned = sum(e.row is not None for e in self.by_path.values())
+        if message.final:
+            self._batch_running = False
+            if self.scanned == len(self.by_path) and self.sort_column in ("compression", "flags"):
+                self.rebuild()
+            self._scan_next()
         self._status()
 
     def on_scan_failed(self, message: ScanFailed) -> None:
@@ -413,9 +452,11 @@ Every tablespace under the directory, grouped by folder (schema). Sizes come fro
         self.rebuild()
 
     def action_rescan(self) -> None:
+        self.workers.cancel_group(self, "browse")
         self.folders.clear()
         self.by_path.clear()
         self.scanned = 0
+        self._batch_running = False
         self.explore()
 
     def commands(self) -> list[SystemCommand]:

@@ -34,7 +34,7 @@ if TYPE_CHECKING:
     from tui.app import IbdtoolApp
 
 PROGRESS_INTERVAL = 0.1
-BAR_MIN, BAR_MAX = 10, 60
+BAR_MIN, BAR_MAX = 8, 60
 
 
 class SimulationScreen(Screen[None]):
@@ -83,7 +83,7 @@ the blocks a filesystem allocates for the result are summed (a seeded sample wit
     def on_mount(self) -> None:
         self.sub_title = f"{self.path} · simulate"
         table = self.query_one("#sim-table", DataTable)
-        table.add_columns("algorithm", "predicted", "95% CI", "saving", "size", "µs/page c/d")
+        table.add_columns("algorithm", "predicted", "95% CI", "saving", "size", "µs c/d")
         zt = self.query_one("#zip-table", DataTable)
         zt.add_columns("KEY_BLOCK_SIZE", "predicted", "95% CI", "splits", "size")
         zt.display = False
@@ -191,7 +191,8 @@ the blocks a filesystem allocates for the result are summed (a seeded sample wit
     # --- drawing ---------------------------------------------------------------------------
 
     def _bar_width(self) -> int:
-        return max(BAR_MIN, min(BAR_MAX, self.size.width - 62))
+        # the other columns and the cell padding take 58 cells, the screen's padding 3
+        return max(BAR_MIN, min(BAR_MAX, self.size.width - 63))
 
     def _draw(self) -> None:
         r = self.result

@@ -62,6 +62,8 @@ def _colors(size: int, regions: tuple[Region, ...]) -> list[str]:
 class HexDump(ScrollView, can_focus=True):
     """Stored and decoded images of one page (see module doc)."""
 
+    HELP_NAME = "hex dump"
+
     def __init__(self, *, id: str | None = None) -> None:
         super().__init__(id=id)
         self.images: list[tuple[bytes, list[str]]] = []

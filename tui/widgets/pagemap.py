@@ -25,6 +25,7 @@ from textual.strip import Strip
 from tui.pagemodel import MIXED_GLYPH, UNSCANNED, Category, Mode, PageMapModel
 
 MIN_COLUMNS = 8
+FIT_SHARE = 0.6  # "fit" zooms out until the map fits in this share of the screen's height
 
 
 def _columns(avail: int) -> int:
@@ -35,8 +36,10 @@ def _columns(avail: int) -> int:
     return cols
 
 
-class PageMap(ScrollView, can_focus=True):
+class PageMap(ScrollView, can_focus=True, inherit_bindings=False):
     """Cells for the pages of a :class:`PageMapModel` (see module doc)."""
+
+    HELP_NAME = "page map"
 
     BINDINGS: ClassVar[list[BindingType]] = [
         Binding("left,h", "move(-1, 0)", "Left", show=False),
@@ -106,7 +109,8 @@ class PageMap(ScrollView, can_focus=True):
 
     def _relayout(self) -> None:
         width = self.scrollable_content_region.width or self.size.width
-        height = max(1, self.scrollable_content_region.height or self.size.height or 1)
+        # the map is as tall as its rows, up to a share of the screen: fit to that share
+        height = max(4, int(self.app.size.height * FIT_SHARE))
         avail = max(MIN_COLUMNS, width - self.label_width)
         n_pages = self.model.n_pages if self.model else 0
         # a small file gets two-character cells, so that a few dozen pages are not a sliver

@@ -1,0 +1,436 @@
+"""The TUI driven with Textual's pilot over sparse copies of the samples.
+
+Each test asserts what the widgets show against an oracle that is not ibdtool: ``stat`` and
+``lseek(SEEK_DATA)`` done here, the samples manifest (what the server reported, what the
+server's own ``innochecksum -S`` counted), the bytes of the file read here.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+from textual.widgets import DataTable
+
+from ibdtool.render import human_bytes
+from tests.samples_manifest import SAMPLES, manifest
+from tests.tui_helpers import DATADIR_FILES, lines_of, make_datadir, static_text, table_rows
+from tui.app import IbdtoolApp, create_app
+from tui.screens.browser import BrowserScreen
+from tui.screens.commandlog import CommandLogScreen
+from tui.screens.help import HelpScreen
+from tui.screens.page import PageScreen
+from tui.screens.simulation import SimulationScreen
+from tui.screens.tablespace import TablespaceScreen
+from tui.widgets.hexdump import HexDump
+from tui.widgets.pagemap import PageMap
+
+SIZE = (120, 40)
+
+
+@pytest.fixture(scope="session")
+def datadir(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    return make_datadir(tmp_path_factory.mktemp("tui") / "datadir")
+
+
+async def settle(pilot) -> None:  # type: ignore[no-untyped-def]
+    """Let every worker finish and the messages they posted be handled."""
+    await pilot.app.workers.wait_for_complete()
+    await pilot.pause()
+    await pilot.app.workers.wait_for_complete()
+    await pilot.pause()
+
+
+def innochecksum_count(rel: str, label: str) -> int:
+    """A row of the server's own ``innochecksum -S`` summary, kept in the manifest."""
+    out = manifest()[rel]["innochecksum"]["stdout"]
+    m = re.search(rf"^\s*(\d+)\s+{re.escape(label)}$", out, re.M)
+    assert m, f"no {label!r} row in innochecksum's output for {rel}"
+    return int(m.group(1))
+
+
+def hole_pages(path: Path, page_size: int) -> int:
+    """Pages with no data at all, by lseek(SEEK_DATA) done here (a second computation)."""
+    holes = 0
+    fd = os.open(path, os.O_RDONLY)
+    try:
+        size = os.fstat(fd).st_size
+        for n in range(size // page_size):
+            start = n * page_size
+            try:
+                data = os.lseek(fd, start, os.SEEK_DATA)
+            except OSError:
+                data = size
+            holes += data >= start + page_size
+    finally:
+        os.close(fd)
+    return holes
+
+
+def legend(screen: TablespaceScreen) -> str:
+    return " ".join(static_text(screen.query_one("#legend")).split())
+
+
+def cursor_info(screen: TablespaceScreen) -> str:
+    return " ".join(static_text(screen.query_one("#cursor-info")).split())
+
+
+async def open_file(pilot, datadir: Path, folder: str, name: str) -> TablespaceScreen:  # type: ignore[no-untyped-def]
+    """Move the browser's cursor to the file's row and press enter, as a user would."""
+    await settle(pilot)
+    table = pilot.app.screen.query_one(DataTable)
+    key = str(datadir / folder / name)
+    target = table.get_row_index(key)
+    while table.cursor_row < target:
+        await pilot.press("down")
+    await pilot.press("enter")
+    await settle(pilot)
+    screen = pilot.app.screen
+    assert isinstance(screen, TablespaceScreen)
+    return screen
+
+
+# --- browser -----------------------------------------------------------------------------------
+
+
+@pytest.mark.asyncio
+async def test_browser_lists_every_file_with_stat_sizes_and_report_flags(datadir: Path) -> None:
+    app = create_app(datadir)
+    async with app.run_test(size=SIZE) as pilot:
+        await settle(pilot)
+        screen = app.screen
+        assert isinstance(screen, BrowserScreen)
+        rows = table_rows(screen.query_one(DataTable))
+        names = {r[0].strip() for r in rows if not r[0].lstrip().startswith(("▾", "▸"))}
+        expected = {Path(f).name for files in DATADIR_FILES.values() for f in files}
+        assert names == expected
+        folders = [r[0] for r in rows if r[0].lstrip().startswith("▾")]
+        assert [f.split()[1] for f in folders] == ["mariadb/", "mysql80/"]
+        by_name = {r[0].strip(): r for r in rows}
+        for folder, files in DATADIR_FILES.items():
+            for rel in files:
+                st = os.stat(datadir / folder / Path(rel).name)
+                row = by_name[Path(rel).name]
+                assert row[1] == human_bytes(manifest()[rel]["copy"]["size"]) == human_bytes(
+                    st.st_size
+                )
+                assert row[2] == human_bytes(st.st_blocks * 512)
+        # made with COMPRESSION='zlib', then ALTER … COMPRESSION='lz4' and an UPDATE
+        assert "lz4+zlib" in by_name["mixed_zlib_lz4.ibd"][4]
+        assert "mixed" in by_name["mixed_zlib_lz4.ibd"][5]
+        # ALTER … COMPRESSION='zlib' without OPTIMIZE: the pages stayed uncompressed
+        assert "zlib" in manifest()["mysql80/attr_only_zlib.ibd"]["create_statement"] + str(
+            manifest()["mysql80/attr_only_zlib.ibd"]["statements_after_load"]
+        )
+        assert "rebuild" in by_name["attr_only_zlib.ibd"][5]
+        assert "KEY_BLOCK_SIZE=8" in manifest()["mariadb/p16k-rc_kbs8.ibd"]["ddl"]
+        assert by_name["p16k-rc_kbs8.ibd"][4] == "zip 8K"
+        assert by_name["p16k-plain.ibd"][4] == "none"
+        status = static_text(screen.query_one("#browser-status"))
+        assert "6 tablespaces" in status and "scanning" not in status
+
+
+@pytest.mark.asyncio
+async def test_browser_filter_sort_and_fold(datadir: Path) -> None:
+    app = create_app(datadir)
+    async with app.run_test(size=SIZE) as pilot:
+        await settle(pilot)
+        screen = app.screen
+        assert isinstance(screen, BrowserScreen)
+        table = screen.query_one(DataTable)
+        await pilot.press("slash", *"lz4", "enter")
+        names = [r[0].strip() for r in table_rows(table) if r[0].strip().endswith(".ibd")]
+        assert sorted(names) == ["mixed_zlib_lz4.ibd", "p16k-crc32_pc_lz4.ibd"]
+        assert "filter /lz4" in static_text(screen.query_one("#browser-status"))
+        await pilot.press("slash", "ctrl+a", "ctrl+k", *"!mysql80|plain", "enter")
+        names = [r[0].strip() for r in table_rows(table) if r[0].strip().endswith(".ibd")]
+        assert sorted(names) == ["p16k-crc32_pc_lz4.ibd", "p16k-rc_kbs8.ibd"]
+        await pilot.press("backslash")
+        assert len([r for r in table_rows(table) if r[0].strip().endswith(".ibd")]) == 6
+        # sort by allocated size, largest first, within each folder (oracle: stat)
+        while screen.sort_column != "allocated":
+            await pilot.press("s")
+        rows = [r[0].strip() for r in table_rows(table)]
+        mariadb = [n for n in rows[1:] if n.endswith(".ibd")][:3]
+        sizes = [os.stat(datadir / "mariadb" / n).st_blocks for n in mariadb]
+        assert sizes == sorted(sizes, reverse=True)
+        await pilot.press("o")
+        rows = [r[0].strip() for r in table_rows(table)]
+        mariadb = [n for n in rows[1:] if n.endswith(".ibd")][:3]
+        sizes = [os.stat(datadir / "mariadb" / n).st_blocks for n in mariadb]
+        assert sizes == sorted(sizes)
+        # folding a folder hides its files
+        table.move_cursor(row=0)
+        await pilot.press("enter")
+        rows = table_rows(table)
+        assert rows[0][0].lstrip().startswith("▸")
+        assert len([r for r in rows if r[0].strip().endswith(".ibd")]) == 3
+
+
+# --- tablespace view -----------------------------------------------------------------------
+
+
+@pytest.mark.asyncio
+async def test_tablespace_summary_legends_and_colourings(datadir: Path) -> None:
+    rel = "mariadb/p16k-plain.ibd"
+    app = create_app(datadir)
+    async with app.run_test(size=SIZE) as pilot:
+        screen = await open_file(pilot, datadir, "mariadb", "p16k-plain.ibd")
+        summary = static_text(screen.query_one("#summary-text"))
+        pages = os.stat(datadir / rel.replace("mariadb/", "mariadb/")).st_size // 16384
+        assert re.search(rf"Pages\s+{pages}\b", summary), summary
+        assert f"space id {manifest()[rel]['information_schema']['SPACE']}" in summary
+        text = legend(screen)
+        assert text.startswith("page type:")
+        for label, name in [
+            ("Index page", "INDEX"),
+            ("Inode page", "INODE"),
+            ("Insert buffer bitmap", "IBUF_BITMAP"),
+            ("File Space Header", "FSP_HDR"),
+            ("Freshly allocated page", "ALLOCATED"),
+        ]:
+            assert f"{name} {innochecksum_count(rel, label)} " in text + " ", (name, text)
+        await pilot.press("c")
+        assert legend(screen).startswith("compression algorithm:")
+        assert "none" in legend(screen) and "zlib" not in legend(screen)
+        await pilot.press("4")
+        text = legend(screen)
+        assert text.startswith("allocation on disk:")
+        holes = hole_pages(datadir / "mariadb" / "p16k-plain.ibd", 16384)
+        if holes:
+            assert f"hole {holes} " in text
+        else:
+            assert "hole" not in text
+        await pilot.press("5")
+        assert legend(screen).startswith("checksum:")
+        assert manifest()[rel]["innochecksum"]["exit_code"] == 0
+        assert "invalid" not in legend(screen)
+
+
+@pytest.mark.asyncio
+async def test_page_compressed_file_counts_and_allocation(datadir: Path) -> None:
+    rel = "mariadb/p16k-crc32_pc_lz4.ibd"
+    path = datadir / "mariadb" / "p16k-crc32_pc_lz4.ibd"
+    app = create_app(path)
+    async with app.run_test(size=SIZE) as pilot:
+        await settle(pilot)
+        screen = app.screen
+        assert isinstance(screen, TablespaceScreen)
+        await pilot.press("2")
+        compressed = innochecksum_count(rel, "Page compressed page")
+        assert f"lz4 {compressed} " in legend(screen) + " "
+        await pilot.press("4")
+        holes = hole_pages(path, 16384)
+        text = legend(screen)
+        assert (f"hole {holes} " in text) if holes else ("hole" not in text)
+        assert "unpunched" not in text  # cp --sparse=always punched every zero block
+        # escape goes back to the browser of the file's folder, the file selected
+        await pilot.press("escape")
+        assert isinstance(app.screen, BrowserScreen)
+        assert app.screen.cursor_key() == str(path)
+
+
+@pytest.mark.asyncio
+async def test_cursor_jump_filter_and_zoom(datadir: Path) -> None:
+    path = datadir / "mysql80" / "mixed_zlib_lz4.ibd"
+    app = create_app(path)
+    async with app.run_test(size=SIZE) as pilot:
+        await settle(pilot)
+        screen = app.screen
+        assert isinstance(screen, TablespaceScreen)
+        assert cursor_info(screen).startswith("page 0: FSP_HDR")
+        await pilot.press("right", "right", "right")
+        # MySQL 8 keeps the SDI root at page 3 (FSP header's SDI root field, FORMATS §4.1)
+        assert cursor_info(screen).startswith("page 3: SDI")
+        await pilot.press("colon", *"20", "enter")
+        assert cursor_info(screen).startswith("page 20: INDEX")
+        await pilot.press("colon", *"9999", "enter")
+        assert cursor_info(screen).startswith("page 20:")  # out of range: a warning, no move
+        # the UPDATE after ALTER … COMPRESSION='lz4' rewrote pages as lz4: find them
+        await pilot.press("g", "slash", *"lz4", "enter")
+        info = cursor_info(screen)
+        assert " lz4 " in info, info
+        first = int(info.split(":")[0].split()[1])
+        await pilot.press("n")
+        second = int(cursor_info(screen).split(":")[0].split()[1])
+        assert second > first and " lz4 " in cursor_info(screen)
+        pagemap = screen.query_one(PageMap)
+        row = lines_of(pagemap, 1)[0]
+        assert "·" in row  # pages that are not lz4 are dimmed
+        await pilot.press("backslash")
+        assert "·" not in lines_of(pagemap, 1)[0]
+        await pilot.press("plus")
+        assert pagemap.pages_per_cell == 1
+        await pilot.press("minus", "minus")
+        assert pagemap.pages_per_cell == 4
+        await pilot.press("home")
+        assert cursor_info(screen).startswith("pages 0–3: ")
+
+
+@pytest.mark.asyncio
+async def test_page_view_fields_and_hex_against_the_file(datadir: Path) -> None:
+    rel = "mysql80/mixed_zlib_lz4.ibd"
+    path = datadir / "mysql80" / "mixed_zlib_lz4.ibd"
+    app = create_app(path)
+    async with app.run_test(size=(160, 50)) as pilot:
+        await settle(pilot)
+        await pilot.press("enter")
+        await settle(pilot)
+        page = app.screen
+        assert isinstance(page, PageScreen)
+        fields = static_text(page.query_one("#fields-text"))
+        space = manifest()[rel]["information_schema"]["SPACE"]
+        assert re.search(rf"FSP_SPACE_ID\s+{space}\b", fields)
+        assert re.search(rf"FSP_SIZE\s+{path.stat().st_size // 16384}\b", fields)
+        assert re.search(r"FIL_PAGE_SRV_VERSION\s+80015\b", fields)  # SERVER_VERSION 8.0.15
+        assert manifest()[rel]["information_schema"]["SERVER_VERSION"] == "8.0.15"
+        with open(path, "rb") as f:
+            head = f.read(8)
+        hexdump = page.query_one(HexDump)
+        first = lines_of(hexdump, 2)[1]
+        assert first.startswith("0000 " + " ".join(f"{b:02x}" for b in head[:4]))
+        # page 4 was rewritten by the UPDATE after ALTER COMPRESSION='lz4': an lz4 image
+        await pilot.press("colon", *"4", "enter")
+        await settle(pilot)
+        fields = static_text(page.query_one("#fields-text"))
+        assert re.search(r"FIL_PAGE_ALGORITHM_V1\s+2\s+lz4", fields)
+        assert "FIL header (decompressed)" in fields and "Index page header" in fields
+        with open(path, "rb") as f:
+            f.seek(4 * 16384)
+            stored = f.read(16384)
+        assert int.from_bytes(stored[24:26], "big") == 14  # FIL_PAGE_COMPRESSED
+        titles = lines_of(hexdump, 1)[0]
+        assert "stored (16384 bytes)" in titles and "decoded (16384 bytes)" in titles
+        second = lines_of(hexdump, 2)[1]
+        stored_side = second.split("│")[0]
+        assert stored_side.startswith("0000 " + " ".join(f"{b:02x}" for b in stored[:4]))
+        await pilot.press("n")
+        await settle(pilot)
+        assert page.page == 5 and "page 5 of" in static_text(page.query_one("#page-title"))
+
+
+@pytest.mark.asyncio
+async def test_simulation_predicts_what_the_server_allocated(datadir: Path) -> None:
+    path = datadir / "mysql80" / "plain.ibd"
+    app = create_app(path)
+    async with app.run_test(size=SIZE) as pilot:
+        await settle(pilot)
+        await pilot.press("s")
+        await settle(pilot)
+        sim = app.screen
+        assert isinstance(sim, SimulationScreen)
+        rows = {r[0]: r for r in table_rows(sim.query_one("#sim-table", DataTable))}
+        assert rows["today (allocated)"][1] == human_bytes(path.stat().st_blocks * 512)
+        assert rows["logical size"][1] == human_bytes(path.stat().st_size)
+        # the same rows made by MySQL 8.0.15 with COMPRESSION='zlib': its allocation (live)
+        real = manifest()["mysql80/zlib.ibd"]["live"]["allocated_size"]
+        shown = rows["mysql zlib:6"][1]
+        value, unit = shown.split()
+        predicted = float(value) * {"KiB": 1024, "MiB": 1 << 20}[unit]
+        assert abs(predicted - real) <= 0.03 * real + 512, (shown, real)
+        assert "█" in rows["mysql zlib:6"][4]
+        block = static_text(sim.query_one("#sim-block"))
+        assert "block size 4K" in block
+        await pilot.press("b")
+        assert "block size 8K" in static_text(sim.query_one("#sim-block"))
+        rows8 = {r[0]: r for r in table_rows(sim.query_one("#sim-table", DataTable))}
+        assert rows8["mysql zlib:6"][1] != shown or rows8["mysql lz4"][1] != rows["mysql lz4"][1]
+
+
+@pytest.mark.asyncio
+async def test_simulation_can_be_cancelled(tmp_path: Path) -> None:
+    """A 576-page system tablespace takes seconds to simulate: x stops it between pages."""
+    import gzip
+
+    path = tmp_path / "ibdata1"
+    path.write_bytes(gzip.decompress((SAMPLES / "system" / "mariadb-ibdata1.gz").read_bytes()))
+    app = create_app(path)
+    async with app.run_test(size=SIZE) as pilot:
+        await settle(pilot)
+        await pilot.press("s")
+        await pilot.pause()
+        await pilot.press("x")
+        await settle(pilot)
+        sim = app.screen
+        assert isinstance(sim, SimulationScreen)
+        assert sim.result is None and sim.failed == "cancelled"
+        assert "cancelled" in static_text(sim.query_one("#sim-status"))
+        assert any(
+            e.outcome == "cancelled" and e.text.startswith("simulate")
+            for e in app.command_log.entries()
+        )
+
+
+# --- command log, help, palette, errors ------------------------------------------------------
+
+
+@pytest.mark.asyncio
+async def test_command_log_help_and_palette(datadir: Path) -> None:
+    path = datadir / "mysql80" / "plain.ibd"
+    app = create_app(path)
+    async with app.run_test(size=SIZE) as pilot:
+        await settle(pilot)
+        await pilot.press("at")
+        assert isinstance(app.screen, CommandLogScreen)
+        ops = [r[3] for r in table_rows(app.screen.query_one(DataTable))]
+        assert any(o.startswith(f"open {path}") for o in ops)
+        assert any(o.startswith(f"lseek SEEK_DATA/SEEK_HOLE + FIEMAP {path}") for o in ops)
+        pread = next(o for o in ops if o.startswith("pread"))
+        assert f"{path.stat().st_size // 16384:,} pages decoded" in pread
+        assert all(r[2].endswith(("ms", " s")) for r in table_rows(app.screen.query_one(DataTable)))
+        await pilot.press("at")
+        assert isinstance(app.screen, TablespaceScreen)
+        await pilot.press("question_mark")
+        assert isinstance(app.screen, HelpScreen)
+        keys = " ".join(" ".join(row) for row in app.screen.keys)
+        for needle in ("Colour", "Jump to page", "Filter", "Simulate", "Zoom", "Open", "Help"):
+            assert needle in keys, needle
+        assert "everywhere" in keys and "this view" in keys
+        await pilot.press("escape")
+        assert isinstance(app.screen, TablespaceScreen)
+        # the command palette runs the screen's own commands
+        await pilot.press("ctrl+p")
+        await pilot.pause()
+        await pilot.press(*"colour by allocation")
+        await pilot.pause(0.5)
+        await pilot.press("enter")
+        await pilot.pause()
+        assert isinstance(app.screen, TablespaceScreen)
+        assert legend(app.screen).startswith("allocation on disk:")
+
+
+@pytest.mark.asyncio
+async def test_a_file_that_is_not_a_tablespace_shows_the_error(tmp_path: Path) -> None:
+    bogus = tmp_path / "bogus.ibd"
+    bogus.write_bytes(b"not a tablespace" * 100)
+    app = create_app(bogus)
+    async with app.run_test(size=SIZE) as pilot:
+        await settle(pilot)
+        screen = app.screen
+        assert isinstance(screen, TablespaceScreen)
+        assert screen.failed is not None
+        assert str(bogus) in static_text(screen.query_one("#summary-text"))
+
+
+def test_cli_rejects_a_missing_path_with_one_line(tmp_path: Path) -> None:
+    missing = tmp_path / "nowhere"
+    proc = subprocess.run(
+        [sys.executable, "-m", "ibdtool.cli", "tui", str(missing)],
+        capture_output=True,
+        text=True,
+    )
+    assert proc.returncode == 2
+    assert proc.stderr.strip() == f"ibdtool: error: {missing}: no such file or directory"
+    assert proc.stdout == ""
+
+
+def test_app_factory_opens_folders_and_files(datadir: Path) -> None:
+    app = create_app(datadir)
+    assert isinstance(app, IbdtoolApp) and app.root == datadir and app.open_file is None
+    file_app = create_app(datadir / "mysql80" / "plain.ibd")
+    assert file_app.root == datadir / "mysql80"
+    assert file_app.open_file == datadir / "mysql80" / "plain.ibd"

@@ -1,0 +1,88 @@
+"""SVG snapshots of the main screens at 80×24 (pytest-textual-snapshot).
+
+The app runs on sparse copies of sample files under a relative ``datadir`` (so the paths shown
+do not depend on the temporary directory), after every worker finished. The simulation's CPU
+columns are measured time, so its snapshot runs with a clock that ticks one microsecond a call.
+Update with ``pytest tests/test_tui_snapshots.py --snapshot-update`` and look at the report.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+import ibdtool.simulate
+from tests.tui_helpers import make_datadir
+from tui.app import create_app
+
+SIZE = (80, 24)
+FILE = "datadir/mysql80/mixed_zlib_lz4.ibd"
+
+
+@pytest.fixture
+def in_datadir(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
+    make_datadir(tmp_path / "datadir")
+    monkeypatch.chdir(tmp_path)
+    return tmp_path
+
+
+async def settle(pilot: Any) -> None:
+    await pilot.app.workers.wait_for_complete()
+    await pilot.pause()
+    await pilot.app.workers.wait_for_complete()
+    await pilot.pause()
+
+
+def after(*keys: str) -> Any:
+    async def run(pilot: Any) -> None:
+        await settle(pilot)
+        for key in keys:
+            await pilot.press(key)
+            await settle(pilot)
+
+    return run
+
+
+def test_browser(snap_compare: Any, in_datadir: Path) -> None:
+    assert snap_compare(create_app("datadir"), terminal_size=SIZE, run_before=after())
+
+
+def test_tablespace_by_type(snap_compare: Any, in_datadir: Path) -> None:
+    assert snap_compare(create_app(FILE), terminal_size=SIZE, run_before=after("right"))
+
+
+def test_tablespace_by_compression(snap_compare: Any, in_datadir: Path) -> None:
+    assert snap_compare(create_app(FILE), terminal_size=SIZE, run_before=after("2", "end"))
+
+
+def test_tablespace_by_allocation(snap_compare: Any, in_datadir: Path) -> None:
+    app = create_app("datadir/mariadb/p16k-plain.ibd")
+    assert snap_compare(app, terminal_size=SIZE, run_before=after("4"))
+
+
+def test_page_view(snap_compare: Any, in_datadir: Path) -> None:
+    keys = ("right", "right", "right", "right", "enter")
+    assert snap_compare(create_app(FILE), terminal_size=SIZE, run_before=after(*keys))
+
+
+class TickingClock:
+    """``time`` for ibdtool.simulate: every call is one microsecond later."""
+
+    def __init__(self) -> None:
+        self.now = 0
+
+    def perf_counter_ns(self) -> int:
+        self.now += 1000
+        return self.now
+
+
+def test_simulation(snap_compare: Any, in_datadir: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(ibdtool.simulate, "time", TickingClock())
+    app = create_app("datadir/mysql80/plain.ibd")
+    assert snap_compare(app, terminal_size=SIZE, run_before=after("s"))
+
+
+def test_help(snap_compare: Any, in_datadir: Path) -> None:
+    assert snap_compare(create_app(FILE), terminal_size=SIZE, run_before=after("question_mark"))

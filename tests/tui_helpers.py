@@ -1,0 +1,58 @@
+"""Helpers for the TUI tests: a sparse copy of sample files as a data directory, and widget text.
+
+What a test asserts is what a widget shows: Static content rendered by Rich to plain text, the
+line-API widgets' lines (page map, hex dump), DataTable cells.
+"""
+
+from __future__ import annotations
+
+import io
+from pathlib import Path
+from typing import Any
+
+from rich.console import Console
+from textual.widget import Widget
+from textual.widgets import DataTable, Static
+
+from tests.conftest import sparse_copy
+from tests.samples_manifest import sample
+
+#: the files of the TUI tests' data directory: folder (schema) -> sample paths
+DATADIR_FILES = {
+    "mysql80": ["mysql80/mixed_zlib_lz4.ibd", "mysql80/attr_only_zlib.ibd", "mysql80/plain.ibd"],
+    "mariadb": [
+        "mariadb/p16k-plain.ibd",
+        "mariadb/p16k-crc32_pc_lz4.ibd",
+        "mariadb/p16k-rc_kbs8.ibd",
+    ],
+}
+
+
+def make_datadir(root: Path) -> Path:
+    """``root/<folder>/<file>``: sparse copies (git keeps no holes)."""
+    for folder, files in DATADIR_FILES.items():
+        (root / folder).mkdir(parents=True, exist_ok=True)
+        for rel in files:
+            sparse_copy(sample(rel), root / folder / Path(rel).name)
+    return root
+
+
+def rich_text(renderable: Any, width: int = 200) -> str:
+    console = Console(width=width, file=io.StringIO(), record=True, color_system=None)
+    console.print(renderable)
+    return console.export_text()
+
+
+def static_text(widget: Widget) -> str:
+    assert isinstance(widget, Static), widget
+    return rich_text(widget.content)
+
+
+def lines_of(widget: Any, count: int | None = None) -> list[str]:
+    """The text of a line-API widget's visible lines."""
+    height = count if count is not None else widget.size.height
+    return [widget.render_line(y).text for y in range(height)]
+
+
+def table_rows(table: DataTable[Any]) -> list[list[str]]:
+    return [[str(cell) for cell in table.get_row_at(i)] for i in range(table.row_count)]
