@@ -28,10 +28,21 @@ _out: Console | None = None
 _err: Console | None = None
 
 
+class PipeConsole(Console):
+    """Rich exits with status 1 when the reader of a pipe goes away (``| head``), which a
+    script would take for a failure; raise so the CLI stops quietly with 0 instead."""
+
+    def on_broken_pipe(self) -> None:
+        raise BrokenPipeError
+
+
 def out() -> Console:
+    """stdout: Rich on a terminal; on a pipe or a file, no colour and lines not folded at 80."""
     global _out
     if _out is None:
-        _out = Console(highlight=False, soft_wrap=False)
+        _out = PipeConsole(highlight=False, soft_wrap=False)
+        if not _out.is_terminal:
+            _out = PipeConsole(highlight=False, soft_wrap=False, width=160)
     return _out
 
 
@@ -40,6 +51,10 @@ def err() -> Console:
     if _err is None:
         _err = Console(stderr=True, highlight=False)
     return _err
+
+
+def _plural(n: int, word: str) -> str:
+    return f"{n} {word}" if n == 1 else f"{n} {word}s"
 
 
 def human_bytes(n: int | None) -> str:
@@ -195,7 +210,9 @@ def inspect_grid(r: InspectResult) -> Table:
         for i, (iid, name) in enumerate(r.sdi.indexes.items()):
             if i:
                 idx.append(" · ", style="dim")
-            idx.append(name, style="bold").append(f" ({iid}) {r.index_pages.get(iid, 0)} pages")
+            idx.append(name, style="bold").append(
+                f" ({iid}) {_plural(r.index_pages.get(iid, 0), 'page')}"
+            )
         grid.add_row("Indexes", idx)
     if r.avg_fill is not None:
         grid.add_row("Leaf fill", f"{100 * r.avg_fill:.0f}% average")

@@ -14,8 +14,6 @@ import json
 from collections.abc import Callable
 from typing import IO, Any
 
-from rich.console import Console
-
 from ibdtool.render import human_bytes
 
 SYSTEM_LABEL = "(server)"  # rows with no schema: system, undo and general tablespaces
@@ -373,24 +371,16 @@ def _md_changes(compare: dict[str, Any]) -> list[str]:
 # --- Rich table (the terminal) ---------------------------------------------------------------
 
 
-class _PipeConsole(Console):
-    """Rich exits with status 1 when the reader of a pipe goes away (``| head``), which a
-    script would take for a --fail-on hit; let the CLI stop quietly with 0 instead."""
-
-    def on_broken_pipe(self) -> None:
-        raise BrokenPipeError
-
-
 def print_table(doc: dict[str, Any]) -> None:
     from rich import box
     from rich.table import Table
     from rich.text import Text
 
-    from ibdtool.render import out
+    from ibdtool.render import PipeConsole, out
 
     con = out()
     if not con.is_terminal:  # a file or a pipe: natural widths, no squeezing into 80 columns
-        con = _PipeConsole(width=1000, highlight=False, soft_wrap=False)
+        con = PipeConsole(width=1000, highlight=False, soft_wrap=False)
 
     def table(title: str, columns: list[Column], items: list[dict[str, Any]]) -> Table:
         t = Table(title=title, box=box.SIMPLE_HEAD, pad_edge=False, title_justify="left")

@@ -7,11 +7,13 @@ FREE bit. Pure decoding: the caller reads the descriptor pages.
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
+from functools import cache
+from typing import Any
 
 from parsers.space import SpaceFormat, extent_pages, xdes_size
-from parsers.structs import XDES_ARR_OFFSET, xdes_entry
+from parsers.structs import XDES_ARR_OFFSET, fast_parser, xdes_entry
 
 XDES_NOT_INITED = 0
 XDES_FREE = 1
@@ -48,20 +50,29 @@ def descriptor_pages(fmt: SpaceFormat, n_pages: int) -> range:
     return range(0, n_pages, fmt.physical_size)
 
 
+@cache
+def _entry_parser(ext: int) -> Callable[[Any, int], Any]:
+    return fast_parser(xdes_entry(ext), "XdesEntry")
+
+
 def decode_descriptor_page(
-    page: bytes | memoryview, first_page: int, fmt: SpaceFormat
+    page: bytes | memoryview, first_page: int, fmt: SpaceFormat, n_pages: int | None = None
 ) -> list[Extent]:
-    """The extents described by the descriptor page at ``first_page`` (§9.1, §9.2)."""
+    """The extents described by the descriptor page at ``first_page`` (§9.1, §9.2), up to the
+    one holding page ``n_pages - 1`` when given."""
     ext = extent_pages(fmt.logical_size)
     size = xdes_size(fmt.logical_size)
-    entry = xdes_entry(ext)
+    parse = _entry_parser(ext)
     out: list[Extent] = []
     data = bytes(page)
-    for i in range(fmt.physical_size // ext):
+    count = fmt.physical_size // ext
+    if n_pages is not None:
+        count = min(count, max(0, -(-(n_pages - first_page) // ext)))
+    for i in range(count):
         off = XDES_ARR_OFFSET + i * size
         if off + size > len(data):
             break
-        e = entry.parse(data[off : off + size])
+        e = parse(data, off)
         bitmap = e.bitmap
         if e.state in (XDES_NOT_INITED, XDES_FREE):
             free = (True,) * ext
@@ -81,7 +92,7 @@ def free_map(
     """
     out = bytearray(n_pages)
     for first, page in descriptors.items():
-        for extent in decode_descriptor_page(page, first, fmt):
+        for extent in decode_descriptor_page(page, first, fmt, n_pages):
             for k, is_free in enumerate(extent.free):
                 n = extent.first_page + k
                 if n < n_pages and is_free:

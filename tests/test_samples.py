@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import gzip
 import hashlib
+import os
 import re
 import shutil
 from collections import Counter
@@ -109,16 +110,23 @@ def test_sparse_copy_allocation_is_the_filesystems(rel: str, tmp_path: Path) -> 
     measured on its own sparse copy; per-page allocated bytes sum to it within the blocks
     ext4 spends on the extent tree."""
     copy = sparse_copy(sample(rel), tmp_path / Path(rel).name)
+    # ext4 allocates (and adds extent-tree blocks) at writeback: settle the file first
+    fd = os.open(copy, os.O_RDONLY)
+    try:
+        os.fsync(fd)
+    finally:
+        os.close(fd)
     st = copy.stat()
     r = inspect_path(copy)
     assert r.allocation.allocated == st.st_blocks * 512
-    assert r.allocation.allocated == manifest()[rel]["copy"]["allocated_size_after_sparse_cp"]
+    extents = r.allocation.extents or 0
+    tree_blocks = 4096 * (1 + extents // 300) if extents > 4 else 0
+    measured = manifest()[rel]["copy"]["allocated_size_after_sparse_cp"]  # before writeback
+    assert measured <= r.allocation.allocated <= measured + tree_blocks
     with Tablespace(copy) as ts:
         per_page = ts.allocation.per_page_allocated(ts.physical_size, ts.n_pages)
-    total = sum(per_page)
-    overhead = r.allocation.allocated - total
-    extents = r.allocation.extents or 0
-    assert 0 <= overhead <= 4096 * (1 + extents // 300)
+    overhead = r.allocation.allocated - sum(per_page)
+    assert 0 <= overhead <= tree_blocks
 
 
 @pytest.mark.parametrize("rel", SYSTEM)
