@@ -38,6 +38,8 @@ VARIABLES = (
     "read_only",
     "innodb_read_only",
 )
+MAIN_LOCK_WAIT_TIMEOUT = 5  # seconds, for the main connection's own queries
+
 STATUS = (
     "Innodb_have_lz4",
     "Innodb_have_lzo",
@@ -73,6 +75,8 @@ class Server:
             self.server_datadir = str(ident.get("datadir") or "")
             self.hostname = str(ident.get("hostname") or "")
             self.datadir_override = datadir
+            # catalog reads and probes must never queue behind a DDL's metadata lock
+            self.session.execute(sql.SET_LOCK_WAIT_TIMEOUT, (MAIN_LOCK_WAIT_TIMEOUT,))
             self.variables = self.read_variables(VARIABLES)
             self.status = self.read_status(STATUS)
         except BaseException:
@@ -140,9 +144,10 @@ class Server:
     # -- sessions --------------------------------------------------------------------------------
 
     def new_session(self, role: str, read_timeout: float | None = 30.0) -> Session:
-        return Session(
-            self.opts, role=role, read_timeout=read_timeout, on_statement=self.on_statement
-        )
+        s = Session(self.opts, role=role, read_timeout=read_timeout, on_statement=self.on_statement)
+        if role == "main":
+            s.execute(sql.SET_LOCK_WAIT_TIMEOUT, (MAIN_LOCK_WAIT_TIMEOUT,))
+        return s
 
     def close(self) -> None:
         self.session.close()

@@ -30,6 +30,8 @@ from ibdtool.server.errors import ServerError
 SOURCES = ("performance_schema", "processlist", "file")
 CONSUMER = "events_stages_current"
 FILE_PROGRESS_CAP = 0.99  # the size estimate is only an estimate: never claim to be done
+#: InnoDB stages before the last ones, where completed == estimated means "no estimate"
+EARLY_STAGES = frozenset({"read PK and internal sort", "merge sort", "insert"})
 
 
 @dataclass(frozen=True)
@@ -123,10 +125,14 @@ class StageEvents:
         stage = name.removeprefix("stage/innodb/alter table ").strip("()")
         if stage == name:
             stage = name.removeprefix("stage/sql/")
+        done, total = float(row["work_completed"] or 0), float(row["work_estimated"])
+        if done >= total and stage in EARLY_STAGES:
+            # InnoDB estimates from the table's statistics; without them (a table never
+            # analyzed) the estimate just follows the work done: no information, let the
+            # next source speak
+            return None
         unit = "rows" if "copy to tmp table" in name else "work"
-        return Reading(
-            self.name, stage, float(row["work_completed"] or 0), float(row["work_estimated"]), unit
-        )
+        return Reading(self.name, stage, done, total, unit)
 
 
 class ProcesslistProgress:

@@ -3,8 +3,9 @@
 :func:`list_tables` joins ``information_schema.TABLES`` (engine, row format, create options) with
 the InnoDB catalog (``INNODB_TABLESPACES``/``INNODB_SYS_TABLESPACES``: space id, FILE_SIZE,
 ALLOCATED_SIZE, FS_BLOCK_SIZE, flags, file path) and, when the datadir is local, the page-level
-state from :mod:`ibdtool.server.pagestate`. The catalog names files in the server's filename-safe
-encoding (``my-db`` → ``my@002ddb``); :func:`filename_encode` reproduces it for the ASCII range.
+state from :mod:`ibdtool.server.pagestate`. MySQL 5.7 and MariaDB name tablespaces in the
+filename-safe encoding (``my-db`` → ``my@002ddb``, reproduced for the ASCII range by
+:func:`filename_encode`); MySQL 8 names them as written.
 """
 
 from __future__ import annotations
@@ -24,7 +25,8 @@ MARIADB_FLAG_MASK = 0x1FFFF  # the catalog's FLAG carries memory-only bits above
 
 
 def filename_encode(name: str) -> str:
-    """The server's filename-safe form of an identifier: ``[A-Za-z0-9_]`` kept, the rest as
+    """The filename-safe form of an identifier MySQL 5.7 and MariaDB use in their InnoDB
+    catalog (MySQL 8 names tablespaces as written): ``[A-Za-z0-9_]`` kept, the rest as
     ``@xxxx`` (the code point). Some non-ASCII letters use other codes on the server; such
     names simply do not match here and show without tablespace figures."""
     return "".join(
@@ -313,6 +315,9 @@ def _load_page_state(space: SpaceInfo) -> None:
     except OSError as exc:
         space.state_error = f"{space.local_path}: {exc.strerror or exc}"
         return
+    if state.space_id == 0 and space.space != 0 and not state.data_pages:
+        space.state_error = "not flushed yet: the server has not written page 0 of the new file"
+        return
     if state.space_id != space.space:
         # the file under this path belongs to another server (e.g. a wrong --datadir)
         space.state_error = (
@@ -380,13 +385,16 @@ def list_tables(
         kinds = special.get((schema, table), [])
         info.fulltext = [n for n, t in kinds if t == "FULLTEXT"]
         info.spatial = [n for n, t in kinds if t == "SPATIAL"]
-        base = f"{filename_encode(schema)}/{filename_encode(table)}"
+        # MySQL 8's dictionary names tablespaces as written; 5.7 and MariaDB use the
+        # filename-safe encoding
+        enc = (lambda x: x) if server.flavor.catalog == "mysql8" else filename_encode
+        base = f"{enc(schema)}/{enc(table)}"
         names: list[tuple[str, str | None]] = []
         for part, sub in partitions.get((schema, table), []):
-            pname = f"{base}{sep}{filename_encode(part)}"
+            pname = f"{base}{sep}{enc(part)}"
             label = part
             if sub:
-                pname += ("#sp#" if sep == "#p#" else "#SP#") + filename_encode(sub)
+                pname += ("#sp#" if sep == "#p#" else "#SP#") + enc(sub)
                 label = f"{part}/{sub}"
             names.append((pname, label))
         if not names:

@@ -1,0 +1,329 @@
+"""Throwaway servers for the server/migrate tests, one per flavor per test session.
+
+Each fixture starts a real server from :mod:`samples.servers` in a temporary datadir on a unix
+socket and stops it by pid at the end of the session. Tests that use one are marked with
+``pytest.mark.xdist_group(<fixture name>)`` so that, with ``--dist loadgroup``, a server is
+started on one xdist worker only. Rows come from ``samples.make_samples.generate_rows`` (the
+samples' rows), loaded with ``LOAD DATA INFILE`` and doubled with ``INSERT … SELECT`` for the
+big tables.
+
+Expected values never come from ibdtool: they come from the server (SHOW CREATE TABLE,
+information_schema, the general log), from ``os.stat`` and from a CRC of every row.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+import tempfile
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from samples import servers
+from samples.make_samples import SQL_CREATE, SQL_LOAD, generate_rows, rows_tsv
+from tests.catalog import REPO
+
+IBDTOOL = [sys.executable, "-m", "ibdtool.cli"]
+PLUGINS = [
+    "provider_lz4",
+    "provider_lzo",
+    "provider_lzma",
+    "provider_bzip2",
+    "provider_snappy",
+]
+# fast and small: the tests measure formats and progress, not durability
+FAST = [
+    "--innodb-buffer-pool-size=256M",
+    "--innodb-log-file-size=256M",
+    "--innodb-flush-log-at-trx-commit=0",
+]
+ROW_COLUMNS = "id, created, updated, customer, email, city, amount, notes"
+BIG_DOUBLINGS = 4  # 20,000 rows doubled four times: 320,000 rows, ~250 MB, a rebuild of seconds
+
+
+def _need(flavor: servers.Flavor, version: str | None = None) -> None:
+    ok, why = servers.available(flavor, version)
+    if not ok:
+        pytest.fail(f"a throwaway {flavor} server is needed (scripts/setup.sh --test): {why}")
+
+
+def _serve(srv: servers.ThrowawayServer) -> Iterator[servers.ThrowawayServer]:
+    with srv:
+        yield srv
+
+
+@pytest.fixture(scope="session")
+def mariadb() -> Iterator[servers.ThrowawayServer]:
+    """MariaDB 10.11 with every provider plugin and performance_schema on."""
+    _need("mariadb")
+    run = [*FAST, "--innodb-doublewrite=0", "--performance-schema=ON"]
+    yield from _serve(servers.mariadb_server(plugins=PLUGINS, run_options=run))
+
+
+@pytest.fixture(scope="session")
+def mariadb_bare() -> Iterator[servers.ThrowawayServer]:
+    """MariaDB without the lz4 provider and without performance_schema; general log on."""
+    _need("mariadb")
+    run = [*FAST, "--innodb-doublewrite=0", "--general-log=1", "--log-output=TABLE"]
+    yield from _serve(servers.mariadb_server(plugins=["provider_lzma"], run_options=run))
+
+
+@pytest.fixture(scope="session")
+def mysql80() -> Iterator[servers.ThrowawayServer]:
+    _need("mysql", "8.0.15")
+    run = [*FAST, "--innodb-doublewrite=0"]
+    yield from _serve(servers.mysql_server("8.0.15", run_options=run))
+
+
+@pytest.fixture(scope="session")
+def mysql57() -> Iterator[servers.ThrowawayServer]:
+    _need("mysql", "5.7.22")
+    run = [*FAST, "--skip-innodb-doublewrite"]
+    yield from _serve(servers.mysql_server("5.7.22", run_options=run))
+
+
+# --- rows --------------------------------------------------------------------------------------
+
+
+def rows_file(n: int) -> Path:
+    """The samples' first ``n`` rows as a TSV, made once per machine (atomic rename)."""
+    base = Path(tempfile.gettempdir()) / "ibdtool-test-rows"
+    base.mkdir(exist_ok=True)
+    path = base / f"rows-{n}.tsv"
+    if not path.is_file():
+        fd, tmp = tempfile.mkstemp(dir=base)
+        with os.fdopen(fd, "wb") as fh:
+            fh.write(rows_tsv(generate_rows(n)))
+        os.chmod(tmp, 0o644)
+        os.replace(tmp, path)
+    return path
+
+
+def make_table(
+    srv: servers.ThrowawayServer,
+    schema: str,
+    table: str,
+    rows: int = 2000,
+    options: str = "",
+    doublings: int = 0,
+) -> None:
+    """(Re)create ``schema.table`` with the samples' definition and rows."""
+    with srv.connect() as conn, conn.cursor() as cur:
+        cur.execute(f"CREATE DATABASE IF NOT EXISTS `{schema}`")
+        cur.execute(f"DROP TABLE IF EXISTS `{schema}`.`{table}`")
+        cur.execute(SQL_CREATE.format(t=f"`{schema}`.`{table}`", opts=options))
+        cur.execute(SQL_LOAD.format(t=f"`{schema}`.`{table}`"), (str(rows_file(rows)),))
+        for _ in range(doublings):
+            cur.execute(f"SELECT MAX(id) FROM `{schema}`.`{table}`")
+            top = cur.fetchone()[0]  # type: ignore[index]
+            cur.execute(
+                f"INSERT INTO `{schema}`.`{table}` SELECT id + {top}, created, updated, customer, "
+                f"email, city, amount, notes FROM `{schema}`.`{table}`"
+            )
+        cur.execute(f"ANALYZE TABLE `{schema}`.`{table}`")  # statistics, as a live table has
+        cur.fetchall()
+
+
+def rows_crc(srv: servers.ThrowawayServer, schema: str, table: str) -> tuple[int, int]:
+    """(rows, sum of a CRC of every row): the data, independent of how it is stored."""
+    q = f"SELECT COUNT(*), SUM(CRC32(CONCAT_WS('|', {ROW_COLUMNS}))) FROM `{schema}`.`{table}`"
+    ((n, crc),) = srv.query(q)
+    return int(n), int(crc or 0)
+
+
+def create_table_sql(srv: servers.ThrowawayServer, schema: str, table: str) -> str:
+    return str(srv.query(f"SHOW CREATE TABLE `{schema}`.`{table}`")[0][1])
+
+
+def space_id(srv: servers.ThrowawayServer, schema: str, table: str) -> int:
+    view = (
+        "INNODB_TABLESPACES"
+        if srv.flavor == "mysql" and srv.version.startswith("8.")
+        else "INNODB_SYS_TABLESPACES"
+    )
+    rows = srv.query(
+        f"SELECT SPACE FROM information_schema.{view} WHERE NAME = %s", (f"{schema}/{table}",)
+    )
+    assert rows, f"{schema}/{table} has no tablespace"
+    return int(rows[0][0])
+
+
+def measured(srv: servers.ThrowawayServer, schema: str, table: str) -> dict[str, int]:
+    """st_size and st_blocks*512 of the table's file while FLUSH TABLES … FOR EXPORT holds."""
+    path = srv.file_path(schema, table)
+    with srv.connect() as conn, conn.cursor() as cur:
+        cur.execute(f"FLUSH TABLES `{schema}`.`{table}` FOR EXPORT")
+        try:
+            st = os.stat(path)
+        finally:
+            cur.execute("UNLOCK TABLES")
+    return {"size": st.st_size, "allocated": st.st_blocks * 512}
+
+
+def global_var(srv: servers.ThrowawayServer, name: str) -> str:
+    return str(srv.query(f"SELECT @@GLOBAL.{name}")[0][0])
+
+
+def consumer_enabled(srv: servers.ThrowawayServer) -> str:
+    rows = srv.query(
+        "SELECT ENABLED FROM performance_schema.setup_consumers "
+        "WHERE NAME = 'events_stages_current'"
+    )
+    return str(rows[0][0])
+
+
+# --- running ibdtool ---------------------------------------------------------------------------
+
+
+def conn_args(srv: servers.ThrowawayServer, user: str = "root") -> list[str]:
+    return ["--no-defaults", "-S", str(srv.socket), "-u", user]
+
+
+def clean_env(**extra: str) -> dict[str, str]:
+    env = {k: v for k, v in os.environ.items() if not k.startswith("MYSQL_")}
+    env["PYTHONPATH"] = str(REPO)
+    env["COLUMNS"] = "200"
+    env.update(extra)
+    return env
+
+
+def ibdtool(
+    *args: str, env: dict[str, str] | None = None, timeout: float = 600
+) -> subprocess.CompletedProcess[str]:
+    """Run the real CLI in a child process (stdin not a terminal)."""
+    return subprocess.run(
+        [*IBDTOOL, *args],
+        capture_output=True,
+        text=True,
+        stdin=subprocess.DEVNULL,
+        env=env or clean_env(),
+        timeout=timeout,
+        cwd=REPO,
+        check=False,
+    )
+
+
+def json_lines(text: str) -> list[dict[str, Any]]:
+    return [json.loads(line) for line in text.splitlines() if line.strip().startswith("{")]
+
+
+def increasing(values: list[float]) -> list[float]:
+    """The strictly increasing run of values seen (what a progress bar would show)."""
+    out: list[float] = []
+    for v in values:
+        if not out or v > out[-1]:
+            out.append(v)
+    return out
+
+
+# --- the engine API, as the TUI calls it --------------------------------------------------------
+
+
+def open_server(srv: servers.ThrowawayServer) -> Any:
+    from ibdtool.server import Server, resolve_options
+
+    opts = resolve_options(
+        {"socket": str(srv.socket), "user": "root"}, no_defaults=True, environ={}
+    )
+    return Server(opts)
+
+
+def run_migration(
+    srv: servers.ThrowawayServer,
+    tables: list[tuple[str, str]],
+    target: str,
+    *,
+    algorithm: str = "inplace",
+    on_event: Any = None,
+    **settings: Any,
+) -> tuple[list[Any], Any]:
+    """Plan and run a conversion with :class:`ibdtool.server.Migration`; all its events."""
+    from ibdtool.server import (
+        ExecSettings,
+        Migration,
+        PlanSettings,
+        build_plan,
+        list_tables,
+        parse_target,
+    )
+
+    with open_server(srv) as server:
+        found, _ = list_tables(server, tables=tables)
+        plan = build_plan(
+            server,
+            found,
+            parse_target(target),
+            PlanSettings(algorithm=algorithm, force=True, predict=False),
+        )
+        migration = Migration(server, plan, ExecSettings(**settings))
+        events = []
+        for ev in migration.events():
+            events.append(ev)
+            if on_event is not None:
+                on_event(ev, migration)
+    return events, migration
+
+
+def progress_values(events: list[Any], source: str) -> list[float]:
+    return [
+        e.fraction
+        for e in events
+        if e.kind == "progress" and e.reading is not None and e.reading.source == source
+    ]
+
+
+def on_disk(srv: servers.ThrowawayServer, schema: str, table: str) -> dict[str, Any]:
+    """What the file holds while FLUSH TABLES … FOR EXPORT is held: os.stat and
+    :func:`ibdtool.inspect.inspect_path` (the reader, independent of the migrate code)."""
+    from ibdtool.inspect import inspect_path
+
+    path = srv.file_path(schema, table)
+    with srv.connect() as conn, conn.cursor() as cur:
+        cur.execute(f"FLUSH TABLES `{schema}`.`{table}` FOR EXPORT")
+        try:
+            st = os.stat(path)
+            r = inspect_path(path, with_sdi=False)
+        finally:
+            cur.execute("UNLOCK TABLES")
+    data_pages = r.pages - r.checksum_empty - 1  # page 0 is never compressed
+    algos = {k: v for k, v in r.compression.items() if k != "none"}
+    return {
+        "size": st.st_size,
+        "allocated": st.st_blocks * 512,
+        "algorithms": algos,
+        "data_pages": data_pages,
+        "physical_page_size": r.fmt.physical_size,
+        "key_block_size": r.fmt.key_block_size,
+        "invalid_pages": r.invalid_pages,
+    }
+
+
+def assert_format(state: dict[str, Any], target: str) -> None:
+    """The on-disk format is the target: most data pages in it, none in another."""
+    kind, _, rest = target.partition(":")
+    if kind == "page":
+        assert set(state["algorithms"]) == {rest}, state["algorithms"]
+        assert state["algorithms"][rest] >= 0.9 * state["data_pages"], state
+        assert state["key_block_size"] is None
+    elif kind == "row":
+        assert state["key_block_size"] == int(rest) * 1024, state
+        assert state["physical_page_size"] == int(rest) * 1024
+        assert not state["algorithms"]
+    else:
+        assert not state["algorithms"] and state["key_block_size"] is None, state
+    assert not state["invalid_pages"]
+
+
+def migrate_cli(
+    srv: servers.ThrowawayServer, table: str, target: str, *extra: str
+) -> list[dict[str, Any]]:
+    res = ibdtool(
+        "migrate", table, "--to", target, "--execute", "--yes", "--json", *extra, *conn_args(srv)
+    )
+    assert res.returncode == 0, res.stdout[-3000:] + res.stderr
+    return json_lines(res.stdout)

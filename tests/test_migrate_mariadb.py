@@ -1,0 +1,268 @@
+"""``ibdtool migrate`` on real MariaDB 10.11 servers.
+
+Conversions are checked on disk (``os.stat`` and the page reader while the server holds
+``FLUSH TABLES … FOR EXPORT``), by the server (SHOW CREATE TABLE, space ids, the general log)
+and by the rows themselves (a CRC of every row before and after).
+"""
+
+from __future__ import annotations
+
+import signal
+import socket
+import subprocess
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from samples.servers import ThrowawayServer
+from tests.catalog import REPO
+from tests.server_fixtures import (
+    BIG_DOUBLINGS,
+    IBDTOOL,
+    assert_format,
+    clean_env,
+    conn_args,
+    consumer_enabled,
+    create_table_sql,
+    global_var,
+    ibdtool,
+    increasing,
+    json_lines,
+    make_table,
+    mariadb,  # noqa: F401  (fixtures)
+    mariadb_bare,  # noqa: F401
+    migrate_cli,
+    on_disk,
+    progress_values,
+    rows_crc,
+    run_migration,
+    space_id,
+)
+
+
+@pytest.fixture(scope="module")
+def big(mariadb: ThrowawayServer) -> tuple[str, str]:  # noqa: F811
+    make_table(mariadb, "big", "t", rows=20000, doublings=BIG_DOUBLINGS)
+    return "big", "t"
+
+
+@pytest.fixture(scope="module")
+def big_bare(mariadb_bare: ThrowawayServer) -> tuple[str, str]:  # noqa: F811
+    make_table(mariadb_bare, "big", "t", rows=20000, doublings=BIG_DOUBLINGS)
+    return "big", "t"
+
+
+@pytest.mark.xdist_group("mariadb")
+def test_conversions_plain_zlib_lz4_row8_none(mariadb: ThrowawayServer) -> None:  # noqa: F811
+    make_table(mariadb, "chain", "t", rows=20000)
+    rows = rows_crc(mariadb, "chain", "t")
+    plain = on_disk(mariadb, "chain", "t")
+    assert_format(plain, "none")
+    seen = {"none": plain}
+    for target, present, absent in (
+        ("page:zlib", "`PAGE_COMPRESSED`='1'", "ROW_FORMAT=COMPRESSED"),
+        ("page:lz4", "`PAGE_COMPRESSED`='1'", "ROW_FORMAT=COMPRESSED"),
+        ("row:8", "ROW_FORMAT=COMPRESSED KEY_BLOCK_SIZE=8", "`PAGE_COMPRESSED`='1'"),
+        ("none", "ROW_FORMAT=DYNAMIC", "`PAGE_COMPRESSED`='1'"),
+    ):
+        before = space_id(mariadb, "chain", "t")
+        events = migrate_cli(mariadb, "chain.t", target)
+        done = [e for e in events if e["event"] == "table_done"]
+        assert len(done) == 1 and done[0]["result"]["verified"] is True, events[-3:]
+        state = on_disk(mariadb, "chain", "t")
+        assert_format(state, target)
+        assert space_id(mariadb, "chain", "t") != before  # a real rebuild
+        ddl = create_table_sql(mariadb, "chain", "t")
+        assert present in ddl and absent not in ddl, ddl
+        assert rows_crc(mariadb, "chain", "t") == rows
+        after = done[0]["result"]["after"]
+        assert after["allocated_size"] == state["allocated"]  # measured after the flush
+        seen[target] = state
+    # page compression punches holes (this text compresses about 2:1); ROW_FORMAT=COMPRESSED
+    # makes a smaller file; uncompressed again, the file has no holes
+    for target, most in (("page:zlib", 0.7), ("page:lz4", 0.8)):
+        assert seen[target]["allocated"] < most * seen[target]["size"], seen[target]
+        assert seen[target]["allocated"] < most * plain["allocated"]
+    assert seen["row:8"]["size"] < 0.8 * plain["size"]
+    assert seen["none"]["allocated"] >= 0.95 * seen["none"]["size"], seen["none"]
+    assert global_var(mariadb, "innodb_compression_algorithm") == "zlib"  # restored
+
+
+@pytest.mark.xdist_group("mariadb_bare")
+def test_missing_codec_is_refused_before_any_ddl(mariadb_bare: ThrowawayServer) -> None:  # noqa: F811
+    make_table(mariadb_bare, "nolz4", "t", rows=2000)
+    before = (space_id(mariadb_bare, "nolz4", "t"), create_table_sql(mariadb_bare, "nolz4", "t"))
+    mariadb_bare.query("TRUNCATE TABLE mysql.general_log")
+    res = ibdtool(
+        "migrate", "nolz4.t", "--to", "page:lz4", "--execute", "--yes", *conn_args(mariadb_bare)
+    )
+    assert res.returncode == 1, res.stdout + res.stderr
+    assert "provider_lz4" in res.stdout and "Innodb_have_lz4=OFF" in res.stdout
+    assert "nothing to run: every table is refused" in res.stderr
+    logged = [
+        str(r[0])
+        for r in mariadb_bare.query(
+            "SELECT CONVERT(argument USING utf8mb4) FROM mysql.general_log "
+            "WHERE command_type = 'Query'"
+        )
+    ]
+    ours = [q for q in logged if "/* ibdtool */" in q]
+    assert ours, "the general log saw none of ibdtool's statements"
+    writes = ("ALTER", "OPTIMIZE", "SET GLOBAL", "UPDATE", "FLUSH")
+    changes = [
+        q for q in ours if q.removeprefix("/* ibdtool */").strip().upper().startswith(writes)
+    ]
+    assert changes == []
+    assert (space_id(mariadb_bare, "nolz4", "t"), create_table_sql(mariadb_bare, "nolz4", "t")) == (
+        before
+    )
+    # a codec the server has is accepted on the same server
+    dry = ibdtool("migrate", "nolz4.t", "--to", "page:lzma", *conn_args(mariadb_bare))
+    assert dry.returncode == 0 and "ALTER TABLE `nolz4`.`t` PAGE_COMPRESSED=1" in dry.stdout
+
+
+@pytest.mark.xdist_group("mariadb")
+def test_progress_from_performance_schema(mariadb: ThrowawayServer, big: tuple[str, str]) -> None:  # noqa: F811
+    assert consumer_enabled(mariadb) == "NO"
+    events, m = run_migration(mariadb, [big], "page:lzo", progress="performance_schema", poll=0.2)
+    values = progress_values(events, "performance_schema")
+    assert len(increasing(values)) >= 3, values
+    assert m.results[0].status == "done" and m.results[0].verified
+    assert consumer_enabled(mariadb) == "NO"  # put back after the run
+    assert global_var(mariadb, "innodb_compression_algorithm") == "zlib"
+
+
+@pytest.mark.xdist_group("mariadb_bare")
+def test_progress_from_processlist_with_copy(
+    mariadb_bare: ThrowawayServer,  # noqa: F811
+    big_bare: tuple[str, str],
+) -> None:
+    events, m = run_migration(
+        mariadb_bare, [big_bare], "page:zlib", algorithm="copy", progress="processlist", poll=0.2
+    )
+    values = progress_values(events, "processlist")
+    assert len(increasing(values)) >= 3, values
+    assert m.results[0].status == "done" and m.results[0].verified
+
+
+@pytest.mark.xdist_group("mariadb_bare")
+def test_progress_falls_back_to_file_growth(
+    mariadb_bare: ThrowawayServer,  # noqa: F811
+    big_bare: tuple[str, str],
+) -> None:
+    """No performance_schema, an INPLACE rebuild (PROCESSLIST says 0): the #sql file grows."""
+    events, m = run_migration(mariadb_bare, [big_bare], "none", progress="auto", poll=0.2)
+    sources = {e.reading.source for e in events if e.kind == "progress" and e.reading}
+    assert sources == {"file"}
+    values = progress_values(events, "file")
+    assert len(increasing(values)) >= 3, values
+    assert m.results[0].status == "done" and m.results[0].verified
+
+
+@pytest.mark.xdist_group("mariadb")
+def test_ctrl_c_kills_the_alter_and_leaves_the_table_intact(
+    mariadb: ThrowawayServer,  # noqa: F811
+    big: tuple[str, str],
+) -> None:
+    schema, table = big
+    before = (
+        rows_crc(mariadb, schema, table),
+        create_table_sql(mariadb, schema, table),
+        space_id(mariadb, schema, table),
+    )
+    target = "page:bzip2"  # slow to compress: the rebuild is surely still running
+    proc = subprocess.Popen(
+        [*IBDTOOL, "migrate", f"{schema}.{table}", "--to", target, "--execute", "--yes",
+         "--json", "--force", "--no-predict", *conn_args(mariadb)],
+        stdout=subprocess.PIPE, stderr=subprocess.PIPE, stdin=subprocess.DEVNULL,
+        env=clean_env(), cwd=REPO, text=True,
+    )  # fmt: skip
+    assert proc.stdout is not None
+    lines = []
+    for line in proc.stdout:
+        lines.append(line)
+        if '"progress"' in line:
+            proc.send_signal(signal.SIGINT)
+            break
+    out, err = proc.communicate(timeout=300)
+    events = json_lines("".join(lines) + out)
+    kinds = [e["event"] for e in events]
+    assert proc.returncode == 130, err
+    assert "killing" in kinds and "table_interrupted" in kinds, kinds
+    report = next(e for e in events if e["event"] == "table_interrupted")["message"]
+    assert "the table is readable" in report and "options unchanged" in report
+    assert "no #sql file left" in report
+    after = (
+        rows_crc(mariadb, schema, table),
+        create_table_sql(mariadb, schema, table),
+        space_id(mariadb, schema, table),
+    )
+    assert after == before
+    assert not list(Path(mariadb.datadir, schema).glob("#sql*"))
+    assert global_var(mariadb, "innodb_compression_algorithm") == "zlib"
+    assert consumer_enabled(mariadb) == "NO"
+
+
+@pytest.mark.xdist_group("mariadb")
+def test_journal_resumes_a_batch(mariadb: ThrowawayServer, tmp_path: Path) -> None:  # noqa: F811
+    for t in ("a", "b", "c"):
+        make_table(mariadb, "jb", t, rows=1500)
+    journal = tmp_path / "batch.jsonl"
+    args = ["jb.a", "jb.b", "jb.c", "--to", "page:snappy", "--execute", "--yes", "--json",
+            "--journal", str(journal), "--lock-wait-timeout", "2", *conn_args(mariadb)]  # fmt: skip
+    holder = mariadb.connect()
+    try:
+        with holder.cursor() as cur:
+            cur.execute("LOCK TABLES jb.b WRITE")  # the ALTER of b cannot get its lock
+        first = ibdtool("migrate", *args)
+    finally:
+        holder.close()
+    assert first.returncode == 1, first.stderr
+    kinds = [(e["event"], e.get("table")) for e in json_lines(first.stdout)]
+    assert ("table_done", "jb.a") in kinds and ("table_failed", "jb.b") in kinds
+    assert not any(t == "jb.c" for _, t in kinds)
+    ids = {t: space_id(mariadb, "jb", t) for t in "abc"}
+    second = ibdtool("migrate", *args)
+    assert second.returncode == 0, second.stdout[-2000:] + second.stderr
+    events = json_lines(second.stdout)
+    resumed = next(e for e in events if e["event"] == "resume")
+    assert resumed["done"] == ["jb.a"]
+    skipped = [e for e in events if e["event"] == "table_skipped"]
+    assert [e["table"] for e in skipped] == ["jb.a"] and "journal" in skipped[0]["message"]
+    assert space_id(mariadb, "jb", "a") == ids["a"]  # not rebuilt twice
+    for t in "bc":
+        assert space_id(mariadb, "jb", t) != ids[t]
+        assert_format(on_disk(mariadb, "jb", t), "page:snappy")
+    records = json_lines(journal.read_text())
+    assert [r["event"] for r in records].count("batch_start") == 2
+    restores = [r for r in records if r["event"] == "global_restored"]
+    sets = [r for r in records if r["event"] == "global_set"]
+    assert len(restores) == len(sets)  # every global change was put back
+
+
+@pytest.mark.xdist_group("mariadb")
+def test_dropped_connection_is_checked_after_reconnecting(
+    mariadb: ThrowawayServer,  # noqa: F811
+    big: tuple[str, str],
+) -> None:
+    """The client's socket dies mid-ALTER; the server may finish it. The tool reconnects and
+    reports what really happened: done exactly when the tablespace was replaced."""
+    schema, table = big
+    before = space_id(mariadb, schema, table)
+    dropped: list[bool] = []
+
+    def drop(ev: Any, migration: Any) -> None:
+        if ev.kind == "progress" and not dropped and migration._worker is not None:
+            migration._worker.conn._sock.shutdown(socket.SHUT_RDWR)
+            dropped.append(True)
+
+    events, m = run_migration(
+        mariadb, [big], "page:zlib", progress="performance_schema", poll=0.2, on_event=drop
+    )
+    kinds = [e.kind for e in events]
+    assert dropped and "connection_lost" in kinds and "reconnected" in kinds, kinds
+    rebuilt = space_id(mariadb, schema, table) != before
+    assert m.results[0].status == ("done" if rebuilt else "failed"), m.results[0].message
+    if rebuilt:
+        assert m.results[0].verified
