@@ -28,6 +28,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from ibdtool.allocation import Allocation
+from ibdtool.forkscan import map_ranges
 from ibdtool.tablespace import Tablespace
 from parsers.page import PageInfo
 
@@ -94,25 +95,104 @@ def _tail_start(info: PageInfo, read_slot: Callable[[], bytes]) -> tuple[int, st
     image = info.stored_size
     if image >= len(slot):
         return None
-    kept = len(slot[image:].rstrip(b"\0"))
-    return image + kept, "stale" if kept else "tail"
+    tail = memoryview(slot)[image:]
+    if tail == _zeros(len(tail)):  # the common case, at memcmp speed
+        return image, "tail"
+    kept = len(bytes(tail).rstrip(b"\0"))
+    return image + kept, "stale"
+
+
+_ZEROS = bytearray()
+
+
+def _zeros(n: int) -> memoryview:
+    global _ZEROS
+    if len(_ZEROS) < n:
+        _ZEROS = bytearray(max(n, 65536))
+    return memoryview(_ZEROS)[:n]
+
+
+PARALLEL_MIN_PAGES = 8192
 
 
 def needless_ranges(
     ts: Tablespace,
     alloc: Allocation | None = None,
     progress: Callable[[int, int], None] | None = None,
+    jobs: int | None = None,
 ) -> Needless:
     """The needless zero ranges of ``ts`` (see module doc), sorted and merged.
 
     With ``alloc`` (the file's :class:`Allocation`) only fully allocated page slots are
-    decoded: on a file that kept its holes that is a handful of pages.
+    decoded: on a file that kept its holes that is a handful of pages. Many pages are split
+    over ``jobs`` forked processes (default: all cores), since decoding decompresses.
     ``progress(pages_done, pages_total)`` is called now and then.
     """
+    runs = candidate_runs(alloc, ts.physical_size, ts.n_pages)
+    total = sum(len(r) for r in runs)
+    jobs = jobs or os.cpu_count() or 1
+    if jobs == 1 or total < PARALLEL_MIN_PAGES:
+        return _scan(ts, runs, progress, total)
+    parts = _balanced(runs, jobs)
+    scale = len(parts)
+
+    def scaled(done: int, _total: int) -> None:
+        if progress is not None:
+            progress(min(total, done * scale), total)
+
+    first = parts[0]
+    results = map_ranges(
+        ts,
+        lambda t, a, b: _scan(t, _clip(runs, a, b), scaled if (a, b) == first else None, total),
+        parts,
+    )
+    out = Needless()
+    for part in results:
+        for start, end in part.ranges:
+            _append(out.ranges, start, end)
+        out.compressed_slots += part.compressed_slots
+        out.zero_pages += part.zero_pages
+        out.stale_tails += part.stale_tails
+        out.pages_scanned += part.pages_scanned
+    if progress is not None:
+        progress(total, total)
+    return out
+
+
+def _balanced(runs: list[range], jobs: int) -> list[tuple[int, int]]:
+    """Page ranges covering ``runs`` with about the same number of candidate pages each."""
+    total = sum(len(r) for r in runs)
+    share = -(-total // jobs)
+    cuts: list[tuple[int, int]] = []
+    start, held = runs[0].start, 0
+    for run in runs:
+        pos = run.start
+        while run.stop - pos > share - held:
+            pos += share - held
+            cuts.append((start, pos))
+            start, held = pos, 0
+        held += run.stop - pos
+    cuts.append((start, runs[-1].stop))
+    return [c for c in cuts if c[1] > c[0]]
+
+
+def _clip(runs: list[range], start: int, stop: int) -> list[range]:
+    out = []
+    for run in runs:
+        lo, hi = max(run.start, start), min(run.stop, stop)
+        if hi > lo:
+            out.append(range(lo, hi))
+    return out
+
+
+def _scan(
+    ts: Tablespace,
+    runs: list[range],
+    progress: Callable[[int, int], None] | None,
+    total: int,
+) -> Needless:
     out = Needless()
     psize = ts.physical_size
-    runs = candidate_runs(alloc, psize, ts.n_pages)
-    total = sum(len(r) for r in runs)
     done = 0
     for run in runs:
         for info in ts.pages(run.start, run.stop):

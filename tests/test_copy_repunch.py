@@ -1,0 +1,108 @@
+"""``ibdtool.repunch``: the needless ranges of densified samples, against the page headers.
+
+The expected ranges are computed here from the raw bytes with the on-disk rules (MySQL
+``fil0types.h``: a type-14 page stores ``38 + FIL_PAGE_COMPRESS_SIZE_V1`` bytes, the size at
+byte 32; MariaDB full_crc32: bit 15 of FIL_PAGE_TYPE marks a compressed page whose low bits
+are its size in 256-byte units; MariaDB classic type 34354: 40 + the 2-byte length at byte
+38), not with ibdtool's decoder.
+"""
+
+from __future__ import annotations
+
+import itertools
+import struct
+from pathlib import Path
+
+import pytest
+
+from ibdtool import repunch
+from ibdtool.tablespace import Tablespace
+from tests.samples_manifest import sample
+
+CASES = {
+    "mysql80/zlib.ibd": 16384,
+    "mysql57/lz4.ibd": 16384,
+    "mariadb/p16k-pc_zlib.ibd": 16384,
+    "mariadb/p16k-crc32_pc_lzma.ibd": 16384,
+    "mariadb/p64k-pc_zlib.ibd": 65536,
+    "mariadb/p16k-plain.ibd": 16384,
+}
+
+
+def expected_ranges(data: bytes, page: int) -> list[tuple[int, int]]:
+    out: list[tuple[int, int]] = []
+
+    def add(start: int, end: int) -> None:
+        if out and out[-1][1] == start:
+            out[-1] = (out[-1][0], end)
+        elif end > start:
+            out.append((start, end))
+
+    for n in range(len(data) // page):
+        slot = data[n * page : (n + 1) * page]
+        base = n * page
+        ptype = int.from_bytes(slot[24:26], "big")
+        if not any(slot):
+            add(base, base + page)
+            continue
+        if ptype == 14:  # MySQL transparent page compression
+            image = 38 + struct.unpack_from(">H", slot, 32)[0]
+        elif ptype == 34354:  # MariaDB classic page_compressed
+            image = 40 + struct.unpack_from(">H", slot, 38)[0]
+        elif ptype & 0x8000 and n > 0:  # MariaDB full_crc32 compressed
+            image = (ptype & 0x7FFF) << 8
+        else:
+            continue
+        assert not any(slot[image:]), f"page {n}: the tail is not zero"
+        add(base + image, base + page)
+    return out
+
+
+@pytest.mark.parametrize("rel", sorted(CASES))
+def test_needless_ranges_match_the_headers(rel: str, tmp_path: Path) -> None:
+    dense = tmp_path / "dense.ibd"
+    data = sample(rel).read_bytes()
+    dense.write_bytes(data)
+    with Tablespace(dense) as ts:
+        found = repunch.needless_ranges(ts)
+    assert found.ranges == expected_ranges(data, CASES[rel])
+    assert found.stale_tails == 0
+
+
+@pytest.mark.parametrize("rel", ["mysql80/mixed_zlib_lz4.ibd", "mariadb/p16k-crc32_pc_zlib.ibd"])
+def test_forked_scan_equals_the_single_one(
+    rel: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    dense = tmp_path / "dense.ibd"
+    dense.write_bytes(sample(rel).read_bytes())
+    with Tablespace(dense) as ts:
+        one = repunch.needless_ranges(ts, jobs=1)
+        monkeypatch.setattr(repunch, "PARALLEL_MIN_PAGES", 1)
+        for jobs in (2, 3, 7):
+            many = repunch.needless_ranges(ts, jobs=jobs)
+            assert many == one, jobs
+
+
+def test_a_sparse_file_decodes_only_its_full_slots(tmp_path: Path) -> None:
+    """Slots the server punched are not decoded again: only fully allocated pages are."""
+    from tests.test_copy_remote import seek_data_ranges, synced_sparse_copy
+
+    src = synced_sparse_copy(sample("mariadb/p16k-pc_zlib.ibd"), tmp_path / "s.ibd")
+    full = 0
+    ranges = seek_data_ranges(src)
+    for n in range(src.stat().st_size // 16384):
+        lo, hi = n * 16384, (n + 1) * 16384
+        held = sum(max(0, min(e, hi) - max(s, lo)) for s, e in ranges)
+        full += held == 16384
+    with Tablespace(src) as ts:
+        found = repunch.needless_ranges(ts, ts.allocation)
+    assert found.pages_scanned == full
+
+
+def test_balanced_split() -> None:
+    runs = [range(0, 10), range(20, 25), range(30, 100)]
+    cuts = repunch._balanced(runs, 3)
+    counts = [sum(len(r) for r in repunch._clip(runs, a, b)) for a, b in cuts]
+    assert sum(counts) == 85 and max(counts) - min(counts) <= 2
+    assert cuts[0][0] == 0 and cuts[-1][1] == 100
+    assert all(a[1] == b[0] for a, b in itertools.pairwise(cuts))
