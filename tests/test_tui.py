@@ -12,12 +12,13 @@ import re
 import subprocess
 import sys
 from pathlib import Path
+from typing import Any
 
 import pytest
 from textual.widgets import DataTable
 
 from ibdtool.render import human_bytes
-from tests.samples_manifest import SAMPLES, manifest
+from tests.samples_manifest import manifest
 from tests.tui_helpers import DATADIR_FILES, lines_of, make_datadir, static_text, table_rows
 from tui.app import IbdtoolApp, create_app
 from tui.screens.browser import BrowserScreen
@@ -115,8 +116,10 @@ async def test_browser_lists_every_file_with_stat_sizes_and_report_flags(datadir
             for rel in files:
                 st = os.stat(datadir / folder / Path(rel).name)
                 row = by_name[Path(rel).name]
-                assert row[1] == human_bytes(manifest()[rel]["copy"]["size"]) == human_bytes(
-                    st.st_size
+                assert (
+                    row[1]
+                    == human_bytes(manifest()[rel]["copy"]["size"])
+                    == human_bytes(st.st_size)
                 )
                 assert row[2] == human_bytes(st.st_blocks * 512)
         # made with COMPRESSION='zlib', then ALTER … COMPRESSION='lz4' and an UPDATE
@@ -230,6 +233,7 @@ async def test_page_compressed_file_counts_and_allocation(datadir: Path) -> None
         assert "unpunched" not in text  # cp --sparse=always punched every zero block
         # escape goes back to the browser of the file's folder, the file selected
         await pilot.press("escape")
+        await settle(pilot)  # the folder is walked only now that it is shown
         assert isinstance(app.screen, BrowserScreen)
         assert app.screen.cursor_key() == str(path)
 
@@ -342,18 +346,31 @@ async def test_simulation_predicts_what_the_server_allocated(datadir: Path) -> N
 
 
 @pytest.mark.asyncio
-async def test_simulation_can_be_cancelled(tmp_path: Path) -> None:
-    """A 576-page system tablespace takes seconds to simulate: x stops it between pages."""
-    import gzip
+async def test_simulation_can_be_cancelled(datadir: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """x stops the real simulate between pages. The worker is held at its first progress
+    report until x was pressed, so the test does not race a small file's fast simulation."""
+    import threading
 
-    path = tmp_path / "ibdata1"
-    path.write_bytes(gzip.decompress((SAMPLES / "system" / "mariadb-ibdata1.gz").read_bytes()))
-    app = create_app(path)
+    import tui.screens.simulation as simulation_screen
+
+    gate = threading.Event()
+    real = simulation_screen.simulate
+
+    def gated(*args: Any, progress: Any, **kw: Any) -> Any:
+        def held(done: int, total: int) -> None:
+            gate.wait(30)
+            progress(done, total)
+
+        return real(*args, progress=held, **kw)
+
+    monkeypatch.setattr(simulation_screen, "simulate", gated)
+    app = create_app(datadir / "mariadb" / "p16k-plain.ibd")
     async with app.run_test(size=SIZE) as pilot:
         await settle(pilot)
         await pilot.press("s")
         await pilot.pause()
         await pilot.press("x")
+        gate.set()
         await settle(pilot)
         sim = app.screen
         assert isinstance(sim, SimulationScreen)
@@ -363,6 +380,9 @@ async def test_simulation_can_be_cancelled(tmp_path: Path) -> None:
             e.outcome == "cancelled" and e.text.startswith("simulate")
             for e in app.command_log.entries()
         )
+        await pilot.press("r")  # and it runs again to the end
+        await settle(pilot)
+        assert sim.result is not None and sim.result.pages == 28
 
 
 # --- command log, help, palette, errors ------------------------------------------------------

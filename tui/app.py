@@ -51,7 +51,8 @@ class IbdtoolApp(App[None]):
             self.post_message(LogAdded(entry))
 
         self.command_log.listener = tell
-        self.push_screen(BrowserScreen(self.root, select=self.open_file))
+        lazy = self.open_file is not None
+        self.push_screen(BrowserScreen(self.root, select=self.open_file, lazy=lazy))
         if self.open_file is not None:
             self.push_screen(TablespaceScreen(self.open_file))
 

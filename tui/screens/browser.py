@@ -152,8 +152,15 @@ Every tablespace under the directory, grouped by folder (schema). Sizes come fro
         Binding("R", "rescan", "Rescan", show=False),
     ]
 
-    def __init__(self, root: str | Path, select: str | Path | None = None) -> None:
+    def __init__(
+        self, root: str | Path, select: str | Path | None = None, *, lazy: bool = False
+    ) -> None:
+        """``lazy``: list the directory only when this screen is first shown (when the app
+        opens a file, its folder is walked once the user goes back to it, not while the
+        file is being read)."""
         super().__init__()
+        self.lazy = lazy
+        self.explored = False
         self.root = Path(root)
         self.select = str(select) if select is not None else None
         self.folders: dict[str, Folder] = {}
@@ -181,13 +188,18 @@ Every tablespace under the directory, grouped by folder (schema). Sizes come fro
         for name in COLUMNS:
             table.add_column(name, key=name)
         table.focus()
-        self.explore()
+        if not self.lazy:
+            self.explored = True
+            self.explore()
 
     def on_screen_suspend(self) -> None:
         self._shown = False
 
     def on_screen_resume(self) -> None:
         self._shown = True
+        if not self.explored:
+            self.explored = True
+            self.explore()
         self._scan_next()
 
     # --- the workers -----------------------------------------------------------------------

@@ -190,9 +190,10 @@ the blocks a filesystem allocates for the result are summed (a seeded sample wit
 
     # --- drawing ---------------------------------------------------------------------------
 
-    def _bar_width(self) -> int:
-        # the other columns and the cell padding take 58 cells, the screen's padding 3
-        return max(BAR_MIN, min(BAR_MAX, self.size.width - 63))
+    def _bar_width(self, cpu_width: int) -> int:
+        # the columns left of the bar and every cell's padding take 57 cells, the screen's
+        # padding and scrollbar 3, then the CPU column
+        return max(BAR_MIN, min(BAR_MAX, self.size.width - 60 - max(6, cpu_width)))
 
     def _draw(self) -> None:
         r = self.result
@@ -207,7 +208,11 @@ the blocks a filesystem allocates for the result are summed (a seeded sample wit
         )
         rows = [x for x in r.results if x.block == block]
         scale = max([r.logical_size, r.allocated_size, *(x.predicted for x in rows)])
-        width = self._bar_width()
+        cpus = [
+            "-" if x.compress_us is None else f"{x.compress_us:.0f}/{x.decompress_us or 0:.0f}"
+            for x in rows
+        ]
+        width = self._bar_width(max((len(c) for c in cpus), default=1))
         table = self.query_one("#sim-table", DataTable)
         table.clear()
         table.add_row(
@@ -229,11 +234,8 @@ the blocks a filesystem allocates for the result are summed (a seeded sample wit
             key="logical",
         )
         best = min(rows, key=lambda x: x.predicted) if rows else None
-        for x in rows:
+        for x, cpu in zip(rows, cpus, strict=True):
             saving = Text(f"{x.saving_pct:.1f}%", style="green" if x.saving_pct > 0 else "red")
-            cpu = (
-                "-" if x.compress_us is None else f"{x.compress_us:.0f}/{x.decompress_us or 0:.0f}"
-            )
             color = "#98c379" if x is best else "#5f9ee8"
             if x.scenario.server == "what-if":
                 color = "#8787af"

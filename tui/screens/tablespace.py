@@ -41,6 +41,7 @@ if TYPE_CHECKING:
     from tui.app import IbdtoolApp
 
 PROGRESS_INTERVAL = 0.1  # seconds between progress messages: at most ~10 a second
+YIELD_EVERY = 16  # pages between offers of the GIL to the UI thread (keys stay < 100 ms)
 MODES = list(Mode)
 
 
@@ -133,6 +134,8 @@ type, compression algorithm, stored size, allocation on disk or checksum.
                     model.add(info)
                     if worker.is_cancelled:
                         raise Cancelled
+                    if not info.page_no % YIELD_EVERY:
+                        time.sleep(0)  # hand the GIL to the UI thread if it waits for it
                     now = time.monotonic()
                     if now - last >= PROGRESS_INTERVAL:
                         last = now

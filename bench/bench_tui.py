@@ -1,0 +1,113 @@
+"""Issue 5 benchmark: the TUI on a 1 GB tablespace — summary time, map fill, key latency.
+
+Run by hand:  .venv/bin/python bench/bench_tui.py [FILE]
+FILE defaults to bench/work/big-p16k-pc_zlib.ibd (``samples/make_samples.py --big``).
+
+The app is the one ``ibdtool tui FILE`` runs (same factory), headless at 120×40:
+
+1. seconds from the app's start until the header summary (format, sizes, allocation, extents)
+   is on screen. Target: < 2 s.
+2. the page map's fill: pages decoded against time, sampled every 0.5 s; it fills
+   progressively while the scan runs in its thread.
+3. keystrokes during the scan: 40 presses of → (a key event posted to the app, as the
+   terminal driver posts it), each timed until the cursor line shows the next page, 50 ms
+   apart. Target: every one under 100 ms.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import statistics
+import sys
+import time
+from pathlib import Path
+
+from common import WORK, append_results, warm
+from textual import events
+
+from tui.app import create_app
+from tui.screens.tablespace import TablespaceScreen
+
+KEYS = 40
+
+
+async def measure(path: Path) -> dict[str, object]:
+    app = create_app(path)
+    t0 = time.perf_counter()
+    async with app.run_test(size=(120, 40)):
+        while not (isinstance(app.screen, TablespaceScreen) and app.screen.started):
+            await asyncio.sleep(0.002)
+        summary_s = time.perf_counter() - t0
+        screen = app.screen
+        assert isinstance(screen, TablespaceScreen)
+        model = screen.model
+        assert model is not None
+        fill: list[tuple[float, int]] = [(summary_s, model.scanned)]
+        latencies: list[float] = []
+        scanned_during_keys = model.scanned
+        for _ in range(KEYS):
+            before = screen._cursor
+            t = time.perf_counter()
+            app.post_message(events.Key("right", None))
+            while screen._cursor == before:
+                await asyncio.sleep(0.0005)
+            latencies.append(time.perf_counter() - t)
+            await asyncio.sleep(0.05)
+        keys_done_at = model.scanned
+        last = 0.0
+        while screen.result is None:
+            await asyncio.sleep(0.05)
+            now = time.perf_counter() - t0
+            if now - last >= 0.5:
+                last = now
+                fill.append((now, model.scanned))
+        total_s = time.perf_counter() - t0
+        fill.append((total_s, model.n_pages))
+    return {
+        "pages": model.n_pages,
+        "summary_s": summary_s,
+        "total_s": total_s,
+        "fill": fill,
+        "latencies": latencies,
+        "during": (scanned_during_keys, keys_done_at),
+    }
+
+
+def main() -> None:
+    path = Path(sys.argv[1]) if len(sys.argv) > 1 else WORK / "big-p16k-pc_zlib.ibd"
+    if not path.is_file():
+        raise SystemExit(f"{path}: missing; make it with samples/make_samples.py --big {WORK}")
+    warm(path)
+    r = asyncio.run(measure(path))
+    lat = sorted(1000 * x for x in r["latencies"])  # type: ignore[attr-defined]
+    pages = r["pages"]
+    fill = r["fill"]
+    during = r["during"]
+    rows = []
+    for t, n in fill:  # type: ignore[attr-defined]
+        rows.append(f"| {t:.1f} | {n:,} | {100 * n / pages:.0f}% |")  # type: ignore[operator]
+    p95 = lat[int(0.95 * (len(lat) - 1))]
+    body = f"""
+File: `{path.name}`, {path.stat().st_size:,} bytes, {pages:,} pages, from the page cache;
+headless app at 120×40 (`.venv/bin/python bench/bench_tui.py {path}`).
+
+| measure | value | target |
+|---|---:|---:|
+| app start → header summary on screen | {r["summary_s"]:.2f} s | < 2 s |
+| app start → scan done (full summary) | {r["total_s"]:.1f} s | |
+| key → cursor moved, median of {len(lat)} | {statistics.median(lat):.1f} ms | |
+| key → cursor moved, p95 | {p95:.1f} ms | |
+| key → cursor moved, max | {max(lat):.1f} ms | < 100 ms |
+
+The keys were pressed while pages {during[0]:,}–{during[1]:,} were being decoded.
+Page map fill (pages decoded since the app started):
+
+| s | pages | share |
+|---:|---:|---:|
+""" + "\n".join(rows)  # type: ignore[index]
+    print(body)
+    append_results("TUI: 1 GB tablespace, summary time and key latency during the scan", body)
+
+
+if __name__ == "__main__":
+    main()
