@@ -20,9 +20,10 @@ What it knows:
 * The plan: the byte ranges to write, cut into windows of about ``window`` bytes, each cut into
   pieces of at most :data:`PIECE` bytes. Both ends derive the same windows from the same plan.
 * The stream: frames of ``type (1 byte) + length (u32)`` then the payload. ``J`` is a JSON
-  control message, ``M`` the plan (zlib of big-endian u64 pairs), ``D`` a piece of data
-  (offset u64, raw length u32, codec u8, payload), ``K`` the end of a window (index u32, CRC-32
-  of the window's bytes u32), ``E`` the end of the file.
+  control message, ``M`` the plan (zlib of big-endian u64 pairs), ``D`` a batch of pieces of
+  about 1 MiB (count u32, codec u8, raw length u32, then offset u64 + length u32 per piece,
+  then their bytes compressed together), ``K`` the end of a window (index u32, CRC-32 of the
+  window's bytes u32), ``E`` the end of the file.
 
 Remote session: the agent writes :data:`MAGIC` and a ``hello`` (protocol, python, codecs), then
 serves requests until ``bye`` or end of input: ``receive`` (push: answers with the destination,
@@ -45,8 +46,8 @@ import threading
 import time
 import zlib
 
-PROTOCOL = 1
-MAGIC = b"IBDTOOL-AGENT 1\n"
+PROTOCOL = 2
+MAGIC = b"IBDTOOL-AGENT 2\n"
 PIECE = 1 << 20  # bytes per data frame / per copy call
 MIN_WINDOW = 4 << 20
 MAX_WINDOW = 256 << 20
@@ -56,7 +57,8 @@ FREE_SPACE_SLACK = 1 << 20
 KERNEL_COPY_MIN = 512 << 10  # smaller pieces: pread/pwrite beat copy_file_range
 
 FRAME = struct.Struct(">cI")
-DATA_HEAD = struct.Struct(">QIB")
+DATA_HEAD = struct.Struct(">IBI")  # pieces in the frame, codec, raw bytes
+DATA_PIECE = struct.Struct(">QI")  # offset, length; one per piece, after DATA_HEAD
 CHECK = struct.Struct(">II")
 RANGE = struct.Struct(">QQ")
 
@@ -827,22 +829,62 @@ class RateLimit:
             time.sleep(ahead)
 
 
+def encode_batch(batch, codec):
+    """One ``D`` frame payload: the pieces' offsets and lengths, then their bytes, compressed
+    together (a page-compressed file has one small data range per page)."""
+    raw = b"".join(data for _, data in batch)
+    cid, payload = codec.encode(raw)
+    head = DATA_HEAD.pack(len(batch), cid, len(raw))
+    return head + b"".join(DATA_PIECE.pack(a, len(data)) for a, data in batch) + payload
+
+
+def decode_batch(payload, codec):
+    """``[(offset, bytes), ...]`` from a ``D`` frame payload."""
+    count, cid, raw_len = DATA_HEAD.unpack_from(payload)
+    body = DATA_HEAD.size + count * DATA_PIECE.size
+    data = memoryview(codec.decode(cid, payload[body:], raw_len))
+    out = []
+    pos = 0
+    for i in range(count):
+        offset, length = DATA_PIECE.unpack_from(payload, DATA_HEAD.size + i * DATA_PIECE.size)
+        out.append((offset, data[pos : pos + length]))
+        pos += length
+    return out
+
+
+def batch_extent(payload):
+    """(end of the last piece, raw bytes) of a ``D`` frame payload, for progress."""
+    count, _, raw_len = DATA_HEAD.unpack_from(payload)
+    offset, length = DATA_PIECE.unpack_from(payload, DATA_HEAD.size + (count - 1) * DATA_PIECE.size)
+    return offset + length, raw_len
+
+
 def send_stream(out, src, windows, start, codec, verify=True, bwlimit=0, progress=None):
     """Frames for ``windows[start:]`` of ``src``; ``progress(piece_end, raw, sent)``."""
     limit = RateLimit(bwlimit)
+
+    def flush(batch, held):
+        frame = encode_batch(batch, codec)
+        write_frame(out, b"D", frame)
+        limit.account(FRAME.size + len(frame))
+        if progress is not None:
+            progress(batch[-1][0] + len(batch[-1][1]), held, FRAME.size + len(frame))
+
     for index in range(start, len(windows)):
         crc = 0
+        batch = []
+        held = 0
         for a, b in windows[index]:
             data = src.read(a, b)
             if verify:
                 crc = zlib.crc32(data, crc)
-            cid, payload = codec.encode(data)
-            out.write(FRAME.pack(b"D", DATA_HEAD.size + len(payload)))
-            out.write(DATA_HEAD.pack(a, len(data), cid))
-            out.write(payload)
-            limit.account(FRAME.size + DATA_HEAD.size + len(payload))
-            if progress is not None:
-                progress(b, len(data), FRAME.size + DATA_HEAD.size + len(payload))
+            batch.append((a, data))
+            held += len(data)
+            if held >= PIECE:
+                flush(batch, held)
+                batch, held = [], 0
+        if batch:
+            flush(batch, held)
         write_frame(out, b"K", CHECK.pack(index, crc & 0xFFFFFFFF))
         out.flush()
     src.check_unchanged()
@@ -855,11 +897,12 @@ def receive_stream(inp, dest, codec, on_window=None, progress=None):
     while True:
         kind, payload = read_frame(inp)
         if kind == b"D":
-            offset, raw_len, cid = DATA_HEAD.unpack_from(payload)
-            data = codec.decode(cid, payload[DATA_HEAD.size :], raw_len)
-            dest.write(offset, data)
+            pieces = decode_batch(payload, codec)
+            for offset, data in pieces:
+                dest.write(offset, data)
             if progress is not None:
-                progress(offset + raw_len, raw_len, len(payload) + FRAME.size)
+                end, raw = batch_extent(payload)
+                progress(end, raw, len(payload) + FRAME.size)
         elif kind == b"K":
             index, crc = CHECK.unpack(payload)
             dest.checkpoint(index, crc)

@@ -141,6 +141,18 @@ def _report_error(exc: IbdtoolError) -> int:
     return int(exc.exit_code)
 
 
+def _deliver(
+    result: Any, docs: list[dict[str, Any]], as_json: bool, show: bool, printer: Any
+) -> None:
+    """Notes to stderr; the result as JSON (collected) or printed."""
+    for note in result.notes:
+        click.echo(f"ibdtool: note: {note}", err=True)
+    if as_json:
+        docs.append(result.to_json())
+    elif show:
+        printer(result)
+
+
 def _emit(docs: list[dict[str, Any]], single: bool) -> None:
     import json
 
@@ -182,12 +194,7 @@ def _copy_all(
                     raise
                 worst = max(worst, _report_error(exc))
                 continue
-            for note in result.notes:
-                click.echo(f"ibdtool: note: {note}", err=True)
-            if as_json:
-                docs.append(result.to_json())
-            elif show:
-                print_copy(result)
+            _deliver(result, docs, as_json, show, print_copy)
     finally:
         sessions.close()
         _emit(docs, single=len(srcs) == 1)
@@ -341,12 +348,7 @@ def _in_place(paths: tuple[str, ...], opts: Any, *, yes: bool, as_json: bool, sh
         except IbdtoolError as exc:
             worst = max(worst, _report_error(exc))
             continue
-        for note in result.notes:
-            click.echo(f"ibdtool: note: {note}", err=True)
-        if as_json:
-            docs.append(result.to_json())
-        elif show:
-            _print_in_place(result)
+        _deliver(result, docs, as_json, show, _print_in_place)
     _emit(docs, single=len(paths) == 1)
     return worst
 

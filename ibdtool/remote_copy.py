@@ -44,11 +44,12 @@ from ibdtool.sparsecopy import (
     CopyProgress,
     CopyResult,
     ProgressFn,
+    Ranges,
     VerifyFailed,
     align_inward,
-    build_plan,
     check_pages,
     open_source,
+    plan_for,
     scan_progress,
     source_in_use_note,
     union,
@@ -390,6 +391,46 @@ def _interrupted(dest: str) -> CopyInterrupted:
     )
 
 
+def _ask_for_source(session: AgentSession, path: str) -> tuple[dict[str, Any], Ranges]:
+    """``send``: the remote file's metadata and data ranges."""
+    try:
+        session.send_json({"op": "send", "path": path})
+        meta = session.recv_json()
+        kind, blob = session.recv_frame()
+    except (OSError, agent.AgentError, agent.Interrupted):
+        raise session.failure() from None
+    if kind != b"M":
+        raise session.failure()
+    for key in ("ok", "fs_block"):
+        meta.pop(key, None)
+    return meta, agent.unpack_ranges(blob)
+
+
+def _receive_request(
+    dst: Location, meta: dict[str, Any], opts: CopyOptions, want_dir: bool
+) -> dict[str, Any]:
+    return {
+        "op": "receive",
+        "path": dst.path,
+        "meta": meta,
+        "force": opts.force,
+        "resume": opts.resume,
+        "verify": opts.verify != "none",
+        "want_dir": want_dir,
+    }
+
+
+def _stream_request(window: int, start: int, codec: str, opts: CopyOptions) -> dict[str, Any]:
+    return {
+        "op": "stream",
+        "window": window,
+        "start": start,
+        "codec": codec,
+        "verify": opts.verify != "none",
+        "bwlimit": opts.bwlimit,
+    }
+
+
 def push(
     session: AgentSession,
     src: str,
@@ -409,31 +450,13 @@ def push(
         if note:
             result.notes.append(note)
         try:
-            session.send_json(
-                {
-                    "op": "receive",
-                    "path": dst.path,
-                    "meta": source.meta(),
-                    "force": opts.force,
-                    "resume": opts.resume,
-                    "verify": opts.verify != "none",
-                    "want_dir": want_dir,
-                }
-            )
+            session.send_json(_receive_request(dst, source.meta(), opts, want_dir))
             reply = session.recv_json()
         except (OSError, agent.AgentError):
             raise session.failure() from None
         result.dest = f"{session.host}:{reply['dest']}"
         try:
-            plan = build_plan(
-                src,
-                source,
-                alloc,
-                repunch=opts.repunch,
-                dig_holes=opts.dig_holes,
-                block=min(alloc.fs_block_size, int(reply["fs_block"])),
-                progress=progress,
-            )
+            plan = plan_for(src, source, alloc, opts, int(reply["fs_block"]), progress)
             codec = choose_codec(opts.compress, session.codecs, notes=result.notes)
         except BaseException:
             session.send_json({"op": "skip"})
@@ -505,15 +528,7 @@ def pull(
 ) -> CopyResult:
     """Copy ``src`` on ``session``'s host to the local path ``dst``."""
     t0 = time.monotonic()
-    try:
-        session.send_json({"op": "send", "path": src.path})
-        meta = session.recv_json()
-        kind, blob = session.recv_frame()
-    except (OSError, agent.AgentError):
-        raise session.failure() from None
-    if kind != b"M":
-        raise session.failure()
-    ranges = agent.unpack_ranges(blob)
+    meta, ranges = _ask_for_source(session, src.path)
     try:
         final = agent.resolve_destination(dst, meta["name"], want_dir)
         dest = agent.Destination(
@@ -538,16 +553,7 @@ def pull(
         result.codec, result.windows = codec, len(dest.windows)
         result.plan_bytes = agent.plan_bytes(ranges)
         result.resumed_bytes = sum(agent.plan_bytes(w) for w in dest.windows[:start])
-        session.send_json(
-            {
-                "op": "stream",
-                "window": window,
-                "start": start,
-                "codec": codec,
-                "verify": opts.verify != "none",
-                "bwlimit": opts.bwlimit,
-            }
-        )
+        session.send_json(_stream_request(window, start, codec, opts))
         session.send_frame(b"M", agent.pack_ranges(ranges))
 
         def on_window(index: int) -> None:
@@ -634,30 +640,12 @@ def relay(
 ) -> CopyResult:
     """Remote to remote through this host (no re-punching: neither end has ibdtool)."""
     t0 = time.monotonic()
-    try:
-        src_session.send_json({"op": "send", "path": src.path})
-        meta = src_session.recv_json()
-        _, blob = src_session.recv_frame()
-    except (OSError, agent.AgentError):
-        raise src_session.failure() from None
-    ranges = agent.unpack_ranges(blob)
+    meta, ranges = _ask_for_source(src_session, src.path)
     result = CopyResult(str(src), str(dst), int(meta["size"]), int(meta["allocated"]))
     result.verify, result.data_ranges = opts.verify, len(ranges)
     result.plan_bytes = agent.plan_bytes(ranges)
-    meta.pop("ok", None)
-    meta.pop("fs_block", None)
     try:
-        dst_session.send_json(
-            {
-                "op": "receive",
-                "path": dst.path,
-                "meta": meta,
-                "force": opts.force,
-                "resume": opts.resume,
-                "verify": opts.verify != "none",
-                "want_dir": want_dir,
-            }
-        )
+        dst_session.send_json(_receive_request(dst, meta, opts, want_dir))
         reply = dst_session.recv_json()
     except CopyFailed:
         src_session.send_json({"op": "skip"})
@@ -680,16 +668,7 @@ def relay(
         windows = list(agent.iter_windows(ranges, window))
         result.windows = len(windows)
         result.resumed_bytes = sum(agent.plan_bytes(w) for w in windows[:start])
-        src_session.send_json(
-            {
-                "op": "stream",
-                "window": window,
-                "start": start,
-                "codec": codec,
-                "verify": opts.verify != "none",
-                "bwlimit": opts.bwlimit,
-            }
-        )
+        src_session.send_json(_stream_request(window, start, codec, opts))
         src_session.send_frame(b"M", agent.pack_ranges(ranges))
 
         def on_window(msg: dict[str, Any]) -> None:
@@ -702,8 +681,8 @@ def relay(
                 dst_session.stdin.write(agent.FRAME.pack(kind, len(payload)))
                 dst_session.stdin.write(payload)
                 if kind == b"D":
-                    offset, raw, _ = agent.DATA_HEAD.unpack_from(payload)
-                    meter.piece(offset + raw, raw, len(payload) + agent.FRAME.size)
+                    end, raw = agent.batch_extent(payload)
+                    meter.piece(end, raw, len(payload) + agent.FRAME.size)
                 elif kind == b"J":
                     agent.expect_ok(json.loads(payload.decode()))
                 elif kind == b"E":

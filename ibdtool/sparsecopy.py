@@ -264,6 +264,26 @@ def scan_progress(progress: ProgressFn | None, ts: Tablespace) -> Callable[[int,
     return lambda done, total: progress(CopyProgress("scan", done * psize, total * psize))
 
 
+def plan_for(
+    path: str,
+    source: agent.Source,
+    alloc: Allocation,
+    opts: CopyOptions,
+    dest_block: int,
+    progress: ProgressFn | None,
+) -> Plan:
+    """:func:`build_plan` for a copy with ``opts`` to a filesystem of ``dest_block`` blocks."""
+    return build_plan(
+        path,
+        source,
+        alloc,
+        repunch=opts.repunch,
+        dig_holes=opts.dig_holes,
+        block=min(alloc.fs_block_size, dest_block),
+        progress=progress,
+    )
+
+
 def _accumulate(report: Callable[[int], None]) -> Callable[[int], None]:
     total = 0
 
@@ -362,16 +382,7 @@ def copy_local(
             )
         except agent.AgentError as exc:
             raise CopyFailed(str(exc)) from None
-        block = min(alloc.fs_block_size, dest.fs_block)
-        plan = build_plan(
-            src,
-            source,
-            alloc,
-            repunch=opts.repunch,
-            dig_holes=opts.dig_holes,
-            block=block,
-            progress=progress,
-        )
+        plan = plan_for(src, source, alloc, opts, dest.fs_block, progress)
         result.notes += plan.notes
         result.needless, result.zero_block_bytes = plan.needless, plan.zero_block_bytes
         result.data_ranges, result.plan_bytes = plan.data_ranges, plan.bytes

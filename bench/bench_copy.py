@@ -1,0 +1,225 @@
+"""Benchmark ``ibdtool copy`` (run by hand; results go to bench/RESULTS.md).
+
+Local: the time to copy a >= 1 GB page-compressed tablespace against ``cp --sparse=always``
+(also with ``sync FILE``, since ibdtool fsyncs), warm page cache, median of ``--runs``; and a
+densified copy of it (``cat``) re-punched by ibdtool against ``cp --sparse=always``.
+
+Over ssh (a throwaway sshd on 127.0.0.1, see tests/test_copy_remote.py): the bytes each tool
+puts on the wire, counted by a ProxyCommand relay between ssh and sshd (so encryption and
+protocol overhead count the same for everyone), against ``scp`` and ``rsync --sparse``.
+
+    .venv/bin/python bench/bench_copy.py [--file bench/work/big-p16k-pc_zlib.ibd] [--runs 3]
+
+The file comes from ``samples/make_samples.py --big bench/work``. Prints a Markdown section.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import platform
+import shutil
+import signal
+import socket
+import statistics
+import subprocess
+import sys
+import tempfile
+import threading
+import time
+from pathlib import Path
+
+REPO = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(REPO))
+IBDTOOL = str(Path(sys.executable).with_name("ibdtool"))
+
+
+def relay(host: str, port: int, out: str) -> None:
+    """ProxyCommand: stdin/stdout <-> host:port, then write the byte counts to ``out``."""
+    sock = socket.create_connection((host, port))
+    counts = {"up": 0, "down": 0}
+
+    def pump(read: object, write: object, key: str) -> None:
+        while True:
+            data = read()  # type: ignore[operator]
+            if not data:
+                break
+            counts[key] += len(data)
+            write(data)  # type: ignore[operator]
+
+    stdin = getattr(sys.stdin.buffer, "raw", sys.stdin.buffer)
+    stdout = getattr(sys.stdout.buffer, "raw", sys.stdout.buffer)
+
+    def up() -> None:
+        pump(lambda: stdin.read(1 << 16), sock.sendall, "up")
+        sock.shutdown(socket.SHUT_WR)
+
+    def done(*_: object) -> None:  # ssh ends its ProxyCommand with SIGHUP
+        Path(out).write_text(json.dumps(counts))
+        os._exit(0)
+
+    for sig in (signal.SIGHUP, signal.SIGTERM):
+        signal.signal(sig, done)
+    t = threading.Thread(target=up, daemon=True)
+    t.start()
+    pump(lambda: sock.recv(1 << 16), stdout.write, "down")
+    t.join(timeout=5)
+    done()
+
+
+def allocated(path: Path) -> int:
+    return os.stat(path).st_blocks * 512
+
+
+def mib(n: float) -> str:
+    return f"{n / (1 << 20):,.1f} MiB"
+
+
+def timed(cmd: list[str] | str, **kw: object) -> float:
+    t0 = time.monotonic()
+    subprocess.run(cmd, check=True, **kw)  # type: ignore[call-overload]
+    return time.monotonic() - t0
+
+
+def same(a: Path, b: Path) -> bool:
+    return subprocess.run(["cmp", "-s", str(a), str(b)]).returncode == 0
+
+
+def bench_local(src: Path, work: Path, runs: int) -> list[str]:
+    subprocess.run(["cat", str(src)], stdout=subprocess.DEVNULL, check=True)  # warm the cache
+    cases: list[tuple[str, list[str] | str]] = [
+        ("cp --sparse=always", "cp --sparse=always {src} {dst}"),
+        ("cp --sparse=always && sync FILE", "cp --sparse=always {src} {dst} && sync {dst}"),
+        ("ibdtool copy --verify none", f"{IBDTOOL} copy -q --verify none {{src}} {{dst}}"),
+        ("ibdtool copy --verify data", f"{IBDTOOL} copy -q --verify data {{src}} {{dst}}"),
+        ("ibdtool copy (default: data + pages)", f"{IBDTOOL} copy -q {{src}} {{dst}}"),
+    ]
+    times: dict[str, list[float]] = {name: [] for name, _ in cases}
+    alloc: dict[str, int] = {}
+    for _ in range(runs):  # interleaved, so a busy moment hurts everyone alike
+        for name, cmd in cases:
+            dst = work / "local.ibd"
+            dst.unlink(missing_ok=True)
+            times[name].append(timed(str(cmd).format(src=src, dst=dst), shell=True))
+            alloc[name] = allocated(dst)
+            assert same(src, dst), name
+    rows = [
+        "| command | median s | runs (s) | allocated at the destination |",
+        "|---|---:|---|---:|",
+    ]
+    for name, _ in cases:
+        t = times[name]
+        rows.append(
+            f"| `{name}` | {statistics.median(t):.2f} | {', '.join(f'{x:.2f}' for x in t)} | "
+            f"{mib(alloc[name])} |"
+        )
+    dense = work / "dense.ibd"
+    subprocess.run(f"cat {src} > {dense}", shell=True, check=True)
+    rows += ["", "Densified source (written with `cat`, every byte allocated):", ""]
+    rows += ["| command | s | allocated at the destination |", "|---|---:|---:|"]
+    for name, cmd in [
+        ("cp --sparse=always && sync FILE", "cp --sparse=always {src} {dst} && sync {dst}"),
+        ("ibdtool copy (re-punch)", f"{IBDTOOL} copy -q {{src}} {{dst}}"),
+        ("ibdtool copy --dig-holes", f"{IBDTOOL} copy -q --dig-holes {{src}} {{dst}}"),
+    ]:
+        dst = work / "fromdense.ibd"
+        dst.unlink(missing_ok=True)
+        t = timed(cmd.format(src=dense, dst=dst), shell=True)
+        assert same(src, dst), name
+        rows.append(f"| `{name}` | {t:.2f} | {mib(allocated(dst))} |")
+    dense.unlink()
+    (work / "local.ibd").unlink(missing_ok=True)
+    (work / "fromdense.ibd").unlink(missing_ok=True)
+    return rows
+
+
+def bench_ssh(src: Path, work: Path) -> list[str]:
+    from tests.test_copy_remote import throwaway_sshd
+
+    rows = [
+        "| tool | bytes on the wire (client → server) | s | allocated at the destination |",
+        "|---|---:|---:|---:|",
+    ]
+    with throwaway_sshd(work / "sshd") as sshd:
+        count = work / "count.json"
+        proxy = f"ProxyCommand={sys.executable} {Path(__file__).resolve()} --relay %h %p {count}"
+        ssh = f"ssh -F {sshd.ssh_config} -o '{proxy}'"
+        remote = work / "remote"
+        remote.mkdir(exist_ok=True)
+        dst = remote / src.name
+        env = dict(os.environ, IBDTOOL_SSH=ssh)
+        cases = [
+            ("scp", ["scp", "-q", "-F", str(sshd.ssh_config), "-o", proxy, str(src)]),
+            ("rsync --sparse", ["rsync", "--sparse", "-e", ssh, str(src)]),
+            ("rsync --sparse --compress", ["rsync", "--sparse", "-z", "-e", ssh, str(src)]),
+            ("ibdtool copy (remote python3 without zstd)", [IBDTOOL, "copy", "-q", str(src)]),
+            (
+                "ibdtool copy (remote python3 with zstandard)",
+                [IBDTOOL, "copy", "-q", "--remote-python", sys.executable, str(src)],
+            ),
+        ]
+        for name, argv in cases:
+            dst.unlink(missing_ok=True)
+            count.unlink(missing_ok=True)
+            t = timed([*argv, f"{sshd.alias}:{dst}"], env=env)
+            for _ in range(50):
+                if count.exists():
+                    break
+                time.sleep(0.1)
+            up = json.loads(count.read_text())["up"]
+            assert same(src, dst), name
+            rows.append(f"| `{name}` | {mib(up)} | {t:.1f} | {mib(allocated(dst))} |")
+        dst.unlink(missing_ok=True)
+    return rows
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__)
+    ap.add_argument("--file", type=Path, default=REPO / "bench/work/big-p16k-pc_zlib.ibd")
+    ap.add_argument("--runs", type=int, default=3)
+    ap.add_argument("--skip-ssh", action="store_true")
+    ap.add_argument("--skip-local", action="store_true")
+    ap.add_argument("--relay", nargs=3, metavar=("HOST", "PORT", "OUT"), help=argparse.SUPPRESS)
+    args = ap.parse_args()
+    if args.relay:
+        relay(args.relay[0], int(args.relay[1]), args.relay[2])
+        return
+    src: Path = args.file
+    if not src.is_file():
+        sys.exit(f"bench_copy: {src} is missing: samples/make_samples.py --big bench/work")
+    work = Path(tempfile.mkdtemp(prefix="bench-copy-", dir=src.parent))
+    try:
+        sparse = work / src.name
+        subprocess.run(["cp", "--sparse=always", str(src), str(sparse)], check=True)
+        os.sync()
+        cpu = platform.processor() or platform.machine()
+        with open("/proc/cpuinfo") as f:
+            for line in f:
+                if line.startswith("model name"):
+                    cpu = line.split(":", 1)[1].strip()
+                    break
+        out = [
+            f"## ibdtool copy — {time.strftime('%Y-%m-%d')}",
+            "",
+            f"Machine: {os.cpu_count()} cores ({cpu}), {platform.system()} "
+            f"{platform.release()}, filesystem of {src.parent}: "
+            f"{subprocess.run(['stat', '-f', '-c', '%T', str(src.parent)], capture_output=True, text=True).stdout.strip()}"  # noqa: E501
+            f"; other jobs were running. File: `{src.name}`, {mib(sparse.stat().st_size)} "
+            f"logical, {mib(allocated(sparse))} allocated, page cache warm.",
+            "",
+            "### Local copy",
+            "",
+        ]
+        print("\n".join(out), flush=True)
+        if not args.skip_local:
+            print("\n".join(bench_local(sparse, work, args.runs)), flush=True)
+        if not args.skip_ssh:
+            print("\n### Over ssh (127.0.0.1)\n", flush=True)
+            print("\n".join(bench_ssh(sparse, work)), flush=True)
+    finally:
+        shutil.rmtree(work, ignore_errors=True)
+
+
+if __name__ == "__main__":
+    main()
