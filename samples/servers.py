@@ -448,6 +448,9 @@ class ThrowawayServer:
             "--skip-networking",
             f"--pid-file={self.pid_file}",
             f"--log-error={self.error_log}",
+            # its own tmpdir: a server deletes every #sql* file in its tmpdir when it starts,
+            # including the temporary tables of other servers sharing /tmp
+            f"--tmpdir={self.tmpdir}",
             *self.run_options,
         ]
         self.pid_file.unlink(missing_ok=True)
