@@ -29,10 +29,14 @@ def in_datadir(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
 
 
 async def settle(pilot: Any) -> None:
+    """Every worker done, its messages handled, and a frame drawn with what they changed
+    (a modal pushed next shows the screen below as last drawn)."""
     await pilot.app.workers.wait_for_complete()
     await pilot.pause()
     await pilot.app.workers.wait_for_complete()
     await pilot.pause()
+    await pilot.wait_for_scheduled_animations()
+    await pilot.pause(0.1)
 
 
 def after(*keys: str) -> Any:

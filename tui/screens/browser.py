@@ -51,6 +51,7 @@ FLAG_LABELS = {
 FLAG_STYLES = {"checksum!": "bold red", "error": "bold red", "rebuild": "yellow", "mixed": "yellow"}
 SORTS = ("name", "logical", "allocated", "saved", "compression", "flags")
 COLUMNS = ("name", "logical", "allocated", "saved", "compression", "flags")
+FILLED_WIDTHS = {"compression": 11, "flags": 20}
 
 
 @dataclass
@@ -186,7 +187,8 @@ Every tablespace under the directory, grouped by folder (schema). Sizes come fro
         self.sub_title = str(self.root)
         table = self.query_one(DataTable)
         for name in COLUMNS:
-            table.add_column(name, key=name)
+            # the columns a scan fills get fixed widths: they start empty
+            table.add_column(name, key=name, width=FILLED_WIDTHS.get(name))
         table.focus()
         if not self.lazy:
             self.explored = True
@@ -290,7 +292,7 @@ Every tablespace under the directory, grouped by folder (schema). Sizes come fro
             key = entry.target.path
             if key in table.rows:
                 for column, value in zip(COLUMNS, self._cells(entry), strict=True):
-                    table.update_cell(key, column, value, update_width=True)
+                    table.update_cell(key, column, value)
         self.scanned = sum(e.row is not None for e in self.by_path.values())
         if message.final:
             self._batch_running = False

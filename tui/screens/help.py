@@ -5,13 +5,14 @@ from __future__ import annotations
 from typing import ClassVar
 
 from rich.console import Group
+from rich.markdown import Markdown
 from rich.table import Table
 from rich.text import Text
 from textual.app import ComposeResult
 from textual.binding import Binding, BindingType
 from textual.containers import VerticalScroll
 from textual.screen import ModalScreen
-from textual.widgets import Markdown, Static
+from textual.widgets import Static
 
 
 class HelpScreen(ModalScreen[None]):
@@ -30,7 +31,7 @@ class HelpScreen(ModalScreen[None]):
 
     def compose(self) -> ComposeResult:
         with VerticalScroll(id="help"):
-            yield Markdown(self.about or f"## {self.title_text}", id="help-about")
+            yield Static(Markdown(self.about or f"## {self.title_text}"), id="help-about")
             yield Static(self._table(), id="help-keys")
 
     def _table(self) -> Group:

@@ -93,7 +93,7 @@ the blocks a filesystem allocates for the result are summed (a seeded sample wit
     # --- the worker ------------------------------------------------------------------------
 
     def action_run(self) -> None:
-        if self._worker is not None and self._worker.is_running:
+        if self._worker is not None and not self._worker.is_finished:
             return
         self.failed = None
         self.query_one("#sim-progress", ProgressBar).display = True
@@ -282,7 +282,7 @@ the blocks a filesystem allocates for the result are summed (a seeded sample wit
             self._draw()
 
     def action_cancel(self) -> None:
-        if self._worker is not None and self._worker.is_running:
+        if self._worker is not None and not self._worker.is_finished:
             self._worker.cancel()
 
     def commands(self) -> list[SystemCommand]:

@@ -15,6 +15,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import TYPE_CHECKING, ClassVar
 
+from rich.console import RenderableType
 from rich.table import Table
 from rich.text import Text
 from textual import on, work
@@ -177,14 +178,14 @@ type, compression algorithm, stored size, allocation on disk or checksum.
     def on_scan_finished(self, message: ScanFinished) -> None:
         self.result = message.result
         self.query_one("#scan-progress", ProgressBar).display = False
-        self.query_one("#summary-text", Static).update(inspect_grid(message.result))
+        self._set_summary(inspect_grid(message.result))
         self._refresh_legend()
         self._show_cursor()
 
     def on_scan_failed(self, message: ScanFailed) -> None:
         self.failed = message.message
         self.query_one("#scan-progress", ProgressBar).display = False
-        self.query_one("#summary-text", Static).update(Text(message.message, style="bold red"))
+        self._set_summary(Text(message.message, style="bold red"))
         self.notify(message.message, title="cannot read", severity="error")
 
     # --- display ---------------------------------------------------------------------------
@@ -207,7 +208,14 @@ type, compression algorithm, stored size, allocation on disk or checksum.
             f"{s.model.n_pages:,}  reading… {done:,} decoded "
             f"({100 * done / max(1, s.model.n_pages):.0f}%)",
         )
-        self.query_one("#summary-text", Static).update(grid)
+        self._set_summary(grid)
+
+    def _set_summary(self, content: RenderableType) -> None:
+        text = self.query_one("#summary-text", Static)
+        text.update(content)
+        # a Rich grid that grows between two frames kept its first height now and then
+        text.clear_cached_dimensions()
+        self.query_one("#summary").refresh(layout=True)
 
     def _refresh_legend(self) -> None:
         if self.model is None:
