@@ -375,9 +375,15 @@ class ThrowawayServer:
             *self._user_args(),
             *([f"--basedir={self.basedir}"] if self.basedir is not None else []),
             f"--datadir={self.datadir}",
+            *self._tmpdir_args(),
             *self.base_options,
             *self.options,
         ]
+
+    def _tmpdir_args(self) -> list[str]:
+        # its own tmpdir: a server deletes every #sql* file in its tmpdir when it starts
+        # (mysql_rm_tmp_tables), including the temporary tables of servers sharing /tmp
+        return [f"--tmpdir={self.tmpdir}"] if self.tmpdir is not None else []
 
     def _make_dirs(self) -> None:
         self.tmpdir = Path(tempfile.mkdtemp(prefix=f"ibdtool-{self.flavor}-", dir=self.workdir))
@@ -401,6 +407,7 @@ class ThrowawayServer:
                 "--no-defaults",
                 *self._user_args(),
                 f"--datadir={self.datadir}",
+                *self._tmpdir_args(),
                 "--auth-root-authentication-method=normal",
                 "--skip-test-db",
                 *self.base_options,
@@ -448,9 +455,6 @@ class ThrowawayServer:
             "--skip-networking",
             f"--pid-file={self.pid_file}",
             f"--log-error={self.error_log}",
-            # its own tmpdir: a server deletes every #sql* file in its tmpdir when it starts,
-            # including the temporary tables of other servers sharing /tmp
-            f"--tmpdir={self.tmpdir}",
             *self.run_options,
         ]
         self.pid_file.unlink(missing_ok=True)
