@@ -101,9 +101,10 @@ def _prompt_password(text: str) -> str:
     return getpass.getpass(text)
 
 
-def _open_server(kw: dict[str, Any]) -> Any:
+def resolve_connection(kw: dict[str, Any]) -> tuple[Any, str | None]:
+    """The connection options and ``--datadir`` of :func:`connection_options`, taken out of
+    ``kw`` (asks for the password here when ``-p`` was given)."""
     from ibdtool.server.connection import resolve_options
-    from ibdtool.server.context import Server
 
     cli = {k: kw.pop(k, None) for k in _CONNECTION_KEYS}
     opts = resolve_options(
@@ -113,7 +114,14 @@ def _open_server(kw: dict[str, Any]) -> Any:
         prompt_password=kw.pop("ask_password", False),
         prompt=_prompt_password,
     )
-    return Server(opts, datadir=kw.pop("datadir", None))
+    return opts, kw.pop("datadir", None)
+
+
+def _open_server(kw: dict[str, Any]) -> Any:
+    from ibdtool.server.context import Server
+
+    opts, datadir = resolve_connection(kw)
+    return Server(opts, datadir=datadir)
 
 
 def _emit_json(obj: Any) -> None:

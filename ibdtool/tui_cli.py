@@ -1,18 +1,35 @@
-"""``ibdtool tui [PATH]``: the terminal UI (Textual), imported only when this command runs."""
+"""``ibdtool tui [PATH]`` and ``ibdtool tui --server …``: the terminal UI (Textual).
+
+The app is imported only when this command runs. ``--server`` takes the connection options of
+``ibdtool server`` (a password is asked for here, before the screen is taken over).
+"""
 
 from __future__ import annotations
 
+from typing import Any
+
 import click
+
+from ibdtool.server_cli import connection_options, resolve_connection
 
 
 @click.command()
 @click.argument("path", default=".", type=click.Path(readable=False))
-def tui(path: str) -> None:
-    """Browse a data directory, a tablespace's page map, a page's bytes, and simulate.
+@click.option(
+    "--server",
+    "use_server",
+    is_flag=True,
+    help="Open a live server's tables (with the connection options below) instead of PATH.",
+)
+@connection_options
+def tui(path: str, use_server: bool, **kw: Any) -> None:
+    """Browse a data directory, a tablespace's page map, a page's bytes; simulate; convert.
 
     PATH is a data directory, any folder of tablespaces, or one tablespace file (default: the
-    current directory).
+    current directory). With --server, the tables of a live MariaDB/MySQL server, and
+    conversions with a plan, preflight and live progress.
     """
     from tui.app import create_app
 
-    create_app(path).run()
+    server = resolve_connection(kw) if use_server else None
+    create_app(path, server=server).run()

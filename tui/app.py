@@ -2,9 +2,10 @@
 
 :func:`create_app` turns a path into an app: a directory opens the browser on it; a file opens
 the browser on its folder with the file's tablespace view on top (``escape`` goes back to the
-folder). Keys that work on every screen live here: ``?`` help, ``@`` command log, ``q`` quit,
-``escape`` back, and ``ctrl+p`` the command palette, which also lists the current screen's own
-commands (each screen's ``commands()``).
+folder); connection options open the server view on a live server's tables. Keys that work on
+every screen live here: ``?`` help, ``@`` command log, ``q`` quit, ``escape`` back, and
+``ctrl+p`` the command palette, which also lists the current screen's own commands (each
+screen's ``commands()``).
 """
 
 from __future__ import annotations
@@ -19,6 +20,7 @@ from textual.binding import Binding, BindingType
 from textual.screen import Screen
 
 from ibdtool.errors import InputError
+from ibdtool.server.connection import ConnectionOptions
 from tui.commandlog import CommandLog, LogEntry
 from tui.messages import LogAdded
 from tui.screens.browser import BrowserScreen
@@ -40,10 +42,18 @@ class IbdtoolApp(App[None]):
         Binding("escape", "go_back", "Back", show=False),
     ]
 
-    def __init__(self, root: Path, open_file: Path | None = None) -> None:
+    def __init__(
+        self,
+        root: Path,
+        open_file: Path | None = None,
+        server: tuple[ConnectionOptions, str | None] | None = None,
+    ) -> None:
+        """``server``: connection options and ``--datadir``; the app then opens on the
+        server's tables instead of a directory."""
         super().__init__()
         self.root = root
         self.open_file = open_file
+        self.server = server
         self.command_log = CommandLog()
 
     def on_mount(self) -> None:
@@ -51,6 +61,11 @@ class IbdtoolApp(App[None]):
             self.post_message(LogAdded(entry))
 
         self.command_log.listener = tell
+        if self.server is not None:
+            from tui.screens.server import ServerScreen
+
+            self.push_screen(ServerScreen(*self.server))
+            return
         lazy = self.open_file is not None
         self.push_screen(BrowserScreen(self.root, select=self.open_file, lazy=lazy))
         if self.open_file is not None:
@@ -115,8 +130,14 @@ def help_rows(screen: Screen) -> list[tuple[str, str, str]]:
     return [(" ".join(dict.fromkeys(merged[k])), meta[k][0], meta[k][1]) for k in rows]
 
 
-def create_app(path: str | os.PathLike[str] = ".") -> IbdtoolApp:
-    """The app for a data directory, a folder of tablespaces, or one tablespace file."""
+def create_app(
+    path: str | os.PathLike[str] = ".",
+    server: tuple[ConnectionOptions, str | None] | None = None,
+) -> IbdtoolApp:
+    """The app for a data directory, a folder of tablespaces, or one tablespace file; or,
+    with ``server`` (connection options and ``--datadir``), for a live server's tables."""
+    if server is not None:
+        return IbdtoolApp(Path(path), server=server)
     p = Path(path)
     if not p.exists():
         raise InputError(f"{p}: no such file or directory")

@@ -5,6 +5,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, ClassVar
 
 from rich.text import Text
+from textual import on
 from textual.app import ComposeResult
 from textual.binding import Binding, BindingType
 from textual.screen import Screen
@@ -44,6 +45,7 @@ What the app ran, as lazygit's `@` shows the git commands it ran: file operation
     def __init__(self) -> None:
         super().__init__()
         self.filter_text = ""
+        self.shown: list[LogEntry] = []
 
     @property
     def ibd_app(self) -> IbdtoolApp:
@@ -52,6 +54,7 @@ What the app ran, as lazygit's `@` shows the git commands it ran: file operation
     def compose(self) -> ComposeResult:
         yield Header(show_clock=False)
         yield DataTable(id="log", cursor_type="row")
+        yield Static("", id="log-detail")
         yield Static("", id="log-status")
         yield Footer()
 
@@ -65,6 +68,7 @@ What the app ran, as lazygit's `@` shows the git commands it ran: file operation
     def reload(self) -> None:
         table = self.query_one(DataTable)
         table.clear()
+        self.shown = []
         entries = self.ibd_app.command_log.entries()
         shown = 0
         for entry in entries:
@@ -84,6 +88,7 @@ What the app ran, as lazygit's `@` shows the git commands it ran: file operation
         if entry.outcome != "ok":
             style = "yellow" if entry.outcome == "cancelled" else "red"
             text.append(f"  [{entry.outcome}]", style=style)
+        self.shown.append(entry)
         self.query_one(DataTable).add_row(
             entry.started.strftime("%H:%M:%S.%f")[:-3],
             Text(entry.kind, style=KIND_STYLES.get(entry.kind, "")),
@@ -91,6 +96,16 @@ What the app ran, as lazygit's `@` shows the git commands it ran: file operation
             text,
         )
         return True
+
+    @on(DataTable.RowHighlighted)
+    def _highlighted(self, event: DataTable.RowHighlighted) -> None:
+        """The whole operation of the row under the cursor (the table cuts long SQL)."""
+        if 0 <= event.cursor_row < len(self.shown):
+            entry = self.shown[event.cursor_row]
+            text = Text(entry.text)
+            if entry.outcome != "ok":
+                text.append(f"  [{entry.outcome}]", style="red")
+            self.query_one("#log-detail", Static).update(text)
 
     def add_entry(self, entry: LogEntry) -> None:
         """A new entry while the log is shown: append it and follow it if at the bottom."""

@@ -1,0 +1,176 @@
+"""The server view against real throwaway servers: a conversion started from the TUI.
+
+The pilot lists the server's tables, picks a table and a target, reads the plan, confirms with
+``y`` and waits for the run. What was shown is checked (the tables' sizes, the statements, the
+live progress, the result) and so is what happened, by the server itself: SHOW CREATE TABLE, a
+new space id, the same rows (a CRC of every row), the global put back, the file on disk.
+"""
+
+from __future__ import annotations
+
+import re
+from typing import Any
+
+import pytest
+from textual.widgets import DataTable, OptionList, RichLog
+
+from ibdtool.render import human_bytes
+from samples.servers import ThrowawayServer
+from tests.server_fixtures import (
+    assert_format,
+    create_table_sql,
+    global_var,
+    make_table,
+    mariadb,  # noqa: F401  (fixtures)
+    mysql80,  # noqa: F401
+    on_disk,
+    rows_crc,
+    space_id,
+)
+from tests.tui_helpers import static_text, table_rows
+from tui.app import create_app
+from tui.screens.migration import MigrationScreen
+from tui.screens.server import ServerScreen
+from tui.screens.targets import TargetScreen
+
+SIZE = (140, 40)
+
+
+def server_app(srv: ThrowawayServer) -> Any:
+    from ibdtool.server import resolve_options
+
+    opts = resolve_options(
+        {"socket": str(srv.socket), "user": "root"}, no_defaults=True, environ={}
+    )
+    return create_app(server=(opts, None))
+
+
+async def settle(pilot: Any) -> None:
+    await pilot.app.workers.wait_for_complete()
+    await pilot.pause()
+    await pilot.app.workers.wait_for_complete()
+    await pilot.pause()
+
+
+def file_size(srv: ThrowawayServer, schema: str, table: str) -> int:
+    view = "INNODB_TABLESPACES" if srv.flavor == "mysql" else "INNODB_SYS_TABLESPACES"
+    rows = srv.query(
+        f"SELECT FILE_SIZE FROM information_schema.{view} WHERE NAME = %s", (f"{schema}/{table}",)
+    )
+    return int(rows[0][0])
+
+
+async def convert(pilot: Any, name: str, target: str) -> MigrationScreen:
+    """From the server view: cursor to ``name``, ``m``, pick ``target``, read the plan."""
+    app = pilot.app
+    screen = app.screen
+    assert isinstance(screen, ServerScreen)
+    table = screen.query_one(DataTable)
+    row = table.get_row_index(name)
+    while table.cursor_row != row:
+        await pilot.press("down" if table.cursor_row < row else "up")
+    await pilot.press("m")
+    await pilot.pause()
+    assert isinstance(app.screen, TargetScreen)
+    options = app.screen.query_one(OptionList)
+    index = next(
+        i for i in range(options.option_count) if options.get_option_at_index(i).id == target
+    )
+    while options.highlighted != index:
+        await pilot.press("down")
+    await pilot.press("enter")
+    await settle(pilot)
+    migration = app.screen
+    assert isinstance(migration, MigrationScreen)
+    return migration
+
+
+async def run_and_check(
+    pilot: Any, srv: ThrowawayServer, migration: MigrationScreen, schema: str, table: str
+) -> list[str]:
+    """``y``, wait for the end; the progress shown, the result line; the log lines."""
+    await pilot.press("y")
+    await settle(pilot)
+    assert migration.results is not None, "the run did not end"
+    (result,) = migration.results
+    assert result.status == "done", result
+    assert result.verified is True
+    # progress was shown while the statement ran: the bar moved and lines were logged
+    assert migration.progress_seen, "no progress event reached the screen"
+    assert any(0 < f < 1 for f in migration.progress_seen), migration.progress_seen
+    log = [line.text for line in migration.query_one(RichLog).lines]
+    assert any("elapsed, ETA" in line for line in log), log
+    assert any(f"{schema}.{table} → " in line and ": done" in line for line in log), log
+    status = static_text(migration.query_one("#migration-status"))
+    assert "finished" in status
+    return log
+
+
+def logged_sql(app: Any) -> list[Any]:
+    return [e for e in app.command_log.entries() if e.kind == "sql"]
+
+
+@pytest.mark.asyncio
+@pytest.mark.xdist_group("mariadb")
+async def test_convert_on_mariadb_from_the_tui(mariadb: ThrowawayServer) -> None:  # noqa: F811
+    make_table(mariadb, "tui", "orders", rows=20000, doublings=3)
+    rows = rows_crc(mariadb, "tui", "orders")
+    space_before = space_id(mariadb, "tui", "orders")
+    algorithm_before = global_var(mariadb, "innodb_compression_algorithm")
+    app = server_app(mariadb)
+    async with app.run_test(size=SIZE) as pilot:
+        await settle(pilot)
+        screen = app.screen
+        assert isinstance(screen, ServerScreen)
+        by_name = {r[0]: r for r in table_rows(screen.query_one(DataTable))}
+        assert by_name["tui.orders"][1] == human_bytes(file_size(mariadb, "tui", "orders"))
+        assert by_name["tui.orders"][4] == "none"
+        assert "MariaDB 10.11" in static_text(screen.query_one("#server-info"))
+        migration = await convert(pilot, "tui.orders", "page:lz4")
+        plan = static_text(migration.query_one("#plan-text"))
+        assert "SET GLOBAL innodb_compression_algorithm = 'lz4'" in plan
+        assert "ALTER TABLE `tui`.`orders` PAGE_COMPRESSED=1, FORCE, ALGORITHM=INPLACE" in plan
+        # nothing ran before y: the server still has the old table
+        assert space_id(mariadb, "tui", "orders") == space_before
+        await run_and_check(pilot, mariadb, migration, "tui", "orders")
+        alter = [e for e in logged_sql(app) if "ALTER TABLE `tui`.`orders`" in e.text]
+        assert alter and alter[0].seconds > 0 and alter[0].outcome == "ok"
+        results = [e for e in app.command_log.entries() if e.kind == "result"]
+        assert any("tui.orders → page:lz4: done" in e.text for e in results)
+        await pilot.press("escape")
+        await settle(pilot)
+        assert isinstance(app.screen, ServerScreen)
+        by_name = {r[0]: r for r in table_rows(app.screen.query_one(DataTable))}
+        assert by_name["tui.orders"][4] == "page:lz4"
+    # what the server says happened
+    assert re.search(r"`?PAGE_COMPRESSED`?='?1'?", create_table_sql(mariadb, "tui", "orders"))
+    assert space_id(mariadb, "tui", "orders") != space_before  # rebuilt
+    assert rows_crc(mariadb, "tui", "orders") == rows
+    assert global_var(mariadb, "innodb_compression_algorithm") == algorithm_before
+    assert_format(on_disk(mariadb, "tui", "orders"), "page:lz4")
+
+
+@pytest.mark.asyncio
+@pytest.mark.xdist_group("mysql80")
+async def test_convert_on_mysql80_from_the_tui(mysql80: ThrowawayServer) -> None:  # noqa: F811
+    make_table(mysql80, "tui", "orders", rows=20000, doublings=3)
+    rows = rows_crc(mysql80, "tui", "orders")
+    space_before = space_id(mysql80, "tui", "orders")
+    app = server_app(mysql80)
+    async with app.run_test(size=SIZE) as pilot:
+        await settle(pilot)
+        screen = app.screen
+        assert isinstance(screen, ServerScreen)
+        assert "MySQL 8.0.15" in static_text(screen.query_one("#server-info"))
+        by_name = {r[0]: r for r in table_rows(screen.query_one(DataTable))}
+        assert by_name["tui.orders"][1] == human_bytes(file_size(mysql80, "tui", "orders"))
+        migration = await convert(pilot, "tui.orders", "page:zlib")
+        plan = static_text(migration.query_one("#plan-text"))
+        assert "COMPRESSION='zlib'" in plan and "OPTIMIZE TABLE `tui`.`orders`" in plan
+        await run_and_check(pilot, mysql80, migration, "tui", "orders")
+        statements = " ".join(e.text for e in logged_sql(app))
+        assert "OPTIMIZE TABLE `tui`.`orders`" in statements
+    assert "COMPRESSION='zlib'" in create_table_sql(mysql80, "tui", "orders")
+    assert space_id(mysql80, "tui", "orders") != space_before
+    assert rows_crc(mysql80, "tui", "orders") == rows
+    assert_format(on_disk(mysql80, "tui", "orders"), "page:zlib")
