@@ -241,7 +241,9 @@ Every tablespace under the directory, grouped by folder (schema). Sizes come fro
             self._batch_running = True
             self.scan_batch(batch)
 
-    @work(thread=True, exclusive=True, group="browse", exit_on_error=False)
+    # not exclusive: one batch at a time is _scan_next's rule, and the next batch starts while
+    # the last one's thread is still returning from its final message
+    @work(thread=True, group="browse", exit_on_error=False)
     def scan_batch(self, targets: list[Target]) -> None:
         worker = get_current_worker()
         log = self.ibd_app.command_log
