@@ -7,6 +7,8 @@ and by the rows themselves (a CRC of every row before and after).
 
 from __future__ import annotations
 
+import json
+import os
 import signal
 import socket
 import subprocess
@@ -15,6 +17,7 @@ from typing import Any
 
 import pytest
 
+from samples import servers
 from samples.servers import ThrowawayServer
 from tests.catalog import REPO
 from tests.server_fixtures import (
@@ -266,3 +269,38 @@ def test_dropped_connection_is_checked_after_reconnecting(
     assert m.results[0].status == ("done" if rebuilt else "failed"), m.results[0].message
     if rebuilt:
         assert m.results[0].verified
+
+
+@pytest.mark.xdist_group("mariadb_bare")
+def test_read_only_compressed_refuses_row_format_compressed(
+    mariadb_bare: ThrowawayServer,  # noqa: F811
+) -> None:
+    make_table(mariadb_bare, "roc", "t", rows=500)
+    mariadb_bare.query("SET GLOBAL innodb_read_only_compressed = ON")
+    try:
+        res = ibdtool("migrate", "roc.t", "--to", "row:8", "--json", *conn_args(mariadb_bare))
+    finally:
+        mariadb_bare.query("SET GLOBAL innodb_read_only_compressed = OFF")
+    assert res.returncode == 1
+    (t,) = json.loads(res.stdout)["tables"]
+    assert t["action"] == "refuse"
+    assert any("innodb_read_only_compressed is ON" in c["message"] for c in t["checks"])
+
+
+@pytest.mark.xdist_group("mariadb_bare")
+def test_4k_pages_on_4k_blocks_refuse_page_compression(tmp_path: Path) -> None:
+    """A 4K-page server on a 4K-block filesystem: a compressed page cannot free a block
+    (the samples' p4k-pc_zlib allocates exactly as much as p4k-plain)."""
+    block = os.statvfs(tmp_path).f_bsize
+    with servers.mariadb_server(page_size="4k", run_options=["--innodb-buffer-pool-size=64M"]) as s:
+        make_table(s, "p4k", "t", rows=300)
+        res = ibdtool("migrate", "p4k.t", "--to", "page:zlib", "--json", *conn_args(s))
+        status = json.loads(ibdtool("server", "status", "--json", *conn_args(s)).stdout)
+    assert status["page_size"] == 4096 and status["fs_block_size"] == block
+    (t,) = json.loads(res.stdout)["tables"]
+    if block * 2 > 4096:
+        assert res.returncode == 1 and t["action"] == "refuse"
+        assert any("too large for 4K pages" in c["message"] for c in t["checks"])
+        assert any("cannot save anything" in w for w in status["warnings"])
+    else:  # a filesystem with smaller blocks: allowed
+        assert t["action"] == "convert"

@@ -31,6 +31,7 @@ import pymysql.cursors
 
 from ibdtool.errors import InputError
 from ibdtool.server.errors import (
+    CR_SERVER_LOST,
     CR_SSL_CONNECTION_ERROR,
     ServerError,
     error_code,
@@ -370,7 +371,8 @@ class Session:
         except (OSError, AttributeError) as exc:  # socket gone under PyMySQL
             error = str(exc)
             raise ServerError(
-                f"{self.opts.describe()}: lost the connection to the server ({exc})", 2013
+                f"{self.opts.describe()}: lost the connection to the server ({exc})",
+                CR_SERVER_LOST,
             ) from None
         finally:
             if self.on_statement is not None:

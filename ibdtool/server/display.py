@@ -299,8 +299,9 @@ class ProgressView:
             self._on_progress(ev)
             return
         if k == "statement_start":
-            self._start_task(ev)
+            self._stop_task()
             self.say(Text(f"{ev.table}: {ev.sql}", style="bold"))
+            self._start_task(ev)
             return
         self._stop_task()
         if k == "statement_done":

@@ -20,23 +20,16 @@ CR_UNKNOWN_HOST = 2005
 CR_SERVER_GONE_ERROR = 2006
 CR_SERVER_LOST = 2013
 CR_SSL_CONNECTION_ERROR = 2026
-ER_DBACCESS_DENIED = 1044
 ER_ACCESS_DENIED = 1045
-ER_BAD_DB = 1049
-ER_NO_SUCH_TABLE = 1146
 ER_TABLEACCESS_DENIED = 1142
 ER_SPECIFIC_ACCESS_DENIED = 1227
 ER_WRONG_VALUE_FOR_VAR = 1231
 ER_LOCK_WAIT_TIMEOUT = 1205
 ER_QUERY_INTERRUPTED = 1317
-ER_ALTER_OPERATION_NOT_SUPPORTED = 1845
 ER_ALTER_OPERATION_NOT_SUPPORTED_REASON = 1846
 ER_ILLEGAL_HA_CREATE_OPTION = 1478
-ER_INNODB_READ_ONLY = 1874
 ER_TABLE_CORRUPT = 1877
 ER_UNSUPPORTED_COMPRESSED_TABLE = 4047  # MariaDB innodb_read_only_compressed
-ER_QUERY_TIMEOUT = 3024  # MySQL max_execution_time
-ER_MDL_LOCK_WAIT = 1205
 
 LOST_CONNECTION = frozenset({CR_SERVER_GONE_ERROR, CR_SERVER_LOST, 0})
 
@@ -48,6 +41,10 @@ _HINTS: dict[int, str] = {
     ER_LOCK_WAIT_TIMEOUT: "another session holds a lock on the table; retry when it is done "
     "or raise --lock-wait-timeout",
     ER_ILLEGAL_HA_CREATE_OPTION: "the server refuses this table option combination",
+    ER_WRONG_VALUE_FOR_VAR: "the server refuses the value (MariaDB: is the codec's provider "
+    "plugin loaded?)",
+    ER_ALTER_OPERATION_NOT_SUPPORTED_REASON: "the server cannot do this without blocking "
+    "writes; --algorithm copy accepts that",
     ER_UNSUPPORTED_COMPRESSED_TABLE: "innodb_read_only_compressed is ON",
     ER_TABLE_CORRUPT: "on MariaDB this often means the codec plugin the table needs is not "
     "loaded (plugin_load_add=provider_<codec>)",
@@ -55,11 +52,12 @@ _HINTS: dict[int, str] = {
 
 
 class ServerError(IbdtoolError):
-    """A server or connection failure; ``code`` is the MySQL error number (0 if none)."""
+    """A server or connection failure; ``code`` is the MySQL error number (-1 if none; PyMySQL
+    uses 0 for a connection it already knows is gone)."""
 
     exit_code = ExitCode.BAD_INPUT
 
-    def __init__(self, message: str, code: int = 0) -> None:
+    def __init__(self, message: str, code: int = -1) -> None:
         super().__init__(message)
         self.code = code
 
@@ -72,17 +70,11 @@ class ServerError(IbdtoolError):
         return self.code == ER_QUERY_INTERRUPTED
 
 
-class RefusedError(IbdtoolError):
-    """Preflight refused to go on: nothing was changed on the server."""
-
-    exit_code = ExitCode.FOUND
-
-
 def error_code(exc: BaseException) -> int:
     args: Any = getattr(exc, "args", ())
     if args and isinstance(args[0], int):
         return int(args[0])
-    return 0
+    return -1
 
 
 def error_text(exc: BaseException) -> str:
@@ -101,7 +93,7 @@ def from_pymysql(exc: BaseException, where: str) -> ServerError:
     if code in LOST_CONNECTION:
         return ServerError(f"{where}: lost the connection to the server ({text})", code)
     hint = _HINTS.get(code)
-    message = f"{where}: {text} (error {code})" if code else f"{where}: {text}"
+    message = f"{where}: {text} (error {code})" if code > 0 else f"{where}: {text}"
     if hint:
         message += f": {hint}"
     return ServerError(message, code)

@@ -27,7 +27,7 @@ from typing import Any
 from ibdtool.server import sql
 from ibdtool.server.connection import Session
 from ibdtool.server.context import Server
-from ibdtool.server.errors import ServerError
+from ibdtool.server.errors import ER_QUERY_INTERRUPTED, ServerError
 from ibdtool.server.journal import Journal
 from ibdtool.server.pagestate import Verification, verify
 from ibdtool.server.plan import Plan, Step, TablePlan
@@ -55,7 +55,6 @@ class ExecSettings:
     stop_on_error: bool = True
     throttle_poll: float = 2.0
     reconnect_timeout: float = 60.0
-    kill_wait: float = 600.0  # how long to wait for a killed statement to roll back
 
 
 @dataclass
@@ -744,7 +743,7 @@ def _optimize_error(rows: list[dict[str, Any]]) -> ServerError | None:
     for r in rows:
         if str(r.get("Msg_type", "")).lower() == "error":
             text = str(r.get("Msg_text"))
-            code = 1317 if "interrupted" in text.lower() else 0
+            code = ER_QUERY_INTERRUPTED if "interrupted" in text.lower() else -1
             return ServerError(f"OPTIMIZE TABLE: {text}", code)
     return None
 

@@ -241,7 +241,11 @@ def _mysql_steps(server: Server, t: TableInfo, target: Target, st: PlanSettings)
         clauses = ["ROW_FORMAT=DYNAMIC", "KEY_BLOCK_SIZE=0"]
         if want:
             clauses.append(f"COMPRESSION='{want}'")
-        why = "rebuild with uncompressed rows" + (f" and {want} pages" if want else "")
+        why = (
+            "rebuild with uncompressed rows"
+            + (f" and {want} pages" if want else "")
+            + ("; indexes may keep KEY_BLOCK_SIZE in SHOW CREATE TABLE, unused with DYNAMIC")
+        )
         steps.append(Step("rebuild", sql.alter_table(s, n, clauses + _online(st)), why))
         return steps
     if (o.compression or None) != want:
@@ -306,7 +310,11 @@ def _mariadb_steps(server: Server, t: TableInfo, target: Target, st: PlanSetting
             clauses.append("PAGE_COMPRESSED=0")
         if o.row_compressed:
             clauses += ["ROW_FORMAT=DYNAMIC", "KEY_BLOCK_SIZE=0"]
-        why = "rebuild with uncompressed pages"
+        why = "rebuild with uncompressed pages" + (
+            "; indexes may keep KEY_BLOCK_SIZE in SHOW CREATE TABLE, unused with DYNAMIC"
+            if o.row_compressed
+            else ""
+        )
     clauses.append("FORCE")
     steps.append(Step("rebuild", sql.alter_table(t.schema, t.table, clauses + _online(st)), why))
     return steps

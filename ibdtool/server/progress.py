@@ -28,7 +28,6 @@ from ibdtool.server.context import Server, on
 from ibdtool.server.errors import ServerError
 
 SOURCES = ("performance_schema", "processlist", "file")
-CONSUMER = "events_stages_current"
 FILE_PROGRESS_CAP = 0.99  # the size estimate is only an estimate: never claim to be done
 #: InnoDB stages before the last ones, where completed == estimated means "no estimate"
 EARLY_STAGES = frozenset({"read PK and internal sort", "merge sort", "insert"})
