@@ -15,16 +15,17 @@ The engine API the CLI (:mod:`ibdtool.server_cli`) and the TUI share::
 Modules: ``connection`` (options, option files, sessions), ``sql`` (every statement),
 ``flavor``, ``context`` (:class:`Server`), ``localfs`` (the datadir from here), ``pagestate``
 (pages by compression, verification), ``tables``, ``status``, ``plan``, ``preflight``,
-``progress``, ``execute``, ``journal``, ``display`` (Rich output of the CLI).
+``progress``, ``execute``, ``results``, ``journal``, ``display`` (Rich output of the CLI).
 """
 
 from __future__ import annotations
 
 from ibdtool.server.connection import ConnectionOptions, resolve_options
 from ibdtool.server.context import Server
-from ibdtool.server.execute import Event, ExecSettings, Migration, TableResult
+from ibdtool.server.execute import ExecSettings, Migration
 from ibdtool.server.plan import Plan, PlanSettings, Target, build_plan, parse_target
 from ibdtool.server.preflight import Check
+from ibdtool.server.results import Event, TableResult
 from ibdtool.server.status import server_status
 from ibdtool.server.tables import TableInfo, list_tables
 

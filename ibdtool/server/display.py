@@ -19,8 +19,8 @@ from ibdtool.render import err, human_bytes, out
 if TYPE_CHECKING:
     from rich.progress import Progress, TaskID
 
-    from ibdtool.server.execute import Event, TableResult
     from ibdtool.server.plan import Plan, TablePlan
+    from ibdtool.server.results import Event, TableResult
     from ibdtool.server.status import ServerStatus
     from ibdtool.server.tables import SpaceInfo, TableInfo
 

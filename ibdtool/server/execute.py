@@ -20,7 +20,7 @@ import contextlib
 import threading
 import time
 from collections.abc import Generator, Iterator
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -40,6 +40,7 @@ from ibdtool.server.progress import (
     apply_change,
     choose_sources,
 )
+from ibdtool.server.results import Event, Sizes, StatementResult, TableResult
 from ibdtool.server.tables import TableInfo, TableOptions
 
 ETA_MIN_FRACTION = 0.01  # as gh-ost: no ETA before 1% is done
@@ -55,91 +56,6 @@ class ExecSettings:
     stop_on_error: bool = True
     throttle_poll: float = 2.0
     reconnect_timeout: float = 60.0
-
-
-@dataclass
-class Event:
-    """One thing that happened; ``kind`` says which fields matter."""
-
-    kind: str
-    table: str | None = None
-    message: str = ""
-    sql: str | None = None
-    fraction: float | None = None
-    elapsed: float | None = None
-    eta: float | None = None
-    reading: Reading | None = None
-    data: dict[str, Any] = field(default_factory=dict)
-
-    def to_json(self) -> dict[str, Any]:
-        out: dict[str, Any] = {"event": self.kind}
-        for key in ("table", "message", "sql", "fraction", "elapsed", "eta"):
-            value = getattr(self, key)
-            if value not in (None, ""):
-                out[key] = round(value, 4) if isinstance(value, float) else value
-        if self.reading is not None:
-            r = self.reading
-            out.update(source=r.source, stage=r.stage, done=r.done, total=r.total, unit=r.unit)
-        out.update(self.data)
-        return out
-
-
-@dataclass
-class Sizes:
-    file_size: int | None
-    allocated_size: int | None
-    space_ids: list[int]
-
-    def to_json(self) -> dict[str, Any]:
-        return {
-            "file_size": self.file_size,
-            "allocated_size": self.allocated_size,
-            "space_ids": self.space_ids,
-        }
-
-
-@dataclass
-class StatementResult:
-    sql: str
-    seconds: float
-    error: str | None = None
-
-    def to_json(self) -> dict[str, Any]:
-        return {"sql": self.sql, "seconds": round(self.seconds, 3), "error": self.error}
-
-
-@dataclass
-class TableResult:
-    table: str
-    status: str  # "done" | "failed" | "interrupted" | "skipped" | "refused"
-    message: str = ""
-    statements: list[StatementResult] = field(default_factory=list)
-    before: Sizes | None = None
-    after: Sizes | None = None
-    verifications: list[Verification] = field(default_factory=list)
-
-    @property
-    def verified(self) -> bool | None:
-        if not self.verifications:
-            return None
-        return all(v.ok for v in self.verifications)
-
-    @property
-    def seconds(self) -> float:
-        return sum(s.seconds for s in self.statements)
-
-    def to_json(self) -> dict[str, Any]:
-        return {
-            "table": self.table,
-            "status": self.status,
-            "message": self.message,
-            "seconds": round(self.seconds, 3),
-            "statements": [s.to_json() for s in self.statements],
-            "before": self.before.to_json() if self.before else None,
-            "after": self.after.to_json() if self.after else None,
-            "verified": self.verified,
-            "verification": [v.to_json() for v in self.verifications],
-        }
 
 
 class _Outcome:
