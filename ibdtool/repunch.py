@@ -13,10 +13,10 @@ is kept), and a compressed page counts only when it decodes and its checksum ver
 Punching ``[image end, slot end)`` frees the whole filesystem blocks in it whatever the block
 size, i.e. down to ``align_up(image, block)`` as the server does.
 
-:func:`users_of` tells whether a server may be using a file, for ``--in-place``: an fcntl lock
-(innochecksum's test; MySQL 5.7 holds one on each open tablespace), any process holding the
-file open (MariaDB 10.11 holds no lock), and a ``mysqld``/``mariadbd`` whose working directory,
-its data directory, contains the file (MySQL 8.0 closes idle tablespaces).
+:func:`users_of` tells whether a server may be using a file, for ``--in-place``: any process
+holding it open for writing (MariaDB 10.11 takes no lock), and a ``mysqld``/``mariadbd`` whose
+working directory, its data directory, contains the file (MySQL 8.0 closes idle tablespaces);
+:func:`lock_exclusive` is innochecksum's fcntl lock test (MySQL 5.7 locks open tablespaces).
 """
 
 from __future__ import annotations
@@ -231,12 +231,12 @@ def _append(ranges: list[tuple[int, int]], start: int, end: int) -> None:
 class User:
     pid: int
     name: str
-    how: str  # "open", "datadir"
+    how: str  # "open" (for writing), "datadir"
 
     def describe(self) -> str:
         if self.how == "datadir":
             return f"{self.name} (pid {self.pid}) runs on the data directory holding it"
-        return f"{self.name} (pid {self.pid}) has it open"
+        return f"{self.name} (pid {self.pid}) has it open for writing"
 
 
 def _proc_name(pid: str) -> str:
@@ -257,8 +257,20 @@ def _iter_pids() -> Iterator[str]:
             yield name
 
 
+def _open_for_writing(pid: str, fd: str) -> bool:
+    """The descriptor's access mode (``/proc/PID/fdinfo``): O_WRONLY or O_RDWR."""
+    try:
+        for line in Path(f"/proc/{pid}/fdinfo/{fd}").read_text().splitlines():
+            if line.startswith("flags:"):
+                return int(line.split()[1], 8) & 0o3 != os.O_RDONLY
+    except (OSError, ValueError, IndexError):
+        pass
+    return True  # unknown: assume the worst
+
+
 def users_of(path: str | os.PathLike[str]) -> tuple[list[User], bool]:
-    """Processes that have ``path`` open, or are a server whose data directory holds it.
+    """Processes that have ``path`` open for writing, or are a server whose data directory
+    holds it. Readers do not count: punching zero ranges never changes what they read.
 
     Returns the users and whether every process could be examined (without root, other
     users' processes cannot).
@@ -282,7 +294,7 @@ def users_of(path: str | os.PathLike[str]) -> tuple[list[User], bool]:
                 fst = os.stat(f"{fd_dir}/{fd}")
             except OSError:
                 continue
-            if (fst.st_dev, fst.st_ino) == target:
+            if (fst.st_dev, fst.st_ino) == target and _open_for_writing(pid, fd):
                 users.append(User(int(pid), _proc_name(pid), "open"))
                 break
         else:

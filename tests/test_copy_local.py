@@ -296,18 +296,23 @@ def test_in_place_needs_confirmation(tmp_path: Path) -> None:
     assert allocated(dense) >= dense.stat().st_size
 
 
-def test_in_place_refused_while_another_process_holds_the_file(tmp_path: Path) -> None:
+def test_in_place_refused_while_another_process_writes_the_file(tmp_path: Path) -> None:
+    """A writer could fill the ranges being punched; a reader (here too) sees no change."""
     dense = densify(sample("mariadb/p16k-pc_zlib.ibd"), tmp_path / "t.ibd")
-    holder = subprocess.Popen(["sleep", "60"], stdin=open(dense, "rb"))  # noqa: SIM115
+    reader = subprocess.Popen(["sleep", "60"], stdin=open(dense, "rb"))  # noqa: SIM115
+    writer = subprocess.Popen(["sleep", "60"], stdout=open(dense, "r+b"))  # noqa: SIM115
+    holder = writer
     try:
-        _wait_for(lambda: os.path.exists(f"/proc/{holder.pid}/fd/0"))
+        _wait_for(lambda: os.path.exists(f"/proc/{writer.pid}/fd/1"))
+        _wait_for(lambda: os.path.exists(f"/proc/{reader.pid}/fd/0"))
         res = ibdtool("copy", "--in-place", "--yes", str(dense))
     finally:
-        holder.kill()
-        holder.wait()
+        for p in (reader, writer):
+            p.kill()
+            p.wait()
     assert res.returncode == 2
     assert res.stderr == (
-        f"ibdtool: error: {dense}: sleep (pid {holder.pid}) has it open; stop it before "
-        "re-punching in place\n"
+        f"ibdtool: error: {dense}: sleep (pid {holder.pid}) has it open for writing; stop it "
+        "before re-punching in place\n"
     )
     assert allocated(dense) >= dense.stat().st_size

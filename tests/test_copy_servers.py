@@ -51,8 +51,9 @@ def test_mariadb_keeps_the_file_open(tmp_path: Path) -> None:
         path = _make_table(srv, "PAGE_COMPRESSED=1")
         copy = ibdtool("copy", "--no-verify", str(path), str(tmp_path / "copy.ibd"))
         assert copy.returncode == 0, copy.stderr
-        assert f"mariadbd (pid {srv.pid}) has it open: the copy may be inconsistent" in (
-            copy.stderr
+        assert (
+            f"mariadbd (pid {srv.pid}) has it open for writing: the copy may be inconsistent"
+            in (copy.stderr)
         )
         # a file the server does not know, inside its data directory: the data-directory check
         stray = srv.datadir / "d" / "stray.ibd"
@@ -65,7 +66,8 @@ def test_mariadb_keeps_the_file_open(tmp_path: Path) -> None:
         _refused_then_allowed(
             srv,
             path,
-            f"mariadbd (pid {srv.pid}) has it open; stop it before re-punching in place",
+            f"mariadbd (pid {srv.pid}) has it open for writing; stop it before re-punching in "
+            "place",
         )
 
 
@@ -86,7 +88,7 @@ def test_mysql80_lock_open_file_or_data_directory() -> None:
             srv,
             path,
             LOCKED,
-            f"mysqld (pid {srv.pid}) has it open; stop it before re-punching in place",
+            f"mysqld (pid {srv.pid}) has it open for writing; stop it before re-punching in place",
             f"mysqld (pid {srv.pid}) runs on the data directory holding it; stop it before "
             "re-punching in place",
         )
