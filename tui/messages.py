@@ -22,6 +22,16 @@ from tui.pagemodel import PageMapModel
 
 
 @dataclass
+class FileOpened(Message):
+    """Page 0 is read and ``fstat`` done: format and sizes can show at once."""
+
+    fmt: SpaceFormat
+    logical_size: int
+    allocated: int
+    pages: int
+
+
+@dataclass
 class ScanStarted(Message):
     """The file is open and its allocation read: the header summary and the allocation map can
     be shown before a single page is decoded."""

@@ -10,6 +10,7 @@ with the full summary.
 
 from __future__ import annotations
 
+import os
 import time
 from collections.abc import Callable
 from pathlib import Path
@@ -32,7 +33,7 @@ from ibdtool.render import disk_text, format_rows, human_bytes, inspect_grid
 from ibdtool.tablespace import Tablespace
 from parsers.page import PageInfo
 from tui.commandlog import Cancelled
-from tui.messages import ScanFailed, ScanFinished, ScanProgress, ScanStarted
+from tui.messages import FileOpened, ScanFailed, ScanFinished, ScanProgress, ScanStarted
 from tui.pagemodel import MODE_TITLES, Mode, PageMapModel
 from tui.screens.prompt import PromptScreen
 from tui.widgets.legend import Legend
@@ -42,7 +43,7 @@ if TYPE_CHECKING:
     from tui.app import IbdtoolApp
 
 PROGRESS_INTERVAL = 0.1  # seconds between progress messages: at most ~10 a second
-YIELD_EVERY = 16  # pages between offers of the GIL to the UI thread (keys stay < 100 ms)
+YIELD_EVERY = 8  # pages between offers of the GIL to the UI thread (keys stay < 100 ms)
 MODES = list(Mode)
 
 
@@ -79,6 +80,7 @@ type, compression algorithm, stored size, allocation on disk or checksum.
         self.path = Path(path)
         self.model: PageMapModel | None = None
         self.result: InspectResult | None = None
+        self.opened: FileOpened | None = None
         self.started: ScanStarted | None = None
         self.failed: str | None = None
         self.filter_text = ""
@@ -115,6 +117,8 @@ type, compression algorithm, stored size, allocation on disk or checksum.
                 ts = Tablespace(self.path)
                 run.detail = f"{ts.n_pages:,} pages of {ts.physical_size} bytes"
             with ts:
+                allocated = os.stat(self.path).st_blocks * 512
+                self.post_message(FileOpened(ts.format, ts.size, allocated, ts.n_pages))
                 with log.timed("file", f"lseek SEEK_DATA/SEEK_HOLE + FIEMAP {self.path}") as run:
                     alloc = ts.allocation
                     per_page = alloc.per_page_allocated(ts.physical_size, ts.n_pages)
@@ -156,6 +160,10 @@ type, compression algorithm, stored size, allocation on disk or checksum.
 
     # --- messages from the worker ----------------------------------------------------------
 
+    def on_file_opened(self, message: FileOpened) -> None:
+        self.opened = message
+        self._show_header()
+
     def on_scan_started(self, message: ScanStarted) -> None:
         self.started = message
         self.model = message.model
@@ -172,8 +180,6 @@ type, compression algorithm, stored size, allocation on disk or checksum.
         self.query_one(PageMap).pages_changed()
         self._refresh_legend()
         self._show_cursor()
-        if self.result is None:
-            self._show_header()
 
     def on_scan_finished(self, message: ScanFinished) -> None:
         self.result = message.result
@@ -191,23 +197,30 @@ type, compression algorithm, stored size, allocation on disk or checksum.
     # --- display ---------------------------------------------------------------------------
 
     def _show_header(self) -> None:
-        """Before the scan ends: what page 0 and the allocation tell, and the scan's progress."""
-        s = self.started
-        if s is None:
+        """Before the scan ends: what page 0, fstat and then the allocation map tell, and the
+        scan's progress."""
+        o = self.opened
+        if o is None:
             return
         grid = Table.grid(padding=(0, 2))
         grid.add_column(style="cyan", no_wrap=True)
         grid.add_column()
-        for name, value in format_rows(s.fmt, s.fmt.vendor):
+        for name, value in format_rows(o.fmt, o.fmt.vendor):
             grid.add_row(name, value)
-        grid.add_row("Row format", s.fmt.flags.row_format or "(full_crc32: not in the flags)")
-        grid.add_row("Disk", disk_text(s.logical_size, s.allocation))
-        done = s.model.scanned
-        grid.add_row(
-            "Pages",
-            f"{s.model.n_pages:,}  reading… {done:,} decoded "
-            f"({100 * done / max(1, s.model.n_pages):.0f}%)",
-        )
+        grid.add_row("Row format", o.fmt.flags.row_format or "(full_crc32: not in the flags)")
+        s = self.started
+        if s is None:
+            saved = 100 * (o.logical_size - o.allocated) / o.logical_size if o.logical_size else 0
+            disk = (
+                f"{human_bytes(o.logical_size)} logical → {human_bytes(o.allocated)} allocated "
+                f"({saved:.0f}% saved) · reading the extent map…"
+            )
+            grid.add_row("Disk", disk)
+            grid.add_row("Pages", f"{o.pages:,}")
+        else:
+            grid.add_row("Disk", disk_text(s.logical_size, s.allocation))
+            # the bar below counts the pages; the grid is not laid out again ten times a second
+            grid.add_row("Pages", f"{o.pages:,}  reading…")
         self._set_summary(grid)
 
     def _set_summary(self, content: RenderableType) -> None:

@@ -78,6 +78,8 @@ class PageMap(ScrollView, can_focus=True, inherit_bindings=False):
         self.columns = MIN_COLUMNS
         self.cell_width = 1
         self._match: bytes | None = None
+        self._cache: dict[int, list[tuple[int, bool]]] = {}
+        self._cache_key: tuple[object, ...] = ()
         self._styles: dict[tuple[str, str], Style] = {}
 
     # --- state -----------------------------------------------------------------------------
@@ -164,9 +166,10 @@ class PageMap(ScrollView, can_focus=True, inherit_bindings=False):
         segments = [Segment(f"{first_cell * k:>{self.label_width - 1}} ", label_style)]
         run_text: list[str] = []
         run_style: Style | None = None
-        for cell in range(first_cell, last_cell):
+        for cell, (code, uniform) in zip(
+            range(first_cell, last_cell), self._row_cells(row, first_cell, last_cell), strict=True
+        ):
             start = cell * k
-            code, uniform = model.cell(self.mode, start, k)
             cat: Category = cats[code] if code < len(cats) else UNSCANNED
             glyph = cat.glyph if uniform else MIXED_GLYPH
             kind = ""
@@ -186,6 +189,23 @@ class PageMap(ScrollView, can_focus=True, inherit_bindings=False):
             segments.append(Segment("".join(run_text), run_style))
         strip = Strip(segments)
         return strip.crop(scroll_x, scroll_x + width).extend_cell_length(width)
+
+    def _row_cells(self, row: int, first: int, last: int) -> list[tuple[int, bool]]:
+        """The cells of one row; rows whose pages are all read are computed once per mode and
+        zoom (while the scan runs only the rows at its frontier are recomputed)."""
+        model = self.model
+        assert model is not None
+        key = (id(model), self.mode, self.pages_per_cell, self.columns)
+        if key != self._cache_key:
+            self._cache.clear()
+            self._cache_key = key
+        cells = self._cache.get(row)
+        if cells is None:
+            k = self.pages_per_cell
+            cells = [model.cell(self.mode, c * k, k) for c in range(first, last)]
+            if min(last * k, model.n_pages) <= model.scanned:
+                self._cache[row] = cells
+        return cells
 
     # --- cursor ----------------------------------------------------------------------------
 
