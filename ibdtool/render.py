@@ -294,23 +294,11 @@ def print_simulation(r: SimResult) -> None:
     from rich import box
 
     con = out()
-    scan = (
-        "full scan" if r.full else f"{r.pages_sampled} of {r.pages} pages sampled (seed {r.seed})"
-    )
     con.print(Text(r.path, style="bold underline"))
-    con.print(
-        f"{r.pages} pages of {_size_k(r.page_size)}, {human_bytes(r.logical_size)} logical, "
-        f"{human_bytes(r.allocated_size)} allocated today on "
-        f"{human_bytes(r.fs_block_size)} blocks; {scan}"
-    )
-    cur = r.current
-    if cur.get("compressed_pages"):
-        algos = ", ".join(f"{k} {v}" for k, v in cur["algorithms"].items())
-        con.print(
-            f"already compressed: {cur['compressed_pages']} pages ({algos}); ideal allocation "
-            f"{human_bytes(cur['ideal_allocated'])}, actual {human_bytes(cur['actual_allocated'])}"
-            + (f", {cur['unpunched_pages']} slots never punched" if cur["unpunched_pages"] else "")
-        )
+    con.print(simulation_heading(r))
+    current = current_state_text(r)
+    if current:
+        con.print(current)
     table = Table(box=box.SIMPLE_HEAD, pad_edge=False)
     table.add_column("algorithm")
     table.add_column("block", justify="right")
@@ -355,6 +343,31 @@ def print_simulation(r: SimResult) -> None:
     for note in r.notes:
         con.print(Text(note, style="yellow"))
     con.print()
+
+
+def simulation_heading(r: SimResult) -> str:
+    """Pages, sizes today and how many pages were simulated."""
+    scan = (
+        "full scan" if r.full else f"{r.pages_sampled} of {r.pages} pages sampled (seed {r.seed})"
+    )
+    return (
+        f"{r.pages} pages of {_size_k(r.page_size)}, {human_bytes(r.logical_size)} logical, "
+        f"{human_bytes(r.allocated_size)} allocated today on "
+        f"{human_bytes(r.fs_block_size)} blocks; {scan}"
+    )
+
+
+def current_state_text(r: SimResult) -> str | None:
+    """For a file already compressed: its pages, ideal and actual allocation (None otherwise)."""
+    cur = r.current
+    if not cur.get("compressed_pages"):
+        return None
+    algos = ", ".join(f"{k} {v}" for k, v in cur["algorithms"].items())
+    return (
+        f"already compressed: {cur['compressed_pages']} pages ({algos}); ideal allocation "
+        f"{human_bytes(cur['ideal_allocated'])}, actual {human_bytes(cur['actual_allocated'])}"
+        + (f", {cur['unpunched_pages']} slots never punched" if cur["unpunched_pages"] else "")
+    )
 
 
 def scenario_label(s: Scenario) -> str:

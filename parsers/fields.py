@@ -54,8 +54,8 @@ from parsers.structs import (
     MariaDBClassicEncCompHeader,
     MySQLCompressionMeta,
     inode_entry,
-    xdes_entry,
 )
+from parsers.xdes import XDES_NOT_INITED, decode_descriptor_page
 
 #: Region names, in the order a legend lists them.
 REGION_NAMES = (
@@ -76,15 +76,6 @@ REGION_NAMES = (
     "data",
 )
 
-#: XDES_STATE values (§9.2)
-XDES_STATES = {
-    0: "NOT_INITED",
-    1: "FREE",
-    2: "FREE_FRAG",
-    3: "FULL_FRAG",
-    4: "FSEG",
-    5: "FSEG_FRAG",
-}
 PAGE_NEW_SUPREMUM_END = 120
 PAGE_OLD_SUPREMUM_END = 125
 PAGE_DIR = 8  # the directory ends 8 bytes before the page end (§5.2)
@@ -516,31 +507,25 @@ def _fsp(page: bytes, info: PageInfo, fmt: SpaceFormat) -> tuple[list[FieldGroup
 def _xdes(page: bytes, info: PageInfo, fmt: SpaceFormat) -> tuple[FieldGroup, Region]:
     """§9.2: one line per initialised extent: state, owning segment, used pages."""
     extent = fmt.extent_pages
-    entry_size = xdes_size(fmt.logical_size)
-    n_entries = fmt.physical_size // extent
-    entry = xdes_entry(extent)
     lines: list[str] = []
     not_inited = 0
-    for i in range(n_entries):
-        off = XDES_ARR_OFFSET + i * entry_size
-        if off + entry_size > len(page):
-            break
-        e = entry.parse(page[off : off + entry_size])
-        if e.state == 0:
+    extents = decode_descriptor_page(page, info.page_no, fmt)
+    for i, e in enumerate(extents):
+        if e.state == XDES_NOT_INITED:
             not_inited += 1
             continue
-        first = info.page_no + i * extent
-        used = [k for k in range(extent) if not (e.bitmap[2 * k // 8] >> (2 * k % 8)) & 1]
+        first = e.first_page
+        used = [first + k for k, free in enumerate(e.free) if not free]
         lines.append(
-            f"extent {i:>3} pages {first}-{first + extent - 1}: "
-            f"{XDES_STATES.get(e.state, f'state {e.state}')}"
+            f"extent {i:>3} pages {first}-{first + extent - 1}: {e.state_name}"
             + (f" seg {e.seg_id}" if e.seg_id else "")
             + f", {len(used)}/{extent} used"
-            + (f" ({_ranges([first + k for k in used])})" if 0 < len(used) < extent else "")
+            + (f" ({_ranges(used)})" if 0 < len(used) < extent else "")
         )
     if not_inited:
         lines.append(f"{not_inited} entries NOT_INITED")
-    region = Region(XDES_ARR_OFFSET, XDES_ARR_OFFSET + n_entries * entry_size, "xdes")
+    end = XDES_ARR_OFFSET + (fmt.physical_size // extent) * xdes_size(fmt.logical_size)
+    region = Region(XDES_ARR_OFFSET, end, "xdes")
     return FieldGroup("Extent descriptors (XDES, §9.2)", lines=tuple(lines)), region
 
 

@@ -29,7 +29,7 @@ from parsers.page import PageInfo
 from parsers.space import SpaceFormat
 from tui.messages import PageLoaded, ScanFailed
 from tui.pagemodel import PageMapModel
-from tui.screens.prompt import PromptScreen
+from tui.screens.prompt import ask_page
 from tui.widgets.hexdump import HexDump, region_legend
 
 if TYPE_CHECKING:
@@ -201,23 +201,11 @@ stored image beside the decoded (decompressed) page, coloured by region.
             self.load(target)
 
     def action_jump(self) -> None:
-        def go(value: str | None) -> None:
-            if value is None:
-                return
-            try:
-                page = int(value.strip().replace(",", "").replace("_", ""), 0)
-            except ValueError:
-                self.notify(f"not a page number: {value!r}", severity="warning")
-                return
-            if not 0 <= page < self.n_pages:
-                self.notify(
-                    f"page {page} is out of range 0..{self.n_pages - 1}", severity="warning"
-                )
-                return
+        def go(page: int) -> None:
             self.page = page
             self.load(page)
 
-        self.app.push_screen(PromptScreen(":", "page number"), go)
+        ask_page(self, self.n_pages, go)
 
     def action_focus_fields(self) -> None:
         self.query_one("#fields").focus()

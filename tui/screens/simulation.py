@@ -24,7 +24,14 @@ from textual.widgets import DataTable, Footer, Header, ProgressBar, Static
 from textual.worker import Worker, get_current_worker
 
 from ibdtool.errors import IbdtoolError
-from ibdtool.render import ci_text, human_bytes, recommendations, scenario_label
+from ibdtool.render import (
+    ci_text,
+    current_state_text,
+    human_bytes,
+    recommendations,
+    scenario_label,
+    simulation_heading,
+)
 from ibdtool.simulate import DEFAULT_SCENARIOS, BlockSpec, SimResult, parse_block_sizes, simulate
 from tui.commandlog import Cancelled
 from tui.messages import SimulationFailed, SimulationFinished, SimulationProgress
@@ -166,25 +173,10 @@ the blocks a filesystem allocates for the result are summed (a seeded sample wit
         self.blocks = list(seen)
         own = BlockSpec(r.fs_block_size)
         self.block_index = self.blocks.index(own) if own in self.blocks else 0
-        scan = (
-            "full scan"
-            if r.full
-            else f"{r.pages_sampled:,} of {r.pages:,} pages sampled (seed {r.seed})"
-        )
-        info = Text()
-        info.append(f"{r.pages:,} pages of {r.page_size // 1024}K, ")
-        info.append(f"{human_bytes(r.logical_size)} logical, {human_bytes(r.allocated_size)} ")
-        info.append(f"allocated today on {human_bytes(r.fs_block_size)} blocks; {scan}")
-        cur = r.current
-        if cur.get("compressed_pages"):
-            algos = ", ".join(f"{k} {v}" for k, v in cur["algorithms"].items())
-            info.append(
-                f"\nalready compressed: {cur['compressed_pages']:,} pages ({algos}); ideal "
-                f"{human_bytes(cur['ideal_allocated'])}, actual "
-                f"{human_bytes(cur['actual_allocated'])}"
-            )
-            if cur["unpunched_pages"]:
-                info.append(f", {cur['unpunched_pages']:,} slots never punched", style="yellow")
+        info = Text(simulation_heading(r))
+        current = current_state_text(r)
+        if current:
+            info.append("\n" + current)
         self.query_one("#sim-info", Static).update(info)
         self._draw()
 

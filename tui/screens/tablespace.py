@@ -35,7 +35,7 @@ from parsers.page import PageInfo
 from tui.commandlog import Cancelled
 from tui.messages import FileOpened, ScanFailed, ScanFinished, ScanProgress, ScanStarted
 from tui.pagemodel import MODE_TITLES, Mode, PageMapModel
-from tui.screens.prompt import PromptScreen
+from tui.screens.prompt import PromptScreen, ask_page
 from tui.widgets.legend import Legend
 from tui.widgets.pagemap import PageMap
 
@@ -306,22 +306,8 @@ type, compression algorithm, stored size, allocation on disk or checksum.
         self.app.push_screen(SimulationScreen(self.path))
 
     def action_jump(self) -> None:
-        def go(value: str | None) -> None:
-            if value is None or self.model is None:
-                return
-            try:
-                page = int(value.strip().replace(",", "").replace("_", ""), 0)
-            except ValueError:
-                self.notify(f"not a page number: {value!r}", severity="warning")
-                return
-            if not 0 <= page < self.model.n_pages:
-                self.notify(
-                    f"page {page} is out of range 0..{self.model.n_pages - 1}", severity="warning"
-                )
-                return
-            self.query_one(PageMap).move_to(page)
-
-        self.app.push_screen(PromptScreen(":", "page number"), go)
+        if self.model is not None:
+            ask_page(self, self.model.n_pages, self.query_one(PageMap).move_to)
 
     def action_filter(self) -> None:
         def apply(value: str | None) -> None:
