@@ -244,12 +244,14 @@ def _progress_adapter(bar: Callable[..., None]) -> Callable[[Any], None]:
 
     def update(ev: Any) -> None:
         if ev.phase == "copy":
-            info = f"read {human_bytes(ev.read)} · sent {human_bytes(ev.sent)}"
+            info = f"read {human_bytes(ev.read)}"
+            if ev.sent != ev.read:
+                info += f" · sent {human_bytes(ev.sent)}"
             if ev.dest_allocated:
-                info += f" · dest allocated {human_bytes(ev.dest_allocated)}"
+                info += f" · allocated there {human_bytes(ev.dest_allocated)}"
             bar(ev.done, ev.total, info=info)
         elif ev.phase == "check":
-            bar(0, None, info="checking every page checksum")
+            bar(ev.done, ev.total, info="checking every page checksum")
         else:
             what = "finding needless pages" if ev.phase == "scan" else "finding zero blocks"
             bar(ev.done, ev.total, info=what)

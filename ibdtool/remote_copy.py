@@ -509,6 +509,8 @@ def push(
         result.dest_allocated = int(done["allocated"])
         result.notes += [n for n in done.get("notes", []) if n not in result.notes]
         if opts.verify == "full" and plan.is_tablespace:
+            if progress is not None:
+                progress(CopyProgress("check", source.size, source.size))
             result.pages = check_pages(src)
             result.pages["where"] = "source (the copy reads back byte for byte the same)"
     finally:
@@ -567,6 +569,8 @@ def pull(
         result.dest_allocated = dest.seal()
         result.notes += [n for n in dest.notes if n not in result.notes]
         if opts.verify == "full" and (result.needless is not None or _looks_like_ibd(final)):
+            if progress is not None:
+                progress(CopyProgress("check", dest.size, dest.size))
             result.pages = check_pages(dest.part)
             result.pages["where"] = "destination"
         dest.commit()

@@ -408,7 +408,7 @@ def _run_local(
         result.notes += dest.notes
         result.windows = len(dest.windows)
         result.resumed_bytes = sum(agent.plan_bytes(w) for w in dest.windows[:start])
-        copied = 0
+        copied = held = 0
         limit = agent.RateLimit(opts.bwlimit)
         for index in range(start, len(dest.windows)):
             pieces = dest.windows[index]
@@ -418,18 +418,16 @@ def _run_local(
                 copied += b - a
                 limit.account(b - a)
                 if progress is not None:
-                    progress(CopyProgress("copy", b, source.size, copied, copied))
+                    progress(CopyProgress("copy", b, source.size, copied, copied, held))
             dest.checkpoint(index, crc or 0)
-            if progress is not None:
-                last = pieces[-1][1]
-                progress(CopyProgress("copy", last, source.size, copied, copied, dest.allocated()))
+            held = dest.allocated()
         source.check_unchanged()
         result.bytes_read = result.bytes_sent = copied
         result.dest_allocated = dest.seal()
         result.notes += [n for n in dest.notes if n not in result.notes]
         if opts.verify == "full" and plan.is_tablespace:
             if progress is not None:
-                progress(CopyProgress("check", 0, 0))
+                progress(CopyProgress("check", source.size, source.size))
             result.pages = check_pages(dest.part, reference=source.path)
             result.pages["where"] = "destination"
         dest.commit()
@@ -554,7 +552,7 @@ def repunch_in_place(
             _verify_zeros(path, fd, punch)
         if verify == "full":
             if progress is not None:
-                progress(CopyProgress("check", 0, 0))
+                progress(CopyProgress("check", st.st_size, st.st_size))
             result.pages = check_pages(path)
             result.pages["where"] = "file"
         result.allocated_after = os.fstat(fd).st_blocks * 512
