@@ -207,24 +207,12 @@ the blocks a filesystem allocates for the result are summed (a seeded sample wit
         width = self._bar_width(max((len(c) for c in cpus), default=1))
         table = self.query_one("#sim-table", DataTable)
         table.clear()
-        table.add_row(
-            Text("today (allocated)", style="bold"),
-            human_bytes(r.allocated_size),
-            "",
-            "",
-            bar(r.allocated_size, scale, width, "#b0b0b0"),
-            "",
-            key="today",
-        )
-        table.add_row(
-            Text("logical size", style="dim"),
-            human_bytes(r.logical_size),
-            "",
-            "",
-            bar(r.logical_size, scale, width, "#5c6370"),
-            "",
-            key="logical",
-        )
+        for key, label, style, size, color in (
+            ("today", "today (allocated)", "bold", r.allocated_size, "#b0b0b0"),
+            ("logical", "logical size", "dim", r.logical_size, "#5c6370"),
+        ):
+            cells = (human_bytes(size), "", "", bar(size, scale, width, color), "")
+            table.add_row(Text(label, style=style), *cells, key=key)
         best = min(rows, key=lambda x: x.predicted) if rows else None
         for x, cpu in zip(rows, cpus, strict=True):
             saving = Text(f"{x.saving_pct:.1f}%", style="green" if x.saving_pct > 0 else "red")
