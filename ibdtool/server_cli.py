@@ -353,8 +353,11 @@ def migrate(
         if not plan.runnable:
             why = "refused" if plan.refused else "already in the target format"
             click.echo(f"ibdtool: nothing to run: every table is {why}", err=True)
-            sys.exit(ExitCode.FOUND if plan.refused else ExitCode.OK)
-        _confirm(plan, f"{srv.flavor.label} ({srv.opts.describe()})", yes)
+            if journal is None:
+                sys.exit(ExitCode.FOUND if plan.refused else ExitCode.OK)
+            # still open the journal: it may hold settings a crashed run left changed
+        else:
+            _confirm(plan, f"{srv.flavor.label} ({srv.opts.describe()})", yes)
         code = _run(
             srv, plan, journal, as_json, max_running, pause, progress_source, no_flush, keep_going
         )

@@ -12,6 +12,7 @@ import os
 import signal
 import socket
 import subprocess
+import time
 from pathlib import Path
 from typing import Any
 
@@ -304,3 +305,45 @@ def test_4k_pages_on_4k_blocks_refuse_page_compression(tmp_path: Path) -> None:
         assert any("cannot save anything" in w for w in status["warnings"])
     else:  # a filesystem with smaller blocks: allowed
         assert t["action"] == "convert"
+
+
+@pytest.mark.xdist_group("mariadb")
+def test_a_crashed_run_s_globals_are_restored_by_the_next_run(
+    mariadb: ThrowawayServer,  # noqa: F811
+    big: tuple[str, str],
+    tmp_path: Path,
+) -> None:
+    """SIGKILL mid-ALTER leaves innodb_compression_algorithm and the stage consumer changed;
+    the next run with the same journal puts them back before anything else."""
+    schema, table = big
+    journal = tmp_path / "crash.jsonl"
+    args = [f"{schema}.{table}", "--to", "page:lzo", "--execute", "--yes", "--json", "--force",
+            "--no-predict", "--journal", str(journal), *conn_args(mariadb)]  # fmt: skip
+    proc = subprocess.Popen(
+        [*IBDTOOL, "migrate", *args], stdout=subprocess.PIPE, stderr=subprocess.DEVNULL,
+        stdin=subprocess.DEVNULL, env=clean_env(), cwd=REPO, text=True,
+    )  # fmt: skip
+    assert proc.stdout is not None
+    for line in proc.stdout:
+        if '"progress"' in line:
+            proc.kill()  # no chance to clean up
+            break
+    proc.wait()
+    assert global_var(mariadb, "innodb_compression_algorithm") == "lzo"
+    assert consumer_enabled(mariadb) == "YES"
+    # the orphaned ALTER goes on in the server; wait for it before the next run
+    deadline = time.monotonic() + 300
+    while mariadb.query(
+        "SELECT ID FROM information_schema.PROCESSLIST "
+        "WHERE INFO LIKE '%%ALTER TABLE%%' AND ID <> CONNECTION_ID()"
+    ):
+        assert time.monotonic() < deadline
+        time.sleep(0.5)
+    second = ibdtool("migrate", *[a for a in args if a != "--force"])
+    events = json_lines(second.stdout)
+    restored = [e["message"] for e in events if e["event"] == "global_restored"]
+    assert restored, second.stdout[-3000:] + second.stderr
+    assert any("innodb_compression_algorithm='lzo'; restored to 'zlib'" in m for m in restored)
+    assert any("events_stages_current" in m for m in restored)
+    assert global_var(mariadb, "innodb_compression_algorithm") == "zlib"
+    assert consumer_enabled(mariadb) == "NO"
