@@ -10,7 +10,8 @@ protocol overhead count the same for everyone), against ``scp`` and ``rsync --sp
 
     .venv/bin/python bench/bench_copy.py [--file bench/work/big-p16k-pc_zlib.ibd] [--runs 3]
 
-The file comes from ``samples/make_samples.py --big bench/work``. Prints a Markdown section.
+The file comes from ``samples/make_samples.py --big bench/work``. Prints the Markdown section
+and, with ``--write``, puts it in bench/RESULTS.md (replacing an earlier one).
 """
 
 from __future__ import annotations
@@ -18,7 +19,6 @@ from __future__ import annotations
 import argparse
 import json
 import os
-import platform
 import shutil
 import signal
 import socket
@@ -30,9 +30,11 @@ import threading
 import time
 from pathlib import Path
 
-REPO = Path(__file__).resolve().parents[1]
+from common import IBDTOOL as _IBDTOOL
+from common import REPO, WORK, append_results, warm
+
 sys.path.insert(0, str(REPO))
-IBDTOOL = str(Path(sys.executable).with_name("ibdtool"))
+IBDTOOL = _IBDTOOL[0]
 
 
 def relay(host: str, port: int, out: str) -> None:
@@ -87,7 +89,7 @@ def same(a: Path, b: Path) -> bool:
 
 
 def bench_local(src: Path, work: Path, runs: int) -> list[str]:
-    subprocess.run(["cat", str(src)], stdout=subprocess.DEVNULL, check=True)  # warm the cache
+    warm(src)
     cases: list[tuple[str, list[str] | str]] = [
         ("cp --sparse=always", "cp --sparse=always {src} {dst}"),
         ("cp --sparse=always && sync FILE", "cp --sparse=always {src} {dst} && sync {dst}"),
@@ -176,10 +178,11 @@ def bench_ssh(src: Path, work: Path) -> list[str]:
 
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__)
-    ap.add_argument("--file", type=Path, default=REPO / "bench/work/big-p16k-pc_zlib.ibd")
+    ap.add_argument("--file", type=Path, default=WORK / "big-p16k-pc_zlib.ibd")
     ap.add_argument("--runs", type=int, default=3)
     ap.add_argument("--skip-ssh", action="store_true")
     ap.add_argument("--skip-local", action="store_true")
+    ap.add_argument("--write", action="store_true", help="put the section in bench/RESULTS.md")
     ap.add_argument("--relay", nargs=3, metavar=("HOST", "PORT", "OUT"), help=argparse.SUPPRESS)
     args = ap.parse_args()
     if args.relay:
@@ -193,30 +196,25 @@ def main() -> None:
         sparse = work / src.name
         subprocess.run(["cp", "--sparse=always", str(src), str(sparse)], check=True)
         os.sync()
-        cpu = platform.processor() or platform.machine()
-        with open("/proc/cpuinfo") as f:
-            for line in f:
-                if line.startswith("model name"):
-                    cpu = line.split(":", 1)[1].strip()
-                    break
-        out = [
-            f"## ibdtool copy — {time.strftime('%Y-%m-%d')}",
-            "",
-            f"Machine: {os.cpu_count()} cores ({cpu}), {platform.system()} "
-            f"{platform.release()}, filesystem of {src.parent}: "
-            f"{subprocess.run(['stat', '-f', '-c', '%T', str(src.parent)], capture_output=True, text=True).stdout.strip()}"  # noqa: E501
-            f"; other jobs were running. File: `{src.name}`, {mib(sparse.stat().st_size)} "
-            f"logical, {mib(allocated(sparse))} allocated, page cache warm.",
-            "",
-            "### Local copy",
-            "",
+        fs = subprocess.run(
+            ["stat", "-f", "-c", "%T", str(src.parent)], capture_output=True, text=True
+        ).stdout.strip()
+        body = [
+            f"File: `{src.name}`, {mib(sparse.stat().st_size)} logical, "
+            f"{mib(allocated(sparse))} allocated (a `cp --sparse=always` copy), on {fs}; "
+            "page cache warm. Command: `.venv/bin/python bench/bench_copy.py --write`.",
         ]
-        print("\n".join(out), flush=True)
         if not args.skip_local:
-            print("\n".join(bench_local(sparse, work, args.runs)), flush=True)
+            body += ["", "Local copy, median of the runs (interleaved):", ""]
+            body += bench_local(sparse, work, args.runs)
+            print("\n".join(body), flush=True)
         if not args.skip_ssh:
-            print("\n### Over ssh (127.0.0.1)\n", flush=True)
-            print("\n".join(bench_ssh(sparse, work)), flush=True)
+            ssh = ["", "Over ssh to 127.0.0.1 (a throwaway sshd), bytes counted between ssh "
+                   "and sshd:", "", *bench_ssh(sparse, work)]  # fmt: skip
+            print("\n".join(ssh), flush=True)
+            body += ssh
+        if args.write:
+            append_results("Copy: ibdtool copy vs cp --sparse=always, scp, rsync", "\n".join(body))
     finally:
         shutil.rmtree(work, ignore_errors=True)
 

@@ -322,7 +322,7 @@ class Allocation:
         return out
 
 
-def _allocation_of_fd(fd: int) -> Allocation:
+def _allocation_of_fd(fd: int, with_extents: bool = True) -> Allocation:
     st = os.fstat(fd)
     if not stat.S_ISREG(st.st_mode):
         raise ValueError("not a regular file")
@@ -331,7 +331,7 @@ def _allocation_of_fd(fd: int) -> Allocation:
     except OSError:
         block_size = st.st_blksize
     ranges = data_ranges(fd, st.st_size)
-    exts = fiemap(fd)
+    exts = fiemap(fd) if with_extents else None
     if exts is None:
         n_extents = n_unwritten = runs = unwritten_bytes = None
     else:
@@ -363,15 +363,18 @@ def _open_readonly(path: str | os.PathLike[str]) -> int:
     return os.open(path, flags)
 
 
-def read_allocation(path_or_fd: str | os.PathLike[str] | int) -> Allocation:
+def read_allocation(
+    path_or_fd: str | os.PathLike[str] | int, *, with_extents: bool = True
+) -> Allocation:
     """Allocation snapshot of a regular file given by path (opened read-only) or open fd.
 
-    A caller's fd is not closed and keeps its file offset.
+    A caller's fd is not closed and keeps its file offset. ``with_extents=False`` skips
+    FIEMAP (the extent counts are then None), for callers that need only the data ranges.
     """
     if isinstance(path_or_fd, int):
-        return _allocation_of_fd(path_or_fd)
+        return _allocation_of_fd(path_or_fd, with_extents)
     fd = _open_readonly(path_or_fd)
     try:
-        return _allocation_of_fd(fd)
+        return _allocation_of_fd(fd, with_extents)
     finally:
         os.close(fd)

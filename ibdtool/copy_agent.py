@@ -46,8 +46,8 @@ import threading
 import time
 import zlib
 
-PROTOCOL = 2
-MAGIC = b"IBDTOOL-AGENT 2\n"
+PROTOCOL = 3
+MAGIC = b"IBDTOOL-AGENT 3\n"
 PIECE = 1 << 20  # bytes per data frame / per copy call
 MIN_WINDOW = 4 << 20
 MAX_WINDOW = 256 << 20
@@ -127,8 +127,12 @@ def complement(ranges, size):
     return out
 
 
+def _packed(ranges):
+    return b"".join(RANGE.pack(a, b) for a, b in ranges)
+
+
 def pack_ranges(ranges):
-    return zlib.compress(b"".join(RANGE.pack(a, b) for a, b in ranges), 6)
+    return zlib.compress(_packed(ranges), 1)
 
 
 def unpack_ranges(blob):
@@ -137,7 +141,7 @@ def unpack_ranges(blob):
 
 
 def plan_crc(ranges, size):
-    return zlib.crc32(pack_ranges(ranges) + struct.pack(">Q", size))
+    return zlib.crc32(_packed(ranges) + struct.pack(">Q", size))
 
 
 def choose_window(plan_bytes):
@@ -698,6 +702,19 @@ class Destination:
         self._flusher.daemon = True
         self._flusher.start()
 
+    def _holes_before(self, index):
+        """The holes up to the end of window ``index`` (the file's end past the last window),
+        from the end of the window before; the flusher punches them with each window."""
+        lo = self.windows[index - 1][-1][1] if index > 0 else 0
+        if index >= len(self.windows):
+            return [(lo, self.size)] if lo < self.size else []
+        out = []
+        for start, end in self.windows[index]:
+            if start > lo:
+                out.append((lo, start))
+            lo = max(lo, end)
+        return out
+
     def wait_checkpoints(self):
         """Wait for the window being flushed; raise its failure, if any."""
         if self._flusher is not None:
@@ -709,6 +726,7 @@ class Destination:
 
     def _checkpoint(self, index, crc):
         try:
+            self.punch(self._holes_before(index))
             try:
                 os.fdatasync(self.fd)
             except OSError as exc:
@@ -742,7 +760,7 @@ class Destination:
         self.wait_checkpoints()
         if len(self.verified) != len(self.windows):
             raise AgentError("protocol error: the stream ended before the last window")
-        if not self.punch(complement(self.plan, self.size)):
+        if not self.punch(self._holes_before(len(self.windows))):
             self.notes.append(
                 f"{self.dir}: the filesystem cannot punch holes, the copy is not sparse"
             )

@@ -48,6 +48,7 @@ from ibdtool.sparsecopy import (
     VerifyFailed,
     align_inward,
     check_pages,
+    is_tablespace,
     open_source,
     plan_for,
     scan_progress,
@@ -444,7 +445,7 @@ def push(
     t0 = time.monotonic()
     source = open_source(src)
     try:
-        alloc = read_allocation(source.fd)
+        alloc = read_allocation(source.fd, with_extents=False)
         result = CopyResult(src, str(dst), source.size, alloc.allocated, verify=opts.verify)
         note = source_in_use_note(src)
         if note:
@@ -568,7 +569,10 @@ def pull(
         _repunch_received(dest, opts, result, progress)
         result.dest_allocated = dest.seal()
         result.notes += [n for n in dest.notes if n not in result.notes]
-        if opts.verify == "full" and (result.needless is not None or _looks_like_ibd(final)):
+        tablespace = result.needless is not None or (
+            final.endswith(".ibd") and is_tablespace(dest.part)
+        )
+        if opts.verify == "full" and tablespace:
             if progress is not None:
                 progress(CopyProgress("check", dest.size, dest.size))
             result.pages = check_pages(dest.part)
@@ -598,10 +602,6 @@ def pull(
     return result
 
 
-def _looks_like_ibd(path: str) -> bool:
-    return path.endswith(".ibd")
-
-
 def _repunch_received(
     dest: agent.Destination, opts: CopyOptions, result: CopyResult, progress: ProgressFn | None
 ) -> None:
@@ -610,7 +610,7 @@ def _repunch_received(
     from ibdtool.tablespace import Tablespace
 
     drop: list[tuple[int, int]] = []
-    alloc = read_allocation(dest.fd)
+    alloc = read_allocation(dest.fd, with_extents=False)
     if wants_repunch(dest.final, opts.repunch):
         try:
             with Tablespace(dest.part) as ts:

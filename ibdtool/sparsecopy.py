@@ -240,7 +240,7 @@ def build_plan(
         if plan.needless is not None:
             drop = align_inward(plan.needless.ranges, block)
     elif path.endswith(".ibd"):
-        plan.is_tablespace = _is_tablespace(path)
+        plan.is_tablespace = is_tablespace(path)
     if dig_holes:
         rest = subtract(plan.ranges, drop)
         total = agent.plan_bytes(rest)
@@ -295,7 +295,7 @@ def _accumulate(report: Callable[[int], None]) -> Callable[[int], None]:
     return add
 
 
-def _is_tablespace(path: str) -> bool:
+def is_tablespace(path: str) -> bool:
     try:
         with Tablespace(path):
             return True
@@ -366,7 +366,7 @@ def copy_local(
     t0 = time.monotonic()
     source = open_source(src)
     try:
-        alloc = read_allocation(source.fd)
+        alloc = read_allocation(source.fd, with_extents=False)
         result = CopyResult(src, final, source.size, alloc.allocated, verify=opts.verify)
         note = source_in_use_note(src)
         if note:
@@ -519,7 +519,7 @@ def repunch_in_place(
         if not os.path.isfile(path):
             raise InputError(f"{path}: not a regular file")
         refuse_if_in_use(path, fd)
-        alloc = read_allocation(fd)
+        alloc = read_allocation(fd, with_extents=False)
         result = InPlaceResult(path, st.st_size, alloc.allocated)
         source = agent.Source(path)
         try:

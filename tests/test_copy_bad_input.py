@@ -113,7 +113,7 @@ def test_no_space_left_while_writing(tmp_path: Path) -> None:
         env = dict(os.environ)
         filler = small / "filler"
         proc = subprocess.Popen(
-            [*_ibdtool_argv(), "copy", "--bwlimit", "8M", str(src), str(small)],
+            [*_ibdtool_argv(), "copy", "--bwlimit", "2M", str(src), str(small)],
             env=env,
             stdout=subprocess.PIPE,
             stderr=subprocess.PIPE,
