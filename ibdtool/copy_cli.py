@@ -141,12 +141,17 @@ def _report_error(exc: IbdtoolError) -> int:
     return int(exc.exit_code)
 
 
+_SAID: set[str] = set()
+
+
 def _deliver(
     result: Any, docs: list[dict[str, Any]], as_json: bool, show: bool, printer: Any
 ) -> None:
-    """Notes to stderr; the result as JSON (collected) or printed."""
+    """Notes to stderr (each once per run); the result as JSON (collected) or printed."""
     for note in result.notes:
-        click.echo(f"ibdtool: note: {note}", err=True)
+        if note not in _SAID:
+            _SAID.add(note)
+            click.echo(f"ibdtool: note: {note}", err=True)
     if as_json:
         docs.append(result.to_json())
     elif show:
@@ -192,7 +197,9 @@ def _copy_all(
                     sessions.drop(str(host))
                 if exc.exit_code == ExitCode.INTERRUPTED:
                     raise
-                worst = max(worst, _report_error(exc))
+                if exc.message not in _SAID:  # e.g. the same unreachable host for every file
+                    _SAID.add(exc.message)
+                    worst = max(worst, _report_error(exc))
                 continue
             _deliver(result, docs, as_json, show, print_copy)
     finally:

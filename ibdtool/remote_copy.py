@@ -288,13 +288,21 @@ class Sessions:
     def __init__(self, cfg: SshConfig) -> None:
         self.cfg = cfg
         self._open: dict[str, AgentSession] = {}
+        self._unreachable: dict[str, IbdtoolError] = {}
 
     def get(self, host: str, role: str = "") -> AgentSession:
-        """The session for ``host``; a relay asks for a second one with another ``role``."""
+        """The session for ``host``; a relay asks for a second one with another ``role``.
+        A host whose agent could not be started is not tried again in this run."""
+        if host in self._unreachable:
+            raise self._unreachable[host]
         key = f"{role}\0{host}"
         session = self._open.get(key)
         if session is None or session.proc is None or session.proc.poll() is not None:
-            session = self._open[key] = AgentSession(host, self.cfg).open()
+            try:
+                session = self._open[key] = AgentSession(host, self.cfg).open()
+            except IbdtoolError as exc:
+                self._unreachable[host] = exc
+                raise
         return session
 
     def drop(self, host: str) -> None:

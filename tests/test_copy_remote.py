@@ -449,9 +449,11 @@ def test_remote_without_python3_one_line_nothing_left(
     sshd_without_python: ThrowawaySshd, tmp_path: Path
 ) -> None:
     src = synced_sparse_copy(sample("mysql80/zlib.ibd"), tmp_path / "s.ibd")
+    other = synced_sparse_copy(sample("mysql80/lz4.ibd"), tmp_path / "t.ibd")
     dst_dir = tmp_path / "d"
     dst_dir.mkdir()
-    res = run(["copy", str(src), f"{NOPY_HOST}:{dst_dir}/"], sshd_without_python)
+    # two files, one host that cannot run the agent: one line, one attempt
+    res = run(["copy", str(src), str(other), f"{NOPY_HOST}:{dst_dir}/"], sshd_without_python)
     assert res.returncode == 2
     lines = res.stderr.strip().splitlines()
     assert lines == [
