@@ -126,6 +126,7 @@ def copy(
         bwlimit=parse_rate(bwlimit),
     )
     show = not (as_json or quiet)
+    _SAID.clear()
     if in_place:
         failed = _in_place(paths, opts, yes=yes, as_json=as_json, show=show)
     else:
@@ -349,6 +350,7 @@ def _in_place(paths: tuple[str, ...], opts: Any, *, yes: bool, as_json: bool, sh
             with progress_for(f"re-punch {os.path.basename(path)}", enabled=show) as bar:
                 result = repunch_in_place(
                     path,
+                    repunch=opts.repunch is not False,
                     dig_holes=opts.dig_holes,
                     verify=opts.verify,
                     confirm=confirm,

@@ -502,6 +502,7 @@ def refuse_if_in_use(path: str, fd: int) -> None:
 def repunch_in_place(
     path: str,
     *,
+    repunch: bool = True,
     dig_holes: bool = False,
     verify: str = "full",
     confirm: Callable[[InPlaceResult], bool],
@@ -527,7 +528,7 @@ def repunch_in_place(
                 path,
                 source,
                 alloc,
-                repunch=True,
+                repunch=repunch,
                 dig_holes=dig_holes,
                 block=alloc.fs_block_size,
                 progress=progress,

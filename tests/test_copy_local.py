@@ -316,3 +316,19 @@ def test_in_place_refused_while_another_process_writes_the_file(tmp_path: Path) 
         "before re-punching in place\n"
     )
     assert allocated(dense) >= dense.stat().st_size
+
+
+def test_in_place_dig_holes_on_any_file(tmp_path: Path) -> None:
+    """--no-repunch --dig-holes: no tablespace needed; every all-zero block becomes a hole."""
+    import random
+
+    rng = random.Random(9)
+    blocks = [rng.randbytes(BLOCK) if rng.random() < 0.3 else bytes(BLOCK) for _ in range(512)]
+    path = tmp_path / "data.bin"
+    path.write_bytes(b"".join(blocks))
+    before = sha(path)
+    res = ibdtool("copy", "--in-place", "--no-repunch", "--dig-holes", "--yes", str(path))
+    assert res.returncode == 0, res.stderr
+    assert sha(path) == before
+    data = BLOCK * sum(1 for b in blocks if any(b))
+    assert data <= allocated(path) <= data + 2 * BLOCK  # + ext4's extent-tree block
