@@ -459,3 +459,15 @@ def test_app_factory_opens_folders_and_files(datadir: Path) -> None:
     file_app = create_app(datadir / "mysql80" / "plain.ibd")
     assert file_app.root == datadir / "mysql80"
     assert file_app.open_file == datadir / "mysql80" / "plain.ibd"
+
+
+@pytest.mark.asyncio
+@pytest.mark.parametrize("key", ["q", "ctrl+q"])
+async def test_q_and_ctrl_q_quit(datadir: Path, key: str) -> None:
+    app = create_app(datadir / "mysql80" / "plain.ibd")
+    async with app.run_test(size=SIZE) as pilot:
+        await settle(pilot)
+        await pilot.press(key)
+        await pilot.pause()
+        assert not app.is_running
+    assert app.return_code == 0
