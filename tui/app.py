@@ -108,21 +108,24 @@ class IbdtoolApp(App[None]):
 
 
 def help_rows(screen: Screen) -> list[tuple[str, str, str]]:
-    """(keys, description, where) for every active binding, keys of one action merged."""
+    """(keys, description, where) for every active binding, keys of one action merged: the
+    view's own first, then the focused widget's, then those that work everywhere."""
     app = screen.app
     merged: dict[tuple[int, str], list[str]] = {}
     meta: dict[tuple[int, str], tuple[str, str, int]] = {}
+    own = {b.action for b in type(screen).BINDINGS if isinstance(b, Binding)}
     for ab in screen.active_bindings.values():
         binding = ab.binding
         if binding.system and binding.action not in ("command_palette", "quit"):
             continue
         node = ab.node
         if node is app:
-            where, rank = "everywhere", 2
+            where, rank = "everywhere", 3
         elif node is screen:
-            where, rank = "this view", 1
+            # the view's own keys first; those every Textual screen has (tab…) after
+            where, rank = "this view", 0 if binding.action in own else 2
         else:
-            where, rank = getattr(node, "HELP_NAME", type(node).__name__.lower()), 0
+            where, rank = getattr(node, "HELP_NAME", type(node).__name__.lower()), 1
         key = (id(node), binding.action)
         merged.setdefault(key, []).append(app.get_key_display(binding))
         meta[key] = (binding.description or binding.action, where, rank)
