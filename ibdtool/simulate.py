@@ -13,6 +13,7 @@ import math
 import multiprocessing
 import os
 import random
+import threading
 import time
 import zlib
 from collections.abc import Callable, Iterable, Sequence
@@ -673,7 +674,10 @@ def simulate(
         if jobs > 1 and len(page_nos) >= 256:
             step = max(16, len(page_nos) // (jobs * 16))
             batches = [page_nos[i : i + step] for i in range(0, len(page_nos), step)]
-            ctx = multiprocessing.get_context("fork")
+            # forking a process that runs other threads (the TUI) can deadlock the child on a
+            # lock some other thread held; a fork server starts from a clean process instead
+            threaded = threading.active_count() > 1
+            ctx = multiprocessing.get_context("forkserver" if threaded else "fork")
             done = 0
             with ctx.Pool(jobs) as pool:
                 for part in pool.imap_unordered(_worker, [(str(path), b, cfg) for b in batches]):
