@@ -49,6 +49,8 @@ TARGET_REL_HALF_WIDTH = 0.01  # ±1%
 MIN_SAMPLE = 400
 #: the ROW_FORMAT=COMPRESSED what-if and decompression timing look at about this many pages
 SUBSAMPLE_TARGET = 2000
+#: ... and the what-if deflates each of its pages a hundred times over: fewer pages for it
+ZIP_SUBSAMPLE_TARGET = 300
 
 
 # --- what is simulated -----------------------------------------------------------------------
@@ -464,7 +466,12 @@ def _measure_zip(page: bytes, ptype: int, cfg: SimConfig, acc: Accumulator) -> N
 # --- driving a scan --------------------------------------------------------------------------
 
 
-def _logical_pages(ts: Tablespace, page_nos: Iterable[int]) -> Iterable[tuple[int, bytes]]:
+def _logical_pages(ts: Tablespace, page_nos: Sequence[int]) -> Iterable[tuple[int, bytes]]:
+    """The decoded logical pages; a run of consecutive numbers is read in big chunks."""
+    if page_nos and page_nos[-1] - page_nos[0] + 1 == len(page_nos):
+        for info, logical in ts.logical_pages(page_nos[0], page_nos[-1] + 1):
+            yield info.page_no, logical
+        return
     for n in page_nos:
         _, _, logical = ts.page_with_data(n)
         yield n, logical
@@ -668,7 +675,8 @@ def simulate(
         for s in cfg.scenarios:  # load the codec libraries before anything is timed
             s.decompress(s.compress(bytes(cfg.page_size)), cfg.page_size)
         every = max(1, len(page_nos) // SUBSAMPLE_TARGET)
-        cfg = replace(cfg, zip_every=every if row_compressed else 0, decompress_every=every)
+        zip_every = max(1, len(page_nos) // ZIP_SUBSAMPLE_TARGET)
+        cfg = replace(cfg, zip_every=zip_every if row_compressed else 0, decompress_every=every)
         jobs = jobs or os.cpu_count() or 1
         acc = Accumulator()
         if jobs > 1 and len(page_nos) >= 256:
@@ -722,7 +730,7 @@ def simulate(
         if kbs > cfg.page_size:
             continue
         total, total_sq = acc.zip_cost.get(kbs, [0.0, 0.0])
-        predicted, ci = _estimate(total, total_sq, acc.zip_n, n_pages, full and every == 1)
+        predicted, ci = _estimate(total, total_sq, acc.zip_n, n_pages, full and zip_every == 1)
         predicted = -(-predicted // kbs) * kbs  # a file of whole pages
         rate = acc.zip_failures.get(kbs, 0) / acc.zip_index_pages if acc.zip_index_pages else 0.0
         zips.append(ZipResult(kbs, rate, predicted, ci))

@@ -141,8 +141,8 @@ class Tablespace:
         info = self._decode(raw, page_no, keep)
         return info, raw, keep[0]
 
-    def pages(self, start: int = 0, stop: int | None = None) -> Iterator[PageInfo]:
-        """Every page in [start, stop), decoded lazily, reading a few MiB at a time."""
+    def _stored_pages(self, start: int, stop: int | None) -> Iterator[tuple[int, memoryview]]:
+        """(page number, stored bytes) for [start, stop), reading a few MiB at a time."""
         stop = self.n_pages if stop is None else min(stop, self.n_pages)
         psize = self.physical_size
         per_chunk = max(1, CHUNK_BYTES // psize)
@@ -152,10 +152,24 @@ class Tablespace:
             chunk = memoryview(self.read(n * psize, count * psize))
             got = len(chunk) // psize
             for i in range(got):
-                yield self._decode(chunk[i * psize : (i + 1) * psize], n + i, None)
+                yield n + i, chunk[i * psize : (i + 1) * psize]
             if got < count:
                 raise InputError(f"{self.path}: file shrank while reading (page {n + got})")
             n += count
+
+    def pages(self, start: int = 0, stop: int | None = None) -> Iterator[PageInfo]:
+        """Every page in [start, stop), decoded lazily, reading a few MiB at a time."""
+        for n, stored in self._stored_pages(start, stop):
+            yield self._decode(stored, n, None)
+
+    def logical_pages(
+        self, start: int = 0, stop: int | None = None
+    ) -> Iterator[tuple[PageInfo, bytes]]:
+        """Like :meth:`pages`, with each page's decoded (decompressed) logical image."""
+        for n, stored in self._stored_pages(start, stop):
+            keep: list[bytes] = []
+            info = self._decode(stored, n, keep)
+            yield info, keep[0]
 
     # --- tablespace-wide -----------------------------------------------------------------------
 
