@@ -327,3 +327,11 @@ def migrate_cli(
     )
     assert res.returncode == 0, res.stdout[-3000:] + res.stderr
     return json_lines(res.stdout)
+
+
+def assert_progress(events: list[Any], migration: Any, source: str) -> None:
+    """At least three increasing progress values from ``source``; the table converted."""
+    values = progress_values(events, source)
+    assert len(increasing(values)) >= 3, (source, values)
+    result = migration.results[0]
+    assert result.status == "done" and result.verified, result.message

@@ -118,6 +118,16 @@ def _k(n: int | None) -> str:
     return "" if not n else f"{n // 1024}K" if n % 1024 == 0 else str(n)
 
 
+def _table(*columns: str, title: str | None = None) -> Table:
+    """A plain table; ``>name`` is right-aligned; every column but the last never wraps."""
+    tab = Table(box=box.SIMPLE_HEAD, pad_edge=False, title=title, title_justify="left")
+    for i, col in enumerate(columns):
+        last = i == len(columns) - 1
+        right = col.startswith(">")
+        tab.add_column(col.lstrip(">"), justify="right" if right else "left", no_wrap=not last)
+    return tab
+
+
 def _print_wide(tab: Table) -> None:
     """Tables are data: in a pipe, do not squeeze them into 80 columns."""
     con = out()
@@ -130,19 +140,10 @@ def _print_wide(tab: Table) -> None:
 
 
 def print_tables(tables: list[TableInfo], others: list[SpaceInfo], mariadb: bool) -> None:
-    tab = Table(box=box.SIMPLE_HEAD, pad_edge=False)
-    for col, just in (
-        ("table", "left"),
-        ("format", "left"),
-        ("row format", "left"),
-        ("file size", "right"),
-        ("allocated", "right"),
-        ("saved", "right"),
-        ("block", "right"),
-        ("pages on disk", "left"),
-    ):
-        tab.add_column(col, justify=just, no_wrap=True)  # type: ignore[arg-type]
-    tab.add_column("note")
+    tab = _table(
+        "table", "format", "row format", ">file size", ">allocated", ">saved", ">block",
+        "pages on disk", "note",
+    )  # fmt: skip
     for t in tables:
         rf = t.options.row_format or ""
         if t.options.key_block_size:
@@ -361,17 +362,10 @@ class ProgressView:
 
 
 def print_results(results: list[TableResult]) -> None:
-    tab = Table(box=box.SIMPLE_HEAD, pad_edge=False, title="Results", title_justify="left")
-    for col, just in (
-        ("table", "left"),
-        ("status", "left"),
-        ("time", "right"),
-        ("file size", "right"),
-        ("allocated", "right"),
-        ("saved", "right"),
-    ):
-        tab.add_column(col, justify=just, no_wrap=True)  # type: ignore[arg-type]
-    tab.add_column("pages on disk")
+    tab = _table(
+        "table", "status", ">time", ">file size", ">allocated", ">saved", "pages on disk",
+        title="Results",
+    )  # fmt: skip
     for r in results:
         style = {"done": "green", "skipped": "dim"}.get(r.status, "red")
         if r.status == "done" and r.verified is False:

@@ -44,6 +44,7 @@ from ibdtool.server.results import Event, Sizes, StatementResult, TableResult
 from ibdtool.server.tables import TableInfo, TableOptions
 
 ETA_MIN_FRACTION = 0.01  # as gh-ost: no ETA before 1% is done
+ORPHAN_WAIT = 60.0  # seconds to wait for a killed statement when leaving early
 
 
 @dataclass
@@ -259,6 +260,7 @@ class Migration:
                     break
             clean_end = True
         finally:
+            self._stop_orphan()
             problems = self._restore(self._changes)
             if self.cancelled:
                 self.interrupted = True
@@ -273,6 +275,17 @@ class Migration:
                 message="interrupted" if self.interrupted else "done",
                 data={"results": [r.to_json() for r in self.results]},
             )
+
+    def _stop_orphan(self) -> None:
+        """Left early (an exception, a second Ctrl-C, the consumer closed the generator) while
+        a statement runs: kill it rather than leave a rebuild going unattended."""
+        running = self._running
+        if running is None or not running.thread.is_alive():
+            return
+        self.interrupted = True
+        with contextlib.suppress(ServerError):
+            self._kill(running.session.thread_id)
+        running.thread.join(ORPHAN_WAIT)
 
     def _setup_progress(self) -> Iterator[Event]:
         wants_pfs = self.settings.progress in ("auto", "performance_schema")
