@@ -172,26 +172,10 @@ def _read_pty(fd: int, until: bytes | None, timeout: float) -> bytes:
 
 @pytest.mark.xdist_group("mariadb")
 def test_password_prompt_does_not_echo(dba: ThrowawayServer) -> None:
-    pid, fd = pty.fork()
-    if pid == 0:  # the child: ibdtool on a terminal
-        try:
-            os.chdir(REPO)
-            os.execve(
-                IBDTOOL[0],
-                [*IBDTOOL, "server", "status", "--json", *conn_args(dba, "dba"), "-p"],
-                clean_env(),
-            )
-        finally:
-            os._exit(127)
-    try:
-        seen = _read_pty(fd, b"Enter password:", 60)
-        assert b"Enter password:" in seen
-        os.write(fd, SECRET.encode() + b"\n")
-        seen += _read_pty(fd, None, 60)
-    finally:
-        _, status = os.waitpid(pid, 0)
-        os.close(fd)
-    assert os.waitstatus_to_exitcode(status) == 0, seen.decode(errors="replace")
+    args = ["server", "status", "--json", *conn_args(dba, "dba"), "-p"]
+    code, seen = _run_on_pty(args, SECRET.encode() + b"\n", b"Enter password:")
+    assert b"Enter password:" in seen
+    assert code == 0, seen.decode(errors="replace")
     assert SECRET.encode() not in seen
     assert b'"flavor": "mariadb"' in seen
 
@@ -284,3 +268,36 @@ def test_interrupt_while_throttled_changes_nothing(dba: ThrowawayServer) -> None
     assert proc.returncode == 130, err
     assert "Threads_running=" in line
     assert space_id(dba, "pw", "t") == before
+
+
+def _run_on_pty(args: list[str], answer: bytes, prompt: bytes) -> tuple[int, bytes]:
+    pid, fd = pty.fork()
+    if pid == 0:  # the child: ibdtool on a terminal
+        try:
+            os.chdir(REPO)
+            os.execve(IBDTOOL[0], [*IBDTOOL, *args], clean_env())
+        finally:
+            os._exit(127)
+    try:
+        seen = _read_pty(fd, prompt, 60)
+        if prompt in seen:
+            os.write(fd, answer)
+        seen += _read_pty(fd, None, 120)
+    finally:
+        _, status = os.waitpid(pid, 0)
+        os.close(fd)
+    return os.waitstatus_to_exitcode(status), seen
+
+
+@pytest.mark.xdist_group("mariadb")
+def test_execute_on_a_terminal_asks_first(mariadb: ThrowawayServer) -> None:  # noqa: F811
+    make_table(mariadb, "ask", "t", rows=500)
+    before = space_id(mariadb, "ask", "t")
+    args = ["migrate", "ask.t", "--to", "page:zlib", "--execute", *conn_args(mariadb)]
+    code, seen = _run_on_pty(args, b"n\n", b"[y/N]")
+    assert b"Convert 1 table(s) to page:zlib on MariaDB" in seen
+    assert code == 2 and b"not confirmed; nothing was changed" in seen
+    assert space_id(mariadb, "ask", "t") == before
+    code, seen = _run_on_pty(args, b"y\n", b"[y/N]")
+    assert code == 0, seen.decode(errors="replace")[-2000:]
+    assert space_id(mariadb, "ask", "t") != before
