@@ -30,7 +30,7 @@ import threading
 import time
 from collections import deque
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import IO, Any
 
@@ -45,6 +45,7 @@ from ibdtool.sparsecopy import (
     CopyResult,
     ProgressFn,
     Ranges,
+    Ticker,
     VerifyFailed,
     align_inward,
     check_pages,
@@ -383,11 +384,12 @@ class _Meter:
     sent: int = 0
     dest_allocated: int = 0
     windows: int = 0
+    due: Ticker = field(default_factory=Ticker)
 
     def piece(self, end: int, raw: int, wire: int) -> None:
         self.read += raw
         self.sent += wire
-        if self.progress is not None:
+        if self.progress is not None and self.due():
             self.progress(
                 CopyProgress("copy", end, self.size, self.read, self.sent, self.dest_allocated)
             )

@@ -81,6 +81,21 @@ class CopyProgress:
 ProgressFn = Callable[[CopyProgress], None]
 
 
+class Ticker:
+    """True at most every ``interval`` seconds: progress for 65k pieces, drawn 20 times a second."""
+
+    def __init__(self, interval: float = 0.05) -> None:
+        self.interval = interval
+        self.next = 0.0
+
+    def __call__(self) -> bool:
+        now = time.monotonic()
+        if now < self.next:
+            return False
+        self.next = now + self.interval
+        return True
+
+
 @dataclass
 class CopyResult:
     source: str
@@ -410,6 +425,7 @@ def _run_local(
         result.resumed_bytes = sum(agent.plan_bytes(w) for w in dest.windows[:start])
         copied = held = 0
         limit = agent.RateLimit(opts.bwlimit)
+        due = Ticker()
         for index in range(start, len(dest.windows)):
             pieces = dest.windows[index]
             crc = 0 if verify else None
@@ -417,10 +433,12 @@ def _run_local(
                 crc = dest.copy_from(source.fd, a, b, crc)
                 copied += b - a
                 limit.account(b - a)
-                if progress is not None:
+                if progress is not None and due():
                     progress(CopyProgress("copy", b, source.size, copied, copied, held))
             dest.checkpoint(index, crc or 0)
             held = dest.allocated()
+        if progress is not None:
+            progress(CopyProgress("copy", source.size, source.size, copied, copied, held))
         source.check_unchanged()
         result.bytes_read = result.bytes_sent = copied
         result.dest_allocated = dest.seal()
