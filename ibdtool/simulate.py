@@ -412,33 +412,20 @@ def zip_pieces(page: bytes, clustered: bool, kbs: int, logical_size: int) -> flo
     fill = max(0, heap_top - 120 - garbage) / (logical_size - 132)
     per_rec = 2 + (4 if level > 0 else 13 if clustered else 0)
     rec_len = len(heap) / n_recs
-
-    def fits(first: int, count: int) -> bool:
-        chunk = heap[int(first * rec_len) : int((first + count) * rec_len)]
-        return ZIP_PAGE_OVERHEAD + len(zlib.compress(chunk, 6)) + count * per_rec <= kbs
-
-    counts: list[int] = []
-    i = 0
-    while i < n_recs:
-        lo, hi = 1, n_recs - i
-        if fits(i, hi):
-            lo = hi
-        while lo < hi:  # largest count that fits (at least one record per page)
-            mid = (lo + hi + 1) // 2
-            if fits(i, mid):
-                lo = mid
-            else:
-                hi = mid - 1
-        counts.append(lo)
-        i += lo
-    if len(counts) == 1:
-        # everything fits: the share of a zip page's capacity these records use
-        full = counts[0]
-        while full < 4 * n_recs and fits(0, full + 1) and (full + 1) * rec_len < len(heap) * 4:
-            full = min(4 * n_recs, full * 2 if fits(0, full * 2) else full + 1)
-        compressed_share = n_recs / max(full, n_recs)
+    whole = len(zlib.compress(heap, 6))
+    if ZIP_PAGE_OVERHEAD + whole + n_recs * per_rec <= kbs:
+        compressed_share = 0.0  # it fits: the uncompressed page's capacity is the limit
     else:
-        compressed_share = len(counts) - 1 + counts[-1] / max(counts[:-1])
+        # records per piece, from the compression ratio of a piece-sized run of records
+        # (small runs deflate worse than the whole heap): estimate, measure, solve again
+        room = kbs - ZIP_PAGE_OVERHEAD
+        ratio = whole / len(heap)
+        per_piece = max(1, int(room / (rec_len * ratio + per_rec)))
+        for _ in range(2):
+            chunk = heap[: max(1, int(per_piece * rec_len))]
+            ratio = len(zlib.compress(chunk, 6)) / len(chunk)
+            per_piece = max(1, int(room / (rec_len * ratio + per_rec)))
+        compressed_share = n_recs / per_piece
     share = max(fill, compressed_share)
     alone = page[8:12] == b"\xff\xff\xff\xff" and page[12:16] == b"\xff\xff\xff\xff"
     # a page alone on its level (a root, a one-page index) is a whole page however empty
