@@ -233,16 +233,11 @@ def open_server(srv: servers.ThrowawayServer) -> Any:
     return Server(opts)
 
 
-def run_migration(
-    srv: servers.ThrowawayServer,
-    tables: list[tuple[str, str]],
-    target: str,
-    *,
-    algorithm: str = "inplace",
-    on_event: Any = None,
+def migration(
+    server: Any, tables: list[tuple[str, str]], target: str, *, algorithm: str = "inplace",
     **settings: Any,
-) -> tuple[list[Any], Any]:
-    """Plan and run a conversion with :class:`ibdtool.server.Migration`; all its events."""
+) -> Any:  # fmt: skip
+    """A :class:`ibdtool.server.Migration` of ``tables`` to ``target`` (forced, no prediction)."""
     from ibdtool.server import (
         ExecSettings,
         Migration,
@@ -252,21 +247,34 @@ def run_migration(
         parse_target,
     )
 
+    found, _ = list_tables(server, tables=tables)
+    plan = build_plan(
+        server,
+        found,
+        parse_target(target),
+        PlanSettings(algorithm=algorithm, force=True, predict=False),
+    )
+    return Migration(server, plan, ExecSettings(**settings))
+
+
+def run_migration(
+    srv: servers.ThrowawayServer,
+    tables: list[tuple[str, str]],
+    target: str,
+    *,
+    algorithm: str = "inplace",
+    on_event: Any = None,
+    **settings: Any,
+) -> tuple[list[Any], Any]:
+    """Run a conversion the way the TUI does (iterating the events); all its events."""
     with open_server(srv) as server:
-        found, _ = list_tables(server, tables=tables)
-        plan = build_plan(
-            server,
-            found,
-            parse_target(target),
-            PlanSettings(algorithm=algorithm, force=True, predict=False),
-        )
-        migration = Migration(server, plan, ExecSettings(**settings))
+        run = migration(server, tables, target, algorithm=algorithm, **settings)
         events = []
-        for ev in migration.events():
+        for ev in run.events():
             events.append(ev)
             if on_event is not None:
-                on_event(ev, migration)
-    return events, migration
+                on_event(ev, run)
+    return events, run
 
 
 def progress_values(events: list[Any], source: str) -> list[float]:

@@ -348,6 +348,7 @@ def test_a_crashed_run_s_globals_are_restored_by_the_next_run(
 @pytest.mark.xdist_group("mariadb")
 def test_human_output_plan_progress_and_results(mariadb: ThrowawayServer) -> None:  # noqa: F811
     make_table(mariadb, "human", "t", rows=3000)
+    on_disk(mariadb, "human", "t")  # flushed, so that there is a prediction
     res = ibdtool(
         "migrate", "human.t", "--to", "page:zlib", "--execute", "--yes", *conn_args(mariadb)
     )
@@ -372,22 +373,12 @@ def test_closing_the_event_stream_kills_the_statement(
 ) -> None:
     """A front end that stops iterating mid-ALTER (a closed screen, an exception) leaves no
     rebuild running and every global restored."""
-    from ibdtool.server import (
-        ExecSettings,
-        Migration,
-        PlanSettings,
-        build_plan,
-        list_tables,
-        parse_target,
-    )
-    from tests.server_fixtures import open_server
+    from tests.server_fixtures import migration, open_server
 
     schema, table = big
     before = space_id(mariadb, schema, table)
     with open_server(mariadb) as server:
-        found, _ = list_tables(server, tables=[big])
-        plan = build_plan(server, found, parse_target("page:lz4"), PlanSettings(force=True))
-        run = Migration(server, plan, ExecSettings(poll=0.2))
+        run = migration(server, [big], "page:lz4", poll=0.2)
         stream = run.events()
         for ev in stream:
             if ev.kind == "progress":

@@ -188,3 +188,21 @@ def test_verify_explains_plain_pages_by_recompressing_them() -> None:
     assert verify(sample("mysql80/kbs8.ibd"), server="mysql", kind="row", key_block_size=8192).ok
     assert not verify(sample("mysql80/kbs8.ibd"), server="mysql", kind="none").ok
     assert verify(sample("mysql80/plain.ibd"), server="mysql", kind="none").ok
+
+
+def test_a_file_that_lags_the_buffer_pool_is_recognised() -> None:
+    """The catalog counts 200 pages (DATA_LENGTH + INDEX_LENGTH); the file holds 20."""
+    from ibdtool.server.pagestate import PageState
+    from ibdtool.server.tables import SpaceInfo, TableInfo
+
+    state = PageState("t.ibd", 5, 576, 16384, 16384, None, True, None, 576, data_pages=20)
+    space = SpaceInfo(5, "db/t", 0x15, None, 16384, None, None, 4096, 9437184, 9437184, None)
+    space.state = state
+    t = TableInfo("db", "t", "InnoDB", "Dynamic", "", TableOptions("DYNAMIC"))
+    t.spaces = [space]
+    t.data_length, t.index_length = 150 * 16384, 50 * 16384
+    assert t.unflushed() == (
+        "only ~10% of the table's pages are on disk yet (the rest are in the buffer pool)"
+    )
+    state.data_pages = 190
+    assert t.unflushed() is None

@@ -106,6 +106,9 @@ def _table_note(t: TableInfo, mariadb: bool) -> Text:
     why = t.needs_rebuild(mariadb)
     if why:
         return Text(why, style="bold yellow")
+    lag = t.unflushed()
+    if lag:
+        return Text(lag, style="yellow")
     errors = [s.state_error for s in t.spaces if s.state_error]
     if errors:
         return Text(errors[0], style="red")

@@ -19,6 +19,7 @@ preflight checks and the simulator's prediction.
 from __future__ import annotations
 
 import re
+import threading
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -430,6 +431,14 @@ def predict(server: Server, table: TableInfo, target: Target, jobs: int | None) 
 # --- the plan --------------------------------------------------------------------------------
 
 
+def _jobs(st: PlanSettings) -> int | None:
+    """Worker processes for the prediction: none from a thread other than the main one (a
+    front end's worker), where starting processes is fragile."""
+    if st.jobs is not None:
+        return st.jobs
+    return None if threading.current_thread() is threading.main_thread() else 1
+
+
 def build_plan(
     server: Server, tables: list[TableInfo], target: Target, settings: PlanSettings | None = None
 ) -> Plan:
@@ -446,10 +455,17 @@ def build_plan(
                 tp.skip_reason = reason
             tp.steps = statements(server, t, target, st)
             if st.predict and not reason and target.kind != "none":
-                try:
-                    tp.prediction = predict(server, t, target, st.jobs)
-                except InputError as exc:
-                    tp.prediction_note = exc.message
+                lag = t.unflushed()
+                if lag:
+                    tp.prediction_note = (
+                        f"{lag}; predict after they are flushed (the page cleaner, or "
+                        "FLUSH TABLES … FOR EXPORT)"
+                    )
+                else:
+                    try:
+                        tp.prediction = predict(server, t, target, _jobs(st))
+                    except InputError as exc:
+                        tp.prediction_note = exc.message
         else:
             tp.checks = common + tp.checks
         plan.tables.append(tp)

@@ -22,6 +22,7 @@ from ibdtool.server.pagestate import PageState, page_state
 from parsers.flags import decode_flags
 
 MARIADB_FLAG_MASK = 0x1FFFF  # the catalog's FLAG carries memory-only bits above these
+UNFLUSHED_FRACTION = 0.5  # fewer data pages on disk than this share of the catalog's count
 
 
 def filename_encode(name: str) -> str:
@@ -224,6 +225,24 @@ class TableInfo:
             return None
         return sum(st.uncompressed for st in states) / data
 
+    def unflushed(self) -> str | None:
+        """When the file holds far fewer pages than the catalog counts: pages still only in
+        the buffer pool (a table just loaded or rebuilt), so what is on disk is not the table.
+        """
+        states = [s.state for s in self.spaces if s.state is not None]
+        catalog = (self.data_length or 0) + (self.index_length or 0)
+        if not states or not catalog or len(states) != len(self.spaces):
+            return None
+        page = states[0].physical_size
+        written = sum(st.data_pages * (st.scanned and st.pages / st.scanned) for st in states)
+        expected = catalog / page
+        if expected >= 64 and written < UNFLUSHED_FRACTION * expected:
+            return (
+                f"only ~{100 * written / expected:.0f}% of the table's pages are on disk yet "
+                "(the rest are in the buffer pool)"
+            )
+        return None
+
     def needs_rebuild(self, mariadb: bool) -> str | None:
         """Why the pages lag behind the options, or None when they agree (or we cannot see)."""
         if self.options.row_compressed:
@@ -267,6 +286,7 @@ class TableInfo:
             if self.uncompressed_fraction is None
             else round(self.uncompressed_fraction, 4),
             "needs_rebuild": self.needs_rebuild(mariadb),
+            "unflushed": self.unflushed(),
             "tablespaces": [s.to_json(mariadb) for s in self.spaces],
         }
 
