@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import json
 import os
+import socket
 import subprocess
 import sys
 import tempfile
@@ -75,9 +76,19 @@ def mariadb_bare() -> Iterator[servers.ThrowawayServer]:
 
 @pytest.fixture(scope="session")
 def mysql80() -> Iterator[servers.ThrowawayServer]:
+    """MySQL 8.0.15; also on TCP at 127.0.0.1:``srv.tcp_port`` (it has TLS certificates)."""
     _need("mysql", "8.0.15")
-    run = [*FAST, "--innodb-doublewrite=0"]
-    yield from _serve(servers.mysql_server("8.0.15", run_options=run))
+    port = free_port()
+    tcp = ["--skip-networking=OFF", f"--port={port}", "--bind-address=127.0.0.1"]
+    srv = servers.mysql_server("8.0.15", run_options=[*FAST, "--innodb-doublewrite=0", *tcp])
+    srv.tcp_port = port  # type: ignore[attr-defined]
+    yield from _serve(srv)
+
+
+def free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return int(s.getsockname()[1])
 
 
 @pytest.fixture(scope="session")

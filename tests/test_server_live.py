@@ -85,6 +85,7 @@ def test_status_reports_a_missing_codec(mariadb_bare: ThrowawayServer) -> None: 
 
 @pytest.mark.xdist_group("mysql80")
 def test_status_mysql_tls_and_punch_probe(mysql80: ThrowawayServer) -> None:  # noqa: F811
+    assert _status(mysql80)["tls_cipher"] is None  # a socket: no TLS unless asked for
     st = _status(mysql80, "--ssl-mode", "REQUIRED")
     assert st["flavor"] == "mysql" and st["version"] == "8.0.15"
     assert st["codecs"] == {"zlib": True, "lz4": True}
@@ -301,3 +302,22 @@ def test_execute_on_a_terminal_asks_first(mariadb: ThrowawayServer) -> None:  # 
     code, seen = _run_on_pty(args, b"y\n", b"[y/N]")
     assert code == 0, seen.decode(errors="replace")[-2000:]
     assert space_id(mariadb, "ask", "t") != before
+
+
+@pytest.mark.xdist_group("mysql80")
+def test_tcp_with_a_password_tls_preferred_or_disabled(mysql80: ThrowawayServer) -> None:  # noqa: F811
+    mysql80.query("CREATE USER IF NOT EXISTS 'net'@'127.0.0.1' IDENTIFIED BY %s", (SECRET,))
+    mysql80.query("GRANT ALL PRIVILEGES ON *.* TO 'net'@'127.0.0.1'")
+    tcp = ["--no-defaults", "--host", "127.0.0.1", "-P", str(mysql80.tcp_port), "-u", "net"]  # type: ignore[attr-defined]
+    env = clean_env(MYSQL_PWD=SECRET)
+    res = ibdtool("server", "status", "--json", *tcp, env=env)
+    assert res.returncode == 0, res.stderr
+    st = json.loads(res.stdout)
+    assert st["connection"] == f"net@127.0.0.1:{mysql80.tcp_port}"  # type: ignore[attr-defined]
+    assert st["tls_cipher"]  # PREFERRED over TCP: the server offers TLS, so it is used
+    assert st["datadir_local"] == str(mysql80.datadir)
+    res = ibdtool("server", "status", "--json", *tcp, "--ssl-mode", "DISABLED", env=env)
+    assert json.loads(res.stdout)["tls_cipher"] is None
+    res = ibdtool("server", "status", *tcp[:3], "-P", "1", "-u", "net", env=env)
+    assert res.returncode == 2 and res.stderr.startswith("ibdtool: error: cannot connect to")
+    assert len(res.stderr.strip().splitlines()) == 1 and SECRET not in res.stderr

@@ -334,7 +334,9 @@ class Session:
         else:
             kwargs["host"] = opts.host or "localhost"
             kwargs["port"] = opts.port or DEFAULT_PORT
-        if mode != "DISABLED":
+        if mode == "DISABLED":
+            kwargs["ssl_disabled"] = True  # PyMySQL ≥ 1.2 would otherwise try TLS by itself
+        else:
             kwargs["ssl"] = _ssl_context(opts, mode)
         try:
             return pymysql.connect(**kwargs)
