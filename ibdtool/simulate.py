@@ -665,14 +665,16 @@ def simulate(
         zip_every = max(1, len(page_nos) // ZIP_SUBSAMPLE_TARGET)
         cfg = replace(cfg, zip_every=zip_every if row_compressed else 0, decompress_every=every)
         jobs = jobs or os.cpu_count() or 1
+        if threading.current_thread() is not threading.main_thread():
+            # forking while other threads run (the TUI's workers) can deadlock the child on a
+            # lock another thread held, and a fork server cannot start under Textual (it
+            # replaces the standard descriptors): scan in this process instead
+            jobs = 1
         acc = Accumulator()
         if jobs > 1 and len(page_nos) >= 256:
             step = max(16, len(page_nos) // (jobs * 16))
             batches = [page_nos[i : i + step] for i in range(0, len(page_nos), step)]
-            # forking a process that runs other threads (the TUI) can deadlock the child on a
-            # lock some other thread held; a fork server starts from a clean process instead
-            threaded = threading.active_count() > 1
-            ctx = multiprocessing.get_context("forkserver" if threaded else "fork")
+            ctx = multiprocessing.get_context("fork")
             done = 0
             with ctx.Pool(jobs) as pool:
                 for part in pool.imap_unordered(_worker, [(str(path), b, cfg) for b in batches]):
