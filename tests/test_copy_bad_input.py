@@ -18,7 +18,7 @@ import pytest
 
 from tests.samples_manifest import sample
 from tests.test_copy_local import ibdtool
-from tests.test_copy_remote import _make_sparse_file, synced_sparse_copy
+from tests.test_copy_remote import _make_sparse_file, spawn, synced_sparse_copy
 
 
 def test_missing_source(tmp_path: Path) -> None:
@@ -110,15 +110,8 @@ def test_no_space_left_while_writing(tmp_path: Path) -> None:
             return
         data = sum(end - start for start, end in _ranges(src))
         assert 4 << 20 < data < 12 << 20, data
-        env = dict(os.environ)
         filler = small / "filler"
-        proc = subprocess.Popen(
-            [*_ibdtool_argv(), "copy", "--bwlimit", "2M", str(src), str(small)],
-            env=env,
-            stdout=subprocess.PIPE,
-            stderr=subprocess.PIPE,
-            text=True,
-        )
+        proc = spawn(["copy", "--bwlimit", "2M", str(src), str(small)])
         try:
             from tests.test_copy_remote import _wait_for
 
@@ -142,12 +135,6 @@ def _ranges(path: Path) -> list[tuple[int, int]]:
     from tests.test_copy_remote import seek_data_ranges
 
     return seek_data_ranges(path)
-
-
-def _ibdtool_argv() -> list[str]:
-    from tests.test_copy_remote import IBDTOOL
-
-    return IBDTOOL
 
 
 def _limit_file_size() -> None:

@@ -26,6 +26,7 @@ from tests.test_copy_remote import (
     allocated,
     seek_data_ranges,
     sha,
+    spawn,
     synced_sparse_copy,
 )
 
@@ -219,15 +220,7 @@ def test_interrupt_keeps_the_verified_part_and_resume_finishes(tmp_path: Path) -
     out = tmp_path / "out"
     out.mkdir()
     state = out / ".big.bin.ibdtool-part.json"
-    env = dict(os.environ, PYTHONPATH=str(REPO))
-    proc = subprocess.Popen(
-        [*IBDTOOL, "copy", "--bwlimit", "6M", str(src), str(out)],
-        cwd=REPO,
-        env=env,
-        stdout=subprocess.PIPE,
-        stderr=subprocess.PIPE,
-        text=True,
-    )
+    proc = spawn(["copy", "--bwlimit", "6M", str(src), str(out)])
     try:
         _wait_for(lambda: state.exists() and state.read_bytes().count(b",") > 8)
         os.kill(proc.pid, signal.SIGINT)

@@ -167,6 +167,18 @@ def run(args: list[str], sshd: ThrowawaySshd, **kw: object) -> subprocess.Comple
     )  # type: ignore[call-overload]
 
 
+def spawn(args: list[str], **env: str) -> subprocess.Popen[str]:
+    """ibdtool running in the background, to be interrupted."""
+    return subprocess.Popen(
+        [*IBDTOOL, *args],
+        cwd=REPO,
+        env=dict(os.environ, PYTHONPATH=str(REPO), **env),
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
+
+
 def sha(path: Path) -> str:
     return hashlib.sha256(path.read_bytes()).hexdigest()
 
@@ -387,14 +399,9 @@ def test_killed_ssh_leaves_no_final_file_and_resume_finishes(
     final = remote_dir / "big.bin"
     part = remote_dir / ".big.bin.ibdtool-part"
     state = remote_dir / ".big.bin.ibdtool-part.json"
-    env = dict(os.environ, IBDTOOL_SSH=sshd.ssh_command, PYTHONPATH=str(REPO))
-    proc = subprocess.Popen(
-        [*IBDTOOL, "copy", "--bwlimit", "4M", str(src), f"{HOST}:{remote_dir}/"],
-        cwd=REPO,
-        env=env,
-        stdout=subprocess.PIPE,
-        stderr=subprocess.PIPE,
-        text=True,
+    proc = spawn(
+        ["copy", "--bwlimit", "4M", str(src), f"{HOST}:{remote_dir}/"],
+        IBDTOOL_SSH=sshd.ssh_command,
     )
     try:
         _wait_for(lambda: state.exists() and b'"windows": [' in state.read_bytes()
