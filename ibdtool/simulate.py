@@ -16,7 +16,7 @@ import random
 import threading
 import time
 import zlib
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass, field, replace
 from typing import Any
 
@@ -96,6 +96,15 @@ DEFAULT_SCENARIOS: tuple[Scenario, ...] = (
 )
 
 
+def _items(specs: Iterable[str]) -> Iterator[str]:
+    """The comma-separated, lower-cased items of repeatable options (``-a zlib,lz4 -a zstd``)."""
+    for spec in specs:
+        for item in spec.split(","):
+            item = item.strip().lower()
+            if item:
+                yield item
+
+
 def parse_algorithms(specs: Iterable[str]) -> list[Scenario]:
     """``mysql:zlib:1``, ``mariadb:lzma``, ``zstd:9``, or a bare codec for every server."""
     out: list[Scenario] = []
@@ -105,36 +114,32 @@ def parse_algorithms(specs: Iterable[str]) -> list[Scenario]:
         + ["zstd", "all"]
         + sorted(set(MYSQL_CODECS) | set(MARIADB_CODECS))
     )
-    for spec in specs:
-        for item in spec.split(","):
-            item = item.strip().lower()
-            if not item:
+    for item in _items(specs):
+        if item == "all":
+            out.extend(DEFAULT_SCENARIOS)
+            continue
+        parts = item.split(":")
+        level: int | None = None
+        if parts[-1].isdigit():
+            level = int(parts.pop())
+        if parts[0] in ("what-if", "whatif"):
+            parts = parts[1:]
+        if len(parts) == 1 and parts[0] == "zstd":
+            lv = level or 3
+            if not 1 <= lv <= 22:
+                raise InputError(f"zstd level {lv} is not 1..22")
+            out.append(Scenario("what-if", "zstd", lv))
+            continue
+        if len(parts) == 1 and parts[0] in MARIADB_CODECS:
+            servers = ["mysql", "mariadb"] if parts[0] in MYSQL_CODECS else ["mariadb"]
+            parts = [servers[0], parts[0]] if len(servers) == 1 else parts
+            if len(servers) == 2:
+                for server in servers:
+                    out.append(_scenario(server, parts[0], level))
                 continue
-            if item == "all":
-                out.extend(DEFAULT_SCENARIOS)
-                continue
-            parts = item.split(":")
-            level: int | None = None
-            if parts[-1].isdigit():
-                level = int(parts.pop())
-            if parts[0] in ("what-if", "whatif"):
-                parts = parts[1:]
-            if len(parts) == 1 and parts[0] == "zstd":
-                lv = level or 3
-                if not 1 <= lv <= 22:
-                    raise InputError(f"zstd level {lv} is not 1..22")
-                out.append(Scenario("what-if", "zstd", lv))
-                continue
-            if len(parts) == 1 and parts[0] in MARIADB_CODECS:
-                servers = ["mysql", "mariadb"] if parts[0] in MYSQL_CODECS else ["mariadb"]
-                parts = [servers[0], parts[0]] if len(servers) == 1 else parts
-                if len(servers) == 2:
-                    for server in servers:
-                        out.append(_scenario(server, parts[0], level))
-                    continue
-            if len(parts) != 2 or parts[0] not in ("mysql", "mariadb"):
-                raise InputError(f"unknown algorithm {item!r}; valid: {', '.join(valid)}")
-            out.append(_scenario(parts[0], parts[1], level))
+        if len(parts) != 2 or parts[0] not in ("mysql", "mariadb"):
+            raise InputError(f"unknown algorithm {item!r}; valid: {', '.join(valid)}")
+        out.append(_scenario(parts[0], parts[1], level))
     seen: dict[Scenario, None] = {}
     for s in out:
         seen.setdefault(s)
@@ -185,24 +190,20 @@ def parse_block_sizes(specs: Iterable[str]) -> list[BlockSpec]:
     valid = [_human_size(b).lower() for b in BLOCK_SIZES] + [
         "ntfs:" + _human_size(c).lower() for c in NTFS_CLUSTERS
     ]
-    for spec in specs:
-        for item in spec.split(","):
-            item = item.strip().lower()
-            if not item:
-                continue
-            if item == "all":
-                out.extend(BlockSpec(b) for b in BLOCK_SIZES)
-                out.extend(BlockSpec(c, 16 * c) for c in NTFS_CLUSTERS)
-                continue
-            ntfs = item.startswith("ntfs:")
-            size = _parse_size(item.removeprefix("ntfs:"))
-            if (
-                size is None
-                or (ntfs and size not in NTFS_CLUSTERS)
-                or (not ntfs and size not in BLOCK_SIZES)
-            ):
-                raise InputError(f"unknown block size {item!r}; valid: {', '.join(valid)}, all")
-            out.append(BlockSpec(size, 16 * size if ntfs else None))
+    for item in _items(specs):
+        if item == "all":
+            out.extend(BlockSpec(b) for b in BLOCK_SIZES)
+            out.extend(BlockSpec(c, 16 * c) for c in NTFS_CLUSTERS)
+            continue
+        ntfs = item.startswith("ntfs:")
+        size = _parse_size(item.removeprefix("ntfs:"))
+        if (
+            size is None
+            or (ntfs and size not in NTFS_CLUSTERS)
+            or (not ntfs and size not in BLOCK_SIZES)
+        ):
+            raise InputError(f"unknown block size {item!r}; valid: {', '.join(valid)}, all")
+        out.append(BlockSpec(size, 16 * size if ntfs else None))
     return sorted(set(out), key=lambda b: (b.ntfs_unit is not None, b.size))
 
 
