@@ -19,6 +19,14 @@ def require_corpus() -> Path:
     return CORPUS
 
 
+def corpus_file(rel: str) -> Path:
+    """A real corpus file; the test fails (never skips) when the corpus is not there."""
+    path = require_corpus() / rel
+    if not path.is_file():
+        pytest.fail(f"corpus file {path} is missing")
+    return path
+
+
 @pytest.fixture(scope="session")
 def corpus() -> Path:
     return require_corpus()

@@ -27,22 +27,14 @@ from pathlib import Path
 
 import pytest
 
+from tests.conftest import corpus_file
+
 REPO = Path(__file__).resolve().parents[1]
-CORPUS = Path(__file__).resolve().parents[2] / "shared" / "corpus"
+
 ACTOR = "innodb_ruby/sakila/8.0/sakila/actor.ibd"  # MySQL 8.0.40, 8 pages of 16K, SDI root 3
 PAGE = 16384
 COMMANDS = (["inspect"], ["inspect", "--json"], ["pages"], ["checksum"], ["sdi"])
 NOBODY = 65534
-
-
-def corpus_file(rel: str) -> Path:
-    """A real corpus file; the test fails (never skips) when the corpus is not there."""
-    if not CORPUS.is_dir():
-        pytest.fail(f"corpus directory {CORPUS} is missing (expected at ../shared/corpus)")
-    path = CORPUS / rel
-    if not path.is_file():
-        pytest.fail(f"corpus file {path} is missing")
-    return path
 
 
 def ibdtool(*args: str | Path, as_nobody: bool = False) -> subprocess.CompletedProcess[str]:

@@ -28,8 +28,8 @@ from ibdtool.inspect import inspect_path
 from ibdtool.pagerows import page_rows
 from ibdtool.tablespace import Tablespace
 from parsers.space import sdi_offset
+from tests.conftest import corpus_file
 
-CORPUS = Path(__file__).resolve().parents[2] / "shared" / "corpus"
 FILES = {
     "mysql8-plain": "mysql-made/mysql8015-t_plain_1k.ibd",
     "mysql57-zlib14": "mysql-made/mysql5722-t_zlib_1k.ibd",
@@ -54,16 +54,6 @@ HOSTILE_TYPES = {
     "sdi": 17853,
     "sdi-blob": 18,
 }
-
-
-def corpus_file(rel: str) -> Path:
-    """A real corpus file; the test fails (never skips) when the corpus is not there."""
-    if not CORPUS.is_dir():
-        pytest.fail(f"corpus directory {CORPUS} is missing (expected at ../shared/corpus)")
-    path = CORPUS / rel
-    if not path.is_file():
-        pytest.fail(f"corpus file {path} is missing")
-    return path
 
 
 @dataclass(frozen=True)
