@@ -18,9 +18,10 @@ import lz4.block
 import lzo
 
 from parsers.constants import Algorithm
+from parsers.errors import ParseError
 
 
-class CodecError(ValueError):
+class CodecError(ParseError):
     """A payload did not decompress to the expected size."""
 
 

@@ -33,6 +33,7 @@ from parsers.constants import (
     index_types,
     page_type_name,
 )
+from parsers.errors import ParseError
 from parsers.space import SpaceFormat
 from parsers.structs import (
     FIL_HEADER_FAST,
@@ -161,7 +162,7 @@ def decode_page(
     logical = fmt.logical_size
     mv = memoryview(buf)
     if len(mv) != physical:
-        raise ValueError(f"page {page_no}: {len(mv)} bytes, expected {physical}")
+        raise ParseError(f"page {page_no}: {len(mv)} bytes, expected {physical}")
     # memoryview == bytes compares element by element (~35 µs a page); bytes == bytes is memcmp
     if not any(mv[:38]) and mv.tobytes() == _zero_page(physical):
         if keep_page is not None:

@@ -16,6 +16,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from parsers.constants import FIL_NULL, FIL_PAGE_SDI, FIL_PAGE_SDI_BLOB
+from parsers.errors import ParseError
 from parsers.structs import SDI_RECORD_DATA, BlobRef, LobHeader, SdiRecord
 
 PAGE_NEW_INFIMUM = 99
@@ -25,7 +26,7 @@ REC_STATUS_SUPREMUM = 3
 MAX_SDI_PAGES = 100_000
 
 
-class SdiError(ValueError):
+class SdiError(ParseError):
     """The SDI could not be read."""
 
 

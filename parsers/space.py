@@ -23,6 +23,7 @@ from parsers.constants import (
     Algorithm,
     Vendor,
 )
+from parsers.errors import ParseError
 from parsers.flags import (
     FSP_FLAGS_FCRC32_MARKER,
     FSP_FLAGS_PAGE_SSIZE_SHIFT,
@@ -217,11 +218,11 @@ def _flags_for(logical: int, physical: int, fcrc32: bool) -> FspFlags:
 def detect_format(read: Callable[[int, int], bytes], file_size: int) -> SpaceFormat:
     """Sniff page 0 (and, if needed, vote) to learn how to read the tablespace.
 
-    Raises ValueError with a one-line reason when neither the flags nor the vote give an answer.
+    Raises ParseError with a one-line reason when neither the flags nor the vote give an answer.
     """
     head = read(0, 65536 if file_size >= 65536 else file_size)
     if len(head) < FSP_HEADER_OFFSET + FspHeader.sizeof():
-        raise ValueError(f"file too small for an InnoDB page 0 ({file_size} bytes)")
+        raise ParseError(f"file too small for an InnoDB page 0 ({file_size} bytes)")
     raw_flags = _be32(head, FSP_SPACE_FLAGS_OFFSET)
     flags = decode_flags(raw_flags)
     warnings: list[str] = []
@@ -233,13 +234,13 @@ def detect_format(read: Callable[[int, int], bytes], file_size: int) -> SpaceFor
             page0_zero = checksum.is_all_zero(head[: min(len(head), 16384)])
             looks_like_page0 = _be32(head, 4) == 0 and head[24:26] == b"\0\x08"  # FSP_HDR
             if looks_like_page0 and flags.valid and file_size < physical:
-                raise ValueError(
+                raise ParseError(
                     f"truncated: file is {file_size} bytes, smaller than the {physical}-byte "
                     f"page its flags 0x{raw_flags:x} give"
                 )
             if not page0_zero:
                 why = flags.problem or "page 0 does not verify"
-                raise ValueError(
+                raise ParseError(
                     f"not an InnoDB tablespace: {why} (flags 0x{raw_flags:x}) and no page size "
                     "makes any page checksum verify"
                 )
@@ -257,7 +258,7 @@ def detect_format(read: Callable[[int, int], bytes], file_size: int) -> SpaceFor
         else:
             warnings.append("page 0 checksum does not verify; its flags agree with the vote")
     if file_size < physical:
-        raise ValueError(f"file is {file_size} bytes, smaller than one {physical}-byte page")
+        raise ParseError(f"file is {file_size} bytes, smaller than one {physical}-byte page")
     hdr = FspHeader.parse(head[FSP_HEADER_OFFSET : FSP_HEADER_OFFSET + FspHeader.sizeof()])
     trusted = flags.valid and detected_by == "flags"
     vendor = vendor_from_flags(flags, head) if trusted else Vendor.UNKNOWN
