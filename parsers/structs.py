@@ -61,7 +61,7 @@ FspHeader = Struct(
     "seg_inodes_full" / FlstBase,
     "seg_inodes_free" / FlstBase,
 )
-XDES_ARR_OFFSET = 150
+XDES_ARR_OFFSET = FSP_HEADER_OFFSET + FspHeader.sizeof()  # 150
 
 # --- §2.1 MySQL transparent compression metadata on type-14 pages (bytes 26..33) -------------
 MySQLCompressionMeta = Struct(
@@ -87,8 +87,8 @@ MariaDBClassicEncCompHeader = Struct(
     "algorithm" / Int16ub,  # 40..41
 )
 MARIADB_CLASSIC_COMP_OFFSET = 26
-MARIADB_CLASSIC_PAYLOAD = 40
-MARIADB_CLASSIC_ENC_PAYLOAD = 42
+MARIADB_CLASSIC_PAYLOAD = MARIADB_CLASSIC_COMP_OFFSET + MariaDBClassicCompHeader.sizeof()  # 40
+MARIADB_CLASSIC_ENC_PAYLOAD = MARIADB_CLASSIC_COMP_OFFSET + MariaDBClassicEncCompHeader.sizeof()
 MARIADB_FCRC32_PAYLOAD = 26  # FIL_PAGE_COMP_ALGO, §3.2
 
 # --- §5.1 INDEX page header at 38 (56 bytes) -------------------------------------------------
@@ -110,7 +110,7 @@ IndexHeader = Struct(
     "btr_seg_top" / FsegHeader,
 )
 PAGE_HEADER = 38
-PAGE_DATA = 94
+PAGE_DATA = PAGE_HEADER + IndexHeader.sizeof()  # 94
 
 # --- §9.2 XDES entry and §9.3 FSEG inode (sizes depend on the extent size) -------------------
 
@@ -139,7 +139,7 @@ def inode_entry(extent_pages: int) -> Struct:
 
 
 FSEG_MAGIC_N_VALUE = 97937874
-FSEG_ARR_OFFSET = 50  # after the 12-byte list node at 38
+FSEG_ARR_OFFSET = 38 + FlstNode.sizeof()  # 50: after the list node of the inode page
 
 # --- §8.3 SDI record (offsets from the record origin) ----------------------------------------
 SdiRecord = Struct(
@@ -155,6 +155,9 @@ BlobRef = Struct(  # 20-byte external field reference
     "space_id" / Int32ub, "page_no" / Int32ub, "offset" / Int32ub, "length" / Int64ub
 )
 LobHeader = Struct("part_len" / Int32ub, "next_page_no" / Int32ub)  # at FIL_PAGE_DATA
+
+# --- §4.1 MySQL 8 SDI header on page 0, at S (after the encryption info) -----------------------
+SdiHeader = Struct("version" / Int32ub, "root_page" / Int32ub)  # SDI_VERSION = 1
 
 # --- Fast path derived from the declarations -------------------------------------------------
 

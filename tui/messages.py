@@ -14,8 +14,8 @@ from textual.message import Message
 from ibdtool.allocation import Allocation
 from ibdtool.inspect import InspectResult
 from ibdtool.simulate import SimResult
-from parsers.fields import Layout
 from parsers.page import PageInfo
+from parsers.pages import Layout
 from parsers.space import SpaceFormat
 from tui.commandlog import LogEntry
 from tui.pagemodel import PageMapModel

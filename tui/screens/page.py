@@ -2,7 +2,7 @@
 
 A thread worker reads the page with :meth:`Tablespace.page_with_data` (the stored bytes, the
 decoded page and the engine's :class:`~parsers.page.PageInfo`) and the field layouts of
-:mod:`parsers.fields`; nothing here parses bytes itself.
+:mod:`parsers.pages`; nothing here parses bytes itself.
 """
 
 from __future__ import annotations
@@ -24,8 +24,8 @@ from ibdtool.errors import IbdtoolError
 from ibdtool.inspect import unpunched_bytes
 from ibdtool.render import human_bytes
 from ibdtool.tablespace import Tablespace
-from parsers.fields import FieldGroup, logical_layout, stored_layout
 from parsers.page import PageInfo
+from parsers.pages import FieldGroup, logical_layout, stored_layout
 from parsers.space import SpaceFormat
 from tui.messages import PageLoaded, ScanFailed
 from tui.pagemodel import PageMapModel
