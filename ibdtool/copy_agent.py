@@ -14,9 +14,11 @@ What it knows:
   destination directory (``.NAME.ibdtool-part``) sized with ``ftruncate`` first. Holes are
   punched explicitly with ``fallocate(PUNCH_HOLE)``, not left by seeking (XFS speculative
   preallocation fills holes made that way). The file is fsynced, given the source's mode and
-  times, then renamed. A state file beside the part (``….ibdtool-part.json``) records every
-  *window* of data that was fdatasync'ed and read back equal to the source, so ``--resume``
-  continues after the last verified window.
+  times, then renamed. A state file beside the part (``….ibdtool-part.json``) records the
+  CRC-32 of every *window* of data that was fdatasync'ed and read back equal to the source;
+  ``--resume`` reads each kept window again and continues after the last that still matches.
+  Both files are created with ``O_EXCL|O_NOFOLLOW`` relative to the directory opened once: the
+  directory may belong to another user, whose planted links are replaced, never followed.
 * The plan: the byte ranges to write, cut into windows of about ``window`` bytes, each cut into
   pieces of at most :data:`PIECE` bytes. Both ends derive the same windows from the same plan.
 * The stream: frames of ``type (1 byte) + length (u32)`` then the payload. ``J`` is a JSON
@@ -54,6 +56,7 @@ MAX_WINDOW = 256 << 20
 PART_SUFFIX = ".ibdtool-part"
 STATE_SUFFIX = ".json"
 FREE_SPACE_SLACK = 1 << 20
+STATE_MAX_BYTES = 16 << 20
 KERNEL_COPY_MIN = 512 << 10  # smaller pieces: pread/pwrite beat copy_file_range
 
 FRAME = struct.Struct(">cI")
@@ -439,22 +442,52 @@ def part_paths(final):
     return part, part + STATE_SUFFIX
 
 
-def _fsync_dir(path):
-    try:
-        fd = os.open(path or ".", os.O_RDONLY | getattr(os, "O_DIRECTORY", 0))
-    except OSError:
-        return
-    try:
-        os.fsync(fd)
-    except OSError:
-        pass
-    finally:
-        os.close(fd)
-
-
-def _unlink_quiet(path):
+def _unlink_quiet(path, dir_fd=None):
     with contextlib.suppress(OSError):
-        os.unlink(path)
+        os.unlink(path, dir_fd=dir_fd)
+
+
+# Files ibdtool writes live in directories other users may write (a datadir belongs to mysql):
+# each is created with O_EXCL|O_NOFOLLOW relative to the directory opened once, so a symbolic
+# or hard link planted under its name is never written through, and reopened for --resume only
+# when it is still a regular file with one link, owned by us.
+_NOFOLLOW = getattr(os, "O_NOFOLLOW", 0)
+_CLOEXEC = getattr(os, "O_CLOEXEC", 0)
+
+
+def create_private(name, dir_fd, mode=0o600):
+    """A new file ``name`` in ``dir_fd``, opened read-write; whatever held the name (a link
+    planted there, a stale file) is unlinked first, never followed. EEXIST means someone
+    recreated the name meanwhile: an error, not a retry."""
+    _unlink_quiet(name, dir_fd)
+    flags = os.O_RDWR | os.O_CREAT | os.O_EXCL | _NOFOLLOW | _CLOEXEC
+    return os.open(name, flags, mode, dir_fd=dir_fd)
+
+
+def reopen_private(name, dir_fd, owners, flags=os.O_RDWR):
+    """Reopen ``name`` (ours from an earlier run), or return ``(-1, why)`` when it is missing,
+    a symbolic link, not a regular file, hard-linked elsewhere or owned by another user than
+    ``owners``."""
+    try:
+        fd = os.open(name, flags | os.O_NONBLOCK | _NOFOLLOW | _CLOEXEC, dir_fd=dir_fd)
+    except OSError as exc:
+        if exc.errno == errno.ENOENT:
+            return -1, "missing"
+        if exc.errno == errno.ELOOP:
+            return -1, "a symbolic link"
+        return -1, describe_oserror(name, exc)
+    st = os.fstat(fd)
+    why = None
+    if not stat.S_ISREG(st.st_mode):
+        why = "not a regular file"
+    elif st.st_nlink != 1:
+        why = "linked to another name"
+    elif st.st_uid not in owners:
+        why = f"owned by uid {st.st_uid}"
+    if why is not None:
+        os.close(fd)
+        return -1, why
+    return fd, None
 
 
 def resolve_destination(path, name, want_dir=False):
@@ -493,7 +526,11 @@ class Destination:
         self.keep_owner = keep_owner
         self.part, self.state_path = part_paths(final)
         self.dir = os.path.dirname(final) or "."
+        self.part_name = os.path.basename(self.part)
+        self.state_name = os.path.basename(self.state_path)
+        self.final_name = os.path.basename(final)
         self.fd = -1
+        self.dir_fd = -1
         self.plan = []
         self.plan_crc = 0
         self.window = MIN_WINDOW
@@ -511,12 +548,26 @@ class Destination:
             raise AgentError(f"{final}: is a directory")
         if os.path.lexists(final) and not force:
             raise AgentError(f"{final}: already exists (use --force to overwrite)")
-        try:
-            st = os.statvfs(self.dir)
+        try:  # every name below is used relative to this, even if the path is swapped later
+            self.dir_fd = os.open(self.dir, os.O_RDONLY | getattr(os, "O_DIRECTORY", 0) | _CLOEXEC)
+            st = os.fstatvfs(self.dir_fd)
             self.fs_block = st.f_bsize
             self.free = st.f_bavail * st.f_frsize
         except OSError as exc:
+            self.close_dir()
             raise AgentError(describe_oserror(self.dir, exc)) from None
+        owners = {os.geteuid()}
+        if keep_owner:  # a sealed part, interrupted while its pages were checked
+            owners.add(meta["uid"])
+        self.owners = owners
+
+    def close_dir(self):
+        if self.dir_fd >= 0:
+            os.close(self.dir_fd)
+            self.dir_fd = -1
+
+    def __del__(self):
+        self.close_dir()
 
     def info(self):
         return {"dest": self.final, "fs_block": self.fs_block, "free": self.free}
@@ -530,13 +581,22 @@ class Destination:
         self.windows = list(iter_windows(plan, window))
         self.plan_crc = plan_crc(plan, self.size)
         state = self._load_state(self.plan_crc) if self.resume else None
-        if not self.resume and os.path.exists(self.part):
+        if not self.resume and self._part_exists():
             self.notes.append("discarded an interrupted copy (use --resume to continue one)")
-        flags = os.O_RDWR | os.O_CREAT | getattr(os, "O_CLOEXEC", 0)
-        try:
-            self.fd = os.open(self.part, flags, 0o600)
-        except OSError as exc:
-            raise AgentError(describe_oserror(self.part, exc)) from None
+        if state is not None:
+            self.fd, why = reopen_private(self.part_name, self.dir_fd, self.owners)
+            if self.fd < 0:
+                self.notes.append(f"{self.part}: {why}, not resumed: starting over")
+                state = None
+        if self.fd < 0:
+            try:
+                self.fd = create_private(self.part_name, self.dir_fd)
+            except OSError as exc:
+                if exc.errno == errno.EEXIST:
+                    raise AgentError(
+                        f"{self.part}: created by another process meanwhile; not overwritten"
+                    ) from None
+                raise AgentError(describe_oserror(self.part, exc)) from None
         self.created = True
         try:
             fcntl.flock(self.fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
@@ -546,19 +606,15 @@ class Destination:
             self.created = False
             raise AgentError(f"{self.part}: another ibdtool copy is writing it") from None
         if state is not None and os.fstat(self.fd).st_size == self.size:
-            self.verified = list(state["windows"])[: len(self.windows)]
-            last = len(self.verified) - 1
-            if self.verified and not self._readback_matches(last, self.verified[last]):
-                self.notes.append("the interrupted copy does not read back right: starting over")
-                self.verified = []
+            self.verified = self._proven_windows(state["windows"][: len(self.windows)])
         if not self.verified:
             self.verified = []
-            _unlink_quiet(self.state_path)
+            _unlink_quiet(self.state_name, self.dir_fd)
             os.ftruncate(self.fd, 0)
         self._next_window = len(self.verified)
         remaining = sum(plan_bytes(w) for w in self.windows[len(self.verified) :])
         try:
-            st = os.statvfs(self.dir)
+            st = os.fstatvfs(self.dir_fd)
             free = st.f_bavail * st.f_frsize
         except OSError:
             free = self.free
@@ -573,15 +629,25 @@ class Destination:
             raise self._oserror(exc) from None
         return len(self.verified)
 
+    def _part_exists(self):
+        try:
+            os.stat(self.part_name, dir_fd=self.dir_fd, follow_symlinks=False)
+        except OSError:
+            return False
+        return True
+
     def _load_state(self, crc):
-        if not os.path.exists(self.part):
+        if not self._part_exists():
             self.notes.append("nothing to resume: starting from the beginning")
             return None
-        try:
-            with open(self.state_path) as f:
-                state = json.load(f)
-        except (OSError, ValueError):
-            state = None
+        state = None
+        fd, _ = reopen_private(self.state_name, self.dir_fd, self.owners, os.O_RDONLY)
+        if fd >= 0:
+            try:
+                with os.fdopen(fd, "rb") as f:
+                    state = json.loads(f.read(STATE_MAX_BYTES).decode("utf-8"))
+            except (OSError, ValueError):
+                state = None
         if (
             not isinstance(state, dict)
             or state.get("protocol") != PROTOCOL
@@ -589,6 +655,7 @@ class Destination:
             or state.get("window") != self.window
             or state.get("size") != self.size
             or not isinstance(state.get("windows"), list)
+            or not all(isinstance(c, int) for c in state["windows"])
         ):
             self.notes.append("no usable record of the interrupted copy: starting over")
             return None
@@ -596,6 +663,24 @@ class Destination:
             self.notes.append("the source changed since the interrupted copy: starting over")
             return None
         return state
+
+    def _proven_windows(self, recorded):
+        """The CRCs of the leading windows of the part file that still read back as recorded:
+        every kept window is read again, so a byte changed anywhere in the part since it was
+        verified is copied again, not kept."""
+        for index, crc in enumerate(recorded):
+            if not self._readback_matches(index, crc):
+                if index == 0:
+                    self.notes.append(
+                        "the interrupted copy does not read back right: starting over"
+                    )
+                else:
+                    self.notes.append(
+                        f"window {index + 1} of the interrupted copy does not read back "
+                        f"as recorded: resuming from there"
+                    )
+                return list(recorded[:index])
+        return list(recorded)
 
     def _readback_matches(self, index, crc):
         got = 0
@@ -615,13 +700,13 @@ class Destination:
             "size": self.size,
             "windows": self.verified,
         }
-        tmp = self.state_path + ".tmp"
+        tmp = self.state_name + ".tmp"
         try:
-            with open(tmp, "w") as f:
+            with os.fdopen(create_private(tmp, self.dir_fd), "w") as f:
                 json.dump(state, f)
                 f.flush()
                 os.fsync(f.fileno())
-            os.rename(tmp, self.state_path)
+            os.rename(tmp, self.state_name, src_dir_fd=self.dir_fd, dst_dir_fd=self.dir_fd)
         except OSError as exc:
             raise self._oserror(exc) from None
 
@@ -783,10 +868,12 @@ class Destination:
     def commit(self):
         """Rename the sealed part into place; the copy now exists under its final name."""
         self._rename()
-        _unlink_quiet(self.state_path)
-        _fsync_dir(self.dir)
+        _unlink_quiet(self.state_name, self.dir_fd)
+        with contextlib.suppress(OSError):
+            os.fsync(self.dir_fd)
         os.close(self.fd)
         self.fd = -1
+        self.close_dir()
 
     def finish(self):
         allocated = self.seal()
@@ -794,11 +881,21 @@ class Destination:
         return allocated
 
     def _rename(self):
+        """Give the part its final name; rename() and link() replace or refuse a name, never
+        follow it. Refused when the part's name no longer leads to the file written."""
+        try:
+            st = os.stat(self.part_name, dir_fd=self.dir_fd, follow_symlinks=False)
+        except OSError as exc:
+            raise AgentError(describe_oserror(self.part, exc)) from None
+        mine = os.fstat(self.fd)
+        if (st.st_dev, st.st_ino) != (mine.st_dev, mine.st_ino):
+            raise AgentError(f"{self.part}: replaced by another process; not renamed")
+        at = {"src_dir_fd": self.dir_fd, "dst_dir_fd": self.dir_fd}
         if self.force:
-            os.rename(self.part, self.final)
+            os.rename(self.part_name, self.final_name, **at)
             return
         try:  # link() fails if the name appeared meanwhile: never clobber without --force
-            os.link(self.part, self.final)
+            os.link(self.part_name, self.final_name, follow_symlinks=False, **at)
         except OSError as exc:
             if exc.errno == errno.EEXIST:
                 raise AgentError(
@@ -808,9 +905,9 @@ class Destination:
                 raise AgentError(
                     f"{self.final}: already exists (use --force to overwrite)"
                 ) from None
-            os.rename(self.part, self.final)
+            os.rename(self.part_name, self.final_name, **at)
             return
-        os.unlink(self.part)
+        os.unlink(self.part_name, dir_fd=self.dir_fd)
 
     def abandon(self, keep):
         """After a failure: keep the part for --resume when asked and useful, else remove."""
@@ -819,14 +916,13 @@ class Destination:
         if self.fd >= 0:
             os.close(self.fd)
             self.fd = -1
-        if not self.created:
-            return False
-        if keep and self.verified:
-            return True
-        _unlink_quiet(self.part)
-        _unlink_quiet(self.state_path)
-        _unlink_quiet(self.state_path + ".tmp")
+        if not self.created or (keep and self.verified):
+            self.close_dir()
+            return self.created
+        for name in (self.part_name, self.state_name, self.state_name + ".tmp"):
+            _unlink_quiet(name, self.dir_fd)
         self.created = False
+        self.close_dir()
         return False
 
 
@@ -949,9 +1045,11 @@ def _serve_receive(req, inp, out):
     write_json(out, dict(dest.info(), ok=True))
     plan_msg = read_json(inp)
     if plan_msg.get("op") != "plan":
+        dest.close_dir()
         return  # the sender gave up on this file (e.g. its own checks failed)
     kind, blob = read_frame(inp)
     if kind != b"M":
+        dest.close_dir()
         raise AgentError("protocol error: expected the plan")
     finished = False
     try:

@@ -20,7 +20,9 @@ The engine reports through a ``progress(CopyProgress)`` callback; the CLI draws 
 
 from __future__ import annotations
 
+import errno
 import os
+import stat
 import time
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
@@ -529,14 +531,18 @@ def repunch_in_place(
     """Punch the needless zero ranges of ``path`` itself, after :func:`refuse_if_in_use` and
     ``confirm(preview)``. The file reads back byte for byte the same afterwards."""
     t0 = time.monotonic()
-    try:
-        fd = os.open(path, os.O_RDWR | os.O_CLOEXEC)
+    try:  # never through a link the data directory's owner may have planted
+        fd = os.open(path, os.O_RDWR | os.O_CLOEXEC | os.O_NOFOLLOW | os.O_NONBLOCK)
     except OSError as exc:
+        if exc.errno == errno.ELOOP:
+            raise InputError(f"{path}: a symbolic link; give the file it points to") from None
         raise InputError(agent.describe_oserror(path, exc)) from None
     try:
         st = os.fstat(fd)
-        if not os.path.isfile(path):
+        if not stat.S_ISREG(st.st_mode):
             raise InputError(f"{path}: not a regular file")
+        if st.st_nlink != 1:
+            raise InputError(f"{path}: has {st.st_nlink} hard links; not changed in place")
         refuse_if_in_use(path, fd)
         alloc = read_allocation(fd, with_extents=False)
         result = InPlaceResult(path, st.st_size, alloc.allocated)
@@ -563,6 +569,7 @@ def repunch_in_place(
             return result
         if not confirm(result):
             raise CopyFailed(f"{path}: not changed (not confirmed)")
+        _same_file_or_fail(path, st)
         for start, end in punch:
             if not agent.punch_hole(fd, start, end - start):
                 raise CopyFailed(f"{path}: the filesystem cannot punch holes")
@@ -579,6 +586,16 @@ def repunch_in_place(
         os.close(fd)
     result.elapsed = time.monotonic() - t0
     return result
+
+
+def _same_file_or_fail(path: str, st: os.stat_result) -> None:
+    """The plan was read through ``path``: refuse if it now names another file than ``st``."""
+    try:
+        now = os.stat(path, follow_symlinks=False)
+    except OSError as exc:
+        raise CopyFailed(agent.describe_oserror(path, exc)) from None
+    if (now.st_dev, now.st_ino) != (st.st_dev, st.st_ino):
+        raise CopyFailed(f"{path}: replaced by another file while being read; not changed")
 
 
 def _holes_of(alloc: Allocation) -> Ranges:

@@ -13,8 +13,10 @@ executor puts those back before it starts.
 
 from __future__ import annotations
 
+import errno
 import json
 import os
+import stat
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -22,6 +24,31 @@ from typing import Any
 
 from ibdtool.errors import InputError
 from ibdtool.server.progress import GlobalChange
+
+
+def open_for_append(path: Path) -> int:
+    """``path`` opened to append, created 0600 if missing; refused when it is a symbolic link,
+    not a regular file, hard-linked elsewhere or another user's (a journal may sit in a
+    directory others write, and root's appends must not land in a file someone planted)."""
+    flags = os.O_WRONLY | os.O_APPEND | os.O_CREAT | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_CLOEXEC
+    try:
+        fd = os.open(path, flags, 0o600)
+    except OSError as exc:
+        if exc.errno == errno.ELOOP:
+            raise InputError(f"{path}: a symbolic link; not written through") from None
+        raise InputError(f"{path}: cannot write the journal: {exc.strerror}") from None
+    st = os.fstat(fd)
+    why = None
+    if not stat.S_ISREG(st.st_mode):
+        why = "not a regular file"
+    elif st.st_nlink != 1:
+        why = f"has {st.st_nlink} hard links"
+    elif st.st_uid != os.geteuid():
+        why = f"owned by uid {st.st_uid}, not by this user"
+    if why is not None:
+        os.close(fd)
+        raise InputError(f"{path}: {why}; not written to")
+    return fd
 
 
 @dataclass
@@ -85,7 +112,7 @@ class Journal:
     def write(self, event: str, **fields: Any) -> None:
         rec = {"ts": time.strftime("%Y-%m-%dT%H:%M:%S%z"), "event": event, **fields}
         line = json.dumps(rec, default=str, sort_keys=False) + "\n"
-        fd = os.open(self.path, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o600)
+        fd = open_for_append(self.path)
         try:
             os.write(fd, line.encode("utf-8"))
             os.fsync(fd)

@@ -1,0 +1,255 @@
+"""``ibdtool copy`` into a directory someone else can write, and ``--resume`` of a tampered part.
+
+ibdtool runs as root on data directories the ``mysql`` user owns: that user can plant a symbolic
+or hard link under the names a copy writes (``.NAME.ibdtool-part``, its ``.json`` state and the
+state's ``.tmp``), or change bytes of a part kept for ``--resume``. Oracles: the victims' bytes
+and modes as written here, and sha256 of source and copy.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import stat
+from pathlib import Path
+
+import pytest
+
+from ibdtool.errors import InputError
+from ibdtool.server.journal import Journal
+from tests.test_copy_local import ibdtool
+from tests.test_copy_remote import (
+    HOST,
+    ThrowawaySshd,
+    _agent_running,
+    _children,
+    _comm,
+    _make_sparse_file,
+    _wait_for,
+    run,
+    seek_data_ranges,
+    sha,
+    spawn,
+    sshd,  # noqa: F401  (the fixture)
+)
+
+SECRET = b"root:$6$not-for-the-mysql-user:19000:0:99999:7:::\n"
+
+
+def _victim(path: Path) -> Path:
+    path.write_bytes(SECRET)
+    os.chmod(path, 0o600)
+    return path
+
+
+def _untouched(path: Path) -> bool:
+    st = os.lstat(path)
+    return path.read_bytes() == SECRET and stat.S_IMODE(st.st_mode) == 0o600
+
+
+def _plant(out: Path, name: str, victims: Path) -> list[Path]:
+    """Symbolic links from every name a copy of ``name`` writes in ``out`` to victim files."""
+    planted = []
+    for i, suffix in enumerate((".ibdtool-part", ".ibdtool-part.json", ".ibdtool-part.json.tmp")):
+        victim = _victim(victims / f"victim{i}")
+        (out / f".{name}{suffix}").symlink_to(victim)
+        planted.append(victim)
+    return planted
+
+
+@pytest.mark.parametrize("resume", [False, True])
+def test_links_planted_in_the_destination_are_not_followed(resume: bool, tmp_path: Path) -> None:
+    src = tmp_path / "f.bin"
+    _make_sparse_file(src, 8, seed=3)
+    out, victims = tmp_path / "out", tmp_path / "victims"
+    out.mkdir()
+    victims.mkdir()
+    planted = _plant(out, "f.bin", victims)
+    res = ibdtool("copy", *(["--resume"] if resume else []), str(src), str(out))
+    assert res.returncode == 0, res.stderr
+    assert all(_untouched(v) for v in planted)
+    assert sha(out / "f.bin") == sha(src)
+    assert sorted(p.name for p in out.iterdir()) == ["f.bin"]
+
+
+def test_forced_copy_replaces_a_planted_link_not_its_target(tmp_path: Path) -> None:
+    src = tmp_path / "f.bin"
+    _make_sparse_file(src, 4, seed=4)
+    out = tmp_path / "out"
+    out.mkdir()
+    victim = _victim(tmp_path / "victim")
+    (out / "f.bin").symlink_to(victim)
+    res = ibdtool("copy", "--force", str(src), str(out))
+    assert res.returncode == 0, res.stderr
+    assert _untouched(victim)
+    assert not (out / "f.bin").is_symlink() and sha(out / "f.bin") == sha(src)
+
+
+def test_in_place_refuses_a_symbolic_link(tmp_path: Path) -> None:
+    victim = _victim(tmp_path / "victim")
+    link = tmp_path / "t.ibd"
+    link.symlink_to(victim)
+    res = ibdtool("copy", "--in-place", "--yes", str(link))
+    assert res.returncode == 2
+    assert res.stderr.startswith(f"ibdtool: error: {link}: a symbolic link")
+    assert res.stderr.count("\n") == 1 and _untouched(victim)
+
+
+def test_journal_is_not_written_through_a_planted_link(tmp_path: Path) -> None:
+    victim = _victim(tmp_path / "victim")
+    link = tmp_path / "batch.jsonl"
+    link.symlink_to(victim)
+    with pytest.raises(InputError, match="symbolic link"):
+        Journal(link).write("batch_start", target="page:zlib")
+    hard = tmp_path / "hard.jsonl"
+    os.link(victim, hard)
+    with pytest.raises(InputError, match="hard links"):
+        Journal(hard).write("batch_start", target="page:zlib")
+    assert _untouched(victim)
+    fresh = tmp_path / "new.jsonl"
+    Journal(fresh).write("batch_start", target="page:zlib")
+    assert stat.S_IMODE(fresh.stat().st_mode) == 0o600
+    assert json.loads(fresh.read_text())["event"] == "batch_start"
+
+
+# --- an interrupted copy, then --resume ----------------------------------------------------------
+
+
+def _windows_recorded(state: Path) -> int:
+    try:
+        return len(json.loads(state.read_bytes())["windows"])
+    except (OSError, ValueError, KeyError):
+        return 0
+
+
+def _interrupted_local_copy(src: Path, out: Path) -> Path:
+    """Start a slow copy of ``src`` into ``out``, stop it with SIGINT after three verified
+    windows; returns the part file kept for --resume."""
+    state = out / f".{src.name}.ibdtool-part.json"
+    proc = spawn(["copy", "--bwlimit", "6M", str(src), str(out)])
+    try:
+        _wait_for(lambda: _windows_recorded(state) >= 3)
+        os.kill(proc.pid, signal.SIGINT)
+        _, err = proc.communicate(timeout=60)
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+            proc.wait()
+    assert proc.returncode == 130, err
+    return out / f".{src.name}.ibdtool-part"
+
+
+def _flip_byte(path: Path, offset: int) -> None:
+    with open(path, "r+b") as f:
+        f.seek(offset)
+        old = f.read(1)
+        f.seek(offset)
+        f.write(bytes([old[0] ^ 0xFF]))
+
+
+def _data_offset(path: Path, nth: int) -> int:
+    """The file offset of the ``nth`` byte of data (holes not counted)."""
+    for start, end in seek_data_ranges(path):
+        if nth < end - start:
+            return start + nth
+        nth -= end - start
+    raise AssertionError("not that much data")
+
+
+def test_resume_recopies_an_earlier_window_that_changed(tmp_path: Path) -> None:
+    src = tmp_path / "big.bin"
+    _make_sparse_file(src, 48, seed=11)
+    out = tmp_path / "out"
+    out.mkdir()
+    part = _interrupted_local_copy(src, out)
+    _flip_byte(part, _data_offset(src, 100))  # in the first window, long verified
+    res = ibdtool("copy", "--resume", "--json", str(src), str(out))
+    assert res.returncode == 0, res.stderr
+    assert sha(out / "big.bin") == sha(src)
+    doc = json.loads(res.stdout)
+    assert doc["resumed_bytes"] == 0 and doc["bytes_read"] == doc["plan_bytes"]
+    assert any("does not read back" in n for n in doc["notes"]), doc["notes"]
+
+
+def test_resume_keeps_the_windows_before_a_changed_one(tmp_path: Path) -> None:
+    src = tmp_path / "big.bin"
+    _make_sparse_file(src, 48, seed=12)
+    out = tmp_path / "out"
+    out.mkdir()
+    part = _interrupted_local_copy(src, out)
+    state = json.loads((out / ".big.bin.ibdtool-part.json").read_bytes())
+    window = state["window"]
+    _flip_byte(part, _data_offset(src, window + 100))  # inside the second window
+    res = ibdtool("copy", "--resume", "--json", str(src), str(out))
+    assert res.returncode == 0, res.stderr
+    assert sha(out / "big.bin") == sha(src)
+    doc = json.loads(res.stdout)
+    assert doc["resumed_bytes"] == window
+    assert any("window 2 of the interrupted copy" in n for n in doc["notes"]), doc["notes"]
+
+
+def test_resume_does_not_reopen_a_part_replaced_by_a_hard_link(tmp_path: Path) -> None:
+    src = tmp_path / "big.bin"
+    _make_sparse_file(src, 48, seed=13)
+    out = tmp_path / "out"
+    out.mkdir()
+    part = _interrupted_local_copy(src, out)
+    victim = _victim(tmp_path / "victim")
+    part.unlink()
+    os.link(victim, part)
+    res = ibdtool("copy", "--resume", str(src), str(out))
+    assert res.returncode == 0, res.stderr
+    assert "linked to another name" in res.stdout + res.stderr
+    assert _untouched(victim) and os.stat(victim).st_nlink == 1
+    assert sha(out / "big.bin") == sha(src)
+
+
+# --- the same over ssh: the far side runs the agent --------------------------------------------
+
+
+def test_remote_push_does_not_follow_planted_links(
+    sshd: ThrowawaySshd,  # noqa: F811  (the fixture imported above)
+    tmp_path: Path,
+) -> None:
+    src = tmp_path / "f.bin"
+    _make_sparse_file(src, 8, seed=5)
+    remote, victims = tmp_path / "remote", tmp_path / "victims"
+    remote.mkdir()
+    victims.mkdir()
+    planted = _plant(remote, "f.bin", victims)
+    res = run(["copy", "--resume", str(src), f"{HOST}:{remote}/"], sshd)
+    assert res.returncode == 0, res.stderr
+    assert all(_untouched(v) for v in planted)
+    assert sha(remote / "f.bin") == sha(src)
+    assert sorted(p.name for p in remote.iterdir()) == ["f.bin"]
+
+
+def test_remote_resume_recopies_an_earlier_window_that_changed(
+    sshd: ThrowawaySshd,  # noqa: F811  (the fixture imported above)
+    tmp_path: Path,
+) -> None:
+    src = tmp_path / "big.bin"
+    _make_sparse_file(src, 48, seed=7)
+    remote = tmp_path / "remote"
+    remote.mkdir()
+    state = remote / ".big.bin.ibdtool-part.json"
+    proc = spawn(
+        ["copy", "--bwlimit", "4M", str(src), f"{HOST}:{remote}/"], IBDTOOL_SSH=sshd.ssh_command
+    )
+    try:
+        _wait_for(lambda: _windows_recorded(state) >= 3)
+        ssh = [p for p in _children(proc.pid) if _comm(p) == "ssh"]
+        assert len(ssh) == 1, ssh
+        os.kill(ssh[0], signal.SIGKILL)
+        proc.communicate(timeout=60)
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+            proc.wait()
+    _wait_for(lambda: not _agent_running(remote))
+    _flip_byte(remote / ".big.bin.ibdtool-part", _data_offset(src, 100))
+    res = run(["copy", "--resume", "--json", str(src), f"{HOST}:{remote}/"], sshd)
+    assert res.returncode == 0, res.stderr
+    assert sha(remote / "big.bin") == sha(src)
+    assert json.loads(res.stdout)["resumed_bytes"] == 0
