@@ -24,6 +24,7 @@ from pathlib import Path
 from types import TracebackType
 from typing import Any
 
+from ibdtool import report_schema as schema
 from ibdtool.errors import InputError
 from ibdtool.inspect import PARALLEL_MIN_PAGES, InspectResult, inspect_path
 from parsers.constants import Algorithm, Vendor
@@ -539,7 +540,7 @@ class Totals:
                 )
                 if sim.get("predicted_allocated") is not None:
                     part["files"] += 1
-                    part["allocated_size"] += row["allocated_size"]
+                    part["allocated_size"] += row.get("allocated_size") or 0
                     part["predicted_allocated"] += sim["predicted_allocated"]
 
     @staticmethod
@@ -586,41 +587,74 @@ def match_keys(rows: list[dict[str, Any]]) -> list[str]:
 
 
 def load_report(path: str | os.PathLike[str]) -> dict[str, Any]:
-    """An earlier ``report --format json`` document or ``--format jsonl`` stream."""
+    """An earlier ``report --format json`` document or ``--format jsonl`` stream, checked
+    against :mod:`ibdtool.report_schema` (one-line :class:`InputError` when malformed)."""
     try:
         text = Path(path).read_text()
     except FileNotFoundError:
         raise InputError(f"{path}: no such file") from None
     except (OSError, UnicodeDecodeError) as exc:
         raise InputError(f"{path}: cannot read: {getattr(exc, 'strerror', None) or exc}") from None
+    whole_error: json.JSONDecodeError | None = None
     try:
         doc = json.loads(text)
-    except json.JSONDecodeError:
-        doc = None
-    if isinstance(doc, dict) and "tablespaces" in doc:
-        version = doc.get("schema_version")
-        if version != SCHEMA_VERSION:
+    except json.JSONDecodeError as exc:
+        doc, whole_error = None, exc
+    except RecursionError:
+        raise InputError(f"{path}: not an ibdtool report (nested too deeply)") from None
+    try:
+        if isinstance(doc, dict) and "tablespaces" in doc:
+            version = doc.get("schema_version")
+            if version != SCHEMA_VERSION or not isinstance(version, int):
+                raise InputError(
+                    f"{path}: report schema_version {version!r}; this ibdtool reads "
+                    f"{SCHEMA_VERSION}"
+                )
+            schema.check_document(doc)
+            return doc
+        if doc is not None and not isinstance(doc, dict):
             raise InputError(
-                f"{path}: report schema_version {version!r}; this ibdtool reads {SCHEMA_VERSION}"
+                f"{path}: not an ibdtool report (a JSON {type(doc).__name__}; expected "
+                "--format json or jsonl output)"
             )
-        return doc
-    rows = []
+        rows = _jsonl_rows(text, path, whole_error)
+    except schema.Malformed as exc:
+        raise InputError(f"{path}: {exc}") from None
+    if not rows:
+        raise InputError(f"{path}: not an ibdtool report (no tablespaces in it)")
+    return {"schema_version": SCHEMA_VERSION, "generated_at": None, "tablespaces": rows}
+
+
+def _jsonl_rows(
+    text: str, path: str | os.PathLike[str], whole_error: json.JSONDecodeError | None
+) -> list[dict[str, Any]]:
+    """The rows of a ``jsonl`` report, but the dropped ones it lists at the end."""
+    rows: list[dict[str, Any]] = []
     for n, line in enumerate(text.splitlines(), 1):
         if not line.strip():
             continue
         try:
             row = json.loads(line)
-        except json.JSONDecodeError:
-            row = None
+        except (json.JSONDecodeError, RecursionError) as exc:
+            if not rows and whole_error is not None:  # not JSON lines: a broken document
+                e = whole_error
+                raise InputError(
+                    f"{path}: not valid JSON: {e.msg} (line {e.lineno}, column {e.colno})"
+                ) from None
+            why = exc.msg if isinstance(exc, json.JSONDecodeError) else "nested too deeply"
+            raise InputError(f"{path}: line {n}: not valid JSON: {why}") from None
         if not isinstance(row, dict) or "path" not in row:
             raise InputError(
                 f"{path}: line {n}: not an ibdtool report (expected --format json or jsonl output)"
             )
-        if (row.get("change") or {}).get("status") != "dropped":
+        try:
+            schema.check_object(row, schema.ROW)
+        except schema.Malformed as exc:
+            raise schema.Malformed(f"line {n}: {exc}") from None
+        change = row.get("change")
+        if change is None or change.get("status") != "dropped":
             rows.append(row)
-    if not rows:
-        raise InputError(f"{path}: not an ibdtool report (no tablespaces in it)")
-    return {"schema_version": SCHEMA_VERSION, "generated_at": None, "tablespaces": rows}
+    return rows
 
 
 def _sizes(old: dict[str, Any] | None, new: dict[str, Any] | None, key: str) -> dict[str, Any]:
