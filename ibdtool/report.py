@@ -14,7 +14,6 @@ becomes a row with ``error`` set and the sizes ``stat`` gave; the scan goes on.
 from __future__ import annotations
 
 import json
-import multiprocessing
 import os
 import re
 import stat
@@ -27,6 +26,7 @@ from typing import Any
 from ibdtool import report_schema as schema
 from ibdtool.errors import InputError
 from ibdtool.inspect import PARALLEL_MIN_PAGES, InspectResult, inspect_path
+from ibdtool.workpool import WorkerPool
 from parsers.constants import Algorithm, Vendor
 
 SCHEMA_VERSION = 1
@@ -441,6 +441,12 @@ def _scan_star(args: tuple[Target, ScanOptions]) -> tuple[int, dict[str, Any]]:
     return target.size, scan_one(target, opts)
 
 
+def _died_row(args: tuple[Target, ScanOptions], why: str) -> tuple[int, dict[str, Any]]:
+    """The row of a file whose worker process died (OOM killer, kill -9) while reading it."""
+    target = args[0]
+    return target.size, error_row(target, f"{target.path}: {why}")
+
+
 class Scanner:
     """Scan targets on ``jobs`` cores, yielding ``(bytes, row)`` as files finish.
 
@@ -462,7 +468,9 @@ class Scanner:
     def __enter__(self) -> Scanner:
         workers = min(self.cores, len(self.small))
         if workers > 1:
-            self._pool = multiprocessing.get_context("fork").Pool(workers)
+            self._pool = WorkerPool(
+                _scan_star, workers, died=_died_row, label=lambda args: str(args[0].path)
+            ).__enter__()
         return self
 
     def __exit__(
@@ -472,11 +480,7 @@ class Scanner:
         tb: TracebackType | None,
     ) -> None:
         if self._pool is not None:
-            if exc_type is None:
-                self._pool.close()
-            else:
-                self._pool.terminate()
-            self._pool.join()
+            self._pool.__exit__(exc_type, exc, tb)
             self._pool = None
 
     def __iter__(self) -> Iterator[tuple[int, dict[str, Any]]]:
@@ -487,7 +491,7 @@ class Scanner:
         if self._pool is None:
             yield from map(_scan_star, work)
         else:
-            yield from self._pool.imap_unordered(_scan_star, work)
+            yield from self._pool.map_unordered(work)
 
 
 def sort_key(row: dict[str, Any]) -> tuple[str, str, str]:

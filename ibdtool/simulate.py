@@ -10,7 +10,6 @@ worker processes. CPU cost is measured on this data, per page, for every algorit
 from __future__ import annotations
 
 import math
-import multiprocessing
 import os
 import random
 import threading
@@ -25,6 +24,7 @@ import zstandard
 from ibdtool import servercodecs
 from ibdtool.errors import InputError
 from ibdtool.tablespace import Tablespace
+from ibdtool.workpool import WorkerPool
 from parsers.codecs import compress as library_compress
 from parsers.codecs import decompress
 from parsers.constants import (
@@ -478,6 +478,10 @@ def _worker(args: tuple[str, list[int], SimConfig]) -> Accumulator:
         return scan_pages(ts, page_nos, cfg)
 
 
+def _worker_died(args: tuple[str, list[int], SimConfig], why: str) -> Accumulator:
+    raise InputError(f"{args[0]}: {why} while simulating pages {args[1][0]}..{args[1][-1]}")
+
+
 @dataclass
 class ScenarioResult:
     scenario: Scenario
@@ -675,10 +679,9 @@ def simulate(
         if jobs > 1 and len(page_nos) >= 256:
             step = max(16, len(page_nos) // (jobs * 16))
             batches = [page_nos[i : i + step] for i in range(0, len(page_nos), step)]
-            ctx = multiprocessing.get_context("fork")
             done = 0
-            with ctx.Pool(jobs) as pool:
-                for part in pool.imap_unordered(_worker, [(str(path), b, cfg) for b in batches]):
+            with WorkerPool(_worker, jobs, died=_worker_died, label=lambda a: a[0]) as pool:
+                for part in pool.map_unordered([(str(path), b, cfg) for b in batches]):
                     acc.merge(part)
                     done += part.n
                     if progress:

@@ -1,0 +1,205 @@
+"""Run tasks in forked worker processes, where a worker that dies fails its task, not the run.
+
+``multiprocessing.Pool.imap_unordered`` waits forever for the result of a worker the OOM killer
+(or a ``kill -9``) took: ``ibdtool report`` over 4,000 files then never ends. Here each worker
+is a forked child with a pipe each way and the parent hands out one task at a time, so it
+always knows which task a worker holds. A pipe that ends without a result is that worker's
+death: its task becomes ``died(task, why)`` (an error row, or an exception to raise), a fresh
+worker takes the next task, and the run goes on. Results come back as tasks finish; an
+exception raised by the task function is raised again in the parent, as with ``Pool``.
+
+Test hook: a worker handed a task whose ``label`` contains ``$IBDTOOL_TEST_KILL_WORKER``
+sends itself SIGKILL before running it (``tests/test_workpool.py``); unset, nothing happens.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import pickle
+import selectors
+import signal
+import struct
+from collections import deque
+from collections.abc import Callable, Iterable, Iterator
+from dataclasses import dataclass
+from types import TracebackType
+from typing import Any, Generic, TypeVar
+
+T = TypeVar("T")
+R = TypeVar("R")
+
+KILL_HOOK = "IBDTOOL_TEST_KILL_WORKER"
+_LEN = struct.Struct(">Q")
+
+
+@dataclass
+class _Worker:
+    pid: int
+    tasks: int  # parent writes tasks here
+    results: int  # and reads results here
+    busy: Any = None  # (index, task) being run, or None
+
+
+def _write_frame(fd: int, data: bytes) -> None:
+    view = memoryview(_LEN.pack(len(data)) + data)
+    while view:
+        view = view[os.write(fd, view) :]
+
+
+def _read_exact(fd: int, n: int) -> bytes | None:
+    chunks = []
+    while n:
+        chunk = os.read(fd, min(n, 1 << 20))
+        if not chunk:
+            return None
+        chunks.append(chunk)
+        n -= len(chunk)
+    return b"".join(chunks)
+
+
+def _read_frame(fd: int) -> bytes | None:
+    head = _read_exact(fd, _LEN.size)
+    if head is None:
+        return None
+    return _read_exact(fd, _LEN.unpack(head)[0])
+
+
+def describe_exit(status: int) -> str:
+    """``killed by signal 9 (SIGKILL)`` or ``exited with status 3``, from a wait status."""
+    if os.WIFSIGNALED(status):
+        sig = os.WTERMSIG(status)
+        try:
+            name = signal.Signals(sig).name
+        except ValueError:
+            name = "unknown"
+        hint = ", out of memory?" if sig == signal.SIGKILL else ""
+        return f"killed by signal {sig} ({name}{hint})"
+    return f"exited with status {os.waitstatus_to_exitcode(status)}"
+
+
+class WorkerPool(Generic[T, R]):
+    """``workers`` forked processes running ``fn`` on tasks; use as a context manager (the
+    workers are forked on entry, before the caller starts threads, and ended on exit)."""
+
+    def __init__(
+        self,
+        fn: Callable[[T], R],
+        workers: int,
+        *,
+        died: Callable[[T, str], R],
+        label: Callable[[T], str] = str,
+    ) -> None:
+        self.fn = fn
+        self.size = max(1, workers)
+        self.died = died
+        self.label = label
+        self.workers: dict[int, _Worker] = {}  # by results fd
+
+    def __enter__(self) -> WorkerPool[T, R]:
+        for _ in range(self.size):
+            self._start()
+        return self
+
+    def __exit__(
+        self,
+        exc_type: type[BaseException] | None,
+        exc: BaseException | None,
+        tb: TracebackType | None,
+    ) -> None:
+        for w in list(self.workers.values()):
+            self._end(w, kill=exc_type is not None or w.busy is not None)
+
+    # -- the workers -----------------------------------------------------------------------
+
+    def _start(self) -> _Worker:
+        task_r, task_w = os.pipe()
+        result_r, result_w = os.pipe()
+        pid = os.fork()
+        if pid == 0:  # pragma: no cover  (runs in the child, which never returns)
+            code = 0
+            try:
+                for w in self.workers.values():  # others' pipes: their deaths must show
+                    os.close(w.tasks)
+                    os.close(w.results)
+                os.close(task_w)
+                os.close(result_r)
+                signal.signal(signal.SIGINT, signal.SIG_IGN)  # the parent handles Ctrl-C
+                self._serve(task_r, result_w)
+            except BaseException:
+                code = 1
+            finally:
+                os._exit(code)
+        os.close(task_r)
+        os.close(result_w)
+        worker = _Worker(pid, task_w, result_r)
+        self.workers[result_r] = worker
+        return worker
+
+    def _serve(self, tasks: int, results: int) -> None:
+        hook = os.environ.get(KILL_HOOK)
+        while True:
+            frame = _read_frame(tasks)
+            if frame is None:
+                return
+            index, task = pickle.loads(frame)
+            if hook and hook in self.label(task):
+                os.kill(os.getpid(), signal.SIGKILL)
+            try:
+                reply = pickle.dumps((index, True, self.fn(task)))
+            except Exception as exc:
+                try:
+                    reply = pickle.dumps((index, False, exc))
+                except Exception:
+                    reply = pickle.dumps((index, False, RuntimeError(f"{exc!r}")))
+            _write_frame(results, reply)
+
+    def _end(self, w: _Worker, kill: bool) -> int:
+        """Close ``w``'s pipes and reap it (SIGKILL first when ``kill``); its wait status."""
+        self.workers.pop(w.results, None)
+        os.close(w.tasks)
+        os.close(w.results)
+        if kill:
+            with contextlib.suppress(ProcessLookupError):
+                os.kill(w.pid, signal.SIGKILL)
+        return os.waitpid(w.pid, 0)[1]
+
+    # -- the work --------------------------------------------------------------------------
+
+    def map_unordered(self, tasks: Iterable[T]) -> Iterator[R]:
+        """``fn(task)`` for every task, as they finish."""
+        todo: deque[tuple[int, T]] = deque(enumerate(tasks))
+        running = 0
+        with selectors.DefaultSelector() as sel:
+            for w in self.workers.values():
+                sel.register(w.results, selectors.EVENT_READ)
+            while todo or running:
+                for w in list(self.workers.values()):
+                    if w.busy is None and todo:
+                        item = todo.popleft()
+                        try:
+                            _write_frame(w.tasks, pickle.dumps(item))
+                        except BrokenPipeError:  # it died idle (seen below): not its task
+                            todo.appendleft(item)
+                            continue
+                        w.busy = item
+                        running += 1
+                for key, _ in sel.select():
+                    w = self.workers[key.fd]
+                    frame = _read_frame(w.results)
+                    if frame is None:
+                        sel.unregister(w.results)
+                        busy = w.busy
+                        why = describe_exit(self._end(w, kill=False))
+                        if todo or not self.workers:
+                            sel.register(self._start().results, selectors.EVENT_READ)
+                        if busy is not None:
+                            running -= 1
+                            yield self.died(busy[1], f"worker process {w.pid} {why}")
+                        continue
+                    _, ok, value = pickle.loads(frame)
+                    w.busy = None
+                    running -= 1
+                    if not ok:
+                        raise value
+                    yield value

@@ -1,0 +1,114 @@
+"""A worker process that dies (OOM killer, ``kill -9``) is an error for its task, never a hang.
+
+Workers really die by SIGKILL: in the pool's own test the task function kills its process; for
+``report`` and ``simulate`` the documented hook ``IBDTOOL_TEST_KILL_WORKER`` makes the worker
+handed a given file kill itself. Oracles: the rows and results of the files no worker died on
+are those of a run without the hook.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import signal
+import subprocess
+from pathlib import Path
+
+from ibdtool.workpool import KILL_HOOK, WorkerPool
+from tests.samples_manifest import sample
+from tests.test_copy_remote import IBDTOOL, REPO
+
+PAGE = 16384
+
+
+def _square_or_die(n: int) -> int:
+    if n % 3 == 0:
+        os.kill(os.getpid(), signal.SIGKILL)
+    return n * n
+
+
+def test_dead_workers_fail_only_their_tasks() -> None:
+    with WorkerPool(_square_or_die, 2, died=lambda n, why: -n if "signal 9" in why else 0) as pool:
+        got = sorted(pool.map_unordered(range(1, 13)))
+    expected = sorted(-n if n % 3 == 0 else n * n for n in range(1, 13))
+    assert got == expected
+    assert not pool.workers  # every worker, replacements too, ended and reaped
+
+
+def _env_run(*args: str, kill: str | None) -> subprocess.CompletedProcess[str]:
+    env = dict(os.environ, PYTHONPATH=str(REPO))
+    env.pop(KILL_HOOK, None)
+    if kill:
+        env[KILL_HOOK] = kill
+    return subprocess.run(
+        [*IBDTOOL, *args], capture_output=True, text=True, env=env, cwd=REPO, timeout=120
+    )
+
+
+def _datadir(tmp_path: Path) -> Path:
+    d = tmp_path / "db"
+    d.mkdir()
+    for rel in ["mariadb/p16k-pc_zlib.ibd", "mariadb/p16k-pc_lz4.ibd", "mysql80/zlib.ibd",
+                "mysql57/zlib.ibd", "mariadb/p16k-plain.ibd"]:  # fmt: skip
+        shutil.copyfile(sample(rel), d / rel.replace("/", "-"))
+    return d
+
+
+def _rows(res: subprocess.CompletedProcess[str]) -> dict[str, dict[str, object]]:
+    return {Path(str(r["path"])).name: r for r in json.loads(res.stdout)["tablespaces"]}
+
+
+def test_report_row_of_a_killed_worker_is_an_error(tmp_path: Path) -> None:
+    d = _datadir(tmp_path)
+    victim = "mysql80-zlib.ibd"
+    clean = _env_run("report", "--jobs", "2", "--format", "json", str(d), kill=None)
+    res = _env_run("report", "--jobs", "2", "--format", "json", str(d), kill=victim)
+    assert (clean.returncode, res.returncode) == (0, 2), res.stderr
+    rows, expected = _rows(res), _rows(clean)
+    assert sorted(rows) == sorted(expected)
+    assert "killed by signal 9" in str(rows[victim]["error"])
+    assert rows[victim]["logical_size"] == os.path.getsize(d / victim)
+    for name, row in rows.items():
+        if name != victim:
+            assert row == expected[name]
+
+
+def test_report_finishes_when_every_worker_dies(tmp_path: Path) -> None:
+    d = _datadir(tmp_path)
+    res = _env_run("report", "--jobs", "2", "--format", "json", str(d), kill=str(d))
+    assert res.returncode == 2
+    rows = _rows(res)
+    assert len(rows) == 5 and all("killed by signal 9" in str(r["error"]) for r in rows.values())
+
+
+def test_simulate_of_a_file_whose_worker_died_is_an_error(tmp_path: Path) -> None:
+    """Files over 256 pages are simulated in worker processes (the zero tail adds pages)."""
+    a, b = tmp_path / "a.ibd", tmp_path / "b.ibd"
+    for rel, path in (("mariadb/p16k-plain.ibd", a), ("mysql80/zlib.ibd", b)):
+        shutil.copyfile(sample(rel), path)
+        os.truncate(path, 300 * PAGE)
+    args = ["simulate", "--full", "-j", "2", "--json", str(a), str(b)]
+    clean = _env_run(*args, kill=None)
+    res = _env_run(*args, kill="a.ibd")
+    assert (clean.returncode, res.returncode) == (0, 2), res.stderr
+    assert res.stderr.startswith(f"ibdtool: error: {a}: worker process ")
+    assert "killed by signal 9" in res.stderr and res.stderr.count("\n") == 1
+    got = json.loads(res.stdout)
+    want = [d for d in json.loads(clean.stdout) if d["path"] == str(b)]
+    for doc in [*got, *want]:  # CPU time per page differs between runs
+        for r in doc["results"]:
+            r.pop("compress_us_per_page"), r.pop("decompress_us_per_page")
+    assert got == want
+
+
+def test_checksum_split_over_processes_fails_when_one_dies(tmp_path: Path) -> None:
+    """A file of 8,192 pages or more is checked by forked children (``ibdtool.forkscan``)."""
+    big = tmp_path / "big.ibd"
+    shutil.copyfile(sample("mariadb/p16k-plain.ibd"), big)
+    os.truncate(big, 8192 * PAGE)
+    assert _env_run("checksum", "-j", "2", str(big), kill=None).returncode == 0
+    res = _env_run("checksum", "-j", "2", str(big), kill="big.ibd")
+    assert res.returncode == 2
+    assert res.stderr.startswith(f"ibdtool: error: {big}: worker process ")
+    assert "killed by signal 9" in res.stderr and res.stderr.count("\n") == 1
