@@ -589,6 +589,7 @@ class Destination:
                 self.notes.append(f"{self.part}: {why}, not resumed: starting over")
                 state = None
         if self.fd < 0:
+            self._refuse_if_busy()
             try:
                 self.fd = create_private(self.part_name, self.dir_fd)
             except OSError as exc:
@@ -628,6 +629,21 @@ class Destination:
         except OSError as exc:
             raise self._oserror(exc) from None
         return len(self.verified)
+
+    def _refuse_if_busy(self):
+        """A part another ibdtool copy holds locked is not replaced under it."""
+        try:
+            fd = os.open(self.part_name, os.O_RDONLY | os.O_NONBLOCK | _NOFOLLOW | _CLOEXEC,
+                         dir_fd=self.dir_fd)  # fmt: skip
+        except OSError:
+            return
+        try:
+            if stat.S_ISREG(os.fstat(fd).st_mode):
+                fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except OSError:
+            raise AgentError(f"{self.part}: another ibdtool copy is writing it") from None
+        finally:
+            os.close(fd)
 
     def _part_exists(self):
         try:

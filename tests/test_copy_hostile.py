@@ -8,6 +8,7 @@ and modes as written here, and sha256 of source and copy.
 
 from __future__ import annotations
 
+import fcntl
 import json
 import os
 import signal
@@ -84,6 +85,20 @@ def test_forced_copy_replaces_a_planted_link_not_its_target(tmp_path: Path) -> N
     assert res.returncode == 0, res.stderr
     assert _untouched(victim)
     assert not (out / "f.bin").is_symlink() and sha(out / "f.bin") == sha(src)
+
+
+def test_a_part_another_copy_holds_is_not_replaced(tmp_path: Path) -> None:
+    src = tmp_path / "f.bin"
+    _make_sparse_file(src, 4, seed=6)
+    out = tmp_path / "out"
+    out.mkdir()
+    part = _victim(out / ".f.bin.ibdtool-part")
+    with open(part, "rb") as held:
+        fcntl.flock(held, fcntl.LOCK_EX)
+        res = ibdtool("copy", str(src), str(out))
+    assert res.returncode == 2
+    assert res.stderr == f"ibdtool: error: {part}: another ibdtool copy is writing it\n"
+    assert _untouched(part) and not (out / "f.bin").exists()
 
 
 def test_in_place_refuses_a_symbolic_link(tmp_path: Path) -> None:
