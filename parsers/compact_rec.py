@@ -193,7 +193,9 @@ def _layout(
     return RecordLayout(tuple(out), lens)
 
 
-def record_fields(page: bytes | bytearray, rec: int, index: ZipIndex, node_ptr: bool) -> RecordLayout:
+def record_fields(
+    page: bytes | bytearray, rec: int, index: ZipIndex, node_ptr: bool
+) -> RecordLayout:
     """Fields of the record whose origin is ``rec`` on ``page`` (header read downwards)."""
     base = rec - REC_N_NEW_EXTRA_BYTES - 1
 

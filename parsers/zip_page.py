@@ -35,6 +35,7 @@ No table definition is needed: the page carries its own index description. Error
 
 from __future__ import annotations
 
+import contextlib
 import zlib
 from dataclasses import dataclass
 from typing import Any
@@ -230,10 +231,8 @@ def _index_candidates(stream: bytes, leaf: bool) -> list[tuple[ZipIndex, int]]:
         except zlib.error:
             info = b""
         if info:
-            try:
+            with contextlib.suppress(RecordError):  # not the description's end: try the next
                 out.append((decode_zip_index(info, leaf), len(info)))
-            except RecordError:
-                pass
         pos = stream.find(_SYNC_MARK, pos + 1)
     return out
 
