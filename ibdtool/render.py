@@ -392,6 +392,8 @@ def recommendations(r: SimResult) -> list[str]:
                 if b.ntfs_unit
                 else f"{b.label} blocks are too large for {_size_k(r.page_size)} pages"
                 if b.size * 2 > r.page_size
+                else "the file is already ROW_FORMAT=COMPRESSED"
+                if r.zip_source
                 else "the data does not compress"
             )
             lines.append(f"[yellow]warning:[/] {b.label} blocks: compression saves nothing ({why})")

@@ -41,6 +41,7 @@ from parsers.layout import (
     mysql_write_size,
     ntfs_allocated,
 )
+from parsers.zip_page import ZipPageError, zip_logical_image
 
 Z95 = 1.959963984540054
 FULL_SCAN_MAX_PAGES = 8192  # files up to 128 MiB of 16K pages are scanned whole by default
@@ -458,11 +459,21 @@ def _logical_pages(ts: Tablespace, page_nos: Sequence[int]) -> Iterable[tuple[in
     """The decoded logical pages; a run of consecutive numbers is read in big chunks."""
     if page_nos and page_nos[-1] - page_nos[0] + 1 == len(page_nos):
         for info, logical in ts.logical_pages(page_nos[0], page_nos[-1] + 1):
-            yield info.page_no, logical
+            yield info.page_no, _uncompressed(ts, logical)
         return
     for n in page_nos:
         _, _, logical = ts.page_with_data(n)
-        yield n, logical
+        yield n, _uncompressed(ts, logical)
+
+
+def _uncompressed(ts: Tablespace, page: bytes) -> bytes:
+    """A ROW_FORMAT=COMPRESSED page as the server's uncompressed frame (index pages rebuilt)."""
+    if not ts.format.zip:
+        return page
+    try:
+        return zip_logical_image(page, ts.logical_size)
+    except ZipPageError:  # a damaged index page: its stored bytes, at the logical size
+        return page + bytes(ts.logical_size - len(page))
 
 
 def scan_pages(ts: Tablespace, page_nos: Sequence[int], cfg: SimConfig) -> Accumulator:
@@ -516,6 +527,8 @@ class SimResult:
     row_compressed: list[ZipResult]
     current: dict[str, Any]
     notes: list[str]
+    #: the source is ROW_FORMAT=COMPRESSED: "today" is already compressed
+    zip_source: bool = False
 
     def to_json(self) -> dict[str, Any]:
         return {
@@ -643,17 +656,18 @@ def simulate(
     then empty), which costs several deflates per index page (``ibdtool report`` does this).
     """
     with Tablespace(path) as ts:
-        if ts.format.zip:
-            raise InputError(
-                f"{path}: ROW_FORMAT=COMPRESSED tablespace: simulation needs uncompressed "
-                "pages (rebuild a copy as DYNAMIC first)"
-            )
         alloc = ts.allocation
         blocks = list(blocks) if blocks else [BlockSpec(alloc.fs_block_size)]
         cfg = SimConfig(tuple(scenarios), tuple(blocks), ts.logical_size, _clustered_index_ids(ts))
         n_pages = ts.n_pages
         rng = random.Random(seed)
         notes: list[str] = []
+        if ts.format.zip:
+            notes.append(
+                "ROW_FORMAT=COMPRESSED source: its index pages rebuilt uncompressed, with the rows "
+                "each zip page holds (an ALTER to DYNAMIC repacks them), other pages at the "
+                "logical size"
+            )
         if full is None:
             full = sample is None and n_pages <= FULL_SCAN_MAX_PAGES
         if full:
@@ -743,6 +757,7 @@ def simulate(
         row_compressed=zips,
         current=current,
         notes=notes,
+        zip_source=ts.format.zip,
     )
 
 

@@ -630,3 +630,16 @@ def zip_fill(zp: ZipPage) -> ZipFill:
         used += (lay.fields[-1].end if lay.fields else origin) - start
     capacity = len(zp.page) - PAGE_NEW_SUPREMUM_END - PAGE_DIR - 4
     return ZipFill(used, capacity, zp.physical_used, zp.physical_size)
+
+
+def zip_logical_image(stored: bytes | bytearray | memoryview, logical_size: int) -> bytes:
+    """The uncompressed page of any page of a zip tablespace, as the server would hold it.
+
+    Index pages are rebuilt (:func:`decompress_zip_page`); every other page (FSP_HDR, XDES,
+    INODE, IBUF bitmap, ZBLOB …) is already stored uncompressed and only shorter, so it is
+    padded with zeros to the logical size. A damaged index page raises :class:`ZipPageError`.
+    """
+    raw = bytes(stored)
+    if len(raw) >= 26 and is_zip_index_page(int.from_bytes(raw[24:26], "big")):
+        return decompress_zip_page(raw, logical_size).page
+    return raw + bytes(logical_size - len(raw))
