@@ -171,6 +171,7 @@ def _dir_decode(
     slot -= PAGE_DIR_SLOT_SIZE
     recs: list[int] = []
     low = logical - PAGE_DIR - PAGE_DIR_SLOT_SIZE * n_slots
+    top = low  # records lie below the sparse directory
     for i in range(n_recs):
         offs = dense[i]
         if offs & PAGE_ZIP_DIR_SLOT_OWNED:
@@ -179,7 +180,7 @@ def _dir_decode(
             _put16(page, slot, offs & PAGE_ZIP_DIR_SLOT_MASK)
             slot -= PAGE_DIR_SLOT_SIZE
         origin = offs & PAGE_ZIP_DIR_SLOT_MASK
-        if origin < PAGE_ZIP_START + REC_N_NEW_EXTRA_BYTES:
+        if not PAGE_ZIP_START + REC_N_NEW_EXTRA_BYTES <= origin < top:
             raise ZipPageError(f"dense directory slot {i} points to {origin}")
         recs.append(origin)
     if slot != low:
@@ -189,7 +190,10 @@ def _dir_decode(
     _put16(page, slot, PAGE_NEW_SUPREMUM)
     for i in range(n_recs, len(dense)):
         offs = dense[i]
-        if offs & ~PAGE_ZIP_DIR_SLOT_MASK or offs < PAGE_ZIP_START + REC_N_NEW_EXTRA_BYTES:
+        if (
+            offs & ~PAGE_ZIP_DIR_SLOT_MASK
+            or not PAGE_ZIP_START + REC_N_NEW_EXTRA_BYTES <= offs < top
+        ):
             raise ZipPageError(f"free-list slot {i} of the dense directory is {offs:#x}")
         recs.append(offs)
     if len(set(recs)) != len(recs):
@@ -383,6 +387,10 @@ def _apply_log(
             lay = record_fields_reverse(log, pos, index, node_ptr, rec)
         except RecordError as exc:
             raise ZipPageError(f"modification log: {exc}") from None
+        if rec - REC_N_NEW_EXTRA_BYTES - lay.extra_len < PAGE_ZIP_START or (
+            lay.fields and lay.fields[-1].end > len(page) - PAGE_DIR
+        ):
+            raise ZipPageError(f"modification log: record at {rec} does not fit the page")
         for k in range(lay.extra_len):  # header bytes, stored going up = page going down
             page[rec - REC_N_NEW_EXTRA_BYTES - 1 - k] = log[pos + k]
         pos += lay.extra_len

@@ -156,9 +156,11 @@ def test_corpus_has_zip_files_with_modification_logs() -> None:
     assert any(logs) and not all(logs)
 
 
-def test_damaged_zip_pages_raise_zip_page_error_only() -> None:
-    data = corpus_file("mariadb-10.11/p16k-rc_kbs8-1000rows.ibd").read_bytes()
-    pages = [img for _, img, _ in _zip_pages(data)]
+@pytest.mark.parametrize(
+    "rel", ["mariadb/p16k-rc_kbs1.ibd", "mysql80/kbs4.ibd", "mysql57/kbs8.ibd"]
+)
+def test_damaged_zip_pages_raise_zip_page_error_only(rel: str) -> None:
+    pages = [img for _, img, _ in _zip_pages(sample(rel).read_bytes())]
     rnd = random.Random(7)
     failed = 0
     for _ in range(300):
@@ -171,9 +173,21 @@ def test_damaged_zip_pages_raise_zip_page_error_only() -> None:
             failed += 1
     assert failed  # damage is detected; anything but ZipPageError would have escaped
     with pytest.raises(ZipPageError):
-        decompress_zip_page(pages[0][:5000], 16384)
+        decompress_zip_page(pages[0][: len(pages[0]) // 2 + 1], 16384)
     with pytest.raises(ZipPageError):
-        decompress_zip_page(bytes(8192), 16384)
+        decompress_zip_page(bytes(len(pages[0])), 16384)
+
+
+def test_corrupt_zip_page_rebuilt_at_a_smaller_logical_size() -> None:
+    """Directory offsets past a 4K logical page once raised IndexError."""
+    pages = [img for _, img, _ in _zip_pages(sample("mysql80/kbs4.ibd").read_bytes())]
+    refused = 0
+    for img in pages:
+        try:
+            decompress_zip_page(img, 4096)  # a small page may hold everything below 4K
+        except ZipPageError:
+            refused += 1
+    assert refused >= len(pages) // 2
 
 
 # --- real servers ---------------------------------------------------------------------------
