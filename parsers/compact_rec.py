@@ -22,6 +22,8 @@ from __future__ import annotations
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 
+from parsers.errors import ParseError
+
 REC_N_NEW_EXTRA_BYTES = 5  # info bits + n_owned, heap_no + status, next pointer (§5.2)
 REC_NODE_PTR_SIZE = 4  # child page number at the end of a node-pointer record
 REC_MAX_N_FIELDS = 1023
@@ -40,7 +42,7 @@ DATA_ROLL_PTR_LEN = 7
 DATA_TRX_ROLL_LEN = DATA_TRX_ID_LEN + DATA_ROLL_PTR_LEN
 
 
-class RecordError(ValueError):
+class RecordError(ParseError):
     """A record or an index description that cannot be what InnoDB wrote."""
 
 

@@ -61,6 +61,7 @@ from parsers.compact_rec import (
     record_fields_reverse,
 )
 from parsers.constants import FIL_NULL, FIL_PAGE_INDEX, FIL_PAGE_RTREE, FIL_PAGE_SDI
+from parsers.errors import ParseError
 from parsers.structs import INDEX_HEADER_FAST, PAGE_DATA, PAGE_HEADER, IndexHeaderTuple
 
 # §5.2 / §7.1 constants (page0types.h, page0zip.h)
@@ -81,7 +82,7 @@ SUPREMUM_EXTRA_DATA = b"\x00\x0b\x00\x00supremum"  # heap_no 1, status supremum;
 _SYNC_MARK = b"\x00\x00\xff\xff"  # the empty stored block a Z_FULL_FLUSH ends with
 
 
-class ZipPageError(ValueError):
+class ZipPageError(ParseError):
     """A zip page that ``page_zip_decompress`` would refuse."""
 
 
