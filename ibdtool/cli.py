@@ -16,6 +16,7 @@ from typing import Any, ClassVar, NoReturn, TypeVar
 import click
 
 from ibdtool.errors import ExitCode, IbdtoolError, InputError
+from parsers import codecs
 
 F = TypeVar("F", bound=Callable[..., Any])
 #: file arguments: existence and readability are checked when the file is opened, so that each
@@ -255,8 +256,7 @@ def checksum(paths: tuple[str, ...], jobs: int | None, quiet: bool) -> None:
     "--algorithms",
     "-a",
     multiple=True,
-    help="mysql:zlib[:L], mysql:lz4, mariadb:{zlib,lz4,lzo,lzma,bzip2,snappy}[:L], zstd[:L], "
-    "a bare codec for every server, or all (default).",
+    help=f"{codecs.spellings()}, a bare codec for every server, or all (default).",
 )
 @click.option(
     "--block-sizes",

@@ -18,8 +18,11 @@ from typing import Any, TypeVar
 import click
 
 from ibdtool.errors import ExitCode, InputError
+from parsers import codecs
 
 F = TypeVar("F", bound=Callable[..., Any])
+_MYSQL_CODECS = ", ".join(codecs.names("mysql"))
+_MARIADB_ONLY = ", ".join(c for c in codecs.names("mariadb") if c not in codecs.names("mysql"))
 
 _CONNECTION_KEYS = (
     "host",
@@ -225,7 +228,7 @@ def _confirm(plan: Any, server_label: str, yes: bool) -> None:
     "target_text",
     required=True,
     metavar="TARGET",
-    help="page:<codec>[:<level>] (zlib, lz4; MariaDB also lzo, lzma, bzip2, snappy), "
+    help=f"page:<codec>[:<level>] ({_MYSQL_CODECS}; MariaDB also {_MARIADB_ONLY}), "
     "row:<1|2|4|8|16> (ROW_FORMAT=COMPRESSED) or none.",
 )
 @click.option("--schema", "schemas", multiple=True, help="Every table of this schema.")

@@ -19,14 +19,11 @@ from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass, field, replace
 from typing import Any
 
-import zstandard
-
-from ibdtool import servercodecs
 from ibdtool.errors import InputError
 from ibdtool.tablespace import Tablespace
 from ibdtool.workpool import WorkerPool
-from parsers.codecs import compress as library_compress
-from parsers.codecs import decompress
+from parsers.codecs import WHAT_IF, Codec, codec, vendor_codecs
+from parsers.codecs import names as codec_names
 from parsers.constants import (
     FIL_PAGE_INDEX,
     FIL_PAGE_RTREE,
@@ -59,10 +56,13 @@ ZIP_SUBSAMPLE_TARGET = 300
 
 @dataclass(frozen=True, order=True)
 class Scenario:
-    """One way to store pages: a server's page compression with an algorithm and level."""
+    """One way to store pages: a vendor's page compression with a codec and level.
+
+    ``server`` is the vendor (``mysql``, ``mariadb``, ``what-if``) and ``algorithm`` a codec of
+    the registry (:mod:`parsers.codecs`), which does the work."""
 
     server: str  # "mysql" | "mariadb" | "what-if"
-    algorithm: str  # Algorithm value, or "zstd"
+    algorithm: str  # a codec name: an Algorithm value, or "zstd"
     level: int | None = None
 
     @property
@@ -70,30 +70,25 @@ class Scenario:
         lvl = f":{self.level}" if self.level is not None else ""
         return f"{self.server}:{self.algorithm}{lvl}"
 
+    @property
+    def codec(self) -> Codec:
+        return codec(self.algorithm)
+
     def compress(self, data: bytes) -> bytes:
-        if self.algorithm == "zstd":
-            return zstandard.ZstdCompressor(level=self.level or 3).compress(data)
-        if self.server == "mysql":
-            # mysqld links its own bundled zlib and lz4 builds; the Python codecs come closest
-            return library_compress(Algorithm(self.algorithm), data, self.level)
-        return servercodecs.compress(Algorithm(self.algorithm), data, self.level)
+        # mysqld links its own bundled zlib and lz4 builds; the Python codecs come closest
+        return codec(self.algorithm).compress(data, self.level, self.server)
 
     def decompress(self, payload: bytes, size: int) -> bytes:
-        if self.algorithm == "zstd":
-            return zstandard.ZstdDecompressor().decompress(payload, max_output_size=size)
-        return decompress(Algorithm(self.algorithm), payload, size)
+        return codec(self.algorithm).decompress(payload, size)
 
 
-_LEVELLED = {"zlib": 6, "lzma": 6}  # innodb_compression_level / page_compression_level default
-MYSQL_CODECS = ("zlib", "lz4")
-MARIADB_CODECS = ("zlib", "lz4", "lzo", "lzma", "bzip2", "snappy")
+MYSQL_CODECS = codec_names("mysql")
+MARIADB_CODECS = codec_names("mariadb")
+WHAT_IF_CODECS = codec_names(WHAT_IF)
+WHAT_IF_LEVELS = (1, 3, 9)  # zstd: fast, its default, strong
 DEFAULT_SCENARIOS: tuple[Scenario, ...] = (
-    Scenario("mysql", "zlib", 6),
-    Scenario("mysql", "lz4"),
-    *(Scenario("mariadb", c, _LEVELLED.get(c)) for c in MARIADB_CODECS),
-    Scenario("what-if", "zstd", 1),
-    Scenario("what-if", "zstd", 3),
-    Scenario("what-if", "zstd", 9),
+    *(Scenario(v, c.name, c.default_level) for v in ("mysql", "mariadb") for c in vendor_codecs(v)),
+    *(Scenario(WHAT_IF, c.name, lv) for c in vendor_codecs(WHAT_IF) for lv in WHAT_IF_LEVELS),
 )
 
 
@@ -112,7 +107,7 @@ def parse_algorithms(specs: Iterable[str]) -> list[Scenario]:
     valid = (
         [f"mysql:{c}" for c in MYSQL_CODECS]
         + [f"mariadb:{c}" for c in MARIADB_CODECS]
-        + ["zstd", "all"]
+        + [*WHAT_IF_CODECS, "all"]
         + sorted(set(MYSQL_CODECS) | set(MARIADB_CODECS))
     )
     for item in _items(specs):
@@ -125,11 +120,13 @@ def parse_algorithms(specs: Iterable[str]) -> list[Scenario]:
             level = int(parts.pop())
         if parts[0] in ("what-if", "whatif"):
             parts = parts[1:]
-        if len(parts) == 1 and parts[0] == "zstd":
-            lv = level or 3
-            if not 1 <= lv <= 22:
-                raise InputError(f"zstd level {lv} is not 1..22")
-            out.append(Scenario("what-if", "zstd", lv))
+        if len(parts) == 1 and parts[0] in WHAT_IF_CODECS:
+            what_if = codec(parts[0])
+            lv = level or what_if.default_level
+            lo, hi = what_if.levels or (0, 0)
+            if lv is None or not lo <= lv <= hi:
+                raise InputError(f"{what_if.name} level {lv} is not {lo}..{hi}")
+            out.append(Scenario(WHAT_IF, what_if.name, lv))
             continue
         if len(parts) == 1 and parts[0] in MARIADB_CODECS:
             servers = ["mysql", "mariadb"] if parts[0] in MYSQL_CODECS else ["mariadb"]
@@ -147,17 +144,18 @@ def parse_algorithms(specs: Iterable[str]) -> list[Scenario]:
     return list(seen)
 
 
-def _scenario(server: str, codec: str, level: int | None) -> Scenario:
-    codecs = MYSQL_CODECS if server == "mysql" else MARIADB_CODECS
-    if codec not in codecs:
-        raise InputError(f"{server} has no {codec!r} page compression; it has {', '.join(codecs)}")
-    if codec in _LEVELLED:
-        level = _LEVELLED[codec] if level is None else level
-        if not 1 <= level <= 9:
-            raise InputError(f"{server}:{codec} level {level} is not 1..9")
+def _scenario(server: str, name: str, level: int | None) -> Scenario:
+    codecs = codec_names(server)
+    if name not in codecs:
+        raise InputError(f"{server} has no {name!r} page compression; it has {', '.join(codecs)}")
+    levels = codec(name).levels
+    if levels is not None:
+        level = codec(name).default_level if level is None else level
+        if level is None or not levels[0] <= level <= levels[1]:
+            raise InputError(f"{server}:{name} level {level} is not {levels[0]}..{levels[1]}")
     elif level is not None:
-        raise InputError(f"{server}:{codec} takes no level")
-    return Scenario(server, codec, level)
+        raise InputError(f"{server}:{name} takes no level")
+    return Scenario(server, name, level)
 
 
 @dataclass(frozen=True, order=True)
@@ -335,7 +333,7 @@ def measure_page(page: bytes, page_no: int, cfg: SimConfig, acc: Accumulator) ->
                 ws = mysql_write_size(payload_len, psize, fs_block)
                 cost = b.allocated(ws if ws is not None else psize, psize)
             else:
-                algo = Algorithm.NONE if s.algorithm == "zstd" else Algorithm(s.algorithm)
+                algo = s.codec.algorithm or Algorithm.NONE
                 stored = mariadb_fcrc32_stored_size(algo, payload_len, psize)
                 cost = b.allocated(stored if stored is not None else psize, psize)
             acc.add_cost((s, b), cost)

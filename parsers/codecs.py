@@ -1,99 +1,269 @@
-"""Decompressors (and compressors, for simulation) of every page-compression algorithm.
+"""The codec registry: every compression algorithm declared once (FORMATS.md §2.1, §3, §7.2).
 
-One function pair per algorithm, each taking the exact payload and the expected output size.
+A :class:`Codec` says what the codec is called, which servers write it (``vendors``: ``mysql``,
+``mariadb``, or ``what-if`` for zstd, which no server offers), its ids on disk, whether
+MariaDB's full_crc32 image keeps a trailing length byte after its payload (§3.2), which
+levels it takes and which the servers default to, whether its library is installed, and how
+to compress, decompress and partially decompress with it (:mod:`parsers.codecimpl`). Every
+list of codecs elsewhere — the id tables below, ``simulate``'s scenarios, the server flavours,
+option help, the TUI legend — is derived from :data:`CODECS`.
+
+Decompression is capped before it inflates: ``decompress(data, size)`` gives exactly ``size``
+bytes or raises :class:`CodecError`, and no library is let to produce more than ``size``.
 zlib/lzma/bzip2 tolerate trailing padding after end-of-stream, as the servers rely on (§3.2).
-Libraries: zlib, lzma, bz2 (stdlib), ``lz4.block`` (raw LZ4 blocks, not frames), ``lzo``
-(python-lzo, LZO1X), ``cramjam.snappy`` (raw snappy).
 """
 
 from __future__ import annotations
 
-import bz2
-import lzma
 import zlib
-from collections.abc import Callable
+from collections.abc import Iterator
+from dataclasses import dataclass
 
-import cramjam
-import lz4.block
-import lzo
+from parsers import codecimpl
+from parsers.codecimpl import CodecError
+from parsers.constants import UNIV_PAGE_SIZE_MAX, Algorithm
 
-from parsers.constants import Algorithm
-from parsers.errors import ParseError
+__all__ = ["CODECS", "Codec", "CodecError", "codec", "codec_for", "compress", "decompress"]
 
-
-class CodecError(ParseError):
-    """A payload did not decompress to the expected size."""
+WHAT_IF = "what-if"
 
 
-def _zlib_decompress(data: bytes, size: int) -> bytes:
-    d = zlib.decompressobj()
-    out = d.decompress(data, size)
-    if not d.eof and len(out) < size:
-        raise CodecError("zlib stream ended early")
-    return out
+@dataclass(frozen=True)
+class Codec:
+    """One compression algorithm, as the servers and ibdtool use it."""
+
+    name: str
+    vendors: tuple[str, ...]  # servers that write it as page compression
+    impl: codecimpl.Impl
+    algorithm: Algorithm | None = None  # its name in page headers; None: never on disk
+    mysql_id: int | None = None  # Compression::Type in the FLUSH_LSN field (§2.1)
+    mariadb_id: int | None = None  # innodb_compression_algorithm: page header, FSP flags (§3)
+    length_byte: bool = False  # full_crc32 keeps the payload's low length byte before the CRC
+    levels: tuple[int, int] | None = None  # accepted levels; None: the codec takes no level
+    default_level: int | None = None  # innodb_compression_level / page_compression_level
+    #: MariaDB builds it as a provider_<name> plugin (10.7+), reported as Innodb_have_<name>
+    mariadb_provider: bool = False
+
+    def available(self) -> bool:
+        """Is the Python package it needs installed?"""
+        return not self.impl.module or codecimpl.importable(self.impl.module)
+
+    def exact(self, vendor: str) -> bool:
+        """Does :meth:`compress` give byte for byte what ``vendor``'s server writes? (MariaDB's
+        lz4 and lzo need the system liblz4/liblzo2; MySQL bundles its own zlib and lz4, which
+        the Python packages only come close to.)"""
+        return vendor == "mariadb" and self.impl.server_exact()
+
+    def compress(self, data: bytes, level: int | None = None, vendor: str | None = None) -> bytes:
+        """``data`` compressed as ``vendor``'s server does (MariaDB ``fil_page_compress``,
+        MySQL ``os_file_compress_page``), or by the Python package when no vendor is given."""
+        if vendor == "mariadb":
+            out = self.impl.server_compress(data, level)
+            if out is not None:
+                return out
+        return self.impl.compress(data, level)
+
+    def decompress(self, data: bytes | memoryview, size: int) -> bytes:
+        """Exactly ``size`` bytes, or :class:`CodecError`; never inflates beyond ``size``."""
+        try:
+            out = self.impl.decompress(bytes(data), size)
+        except CodecError:
+            raise
+        except Exception as exc:  # every codec library raises its own error type
+            raise CodecError(f"{self.name}: {exc}") from None
+        if len(out) != size:
+            raise CodecError(f"{self.name} gave {len(out)} bytes, expected {size}")
+        return out
+
+    def partial_decompress(
+        self, data: bytes | memoryview, n: int, limit: int = UNIV_PAGE_SIZE_MAX
+    ) -> bytes:
+        """The first ``n`` bytes ``data`` decompresses to, or :class:`CodecError` when it holds
+        fewer. zlib, lzma, bzip2, zstd and lz4 (with the system liblz4) stop after ``n`` bytes;
+        the others decompress at most ``limit`` bytes (the whole page) and cut."""
+        try:
+            out = self.impl.prefix(bytes(data), n, max(n, limit))
+        except CodecError:
+            raise
+        except Exception as exc:
+            raise CodecError(f"{self.name}: {exc}") from None
+        if len(out) < n:
+            raise CodecError(f"{self.name} gave {len(out)} bytes, expected at least {n}")
+        return out[:n]
 
 
-def _lz4_decompress(data: bytes, size: int) -> bytes:
-    return lz4.block.decompress(data, uncompressed_size=size)
+CODECS: tuple[Codec, ...] = (
+    Codec(
+        "zlib",
+        ("mysql", "mariadb"),
+        codecimpl.Zlib(),
+        Algorithm.ZLIB,
+        mysql_id=1,
+        mariadb_id=1,
+        levels=(1, 9),
+        default_level=6,
+    ),
+    Codec(
+        "lz4",
+        ("mysql", "mariadb"),
+        codecimpl.Lz4(),
+        Algorithm.LZ4,
+        mysql_id=2,
+        mariadb_id=2,
+        length_byte=True,
+        mariadb_provider=True,
+    ),
+    Codec(
+        "lzo",
+        ("mariadb",),
+        codecimpl.Lzo(),
+        Algorithm.LZO,
+        mariadb_id=3,
+        length_byte=True,
+        mariadb_provider=True,
+    ),
+    Codec(
+        "lzma",
+        ("mariadb",),
+        codecimpl.Lzma(),
+        Algorithm.LZMA,
+        mariadb_id=4,
+        levels=(1, 9),
+        default_level=6,
+        mariadb_provider=True,
+    ),
+    Codec(
+        "bzip2",
+        ("mariadb",),
+        codecimpl.Bzip2(),
+        Algorithm.BZIP2,
+        mariadb_id=5,
+        mariadb_provider=True,
+    ),
+    Codec(
+        "snappy",
+        ("mariadb",),
+        codecimpl.Snappy(),
+        Algorithm.SNAPPY,
+        mariadb_id=6,
+        length_byte=True,
+        mariadb_provider=True,
+    ),
+    Codec("zstd", (WHAT_IF,), codecimpl.Zstd(), levels=(1, 22), default_level=3),
+)
 
+_BY_NAME = {c.name: c for c in CODECS}
+_BY_ALGORITHM = {c.algorithm: c for c in CODECS if c.algorithm is not None}
 
-def _lzo_decompress(data: bytes, size: int) -> bytes:
-    return lzo.decompress(data, False, size)
-
-
-def _lzma_decompress(data: bytes, size: int) -> bytes:
-    d = lzma.LZMADecompressor(format=lzma.FORMAT_XZ)
-    return d.decompress(data, size)
-
-
-def _bzip2_decompress(data: bytes, size: int) -> bytes:
-    d = bz2.BZ2Decompressor()
-    return d.decompress(data, size)
-
-
-def _snappy_decompress(data: bytes, size: int) -> bytes:
-    return bytes(cramjam.snappy.decompress_raw(data))
-
-
-DECOMPRESSORS: dict[Algorithm, Callable[[bytes, int], bytes]] = {
-    Algorithm.ZLIB: _zlib_decompress,
-    Algorithm.LZ4: _lz4_decompress,
-    Algorithm.LZO: _lzo_decompress,
-    Algorithm.LZMA: _lzma_decompress,
-    Algorithm.BZIP2: _bzip2_decompress,
-    Algorithm.SNAPPY: _snappy_decompress,
+#: MariaDB algorithm ids, identical in the classic and full_crc32 layouts (§3).
+MARIADB_ALGORITHMS: dict[int, Algorithm] = {
+    0: Algorithm.NONE,
+    **{c.mariadb_id: c.algorithm for c in CODECS if c.mariadb_id and c.algorithm},
 }
+#: MySQL ``Compression::Type`` (§2.1).
+MYSQL_ALGORITHMS: dict[int, Algorithm] = {
+    0: Algorithm.NONE,
+    **{c.mysql_id: c.algorithm for c in CODECS if c.mysql_id and c.algorithm},
+}
+#: Algorithms whose full_crc32 image keeps a length byte before the CRC (§3.2).
+FCRC32_LENGTH_BYTE = frozenset(c.algorithm for c in CODECS if c.length_byte and c.algorithm)
+
+
+def codec(name: str) -> Codec:
+    """The codec called ``name`` (``zlib``, …, ``zstd``); KeyError when there is none."""
+    return _BY_NAME[name]
+
+
+def codec_for(algorithm: Algorithm) -> Codec:
+    """The codec of an on-disk algorithm; KeyError for :attr:`Algorithm.NONE`."""
+    return _BY_ALGORITHM[algorithm]
+
+
+def vendor_codecs(vendor: str) -> tuple[Codec, ...]:
+    """Codecs ``vendor`` (``mysql``, ``mariadb``, ``what-if``) offers, in registry order."""
+    return tuple(c for c in CODECS if vendor in c.vendors)
+
+
+def names(vendor: str) -> tuple[str, ...]:
+    """Names of :func:`vendor_codecs`: ``("zlib", "lz4")`` for MySQL."""
+    return tuple(c.name for c in vendor_codecs(vendor))
+
+
+def spellings() -> str:
+    """How options name (vendor, codec, level): ``mysql:zlib[:L], mysql:lz4,
+    mariadb:{zlib,…}[:L], zstd[:L]``."""
+    mysql = [f"mysql:{c.name}{'[:L]' if c.levels else ''}" for c in vendor_codecs("mysql")]
+    mariadb = f"mariadb:{{{','.join(names('mariadb'))}}}[:L]"
+    return ", ".join([*mysql, mariadb, *(f"{c.name}[:L]" for c in vendor_codecs(WHAT_IF))])
+
+
+def on_disk() -> Iterator[Algorithm]:
+    """Every algorithm a page header can name, :attr:`Algorithm.NONE` first."""
+    yield Algorithm.NONE
+    yield from _BY_ALGORITHM
 
 
 def decompress(algorithm: Algorithm, data: bytes | memoryview, size: int) -> bytes:
     """Decompress ``data`` to exactly ``size`` bytes, or raise :class:`CodecError`."""
-    try:
-        out = DECOMPRESSORS[algorithm](bytes(data), size)
-    except CodecError:
-        raise
-    except KeyError:
-        raise CodecError(f"no decompressor for {algorithm.value}") from None
-    except Exception as exc:  # every codec library raises its own error type
-        raise CodecError(f"{algorithm.value}: {exc}") from None
-    if len(out) != size:
-        raise CodecError(f"{algorithm.value} gave {len(out)} bytes, expected {size}")
-    return out
+    found = _BY_ALGORITHM.get(algorithm)
+    if found is None:
+        raise CodecError(f"no decompressor for {algorithm.value}")
+    return found.decompress(data, size)
+
+
+def partial_decompress(
+    algorithm: Algorithm, data: bytes | memoryview, n: int, limit: int = UNIV_PAGE_SIZE_MAX
+) -> bytes:
+    """The first ``n`` bytes of ``data`` decompressed (see :meth:`Codec.partial_decompress`)."""
+    found = _BY_ALGORITHM.get(algorithm)
+    if found is None:
+        raise CodecError(f"no decompressor for {algorithm.value}")
+    return found.partial_decompress(data, n, limit)
 
 
 def compress(algorithm: Algorithm, data: bytes, level: int | None = None) -> bytes:
-    """Compress as the servers do (MariaDB fil_page_compress, MySQL os_file_compress_page)."""
-    if algorithm is Algorithm.ZLIB:
-        return zlib.compress(data, 6 if level is None else level)
-    if algorithm is Algorithm.LZ4:
-        return lz4.block.compress(data, store_size=False)
-    if algorithm is Algorithm.LZO:
-        return lzo.compress(data, 1, False)
-    if algorithm is Algorithm.LZMA:
-        return lzma.compress(
-            data, format=lzma.FORMAT_XZ, check=lzma.CHECK_NONE, preset=6 if level is None else level
-        )
-    if algorithm is Algorithm.BZIP2:
-        return bz2.compress(data, 9 if level is None else level)
-    if algorithm is Algorithm.SNAPPY:
-        return bytes(cramjam.snappy.compress_raw(data))
-    raise CodecError(f"no compressor for {algorithm.value}")
+    """Compress with the Python package (see :meth:`Codec.compress` for a server's own build)."""
+    found = _BY_ALGORITHM.get(algorithm)
+    if found is None:
+        raise CodecError(f"no compressor for {algorithm.value}")
+    return found.compress(data, level)
+
+
+# --- zlib streams inside pages: zip pages (§7.2), SDI records (§8) ------------------------------
+
+
+def zlib_inflate(data: bytes | memoryview, limit: int) -> tuple[bytes, int | None]:
+    """Inflate the zlib stream at the start of ``data``, letting at most ``limit`` bytes out:
+    its output and the input bytes it took, None when it does not end within ``data``.
+    CodecError when it is broken or would inflate to more than ``limit``."""
+    d = zlib.decompressobj()
+    body = bytes(data)
+    try:
+        out = d.decompress(body, limit + 1)
+    except zlib.error as exc:
+        raise CodecError(f"zlib: {exc}") from None
+    if len(out) > limit:
+        raise CodecError(f"zlib stream inflates to more than {limit} bytes")
+    return out, len(body) - len(d.unused_data) if d.eof else None
+
+
+def zlib_stream(data: bytes | memoryview, limit: int) -> tuple[bytes, int]:
+    """:func:`zlib_inflate` of a stream that must end within ``data``."""
+    out, used = zlib_inflate(data, limit)
+    if used is None:
+        raise CodecError("zlib stream ended early")
+    return out, used
+
+
+def zlib_page_inflate(data: bytes | memoryview, size: int) -> tuple[bytes, int]:
+    """A page payload inflated to exactly ``size`` bytes, and the input bytes the stream took
+    (all of ``data`` when the stream does not end within ``size`` bytes of output)."""
+    d = zlib.decompressobj()
+    body = bytes(data)
+    try:
+        out = d.decompress(body, size)
+    except zlib.error as exc:
+        raise CodecError(f"zlib: {exc}") from None
+    if len(out) != size:
+        raise CodecError(f"zlib gave {len(out)} bytes, expected {size}")
+    return out, len(body) - len(d.unused_data) if d.eof else len(body)

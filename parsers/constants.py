@@ -1,8 +1,9 @@
-"""InnoDB constants shared by every decoder: page types, algorithm ids, special values.
+"""InnoDB constants shared by every decoder: page types, algorithm names, special values.
 
 Names follow the MySQL/MariaDB sources (without the ``FIL_PAGE_`` prefix for page-type names, as
 ``inspect --json`` reports them) so that a grep of the server code finds them.
-Source: FORMATS.md §1.3 (page types), §2.1 and §3 (compression algorithm ids).
+Source: FORMATS.md §1.3 (page types), §2.1 and §3 (compression algorithms; their ids on disk
+are declared with the codecs in :mod:`parsers.codecs`).
 """
 
 from __future__ import annotations
@@ -14,6 +15,8 @@ FIL_PAGE_DATA = 38  # end of the FIL header, start of the page body (§1.1)
 FIL_PAGE_DATA_END = 8  # FIL trailer length (§1.2)
 BUF_NO_CHECKSUM_MAGIC = 0xDEADBEEF  # innodb_checksum_algorithm=none (§6.3)
 UNIV_ZIP_SIZE_MIN = 1024
+UNIV_ZIP_SIZE_MAX = 16384  # ROW_FORMAT=COMPRESSED exists for logical pages up to 16K (§7)
+UNIV_PAGE_SIZE_MAX = 65536  # innodb_page_size=64k
 
 # Offsets inside the FIL header (§1.1)
 FIL_PAGE_SPACE_OR_CHKSUM = 0
@@ -139,21 +142,6 @@ class Algorithm(StrEnum):
     LZMA = "lzma"
     BZIP2 = "bzip2"
     SNAPPY = "snappy"
-
-
-#: MariaDB algorithm ids, identical in the classic and full_crc32 layouts (§3).
-MARIADB_ALGORITHMS: dict[int, Algorithm] = {
-    0: Algorithm.NONE,
-    1: Algorithm.ZLIB,
-    2: Algorithm.LZ4,
-    3: Algorithm.LZO,
-    4: Algorithm.LZMA,
-    5: Algorithm.BZIP2,
-    6: Algorithm.SNAPPY,
-}
-
-#: MySQL ``Compression::Type`` (§2.1).
-MYSQL_ALGORITHMS: dict[int, Algorithm] = {0: Algorithm.NONE, 1: Algorithm.ZLIB, 2: Algorithm.LZ4}
 
 
 def page_type_name(page_type: int, vendor: Vendor) -> str:

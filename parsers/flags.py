@@ -9,7 +9,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from parsers.constants import MARIADB_ALGORITHMS, Algorithm, Vendor
+from parsers.codecs import MARIADB_ALGORITHMS
+from parsers.constants import Algorithm, Vendor
 
 FSP_SPACE_FLAGS_OFFSET = 54  # 38 + 16
 

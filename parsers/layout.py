@@ -7,12 +7,12 @@ Each function returns None when the server would store the page uncompressed.
 
 from __future__ import annotations
 
+from parsers.codecs import FCRC32_LENGTH_BYTE
 from parsers.constants import FIL_PAGE_DATA, Algorithm
 
 MYSQL_HEADER = FIL_PAGE_DATA  # §2.1: the 38-byte header stays, the rest is compressed
 MARIADB_CLASSIC_HEADER = 40  # §3.1: header + 2-byte FIL_PAGE_COMP_SIZE
 MARIADB_FCRC32_HEADER = 26  # §3.2: FIL_PAGE_COMP_ALGO
-FCRC32_LENGTH_BYTE = frozenset({Algorithm.LZ4, Algorithm.LZO, Algorithm.SNAPPY})
 
 
 def align_up(n: int, block: int) -> int:

@@ -8,13 +8,20 @@ are decompressed and the resulting page's own checksum is verified, as innocheck
 
 from __future__ import annotations
 
-import zlib
 from dataclasses import dataclass
 from typing import Any
 
 from parsers import checksum
 from parsers.checksum import ChecksumAlgo
-from parsers.codecs import CodecError, decompress
+from parsers.codecs import (
+    FCRC32_LENGTH_BYTE,
+    MARIADB_ALGORITHMS,
+    MYSQL_ALGORITHMS,
+    CodecError,
+    decompress,
+    zlib_page_inflate,
+    zlib_stream,
+)
 from parsers.constants import (
     FIL_PAGE_COMPRESS_FCRC32_MARKER,
     FIL_PAGE_COMPRESSED,
@@ -26,8 +33,7 @@ from parsers.constants import (
     FIL_PAGE_PAGE_COMPRESSED_ENCRYPTED,
     FIL_PAGE_RTREE,
     FIL_PAGE_TYPE_ALLOCATED,
-    MARIADB_ALGORITHMS,
-    MYSQL_ALGORITHMS,
+    UNIV_ZIP_SIZE_MAX,
     Algorithm,
     Vendor,
     index_types,
@@ -130,17 +136,18 @@ def index_stats(page: bytes | memoryview, logical_size: int) -> IndexStats:
     )
 
 
-def zip_stream_length(page: bytes | memoryview, physical_size: int) -> int | None:
-    """Length Z of the zlib stream at PAGE_DATA of a zip index page (§7.2), None if broken."""
-    d = zlib.decompressobj()
-    body = bytes(memoryview(page)[PAGE_DATA:physical_size])
+def zip_stream_length(
+    page: bytes | memoryview, physical_size: int, logical_size: int = UNIV_ZIP_SIZE_MAX
+) -> int | None:
+    """Length Z of the zlib stream at PAGE_DATA of a zip index page (§7.2), None if broken.
+
+    The stream holds the index's field descriptions and the records of one ``logical_size``
+    page, each inflated by ``page_zip_decompress`` into the page frame, so it cannot inflate to
+    more than two pages; one that would is broken, and is cut off there rather than inflated."""
     try:
-        d.decompress(body)
-    except zlib.error:
+        return zlib_stream(memoryview(page)[PAGE_DATA:physical_size], 2 * logical_size)[1]
+    except CodecError:
         return None
-    if not d.eof:
-        return None
-    return len(body) - len(d.unused_data)
 
 
 def _type_of(page: bytes | memoryview) -> int:
@@ -219,7 +226,7 @@ def decode_page(
                     real_type = -1
                 else:
                     end = size
-                    if compression in (Algorithm.LZ4, Algorithm.LZO, Algorithm.SNAPPY):
+                    if compression in FCRC32_LENGTH_BYTE:
                         lsb = mv[size - 5]
                         if lsb:
                             end += lsb - 256
@@ -341,11 +348,11 @@ def decode_page(
         if real_type in index_types(vendor) and not encrypted:
             index = index_stats(page, logical)
             if fmt.zip and real_type != FIL_PAGE_RTREE:
-                zip_stream = zip_stream_length(mv, physical)
+                zip_stream = zip_stream_length(mv, physical, logical)
                 if zip_stream is None and problem is None:
                     problem = "zlib stream of the compressed index page does not inflate"
             elif fmt.zip:
-                zip_stream = zip_stream_length(mv, physical)
+                zip_stream = zip_stream_length(mv, physical, logical)
     if keep_page is not None:
         keep_page.append(bytes(page))
     return PageInfo(
@@ -374,14 +381,6 @@ def decode_page(
 def _inflate(algorithm: Algorithm, payload: memoryview, size: int) -> tuple[bytes, int]:
     """Decompress a MariaDB payload to ``size`` bytes; also return the bytes really consumed."""
     if algorithm is Algorithm.ZLIB:
-        d = zlib.decompressobj()
-        data = bytes(payload)
-        try:
-            out = d.decompress(data, size)
-        except zlib.error as exc:
-            raise CodecError(f"zlib: {exc}") from None
-        if len(out) != size:
-            raise CodecError(f"zlib gave {len(out)} bytes, expected {size}")
-        return out, len(data) - len(d.unused_data) if d.eof else len(data)
+        return zlib_page_inflate(payload, size)
     out = decompress(algorithm, payload, size)
     return out, len(payload)

@@ -10,12 +10,12 @@ inside a zlib stream (§7.1): there the stream is inflated and each record is fo
 from __future__ import annotations
 
 import json
-import zlib
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from typing import Any
 
-from parsers.constants import FIL_NULL, FIL_PAGE_SDI, FIL_PAGE_SDI_BLOB
+from parsers.codecs import CodecError, zlib_inflate, zlib_stream
+from parsers.constants import FIL_NULL, FIL_PAGE_SDI, FIL_PAGE_SDI_BLOB, UNIV_ZIP_SIZE_MAX
 from parsers.errors import ParseError
 from parsers.structs import SDI_RECORD_DATA, BlobRef, LobHeader, SdiRecord
 
@@ -24,6 +24,8 @@ REC_INFO_DELETED = 0x20
 REC_STATUS_NODE_PTR = 1
 REC_STATUS_SUPREMUM = 3
 MAX_SDI_PAGES = 100_000
+#: the largest SDI record inflated: a table's JSON is kilobytes, a 4096-column one a few MB
+MAX_SDI_RECORD = 64 << 20
 
 
 class SdiError(ParseError):
@@ -130,10 +132,16 @@ def read_sdi(get_page: Callable[[int], bytes], root: int) -> list[SdiEntry]:
 
 
 def _entry(sdi_type: int, sdi_id: int, data: bytes, uncompressed_len: int) -> SdiEntry:
+    if uncompressed_len > MAX_SDI_RECORD:
+        raise SdiError(
+            f"SDI record {sdi_id} claims {uncompressed_len} bytes, over {MAX_SDI_RECORD}"
+        )
     try:
-        text = zlib.decompress(data)
-    except zlib.error as exc:
-        raise SdiError(f"SDI record {sdi_id} does not inflate: {exc}") from None
+        text, _ = zlib_stream(data, uncompressed_len)
+    except CodecError as exc:
+        raise SdiError(
+            f"SDI record {sdi_id} does not inflate to {uncompressed_len}: {exc}"
+        ) from None
     if len(text) != uncompressed_len:
         raise SdiError(f"SDI record {sdi_id} inflates to {len(text)}, not {uncompressed_len}")
     try:
@@ -164,13 +172,12 @@ def read_zip_sdi(get_page: Callable[[int], bytes], root: int, physical: int) -> 
         page = get_page(page_no)
         if _be(page, 24, 2) != FIL_PAGE_SDI:
             continue
-        d = zlib.decompressobj()
         body = page[94:physical]
-        try:
-            stream = d.decompress(body)
-        except zlib.error:
-            stream, d = b"", zlib.decompressobj()
-        mlog = d.unused_data if d.eof else body
+        try:  # at most two pages out, as for any zip index page (parsers.page.zip_stream_length)
+            stream, used = zlib_inflate(body, 2 * UNIV_ZIP_SIZE_MAX)
+            mlog = body if used is None else body[used:]
+        except CodecError:
+            stream, mlog = b"", body
         for entry in (*_scan_stream(stream), *_scan_stream(mlog)):
             found[(entry.sdi_type, entry.sdi_id)] = entry
         if _be(page, 64, 2) > 0:
@@ -202,7 +209,7 @@ def _scan_stream(stream: bytes) -> Iterator[SdiEntry]:
         if cmf == 0x78 and (cmf * 256 + flg) % 31 == 0:
             ul = _be(stream, i - 8, 4)
             cl = _be(stream, i - 4, 4)
-            if 0 < cl <= n - i and 0 < ul < (64 << 20):
+            if 0 < cl <= n - i and 0 < ul <= MAX_SDI_RECORD:
                 try:
                     entry = _entry(
                         _be(stream, i - 20, 4), _be(stream, i - 16, 8), stream[i : i + cl], ul

@@ -11,14 +11,12 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 
 from parsers import checksum
-from parsers.codecs import CodecError, decompress
+from parsers.codecs import MARIADB_ALGORITHMS, MYSQL_ALGORITHMS, CodecError, decompress
 from parsers.constants import (
     FIL_PAGE_COMPRESS_FCRC32_MARKER,
     FIL_PAGE_COMPRESSED,
     FIL_PAGE_PAGE_COMPRESSED,
     FIL_PAGE_PAGE_COMPRESSED_ENCRYPTED,
-    MARIADB_ALGORITHMS,
-    MYSQL_ALGORITHMS,
     MYSQL_ENCRYPTED_TYPES,
     Algorithm,
     Vendor,

@@ -16,6 +16,7 @@ from dataclasses import dataclass
 from enum import StrEnum
 
 from ibdtool.inspect import unpunched_bytes
+from parsers import codecs
 from parsers.constants import Algorithm
 from parsers.page import PageInfo
 
@@ -83,25 +84,39 @@ def type_color(name: str) -> str:
     return _OTHER_COLOR
 
 
+#: colours of the codecs the registry knows today; one it gains later gets the fallback
 _ALGO_COLORS = {
-    Algorithm.NONE: "#8a8a8a",
-    Algorithm.ZLIB: "#5f9ee8",
-    Algorithm.LZ4: "#98c379",
-    Algorithm.LZO: "#e5c07b",
-    Algorithm.LZMA: "#c678dd",
-    Algorithm.BZIP2: "#d7875f",
-    Algorithm.SNAPPY: "#56b6c2",
+    "none": "#8a8a8a",
+    "zlib": "#5f9ee8",
+    "lz4": "#98c379",
+    "lzo": "#e5c07b",
+    "lzma": "#c678dd",
+    "bzip2": "#d7875f",
+    "snappy": "#56b6c2",
 }
+FALLBACK_ALGO_COLOR = "#afafd7"
 EMPTY_COLOR = "#444444"
+
+
+def compression_color(algorithm: str) -> str:
+    """The page map's colour for pages stored with ``algorithm`` (``none`` for plain ones)."""
+    return _ALGO_COLORS.get(algorithm, FALLBACK_ALGO_COLOR)
+
+
+_ALGORITHMS = tuple(codecs.on_disk())  # every algorithm a page header can name, NONE first
 COMPRESSION_CATEGORIES = (
     UNSCANNED,
     *(
-        Category(a.value, _ALGO_COLORS[a], description="stored uncompressed" if a is a.NONE else "")
-        for a in Algorithm
+        Category(
+            a.value,
+            compression_color(a.value),
+            description="stored uncompressed" if a is Algorithm.NONE else "",
+        )
+        for a in _ALGORITHMS
     ),
     Category("empty", EMPTY_COLOR, "░", "all-zero page"),
 )
-_ALGO_CODE = {a: i + 1 for i, a in enumerate(Algorithm)}
+_ALGO_CODE = {a: i + 1 for i, a in enumerate(_ALGORITHMS)}
 _EMPTY_ALGO = len(COMPRESSION_CATEGORIES) - 1
 
 #: stored bytes / logical page size, upper bounds of the buckets

@@ -16,6 +16,7 @@ from typing import Any
 from ibdtool.server import localfs, sql
 from ibdtool.server.connection import ConnectionOptions, Session, StatementHook
 from ibdtool.server.flavor import Flavor, parse_flavor
+from parsers import codecs
 
 VARIABLES = (
     "innodb_page_size",
@@ -41,11 +42,7 @@ VARIABLES = (
 MAIN_LOCK_WAIT_TIMEOUT = 5  # seconds, for the main connection's own queries
 
 STATUS = (
-    "Innodb_have_lz4",
-    "Innodb_have_lzo",
-    "Innodb_have_lzma",
-    "Innodb_have_bzip2",
-    "Innodb_have_snappy",
+    *(f"Innodb_have_{c.name}" for c in codecs.vendor_codecs("mariadb") if c.mariadb_provider),
     "Innodb_have_punch_hole",
 )
 
@@ -115,7 +112,7 @@ class Server:
         """Can this server compress pages with ``codec`` right now?"""
         if codec not in self.flavor.page_codecs:
             return False
-        if codec == "zlib" or not self.flavor.mariadb:
+        if not self.flavor.mariadb or not codecs.codec(codec).mariadb_provider:
             return True
         return on(self.status.get(f"Innodb_have_{codec}"))
 

@@ -10,8 +10,10 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 
-MYSQL_PAGE_CODECS = ("zlib", "lz4")
-MARIADB_PAGE_CODECS = ("zlib", "lz4", "lzo", "lzma", "bzip2", "snappy")
+from parsers import codecs
+
+MYSQL_PAGE_CODECS = codecs.names("mysql")
+MARIADB_PAGE_CODECS = codecs.names("mariadb")
 
 
 @dataclass(frozen=True)
@@ -53,7 +55,8 @@ class Flavor:
 
     @property
     def codec_plugins(self) -> bool:
-        """MariaDB 10.7+ loads lz4/lzo/lzma/bzip2/snappy as ``provider_*`` plugins."""
+        """MariaDB 10.7+ loads all but zlib as ``provider_*`` plugins
+        (:attr:`parsers.codecs.Codec.mariadb_provider`)."""
         return self.mariadb and self.version >= (10, 7, 0)
 
     @property

@@ -19,6 +19,7 @@ from typing import Any
 
 from ibdtool.errors import InputError
 from ibdtool.tablespace import Tablespace
+from parsers.codecs import MARIADB_ALGORITHMS, MYSQL_ALGORITHMS
 from parsers.constants import (
     FIL_PAGE_COMPRESS_FCRC32_MARKER,
     FIL_PAGE_COMPRESSED,
@@ -29,8 +30,6 @@ from parsers.constants import (
     FIL_PAGE_TYPE_ALLOCATED,
     FIL_PAGE_TYPE_FSP_HDR,
     FIL_PAGE_TYPE_XDES,
-    MARIADB_ALGORITHMS,
-    MYSQL_ALGORITHMS,
     Algorithm,
     Vendor,
 )

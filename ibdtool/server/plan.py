@@ -26,6 +26,7 @@ from typing import Any
 from ibdtool.errors import InputError
 from ibdtool.server import sql
 from ibdtool.server.context import Server
+from ibdtool.server.flavor import MARIADB_PAGE_CODECS
 from ibdtool.server.preflight import Check, server_checks, table_checks
 from ibdtool.server.tables import TableInfo
 
@@ -68,7 +69,7 @@ def parse_target(text: str) -> Target:
             raise InputError(f"--to {text}: KEY_BLOCK_SIZE must be one of 1, 2, 4, 8, 16")
         return Target("row", key_block_size=kbs)
     raise InputError(
-        f"--to {text}: expected page:<codec>[:<level>] (zlib, lz4, lzo, lzma, bzip2, snappy), "
+        f"--to {text}: expected page:<codec>[:<level>] ({', '.join(MARIADB_PAGE_CODECS)}), "
         "row:<1|2|4|8|16> or none"
     )
 

@@ -7,14 +7,13 @@ payload and padding, laid out as MySQL (§2.1), MariaDB classic (§3.1) or Maria
 
 from __future__ import annotations
 
+from parsers.codecs import FCRC32_LENGTH_BYTE, MARIADB_ALGORITHMS, MYSQL_ALGORITHMS
 from parsers.constants import (
     FIL_PAGE_COMPRESSED,
     FIL_PAGE_COMPRESSED_AND_ENCRYPTED,
     FIL_PAGE_DATA,
     FIL_PAGE_PAGE_COMPRESSED,
     FIL_PAGE_PAGE_COMPRESSED_ENCRYPTED,
-    MARIADB_ALGORITHMS,
-    MYSQL_ALGORITHMS,
     Algorithm,
     Vendor,
     page_type_name,
@@ -179,7 +178,7 @@ def _fcrc32_compressed(stored: bytes, info: PageInfo, fmt: SpaceFormat) -> Parts
     if not MARIADB_FCRC32_PAYLOAD + 4 < image < size:
         return [FieldGroup("MariaDB full_crc32 page_compressed (§3.2)", tuple(fields))], regions
     end = image - 4
-    if algo in (Algorithm.LZ4, Algorithm.LZO, Algorithm.SNAPPY):
+    if algo in FCRC32_LENGTH_BYTE:
         fields.append(Field("length byte", image - 5, 1, str(stored[image - 5])))
         regions.append(Region(image - 5, image - 4, "compression"))
         end = image - 5

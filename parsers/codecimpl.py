@@ -1,0 +1,216 @@
+"""How each compression library is called, with every decompression capped before it inflates.
+
+One small class per codec, all with the same four calls; :mod:`parsers.codecs` declares which
+codec is which. ``decompress(data, size)`` never lets a library produce more than ``size``
+bytes: zlib, lzma and bzip2 through the ``max_length`` of their streaming decompressors, lz4
+and lzo into a ``size``-byte buffer, snappy and zstd after checking the length their header
+declares and then into a bounded buffer. A payload that would inflate further is cut off there
+(and then fails the caller's exact-size check), so a page that claims to hold a gigabyte costs
+no more than a page. ``prefix(data, n, limit)`` gives the first ``n`` bytes alone where the
+library can stop early, and otherwise decompresses at most ``limit`` bytes and cuts.
+
+Library modules are imported on first use, so a missing optional one costs only its codec and
+the CLI starts without loading any.
+"""
+
+from __future__ import annotations
+
+import importlib
+import importlib.util
+import zlib
+from functools import cache
+from typing import Any
+
+from parsers import syslibs
+from parsers.errors import ParseError
+
+#: liblzma's dictionary budget: preset 9 (MariaDB's highest level) needs a 64 MiB dictionary,
+#: a crafted header may ask for 1.5 GiB
+LZMA_MEMLIMIT = 128 << 20
+
+
+class CodecError(ParseError):
+    """A payload did not decompress to the expected size."""
+
+
+@cache
+def _module(name: str) -> Any:
+    return importlib.import_module(name)
+
+
+@cache
+def importable(name: str) -> bool:
+    """Is the Python module ``name`` installed?"""
+    try:
+        return importlib.util.find_spec(name) is not None
+    except (ImportError, ValueError):
+        return False
+
+
+def _streamed(d: Any, data: bytes, n: int) -> bytes:
+    """At most ``n`` bytes out of a zlib/lzma/bz2 streaming decompressor."""
+    out: bytes = d.decompress(data, n)
+    return out
+
+
+class Impl:
+    """The calls of one codec; subclasses override what their library does differently."""
+
+    module = ""  # the Python package the codec needs ("" for the standard library)
+
+    def compress(self, data: bytes, level: int | None) -> bytes:
+        raise NotImplementedError
+
+    def server_compress(self, data: bytes, level: int | None) -> bytes | None:
+        """MariaDB's own build of the codec where it differs from the Python package; None
+        when there is nothing different (or the system library is missing)."""
+        return None
+
+    def server_exact(self) -> bool:
+        """Is :meth:`server_compress` (or :meth:`compress`) byte-exact with MariaDB's?"""
+        return True
+
+    def decompress(self, data: bytes, size: int) -> bytes:
+        """At most ``size`` bytes; fewer when the payload holds fewer."""
+        raise NotImplementedError
+
+    def prefix(self, data: bytes, n: int, limit: int) -> bytes:
+        """The first ``n`` bytes; libraries that cannot stop early decompress ``limit`` at most."""
+        return self.decompress(data, limit)[:n]
+
+
+class Zlib(Impl):
+    def compress(self, data: bytes, level: int | None) -> bytes:
+        return zlib.compress(data, 6 if level is None else level)
+
+    def decompress(self, data: bytes, size: int) -> bytes:
+        d = zlib.decompressobj()
+        out = _streamed(d, data, size)
+        if not d.eof and len(out) < size:
+            raise CodecError("zlib stream ended early")
+        return out
+
+    def prefix(self, data: bytes, n: int, limit: int) -> bytes:
+        return _streamed(zlib.decompressobj(), data, n)
+
+
+class Lz4(Impl):
+    module = "lz4"
+
+    def compress(self, data: bytes, level: int | None) -> bytes:
+        out: bytes = _module("lz4.block").compress(data, store_size=False)
+        return out
+
+    def server_compress(self, data: bytes, level: int | None) -> bytes | None:
+        return syslibs.lz4_compress_default(data)
+
+    def server_exact(self) -> bool:
+        return syslibs.liblz4() is not None
+
+    def decompress(self, data: bytes, size: int) -> bytes:
+        # python-lz4 decodes into a size-byte buffer (LZ4_decompress_safe): it cannot overrun
+        out: bytes = _module("lz4.block").decompress(data, uncompressed_size=size)
+        return out
+
+    def prefix(self, data: bytes, n: int, limit: int) -> bytes:
+        out = syslibs.lz4_decompress_partial(data, n)
+        return self.decompress(data, limit)[:n] if out is None else out
+
+
+class Lzo(Impl):
+    module = "lzo"
+
+    def compress(self, data: bytes, level: int | None) -> bytes:
+        out: bytes = _module("lzo").compress(data, 1, False)
+        return out
+
+    def server_compress(self, data: bytes, level: int | None) -> bytes | None:
+        return syslibs.lzo1x_1_15_compress(data)
+
+    def server_exact(self) -> bool:
+        return syslibs.liblzo2() is not None
+
+    def decompress(self, data: bytes, size: int) -> bytes:
+        # lzo1x_decompress_safe into a size-byte buffer: an overrun is an error, not a realloc
+        out: bytes = _module("lzo").decompress(data, False, size)
+        return out
+
+
+class Lzma(Impl):
+    def compress(self, data: bytes, level: int | None) -> bytes:
+        lzma = _module("lzma")
+        out: bytes = lzma.compress(
+            data, format=lzma.FORMAT_XZ, check=lzma.CHECK_NONE, preset=6 if level is None else level
+        )
+        return out
+
+    def decompress(self, data: bytes, size: int) -> bytes:
+        d = (lzma := _module("lzma")).LZMADecompressor(
+            format=lzma.FORMAT_XZ, memlimit=LZMA_MEMLIMIT
+        )
+        return _streamed(d, data, size)
+
+    def prefix(self, data: bytes, n: int, limit: int) -> bytes:
+        return self.decompress(data, n)
+
+
+class Bzip2(Impl):
+    def compress(self, data: bytes, level: int | None) -> bytes:
+        out: bytes = _module("bz2").compress(data, 9 if level is None else level)
+        return out
+
+    def server_compress(self, data: bytes, level: int | None) -> bytes | None:
+        # BZ2_bzBuffToBuffCompress(..., blockSize100k=1, ...) in fil_page_compress
+        out: bytes = _module("bz2").compress(data, 1 if level is None else level)
+        return out
+
+    def decompress(self, data: bytes, size: int) -> bytes:
+        return _streamed(_module("bz2").BZ2Decompressor(), data, size)
+
+    def prefix(self, data: bytes, n: int, limit: int) -> bytes:
+        return self.decompress(data, n)
+
+
+class Snappy(Impl):
+    module = "cramjam"
+
+    def compress(self, data: bytes, level: int | None) -> bytes:
+        return bytes(_module("cramjam").snappy.compress_raw(data))
+
+    def decompress(self, data: bytes, size: int) -> bytes:
+        snappy = _module("cramjam").snappy
+        declared = snappy.decompress_raw_len(data)  # the varint the block starts with
+        if declared > size:
+            raise CodecError(f"snappy block declares {declared} bytes, more than {size}")
+        buf = bytearray(declared)
+        got = snappy.decompress_raw_into(data, buf)
+        return bytes(buf[:got])
+
+
+class Zstd(Impl):
+    module = "zstandard"
+
+    def compress(self, data: bytes, level: int | None) -> bytes:
+        out: bytes = _module("zstandard").ZstdCompressor(level=level or 3).compress(data)
+        return out
+
+    def decompress(self, data: bytes, size: int) -> bytes:
+        zstd = _module("zstandard")
+        declared = zstd.frame_content_size(data)  # -1: the frame does not say
+        if declared > size:
+            raise CodecError(f"zstd frame declares {declared} bytes, more than {size}")
+        if declared < 0:
+            return self.prefix(data, size, size)
+        # with a content size in the frame, zstandard sizes its buffer by it (checked above)
+        out: bytes = zstd.ZstdDecompressor().decompress(data, max_output_size=size)
+        return out
+
+    def prefix(self, data: bytes, n: int, limit: int) -> bytes:
+        reader = _module("zstandard").ZstdDecompressor().stream_reader(data)
+        out = b""
+        while len(out) < n:
+            piece = reader.read(n - len(out))
+            if not piece:
+                break
+            out += piece
+        return out
