@@ -1,13 +1,15 @@
 """How each compression library is called, with every decompression capped before it inflates.
 
 One small class per codec, all with the same four calls; :mod:`parsers.codecs` declares which
-codec is which. ``decompress(data, size)`` never lets a library produce more than ``size``
-bytes: zlib, lzma and bzip2 through the ``max_length`` of their streaming decompressors, lz4
-and lzo into a ``size``-byte buffer, snappy and zstd after checking the length their header
-declares and then into a bounded buffer. A payload that would inflate further is cut off there
-(and then fails the caller's exact-size check), so a page that claims to hold a gigabyte costs
-no more than a page. ``prefix(data, n, limit)`` gives the first ``n`` bytes alone where the
-library can stop early, and otherwise decompresses at most ``limit`` bytes and cuts.
+codec is which. ``decompress(data, size)`` never lets a library produce more than ``size + 1``
+bytes: zlib, lzma and bzip2 through the ``max_length`` of their streaming decompressors (the
+one byte more tells a stream that goes on past the page), lz4 and lzo into a ``size``-byte
+buffer (where overrunning it is an error), snappy and zstd after checking the length their
+header declares and then into a bounded buffer. A payload that would inflate further is cut
+off there and fails the caller's size check, as the servers' own decompression fails when the
+page buffer is full; a page that claims to hold a gigabyte costs no more than a page.
+``prefix(data, n, limit)`` gives the first ``n`` bytes alone where the library can stop early,
+and otherwise decompresses at most ``limit`` bytes and cuts.
 
 Library modules are imported on first use, so a missing optional one costs only its codec and
 the CLI starts without loading any.
@@ -71,7 +73,8 @@ class Impl:
         return True
 
     def decompress(self, data: bytes, size: int) -> bytes:
-        """At most ``size`` bytes; fewer when the payload holds fewer."""
+        """At most ``size + 1`` bytes (so the caller sees a stream that goes on past ``size``);
+        fewer when the payload holds fewer."""
         raise NotImplementedError
 
     def prefix(self, data: bytes, n: int, limit: int) -> bytes:
@@ -85,7 +88,7 @@ class Zlib(Impl):
 
     def decompress(self, data: bytes, size: int) -> bytes:
         d = zlib.decompressobj()
-        out = _streamed(d, data, size)
+        out = _streamed(d, data, size + 1)
         if not d.eof and len(out) < size:
             raise CodecError("zlib stream ended early")
         return out
@@ -145,13 +148,12 @@ class Lzma(Impl):
         return out
 
     def decompress(self, data: bytes, size: int) -> bytes:
-        d = (lzma := _module("lzma")).LZMADecompressor(
-            format=lzma.FORMAT_XZ, memlimit=LZMA_MEMLIMIT
-        )
-        return _streamed(d, data, size)
+        return self.prefix(data, size + 1, size + 1)
 
     def prefix(self, data: bytes, n: int, limit: int) -> bytes:
-        return self.decompress(data, n)
+        lzma = _module("lzma")
+        d = lzma.LZMADecompressor(format=lzma.FORMAT_XZ, memlimit=LZMA_MEMLIMIT)
+        return _streamed(d, data, n)
 
 
 class Bzip2(Impl):
@@ -165,10 +167,10 @@ class Bzip2(Impl):
         return out
 
     def decompress(self, data: bytes, size: int) -> bytes:
-        return _streamed(_module("bz2").BZ2Decompressor(), data, size)
+        return self.prefix(data, size + 1, size + 1)
 
     def prefix(self, data: bytes, n: int, limit: int) -> bytes:
-        return self.decompress(data, n)
+        return _streamed(_module("bz2").BZ2Decompressor(), data, n)
 
 
 class Snappy(Impl):

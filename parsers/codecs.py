@@ -9,7 +9,8 @@ list of codecs elsewhere — the id tables below, ``simulate``'s scenarios, the 
 option help, the TUI legend — is derived from :data:`CODECS`.
 
 Decompression is capped before it inflates: ``decompress(data, size)`` gives exactly ``size``
-bytes or raises :class:`CodecError`, and no library is let to produce more than ``size``.
+bytes or raises :class:`CodecError`, and no library is let to produce more than ``size + 1``
+(a stream that goes on past the page is an error, as it is for the servers).
 zlib/lzma/bzip2 tolerate trailing padding after end-of-stream, as the servers rely on (§3.2).
 """
 
@@ -64,13 +65,15 @@ class Codec:
         return self.impl.compress(data, level)
 
     def decompress(self, data: bytes | memoryview, size: int) -> bytes:
-        """Exactly ``size`` bytes, or :class:`CodecError`; never inflates beyond ``size``."""
+        """Exactly ``size`` bytes, or :class:`CodecError`; never inflates beyond ``size + 1``."""
         try:
             out = self.impl.decompress(bytes(data), size)
         except CodecError:
             raise
         except Exception as exc:  # every codec library raises its own error type
             raise CodecError(f"{self.name}: {exc}") from None
+        if len(out) > size:
+            raise CodecError(f"{self.name} stream inflates to more than {size} bytes")
         if len(out) != size:
             raise CodecError(f"{self.name} gave {len(out)} bytes, expected {size}")
         return out
@@ -261,9 +264,11 @@ def zlib_page_inflate(data: bytes | memoryview, size: int) -> tuple[bytes, int]:
     d = zlib.decompressobj()
     body = bytes(data)
     try:
-        out = d.decompress(body, size)
+        out = d.decompress(body, size + 1)
     except zlib.error as exc:
         raise CodecError(f"zlib: {exc}") from None
+    if len(out) > size:
+        raise CodecError(f"zlib stream inflates to more than {size} bytes")
     if len(out) != size:
         raise CodecError(f"zlib gave {len(out)} bytes, expected {size}")
     return out, len(body) - len(d.unused_data) if d.eof else len(body)

@@ -1,0 +1,171 @@
+"""The codec registry against the servers' own files: ids, the trailing length byte, partial
+and capped decompression.
+
+The oracle is the samples the real servers wrote (``samples/MANIFEST.json`` says which codec
+each table was created with) and each decompressed page's own checksum, computed by the
+server: a codec that decompresses to a page whose checksum verifies has decoded it right.
+"""
+
+from __future__ import annotations
+
+import tracemalloc
+from pathlib import Path
+
+import pytest
+
+from parsers import checksum, codecimpl, codecs, syslibs
+from parsers.constants import Algorithm
+from tests.samples_manifest import manifest, sample
+
+PAGE = 16384
+FIL_PAGE_COMPRESSED = 14  # MySQL transparent compression (FORMATS.md §2.1)
+FIL_PAGE_PAGE_COMPRESSED = 34354  # MariaDB classic page_compressed (§3.1)
+FCRC32_MARKER = 0x8000  # MariaDB full_crc32 compressed image (§3.2)
+MARIADB = ("zlib", "lz4", "lzo", "lzma", "bzip2", "snappy")  # the servers' documentation
+MYSQL = ("zlib", "lz4")
+
+
+def pages(path: Path, size: int = PAGE) -> list[bytes]:
+    data = path.read_bytes()
+    return [data[i : i + size] for i in range(0, len(data) - size + 1, size)]
+
+
+def typ(page: bytes) -> int:
+    return int.from_bytes(page[24:26], "big")
+
+
+def mariadb_classic(name: str) -> list[tuple[int, bytes]]:
+    """(algorithm id, payload) of each compressed page of the classic-format sample."""
+    out = []
+    for p in pages(sample(f"mariadb/p16k-crc32_pc_{name}.ibd")):
+        if typ(p) == FIL_PAGE_PAGE_COMPRESSED:
+            n = int.from_bytes(p[38:40], "big")  # FIL_PAGE_COMP_SIZE; payload at 40 (§3.1)
+            out.append((int.from_bytes(p[26:34], "big"), p[40 : 40 + n]))
+    assert out, name
+    return out
+
+
+def mysql_compressed(rel: str) -> list[tuple[int, bytes, bytes]]:
+    """(algorithm id, page header with its original type, payload) of each type-14 page."""
+    out = []
+    for p in pages(sample(rel)):
+        if typ(p) == FIL_PAGE_COMPRESSED:
+            algo, orig_type, orig_size, n = p[27], p[28:30], p[30:32], p[32:34]
+            assert int.from_bytes(orig_size, "big") == PAGE - 38
+            head = p[:24] + orig_type + p[26:38]
+            out.append((algo, head, p[38 : 38 + int.from_bytes(n, "big")]))
+    assert out, rel
+    return out
+
+
+def test_the_registry_lists_what_the_servers_offer() -> None:
+    assert codecs.names("mariadb") == MARIADB
+    assert codecs.names("mysql") == MYSQL
+    assert codecs.names(codecs.WHAT_IF) == ("zstd",)
+    assert {c.algorithm for c in codecs.CODECS if c.algorithm} == set(Algorithm) - {Algorithm.NONE}
+    assert all(c.available() for c in codecs.CODECS)
+
+
+@pytest.mark.parametrize("name", MARIADB)
+def test_mariadb_ids_and_pages(name: str) -> None:
+    """Every compressed page of a table created with ``name`` carries the registry's id and
+    decompresses to a page whose checksum verifies; any prefix is the page's prefix."""
+    assert manifest()[f"mariadb/p16k-crc32_pc_{name}.ibd"]["compression_at_create"] == name
+    codec = codecs.codec(name)
+    for algo_id, payload in mariadb_classic(name):
+        assert algo_id == codec.mariadb_id
+        page = codec.decompress(payload, PAGE)
+        assert checksum.verify_page(page, PAGE)[0]
+        for n in (1, 38, 99, PAGE):
+            assert codec.partial_decompress(payload, n, PAGE) == page[:n]
+
+
+@pytest.mark.parametrize("rel", ["mysql80/zlib.ibd", "mysql80/lz4.ibd", "mysql57/lz4.ibd"])
+def test_mysql_ids_and_pages(rel: str) -> None:
+    name = manifest()[rel]["compression_at_create"]
+    codec = codecs.codec(name)
+    for algo_id, head, payload in mysql_compressed(rel):
+        assert algo_id == codec.mysql_id
+        body = codec.decompress(payload, PAGE - 38)
+        assert checksum.verify_page(head + body, PAGE)[0]
+        for n in (1, 38, PAGE - 38):
+            assert codec.partial_decompress(payload, n, PAGE - 38) == body[:n]
+
+
+def test_lz4_partial_without_the_system_library_gives_the_same_bytes() -> None:
+    """LZ4_decompress_safe_partial (system liblz4) and the fallback (whole page, then cut)."""
+    assert syslibs.liblz4() is not None  # scripts/setup.sh installs liblz4-1
+    impl = codecs.codec("lz4").impl
+    for _, payload in mariadb_classic("lz4")[:20]:
+        for n in (1, 38, 500):
+            assert impl.prefix(payload, n, PAGE) == codecimpl.Impl.prefix(impl, payload, n, PAGE)
+
+
+@pytest.mark.parametrize("name", MARIADB)
+def test_trailing_length_byte_is_the_files_rule(name: str) -> None:
+    """§3.2: in a full_crc32 image, lz4/lzo/snappy keep the payload's low length byte before
+    the CRC (they cannot skip padding); zlib/lzma/bzip2 read to the CRC. The registry's rule
+    must decode every compressed page of MariaDB's own file to a verifying page."""
+    rel = f"mariadb/p16k-pc_{name}.ibd"
+    assert manifest()[rel]["compression_at_create"] == name
+    codec = codecs.codec(name)
+    seen = 0
+    for page_no, p in enumerate(pages(sample(rel))):
+        if not typ(p) & FCRC32_MARKER or typ(p) == 0xFFFF:
+            continue
+        size = (typ(p) & 0x7FFF) << 8
+        assert checksum.verify_full_crc32(p, size, check_lsn=False)[0]  # the stored image
+        end = size - 4
+        if codec.length_byte:
+            lsb = p[size - 5]
+            end = size - 5 - (256 - lsb if lsb else 0)
+        page = codec.decompress(p[26:end], PAGE)
+        # the page inside has no checksum of its own (§3.2), but the server wrote its number
+        # and its LSN twice: in the header and in the trailer
+        assert int.from_bytes(page[4:8], "big") == page_no
+        assert page[20:24] == page[PAGE - 8 : PAGE - 4]
+        if codec.length_byte:
+            with pytest.raises(codecs.CodecError):
+                codec.decompress(p[26 : size - 4], PAGE)  # the padding breaks the stream
+        seen += 1
+    assert seen
+
+
+@pytest.mark.parametrize("name", [c.name for c in codecs.CODECS])
+def test_decompression_stops_at_the_size(name: str) -> None:
+    """A payload of 8 MiB of zeros asked for one page: CodecError, and no more than a page or
+    two is ever allocated (tracemalloc counts every bytes object a library returns, and the
+    buffers of liblzma, whose dictionary the stream's header sizes: 8 MiB at preset 6, capped
+    by LZMA_MEMLIMIT). A partial decompress either stops early or fails the same way."""
+    codec = codecs.codec(name)
+    payload = codec.compress(bytes(8 << 20))
+    tracemalloc.start()
+    try:
+        with pytest.raises(codecs.CodecError):
+            codec.decompress(payload, PAGE)
+        try:
+            assert codec.partial_decompress(payload, 100, PAGE) == bytes(100)
+        except codecs.CodecError:
+            assert name in ("lzo", "snappy")  # no early stop: the whole stream is over a page
+        peak = tracemalloc.get_traced_memory()[1]
+    finally:
+        tracemalloc.stop()
+    dictionary = codecimpl.LZMA_MEMLIMIT if name == "lzma" else 0
+    assert peak < 4 * PAGE + len(payload) + dictionary, peak
+
+
+def test_partial_asks_for_more_than_there_is() -> None:
+    for codec in codecs.CODECS:
+        payload = codec.compress(bytes(1000))
+        with pytest.raises(codecs.CodecError):
+            codec.partial_decompress(payload, 1001, PAGE)
+
+
+def test_tui_colours_follow_the_registry() -> None:
+    from tui import pagemodel
+
+    names = [c.label for c in pagemodel.COMPRESSION_CATEGORIES[1:-1]]
+    assert names == [a.value for a in codecs.on_disk()]
+    colours = {pagemodel.compression_color(n) for n in names}
+    assert len(colours) == len(names) and pagemodel.FALLBACK_ALGO_COLOR not in colours
+    assert pagemodel.compression_color("brotli") == pagemodel.FALLBACK_ALGO_COLOR
