@@ -51,6 +51,7 @@ import zlib
 PROTOCOL = 3
 MAGIC = b"IBDTOOL-AGENT 3\n"
 PIECE = 1 << 20  # bytes per data frame / per copy call
+MAX_BATCH = 2 * PIECE  # a D frame's raw bytes: pieces are sent once they reach PIECE
 MIN_WINDOW = 4 << 20
 MAX_WINDOW = 256 << 20
 PART_SUFFIX = ".ibdtool-part"
@@ -229,14 +230,20 @@ class Codec:
         return CODEC_IDS[self.name], out
 
     def decode(self, codec_id, payload, raw_len):
+        # never inflate past the batch: the declared length, itself at most MAX_BATCH
+        if raw_len > MAX_BATCH:
+            raise AgentError(f"corrupt stream: a batch of {raw_len} bytes")
         if codec_id == 0:
             out = payload
         elif codec_id == 1:
-            out = zlib.decompress(payload)
+            out = zlib.decompressobj().decompress(payload, raw_len + 1)
         elif codec_id == 2 and self._d is not None:
+            # zstandard sizes its output by the frame's content size when there is one
+            if _ZSTD[1].frame_content_size(payload) > raw_len:
+                raise AgentError("corrupt stream: a zstd frame larger than its batch")
             out = self._d.decompress(payload, max_output_size=raw_len)
         elif codec_id == 2 and _ZSTD:
-            out = _ZSTD[1].decompress(payload)
+            out = _ZSTD[1].ZstdDecompressor().decompress(payload, max_length=raw_len + 1)
         else:
             raise AgentError(f"stream uses codec {codec_id} which is not available here")
         if len(out) != raw_len:

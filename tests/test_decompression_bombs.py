@@ -162,3 +162,29 @@ def test_mariadb_page_inflating_far_beyond_the_page(
     assert_bounded(got, clean, 4 * MIB)
     row = json.loads(proc.stdout.splitlines()[page_no])
     assert row["problem"].startswith(f"cannot decompress {codec} page"), row
+
+
+# --- the copy stream (``ibdtool copy``'s D frames) -----------------------------------------------
+
+
+@pytest.mark.parametrize("name", ["zlib", "zstd"])
+def test_copy_batch_inflating_past_its_length(name: str) -> None:
+    """A D frame whose payload inflates to 64 MiB though its header says 1,000 raw bytes is a
+    corrupt stream, found without inflating it (tracemalloc: every bytes object counted)."""
+    import tracemalloc
+
+    from ibdtool import copy_agent
+
+    codec = copy_agent.Codec(name)
+    cid, payload = codec.encode(bytes(64 * MIB))
+    assert cid == copy_agent.CODEC_IDS[name]
+    tracemalloc.start()
+    try:
+        with pytest.raises(copy_agent.AgentError, match="corrupt stream"):
+            codec.decode(cid, payload, 1000)
+        with pytest.raises(copy_agent.AgentError, match="corrupt stream"):
+            codec.decode(cid, payload, 64 * MIB)  # more than any batch holds
+        peak = tracemalloc.get_traced_memory()[1]
+    finally:
+        tracemalloc.stop()
+    assert peak < MIB, peak
