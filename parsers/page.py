@@ -13,40 +13,22 @@ from typing import Any
 
 from parsers import checksum
 from parsers.checksum import ChecksumAlgo
-from parsers.codecs import (
-    FCRC32_LENGTH_BYTE,
-    MARIADB_ALGORITHMS,
-    MYSQL_ALGORITHMS,
-    CodecError,
-    decompress,
-    zlib_page_inflate,
-    zlib_stream,
-)
+from parsers.codecs import CodecError, zlib_stream
 from parsers.constants import (
-    FIL_PAGE_COMPRESS_FCRC32_MARKER,
-    FIL_PAGE_COMPRESSED,
-    FIL_PAGE_COMPRESSED_AND_ENCRYPTED,
-    FIL_PAGE_DATA,
-    FIL_PAGE_ENCRYPTED,
-    FIL_PAGE_ENCRYPTED_RTREE,
-    FIL_PAGE_PAGE_COMPRESSED,
-    FIL_PAGE_PAGE_COMPRESSED_ENCRYPTED,
     FIL_PAGE_RTREE,
     FIL_PAGE_TYPE_ALLOCATED,
     UNIV_ZIP_SIZE_MAX,
     Algorithm,
-    Vendor,
     index_types,
     page_type_name,
 )
+from parsers.envelope import Checksum, Kind, read_envelope
 from parsers.errors import ParseError
+from parsers.inflate import inflate
 from parsers.space import SpaceFormat
 from parsers.structs import (
     FIL_HEADER_FAST,
     INDEX_HEADER_FAST,
-    MARIADB_CLASSIC_PAYLOAD,
-    MARIADB_FCRC32_PAYLOAD,
-    MYSQL_META_FAST,
     PAGE_DATA,
     IndexHeaderTuple,
 )
@@ -192,7 +174,7 @@ def decode_page(
             empty=True,
         )
     fil = FIL_HEADER_FAST.unpack_from(mv, 0)
-    chk, stored_no, prev, nxt, lsn, stored_type, flush_lsn, space_id = fil
+    _chk, stored_no, prev, nxt, lsn, stored_type, _flush_lsn, space_id = fil
     vendor = fmt.vendor
     compression = Algorithm.NONE
     compressed_size: int | None = None
@@ -206,115 +188,55 @@ def decode_page(
     valid: bool | None
     algo: ChecksumAlgo
 
-    if fmt.full_crc32:
-        # §3.2 / §6.6: key version at 0, CRC-32C at the end of the (compressed) image
-        if stored_type & FIL_PAGE_COMPRESS_FCRC32_MARKER:
-            size = (stored_type & 0x7FFF) << 8
-            compression = fmt.fcrc32_algorithm or Algorithm.NONE
-            stored_size = size
-            if not MARIADB_FCRC32_PAYLOAD + 4 < size < physical:
-                valid, algo = False, ChecksumAlgo.INVALID
-                problem = f"compressed size {size} out of range"
+    env = read_envelope(mv, fmt)
+    compression = env.algorithm
+    stored_size = env.stored_size
+    if env.kind is Kind.FCRC32_COMPRESSED:
+        # §3.2 / §6.6: CRC-32C at the end of the compressed image, then decompress
+        if env.problem is not None or stored_size is None:
+            valid, algo, real_type = False, ChecksumAlgo.INVALID, -1
+            problem = env.problem
+        else:
+            valid, algo, _ = checksum.verify_full_crc32(mv, stored_size, check_lsn=False)
+            encrypted = env.encrypted
+            if encrypted:
+                real_type = -1
+            elif compression is Algorithm.NONE:
+                problem = "page_compressed marker in a tablespace without an algorithm"
                 real_type = -1
             else:
-                valid, algo, _ = checksum.verify_full_crc32(mv, size, check_lsn=False)
-                if chk != 0:
-                    encrypted = True
+                try:
+                    page, compressed_size = inflate(mv, env, logical)
+                    real_type = _type_of(page)
+                except CodecError as exc:
+                    problem = f"cannot decompress {compression.value} page: {exc}"
                     real_type = -1
-                elif compression is Algorithm.NONE:
-                    problem = "page_compressed marker in a tablespace without an algorithm"
-                    real_type = -1
-                else:
-                    end = size
-                    if compression in FCRC32_LENGTH_BYTE:
-                        lsb = mv[size - 5]
-                        if lsb:
-                            end += lsb - 256
-                        end -= 5
-                    payload = mv[MARIADB_FCRC32_PAYLOAD:end]
-                    try:
-                        page, compressed_size = _inflate(compression, payload, logical)
-                        real_type = _type_of(page)
-                    except CodecError as exc:
-                        problem = f"cannot decompress {compression.value} page: {exc}"
-                        real_type = -1
-        else:
-            if chk != 0:
-                encrypted = True
-                valid, algo, _ = checksum.verify_full_crc32(mv, physical, check_lsn=False)
-            else:
-                valid, algo, torn = checksum.verify_full_crc32(mv, physical, check_lsn=True)
-    elif stored_type == FIL_PAGE_PAGE_COMPRESSED and vendor is not Vendor.MYSQL:
-        # §3.1: no checksum on the image; decompress, then verify the page inside
-        algo_id = flush_lsn
-        comp_len = int.from_bytes(mv[38:40], "big")
-        compression = MARIADB_ALGORITHMS.get(algo_id, Algorithm.NONE)
-        compressed_size = comp_len
-        stored_size = MARIADB_CLASSIC_PAYLOAD + comp_len
-        if algo_id not in MARIADB_ALGORITHMS or algo_id == 0:
+    elif env.checksum is Checksum.FULL_CRC32:
+        # §3.2 / §6.6: key version at 0 (encrypted if not 0), CRC-32C at the end of the page
+        encrypted = env.encrypted
+        valid, algo, torn = checksum.verify_full_crc32(mv, physical, check_lsn=env.check_lsn)
+    elif env.checksum is Checksum.NONE:
+        # §2.2, §3.1: MySQL 15/16/17 and MariaDB 37401, header plaintext, body encrypted
+        encrypted = True
+        compressed_size = env.payload_length
+        valid, algo, real_type = None, ChecksumAlgo.ENCRYPTED, -1
+        if env.problem is not None:
+            valid, algo, problem = False, ChecksumAlgo.INVALID, env.problem
+    elif env.checksum is Checksum.INNER:
+        # §2.1, §3.1: no checksum on the image; decompress, then verify the page inside
+        compressed_size = env.payload_length
+        if env.problem is not None:
             valid, algo, real_type = False, ChecksumAlgo.INVALID, -1
-            problem = f"unknown page_compressed algorithm id {algo_id}"
-        elif stored_size > physical:
-            valid, algo, real_type = False, ChecksumAlgo.INVALID, -1
-            problem = f"compressed length {comp_len} exceeds the page"
+            problem = env.problem
         else:
             try:
-                payload = mv[MARIADB_CLASSIC_PAYLOAD:stored_size]
-                page, _ = _inflate(compression, payload, logical)
+                page, _ = inflate(mv, env, logical)
                 real_type = _type_of(page)
                 valid, algo, torn = checksum.verify_page(page, logical)
             except CodecError as exc:
                 valid, algo, real_type = False, ChecksumAlgo.INVALID, -1
                 problem = f"cannot decompress {compression.value} page: {exc}"
-    elif stored_type == FIL_PAGE_PAGE_COMPRESSED_ENCRYPTED and vendor is not Vendor.MYSQL:
-        encrypted = True
-        compressed_size = int.from_bytes(mv[38:40], "big")
-        compression = MARIADB_ALGORITHMS.get(int.from_bytes(mv[40:42], "big"), Algorithm.NONE)
-        stored_size = 42 + compressed_size
-        valid, algo, real_type = None, ChecksumAlgo.ENCRYPTED, -1
-    elif stored_type == FIL_PAGE_COMPRESSED and not fmt.zip:
-        # §2.1 MySQL transparent page compression: metadata in the FLUSH_LSN field
-        version, algo_id, orig_type, orig_size, comp_len = MYSQL_META_FAST.unpack_from(mv, 26)
-        compression = MYSQL_ALGORITHMS.get(algo_id, Algorithm.NONE)
-        compressed_size = comp_len
-        stored_size = FIL_PAGE_DATA + comp_len
-        if version not in (1, 2):
-            valid, algo, real_type = False, ChecksumAlgo.INVALID, -1
-            problem = f"compression metadata version {version} is not 1 or 2"
-        elif algo_id not in (1, 2):
-            valid, algo, real_type = False, ChecksumAlgo.INVALID, -1
-            problem = f"unknown MySQL compression algorithm {algo_id}"
-        elif orig_size != logical - FIL_PAGE_DATA or stored_size > physical:
-            valid, algo, real_type = False, ChecksumAlgo.INVALID, -1
-            problem = f"compression sizes out of range ({orig_size} / {comp_len})"
-        else:
-            try:
-                body = decompress(compression, mv[FIL_PAGE_DATA:stored_size], orig_size)
-                head = bytearray(mv[:FIL_PAGE_DATA])
-                head[24:26] = orig_type.to_bytes(2, "big")
-                page = bytes(head) + body
-                real_type = orig_type
-                valid, algo, torn = checksum.verify_page(page, logical)
-            except CodecError as exc:
-                valid, algo, real_type = False, ChecksumAlgo.INVALID, -1
-                problem = f"cannot decompress {compression.value} page: {exc}"
-    elif (
-        stored_type
-        in (
-            FIL_PAGE_ENCRYPTED,
-            FIL_PAGE_COMPRESSED_AND_ENCRYPTED,
-            FIL_PAGE_ENCRYPTED_RTREE,
-        )
-        and vendor is not Vendor.MARIADB
-    ):
-        # §2.2: header plaintext, body AES; report only
-        encrypted = True
-        if stored_type == FIL_PAGE_COMPRESSED_AND_ENCRYPTED:
-            compression = MYSQL_ALGORITHMS.get(mv[27], Algorithm.NONE)
-            compressed_size = int.from_bytes(mv[32:34], "big")
-            stored_size = FIL_PAGE_DATA + compressed_size
-        valid, algo, real_type = None, ChecksumAlgo.ENCRYPTED, -1
-    elif fmt.zip:
+    elif env.checksum is Checksum.ZIP:
         valid, algo = checksum.verify_zip_page(mv, physical)
     else:
         valid, algo, torn = checksum.verify_page(mv, physical)
@@ -376,11 +298,3 @@ def decode_page(
         zip_stream=zip_stream,
         problem=problem,
     )
-
-
-def _inflate(algorithm: Algorithm, payload: memoryview, size: int) -> tuple[bytes, int]:
-    """Decompress a MariaDB payload to ``size`` bytes; also return the bytes really consumed."""
-    if algorithm is Algorithm.ZLIB:
-        return zlib_page_inflate(payload, size)
-    out = decompress(algorithm, payload, size)
-    return out, len(payload)

@@ -14,8 +14,11 @@ from typing import Any, NamedTuple
 
 from construct import (
     Array,
+    BitsInteger,
+    BitStruct,
     Bytes,
     Construct,
+    Flag,
     Int8ub,
     Int16ub,
     Int32ub,
@@ -90,6 +93,15 @@ MARIADB_CLASSIC_COMP_OFFSET = 26
 MARIADB_CLASSIC_PAYLOAD = MARIADB_CLASSIC_COMP_OFFSET + MariaDBClassicCompHeader.sizeof()  # 40
 MARIADB_CLASSIC_ENC_PAYLOAD = MARIADB_CLASSIC_COMP_OFFSET + MariaDBClassicEncCompHeader.sizeof()
 MARIADB_FCRC32_PAYLOAD = 26  # FIL_PAGE_COMP_ALGO, §3.2
+
+# --- §3.2 MariaDB full_crc32 page_compressed: the FIL_PAGE_TYPE word at 24 -------------------
+FCRC32_SIZE_BITS = 15
+Fcrc32CompressedType = BitStruct(
+    "marker" / Flag,  # bit 15: FIL_PAGE_COMPRESS_FCRC32_MARKER
+    "size_units" / BitsInteger(FCRC32_SIZE_BITS),  # stored size / FCRC32_SIZE_UNIT
+)
+FCRC32_SIZE_UNIT = 256  # the stored image is rounded up to this and its size kept in units
+FCRC32_CHECKSUM_SIZE = 4  # CRC-32C at stored_size - 4
 
 # --- §5.1 INDEX page header at 38 (56 bytes) -------------------------------------------------
 FsegHeader = Struct("space" / Int32ub, "page_no" / Int32ub, "offset" / Int16ub)
@@ -206,3 +218,5 @@ def fast_parser(con: Construct, typename: str) -> Callable[[Any, int], Any]:
 FIL_HEADER_FAST, FilHeaderTuple = fast(FilHeader, "FilHeaderTuple")
 INDEX_HEADER_FAST, IndexHeaderTuple = fast(IndexHeader, "IndexHeaderTuple")
 MYSQL_META_FAST, MySQLCompressionMetaTuple = fast(MySQLCompressionMeta, "MySQLCompressionMeta")
+MARIADB_CLASSIC_FAST, _ = fast(MariaDBClassicCompHeader, "MariaDBClassicCompHeader")
+MARIADB_CLASSIC_ENC_FAST, _ = fast(MariaDBClassicEncCompHeader, "MariaDBClassicEncCompHeader")

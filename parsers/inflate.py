@@ -1,0 +1,37 @@
+"""The logical page inside a page-compressed image, from its :class:`~parsers.envelope.Envelope`.
+
+MySQL type 14 (§2.1) compresses the body after the 38-byte header: the page is the header with
+its original type put back, then the inflated body. MariaDB (§3.1, §3.2) compresses the whole
+page. zlib streams report the bytes they really consumed, the payload length InnoDB would give.
+Every payload is inflated through the codec registry (:mod:`parsers.codecs`), whose calls are
+capped at the page: a stream that would inflate past it is an error, never a bigger buffer.
+Encrypted images must be decrypted first (there is no decryption yet: they raise).
+"""
+
+from __future__ import annotations
+
+from parsers.codecs import CodecError, decompress, zlib_page_inflate
+from parsers.constants import FIL_PAGE_DATA, Algorithm
+from parsers.envelope import Envelope, Kind
+
+
+def inflate(page: bytes | memoryview, env: Envelope, logical_size: int) -> tuple[bytes, int]:
+    """The ``logical_size``-byte page inside the compressed image ``page`` and the payload
+    bytes the decompressor consumed. Raises :class:`CodecError` when that is not possible."""
+    if env.problem is not None:
+        raise CodecError(env.problem)
+    if env.encrypted:
+        raise CodecError("the image is encrypted")
+    start, end = env.payload_offset, env.payload_end
+    if not env.compressed or start is None or end is None:
+        raise CodecError(f"{env.kind.value} page has no compressed payload")
+    mv = memoryview(page)
+    payload = mv[start:end]
+    if env.kind is Kind.MYSQL_COMPRESSED:
+        body = decompress(env.algorithm, payload, logical_size - FIL_PAGE_DATA)
+        head = bytearray(mv[:FIL_PAGE_DATA])
+        head[24:26] = (env.original_type or 0).to_bytes(2, "big")
+        return bytes(head) + body, len(payload)
+    if env.algorithm is Algorithm.ZLIB:
+        return zlib_page_inflate(payload, logical_size)
+    return decompress(env.algorithm, payload, logical_size), len(payload)
