@@ -18,6 +18,7 @@ from ibdtool.forkscan import map_ranges, split
 from ibdtool.tablespace import CHUNK_BYTES, Tablespace
 from parsers.checksum import ChecksumAlgo
 from parsers.constants import (
+    FIL_PAGE_COMPRESS_FCRC32_MARKER,
     FIL_PAGE_COMPRESSED,
     FIL_PAGE_COMPRESSED_AND_ENCRYPTED,
     FIL_PAGE_ENCRYPTED,
@@ -26,6 +27,7 @@ from parsers.constants import (
     FIL_PAGE_PAGE_COMPRESSED_ENCRYPTED,
 )
 from parsers.crc32c_fast import crc32c
+from parsers.envelope import fcrc32_stored_size
 
 PARALLEL_MIN_PAGES = 8192
 _SPECIAL_TYPES = frozenset(
@@ -105,7 +107,7 @@ def scan_range(ts: Tablespace, start: int, stop: int) -> ScanPart:
                         ok += 1
                         page_no += 1
                         continue
-                elif fast_fcrc32 and not chk and not ptype & 0x8000:
+                elif fast_fcrc32 and not chk and not ptype & FIL_PAGE_COMPRESS_FCRC32_MARKER:
                     lsn_tail, stored = tail(raw, end - 8)
                     if lsn_low == lsn_tail and stored and stored == crc32c(mv[off : end - 4]):
                         ok += 1
@@ -114,8 +116,8 @@ def scan_range(ts: Tablespace, start: int, stop: int) -> ScanPart:
                 elif fast_fcrc32 and not chk:
                     # page_compressed: only the CRC-32C of the compressed image counts (§3.2,
                     # §6.6), so there is nothing to decompress to give the verdict
-                    size = (ptype & 0x7FFF) << 8
-                    if 30 < size < psize:
+                    size = fcrc32_stored_size(ptype, psize)
+                    if size is not None:
                         stored = int.from_bytes(raw[off + size - 4 : off + size], "big")
                         if stored and stored == crc32c(mv[off : off + size - 4]):
                             ok += 1

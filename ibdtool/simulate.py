@@ -31,13 +31,9 @@ from parsers.constants import (
     FIL_PAGE_TYPE_FSP_HDR,
     FIL_PAGE_TYPE_XDES,
     Algorithm,
+    Vendor,
 )
-from parsers.layout import (
-    allocated_for_image,
-    mariadb_fcrc32_stored_size,
-    mysql_write_size,
-    ntfs_allocated,
-)
+from parsers.layout import MYSQL_HEADER, allocated_for_image, ntfs_allocated, server_stored_size
 from parsers.zip_page import ZipPageError, zip_logical_image
 
 Z95 = 1.959963984540054
@@ -80,6 +76,38 @@ class Scenario:
 
     def decompress(self, payload: bytes, size: int) -> bytes:
         return codec(self.algorithm).decompress(payload, size)
+
+    def keeps_plain(self, page_no: int, page_type: int) -> bool:
+        """Pages the server never compresses: page 0, FSP_HDR and XDES pages; MySQL's R-trees
+        (they use bytes 26..33, §2.1); MariaDB's type-0 pages (§3)."""
+        if page_no == 0 or page_type in (FIL_PAGE_TYPE_FSP_HDR, FIL_PAGE_TYPE_XDES):
+            return True
+        if self.server == "mysql":
+            return page_type == FIL_PAGE_RTREE
+        return page_type == FIL_PAGE_TYPE_ALLOCATED
+
+    def compressed_part(self, page: bytes) -> bytes:
+        """The bytes the server compresses: MySQL keeps the 38-byte header (§2.1)."""
+        return page[MYSQL_HEADER:] if self.server == "mysql" else page
+
+    def stored_size(
+        self, payload: int, page_size: int, block: int, *, full_crc32: bool = True
+    ) -> int | None:
+        """Bytes the server writes for a ``payload``-byte compressed page; None: stored plain.
+        What-if codecs are laid out as MariaDB's full_crc32 without a length byte."""
+        vendor = Vendor.MYSQL if self.server == "mysql" else Vendor.MARIADB
+        algo = self.codec.algorithm or Algorithm.NONE
+        return server_stored_size(vendor, algo, payload, page_size, block, full_crc32=full_crc32)
+
+    def would_store(
+        self, page: bytes, page_no: int, block: int, *, full_crc32: bool = True
+    ) -> int | None:
+        """What the server would store for this uncompressed ``page``: the bytes it writes, or
+        None when it writes the page plain."""
+        if self.keeps_plain(page_no, int.from_bytes(page[24:26], "big")):
+            return None
+        payload = self.compress(self.compressed_part(page))
+        return self.stored_size(len(payload), len(page), block, full_crc32=full_crc32)
 
 
 MYSQL_CODECS = codec_names("mysql")
@@ -301,15 +329,10 @@ def measure_page(page: bytes, page_no: int, cfg: SimConfig, acc: Accumulator) ->
                 _zip_add(acc, kbs, 0.0)
         return
     ptype = int.from_bytes(page[24:26], "big")
-    fixed_both = page_no == 0 or ptype in (FIL_PAGE_TYPE_FSP_HDR, FIL_PAGE_TYPE_XDES)
     time_decompress = cfg.time_codecs and page_no % cfg.decompress_every == 0
     for s in cfg.scenarios:
-        if s.server == "mysql":
-            fixed = fixed_both or ptype == FIL_PAGE_RTREE
-            data = page[38:]
-        else:
-            fixed = fixed_both or ptype == FIL_PAGE_TYPE_ALLOCATED
-            data = page
+        fixed = s.keeps_plain(page_no, ptype)
+        data = s.compressed_part(page)
         payload_len = 0
         if not fixed:
             t0 = time.perf_counter_ns()
@@ -326,16 +349,8 @@ def measure_page(page: bytes, page_no: int, cfg: SimConfig, acc: Accumulator) ->
                 acc.decompress_ns[s] = acc.decompress_ns.get(s, 0) + (t2 - t1)
                 acc.decompress_timed[s] = acc.decompress_timed.get(s, 0) + 1
         for b in cfg.blocks:
-            if fixed:
-                cost = b.allocated(psize, psize)
-            elif s.server == "mysql":
-                fs_block = b.size
-                ws = mysql_write_size(payload_len, psize, fs_block)
-                cost = b.allocated(ws if ws is not None else psize, psize)
-            else:
-                algo = s.codec.algorithm or Algorithm.NONE
-                stored = mariadb_fcrc32_stored_size(algo, payload_len, psize)
-                cost = b.allocated(stored if stored is not None else psize, psize)
+            stored = None if fixed else s.stored_size(payload_len, psize, b.size)
+            cost = b.allocated(stored if stored is not None else psize, psize)
             acc.add_cost((s, b), cost)
             if 0 < cost < psize:
                 acc.holes[(s, b)] = acc.holes.get((s, b), 0) + 1

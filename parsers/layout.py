@@ -8,11 +8,15 @@ Each function returns None when the server would store the page uncompressed.
 from __future__ import annotations
 
 from parsers.codecs import FCRC32_LENGTH_BYTE
-from parsers.constants import FIL_PAGE_DATA, Algorithm
+from parsers.constants import FIL_PAGE_DATA, Algorithm, Vendor
+from parsers.structs import (
+    FCRC32_CHECKSUM_SIZE,
+    FCRC32_SIZE_UNIT,
+    MARIADB_CLASSIC_PAYLOAD,
+    MARIADB_FCRC32_PAYLOAD,
+)
 
 MYSQL_HEADER = FIL_PAGE_DATA  # §2.1: the 38-byte header stays, the rest is compressed
-MARIADB_CLASSIC_HEADER = 40  # §3.1: header + 2-byte FIL_PAGE_COMP_SIZE
-MARIADB_FCRC32_HEADER = 26  # §3.2: FIL_PAGE_COMP_ALGO
 
 
 def align_up(n: int, block: int) -> int:
@@ -33,15 +37,35 @@ def mysql_write_size(payload: int, page_size: int, block: int) -> int | None:
 def mariadb_fcrc32_stored_size(algorithm: Algorithm, payload: int, page_size: int) -> int | None:
     """MariaDB full_crc32: 26 + payload + 4-byte CRC [+ length byte], rounded up to 256; must
     stay below the page size (§3.2)."""
-    size = MARIADB_FCRC32_HEADER + payload + 4 + (1 if algorithm in FCRC32_LENGTH_BYTE else 0)
-    size = align_up(size, 256)
+    size = MARIADB_FCRC32_PAYLOAD + payload + FCRC32_CHECKSUM_SIZE
+    size += 1 if algorithm in FCRC32_LENGTH_BYTE else 0
+    size = align_up(size, FCRC32_SIZE_UNIT)
     return size if size < page_size else None
 
 
 def mariadb_classic_stored_size(payload: int, page_size: int) -> int | None:
     """MariaDB classic page_compressed: header + 2-byte length + payload (§3.1)."""
-    size = MARIADB_CLASSIC_HEADER + payload
+    size = MARIADB_CLASSIC_PAYLOAD + payload
     return size if size < page_size else None
+
+
+def server_stored_size(
+    vendor: Vendor,
+    algorithm: Algorithm,
+    payload: int,
+    page_size: int,
+    block: int,
+    *,
+    full_crc32: bool = True,
+) -> int | None:
+    """Bytes a server writes for a page whose compressed payload is ``payload`` bytes: MySQL's
+    block-aligned write, or MariaDB's image in its full_crc32 or classic layout; None when it
+    would store the page uncompressed. Any vendor but MySQL lays pages out as MariaDB."""
+    if vendor is Vendor.MYSQL:
+        return mysql_write_size(payload, page_size, block)
+    if full_crc32:
+        return mariadb_fcrc32_stored_size(algorithm, payload, page_size)
+    return mariadb_classic_stored_size(payload, page_size)
 
 
 def allocated_for_image(stored: int, page_size: int, block: int) -> int:

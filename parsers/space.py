@@ -11,16 +11,9 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 
 from parsers import checksum
-from parsers.codecs import MARIADB_ALGORITHMS, MYSQL_ALGORITHMS, CodecError, decompress
-from parsers.constants import (
-    FIL_PAGE_COMPRESS_FCRC32_MARKER,
-    FIL_PAGE_COMPRESSED,
-    FIL_PAGE_PAGE_COMPRESSED,
-    FIL_PAGE_PAGE_COMPRESSED_ENCRYPTED,
-    MYSQL_ENCRYPTED_TYPES,
-    Algorithm,
-    Vendor,
-)
+from parsers.codecs import CodecError
+from parsers.constants import FIL_PAGE_COMPRESSED, Algorithm, Vendor
+from parsers.envelope import Checksum, Geometry, Kind, read_envelope
 from parsers.errors import ParseError
 from parsers.flags import (
     FSP_FLAGS_FCRC32_MARKER,
@@ -34,12 +27,8 @@ from parsers.flags import (
     decode_flags,
     vendor_from_flags,
 )
-from parsers.structs import (
-    FSP_HEADER_OFFSET,
-    MARIADB_CLASSIC_PAYLOAD,
-    MYSQL_META_FAST,
-    FspHeader,
-)
+from parsers.inflate import inflate
+from parsers.structs import FSP_HEADER_OFFSET, FspHeader
 
 MYSQL_ENCRYPTION_MAGICS = (b"lCA", b"lCB", b"lCC")  # §2.2
 MYSQL_ENCRYPTION_INFO_MAX_SIZE = 115
@@ -122,45 +111,28 @@ def _page0_checks(page0: bytes, flags: FspFlags) -> bool:
     return checksum.verify_page(page0, size)[0]
 
 
-def _inflated(page: bytes, ptype: int, logical: int) -> bytes | None:
-    """The ``logical``-byte page inside a MySQL type-14 (§2.1) or MariaDB 34354 (§3.1) image."""
-    try:
-        if ptype == FIL_PAGE_COMPRESSED:
-            version, algo_id, orig_type, orig_size, comp_len = MYSQL_META_FAST.unpack_from(page, 26)
-            if version not in (1, 2) or orig_size != logical - 38 or 38 + comp_len > len(page):
-                return None
-            algo = MYSQL_ALGORITHMS.get(algo_id, Algorithm.NONE)
-            body = decompress(algo, page[38 : 38 + comp_len], orig_size)
-            return bytes(page[:24]) + orig_type.to_bytes(2, "big") + bytes(page[26:38]) + body
-        algo = MARIADB_ALGORITHMS.get(int.from_bytes(page[26:34], "big"), Algorithm.NONE)
-        end = MARIADB_CLASSIC_PAYLOAD + int.from_bytes(page[38:40], "big")
-        if end > len(page):
-            return None
-        return decompress(algo, page[MARIADB_CLASSIC_PAYLOAD:end], logical)
-    except CodecError:
-        return None
-
-
 def _verifiable(page: bytes, physical: int, logical: int, fcrc32: bool) -> bool | None:
     """Checksum verdict used by the vote; None when the page cannot tell (zero, compressed)."""
     if checksum.is_all_zero(page):
         return None
-    ptype = int.from_bytes(page[24:26], "big")
+    env = read_envelope(page, Geometry(physical, logical, fcrc32))
+    if env.kind is Kind.FCRC32_COMPRESSED:
+        if env.stored_size is None:
+            return False
+        return checksum.verify_full_crc32(page, env.stored_size, check_lsn=False)[0]
     if fcrc32:
-        if ptype & FIL_PAGE_COMPRESS_FCRC32_MARKER:
-            size = (ptype & 0x7FFF) << 8
-            if not 32 <= size < physical:
-                return False
-            return checksum.verify_full_crc32(page, size, check_lsn=False)[0]
         return checksum.verify_full_crc32(page, physical, check_lsn=True)[0]
-    if ptype in (FIL_PAGE_COMPRESSED, FIL_PAGE_PAGE_COMPRESSED) and physical == logical:
+    if env.checksum is Checksum.INNER and physical == logical:
         # most pages of a page-compressed tablespace: verify the page inside, as decode_page does
-        inner = _inflated(page, ptype, logical)
-        return inner is not None and checksum.verify_page(inner, logical)[0]
-    if ptype in (FIL_PAGE_COMPRESSED, FIL_PAGE_PAGE_COMPRESSED, FIL_PAGE_PAGE_COMPRESSED_ENCRYPTED):
+        try:
+            inner, _ = inflate(page, env, logical)
+        except CodecError:
+            return False
+        return checksum.verify_page(inner, logical)[0]
+    if env.compressed or env.encrypted:
         return None
-    if ptype in MYSQL_ENCRYPTED_TYPES:
-        return None
+    if physical < logical and env.stored_type == FIL_PAGE_COMPRESSED:
+        return None  # a type-14 page abstains from the zip candidates too
     if physical < logical:
         return checksum.verify_zip_page(page, physical)[0]
     return checksum.verify_page(page, physical)[0]

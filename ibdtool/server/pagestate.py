@@ -19,47 +19,17 @@ from typing import Any
 
 from ibdtool.errors import InputError
 from ibdtool.tablespace import Tablespace
-from parsers.codecs import MARIADB_ALGORITHMS, MYSQL_ALGORITHMS
 from parsers.constants import (
-    FIL_PAGE_COMPRESS_FCRC32_MARKER,
-    FIL_PAGE_COMPRESSED,
-    FIL_PAGE_COMPRESSED_AND_ENCRYPTED,
-    FIL_PAGE_PAGE_COMPRESSED,
-    FIL_PAGE_PAGE_COMPRESSED_ENCRYPTED,
-    FIL_PAGE_RTREE,
-    FIL_PAGE_TYPE_ALLOCATED,
     FIL_PAGE_TYPE_FSP_HDR,
     FIL_PAGE_TYPE_XDES,
     Algorithm,
-    Vendor,
 )
-from parsers.layout import mariadb_classic_stored_size, mariadb_fcrc32_stored_size, mysql_write_size
+from parsers.envelope import HEADER_BYTES, read_envelope
 
-HEADER_BYTES = 42  # FIL header + MariaDB's 4 bytes of compressed-page metadata
 FULL_SCAN_PAGES = 1 << 18  # 4 GiB of 16K pages read whole; above that a sample
 SAMPLE_PAGES = 1 << 15
 MAX_PROOFS = 256  # plain pages recompressed to prove the server would store them plain
 NEVER_COMPRESSED_TYPES = frozenset({FIL_PAGE_TYPE_FSP_HDR, FIL_PAGE_TYPE_XDES})
-
-
-def stored_compression(
-    head: bytes, full_crc32: bool, fcrc32_algo: Algorithm | None, zip: bool, vendor: Vendor
-) -> Algorithm:
-    """The page-compression algorithm of a stored page from its first 42 bytes (§2.1, §3)."""
-    stored_type = int.from_bytes(head[24:26], "big")
-    if full_crc32:
-        if stored_type & FIL_PAGE_COMPRESS_FCRC32_MARKER:
-            return fcrc32_algo or Algorithm.NONE
-        return Algorithm.NONE
-    if vendor is not Vendor.MYSQL:
-        if stored_type == FIL_PAGE_PAGE_COMPRESSED:
-            return MARIADB_ALGORITHMS.get(int.from_bytes(head[26:34], "big"), Algorithm.NONE)
-        if stored_type == FIL_PAGE_PAGE_COMPRESSED_ENCRYPTED:
-            return MARIADB_ALGORITHMS.get(int.from_bytes(head[40:42], "big"), Algorithm.NONE)
-    mysql_types = (FIL_PAGE_COMPRESSED, FIL_PAGE_COMPRESSED_AND_ENCRYPTED)
-    if vendor is not Vendor.MARIADB and not zip and stored_type in mysql_types:
-        return MYSQL_ALGORITHMS.get(head[27], Algorithm.NONE)
-    return Algorithm.NONE
 
 
 def _plain_type(head: bytes) -> int:
@@ -169,9 +139,7 @@ def page_state(path: str | os.PathLike[str], *, seed: int = 1) -> PageState:
             if head == zero:
                 state.empty += 1
                 continue
-            algo = stored_compression(
-                head, fmt.full_crc32, fmt.fcrc32_algorithm, fmt.zip, fmt.vendor
-            )
+            algo = read_envelope(head, fmt).algorithm
             if algo is Algorithm.NONE and _plain_type(head) in NEVER_COMPRESSED_TYPES:
                 continue
             state.data_pages += 1
@@ -208,20 +176,8 @@ def _stored_plain_by_design(
     from ibdtool.simulate import Scenario
 
     _, _, page = ts.page_with_data(page_no)
-    ptype = int.from_bytes(page[24:26], "big")
-    if server == "mysql" and ptype == FIL_PAGE_RTREE:
-        return True  # MySQL leaves R-tree pages uncompressed
-    if server == "mariadb" and ptype == FIL_PAGE_TYPE_ALLOCATED:
-        return True
     scenario = Scenario(server, algorithm, level)
-    psize = ts.logical_size
-    if server == "mysql":
-        payload = scenario.compress(page[38:])
-        return mysql_write_size(len(payload), psize, block) is None
-    payload = scenario.compress(page)
-    if ts.format.full_crc32:
-        return mariadb_fcrc32_stored_size(Algorithm(algorithm), len(payload), psize) is None
-    return mariadb_classic_stored_size(len(payload), psize) is None
+    return scenario.would_store(page, page_no, block, full_crc32=ts.format.full_crc32) is None
 
 
 def verify(

@@ -14,6 +14,7 @@ from parsers.constants import (
     FIL_PAGE_PAGE_COMPRESSED_ENCRYPTED,
     page_type_name,
 )
+from parsers.envelope import fcrc32_declared_size
 from parsers.page import PageInfo
 from parsers.pages.base import Field, FieldGroup, field, page_ref, spans
 from parsers.space import SpaceFormat
@@ -38,7 +39,7 @@ def header_group(page: bytes, info: PageInfo, fmt: SpaceFormat, title: str) -> F
     first = field(at["checksum"], "FIL_PAGE_SPACE_OR_CHKSUM", value, note)
     mysql8_page0 = info.page_no == 0 and fmt.server_version is not None
     if fmt.full_crc32 and stored & 0x8000:
-        type_note = f"page_compressed, {(stored & 0x7FFF) << 8} bytes stored"
+        type_note = f"page_compressed, {fcrc32_declared_size(stored)} bytes stored"
     else:
         type_note = page_type_name(stored, vendor)
     flush_note = ""

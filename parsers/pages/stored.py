@@ -18,6 +18,7 @@ from parsers.constants import (
     Vendor,
     page_type_name,
 )
+from parsers.envelope import fcrc32_declared_size, fcrc32_stored_size
 from parsers.page import PageInfo
 from parsers.pages.base import Field, FieldGroup, Layout, Parts, Region, Span, clip, field, spans
 from parsers.pages.fil import HEADER, TRAILER_SIZE, header_group, trailer_group
@@ -163,7 +164,7 @@ def _region(span: Span, name: str) -> Region:
 def _fcrc32_compressed(stored: bytes, info: PageInfo, fmt: SpaceFormat) -> Parts:
     """§3.2: the size in the type word, payload at 26, optional length byte, CRC-32C."""
     size = len(stored)
-    image = (info.stored_type & 0x7FFF) << 8
+    image = fcrc32_declared_size(info.stored_type)
     algo = fmt.fcrc32_algorithm or Algorithm.NONE
     fields = [
         field(
@@ -175,7 +176,7 @@ def _fcrc32_compressed(stored: bytes, info: PageInfo, fmt: SpaceFormat) -> Parts
         Field("(algorithm, from FSP flags)", FSP["space_flags"].offset, 0, algo.value),
     ]
     regions: list[Region] = []
-    if not MARIADB_FCRC32_PAYLOAD + 4 < image < size:
+    if fcrc32_stored_size(info.stored_type, size) is None:
         return [FieldGroup("MariaDB full_crc32 page_compressed (§3.2)", tuple(fields))], regions
     end = image - 4
     if algo in FCRC32_LENGTH_BYTE:
