@@ -1,0 +1,144 @@
+"""The stored-page envelope against real files, FORMATS.md's rules and the construct declarations.
+
+Oracles: CATALOG.md's per-file compression tallies (an independent pass over the files); the
+CRC-32C stored at the end of every full_crc32 image; each server's write rule
+(:mod:`parsers.layout`, computed forward from the payload, where the envelope reads backward
+from the header); the page inside every compressed image, whose own checksum must verify; the
+zero tail MariaDB leaves after a classic payload (§3.1).
+"""
+
+from __future__ import annotations
+
+import random
+from collections import Counter
+
+import pytest
+
+from ibdtool.tablespace import Tablespace
+from parsers import checksum
+from parsers.codecs import FCRC32_LENGTH_BYTE
+from parsers.constants import FIL_PAGE_PAGE_COMPRESSED, Algorithm
+from parsers.crc32c_fast import crc32c
+from parsers.envelope import (
+    HEADER_BYTES,
+    Geometry,
+    Kind,
+    fcrc32_declared_size,
+    fcrc32_stored_size,
+    read_envelope,
+)
+from parsers.flags import PAGE_SIZES
+from parsers.inflate import inflate
+from parsers.layout import mariadb_fcrc32_stored_size
+from parsers.structs import (
+    FCRC32_SIZE_UNIT,
+    MARIADB_CLASSIC_FAST,
+    Fcrc32CompressedType,
+    MariaDBClassicCompHeader,
+)
+from tests.catalog import CatalogEntry, load_catalog
+from tests.conftest import require_corpus
+
+require_corpus()
+CATALOG = load_catalog()
+COMPRESSED = [e for e in CATALOG if e.compression and set(e.compression) != {"none"}]
+TALLIED = [e for e in CATALOG if e.compression]
+
+
+def _ids(e: CatalogEntry) -> str:
+    return e.rel
+
+
+def _stored_pages(entry: CatalogEntry) -> tuple[Tablespace, list[bytes]]:
+    with Tablespace(entry.path) as ts:
+        psize = ts.physical_size
+        data = entry.path.read_bytes()
+        return ts, [data[n * psize : (n + 1) * psize] for n in range(ts.n_pages)]
+
+
+@pytest.mark.parametrize("entry", TALLIED, ids=_ids)
+def test_envelope_algorithms_match_the_catalog(entry: CatalogEntry) -> None:
+    ts, pages = _stored_pages(entry)
+    got = Counter(read_envelope(p, ts.format).algorithm.value for p in pages)
+    assert dict(got) == entry.compression
+    # the header alone tells the algorithm (what ``server``'s page count reads)
+    heads = Counter(read_envelope(p[:HEADER_BYTES], ts.format).algorithm.value for p in pages)
+    assert heads == got
+
+
+@pytest.mark.parametrize("entry", COMPRESSED, ids=_ids)
+def test_every_compressed_image_is_delimited_exactly(entry: CatalogEntry) -> None:
+    ts, pages = _stored_pages(entry)
+    fmt = ts.format
+    psize, logical = fmt.physical_size, fmt.logical_size
+    seen = 0
+    for n, page in enumerate(pages):
+        env = read_envelope(page, fmt)
+        if not env.compressed:
+            continue
+        seen += 1
+        assert env.problem is None, (n, env)
+        assert env.stored_size is not None and 0 < env.stored_size < psize, (n, env)
+        inner, consumed = inflate(page, env, logical)
+        assert checksum.verify_page(inner, logical)[0] or env.kind is Kind.FCRC32_COMPRESSED, n
+        size = env.stored_size
+        if env.kind is Kind.FCRC32_COMPRESSED:
+            # §6.6: the CRC-32C of the image sits in its last 4 bytes ...
+            assert int.from_bytes(page[size - 4 : size], "big") == crc32c(page[: size - 4]), n
+            # ... and the write rule of §3.2 from the true payload length gives the same size
+            true_len = env.payload_length if env.algorithm in FCRC32_LENGTH_BYTE else consumed
+            assert true_len is not None
+            assert mariadb_fcrc32_stored_size(env.algorithm, true_len, logical) == size, n
+        elif env.kind is Kind.MARIADB_COMPRESSED:
+            assert not any(page[size:]), n  # §3.1: zero fill after the payload [verified]
+            assert env.payload_length == consumed
+        else:
+            assert env.kind is Kind.MYSQL_COMPRESSED
+            assert env.original_type == int.from_bytes(inner[24:26], "big")
+    assert seen == sum(k for a, k in entry.compression.items() if a != "none")
+
+
+def test_fcrc32_type_word_follows_its_declaration() -> None:
+    edges = {0, 1, 0x7FFF, 0x8000, 0x8001, 0xFFFF} | {0x8000 | p >> 8 for p in PAGE_SIZES}
+    for word in sorted(edges | set(range(0, 1 << 16, 7))):
+        parsed = Fcrc32CompressedType.parse(word.to_bytes(2, "big"))
+        assert parsed.marker == bool(word & 0x8000)
+        assert fcrc32_declared_size(word) == parsed.size_units * FCRC32_SIZE_UNIT
+        for psize in PAGE_SIZES:
+            size = parsed.size_units * FCRC32_SIZE_UNIT
+            # §3.2: the smallest image is one unit; it must stay below the page
+            expected = size if FCRC32_SIZE_UNIT <= size < psize else None
+            assert fcrc32_stored_size(word, psize) == expected
+
+
+@pytest.mark.parametrize("entry", COMPRESSED, ids=_ids)
+def test_classic_header_fast_path_equals_construct(entry: CatalogEntry) -> None:
+    _, pages = _stored_pages(entry)
+    for page in pages:
+        if int.from_bytes(page[24:26], "big") == FIL_PAGE_PAGE_COMPRESSED:
+            parsed = MariaDBClassicCompHeader.parse(page[26:40])
+            fast = MARIADB_CLASSIC_FAST.unpack_from(page, 26)
+            assert fast == (parsed.algorithm, parsed.space_id, parsed.comp_size)
+
+
+def test_no_header_yields_an_impossible_size() -> None:
+    """Random headers over every geometry: a size is inside the slot, or there is none."""
+    rng = random.Random("ibdtool-envelope")
+    special = (14, 15, 16, 17, 34354, 37401, 0x8000, 0x80FF, 0xFFFF)
+    for _ in range(20000):
+        logical = rng.choice(PAGE_SIZES)
+        physical = rng.choice((logical, logical // 2)) if logical <= 16384 else logical
+        geo = Geometry(
+            physical,
+            logical,
+            rng.random() < 0.5,
+            rng.choice((None, *Algorithm)),
+        )
+        head = bytearray(rng.randbytes(HEADER_BYTES))
+        if rng.random() < 0.7:
+            head[24:26] = rng.choice(special).to_bytes(2, "big")
+        env = read_envelope(bytes(head), geo)
+        if env.stored_size is not None:
+            assert 0 < env.stored_size <= physical, (env, geo)
+        if env.payload_end is not None:
+            assert env.payload_end <= physical, (env, geo)
