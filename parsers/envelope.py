@@ -19,6 +19,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 from enum import StrEnum
+from functools import cache
 from typing import Protocol
 
 from parsers.codecs import FCRC32_LENGTH_BYTE, MARIADB_ALGORITHMS, MYSQL_ALGORITHMS
@@ -185,36 +186,57 @@ def read_envelope(page: bytes | memoryview, geo: PageGeometry) -> Envelope:
     """
     stored_type = int.from_bytes(page[24:26], "big")
     physical = geo.physical_size
-    vendor = geo.vendor
     if geo.full_crc32:
-        key_version = int.from_bytes(page[0:4], "big")
+        encrypted = any(page[0:4])  # key version
         if stored_type & FIL_PAGE_COMPRESS_FCRC32_MARKER:
-            return _fcrc32_compressed(page, stored_type, key_version != 0, geo)
+            return _fcrc32_compressed(page, stored_type, encrypted, geo)
+        return _whole_slot(stored_type, physical, True, False, encrypted)
+    if stored_type in _SPECIAL_TYPES:
+        vendor = geo.vendor
+        if stored_type == FIL_PAGE_PAGE_COMPRESSED and vendor is not Vendor.MYSQL:
+            return _mariadb_classic(page, stored_type, physical)
+        if stored_type == FIL_PAGE_PAGE_COMPRESSED_ENCRYPTED and vendor is not Vendor.MYSQL:
+            return _mariadb_classic_encrypted(page, stored_type, physical)
+        if stored_type == FIL_PAGE_COMPRESSED and not geo.zip:
+            return _mysql_compressed(page, stored_type, geo)
+        if stored_type == FIL_PAGE_COMPRESSED_AND_ENCRYPTED and vendor is not Vendor.MARIADB:
+            return _mysql_compressed_encrypted(page, stored_type, physical)
+        if stored_type in MYSQL_ENCRYPTED_TYPES and vendor is not Vendor.MARIADB:
+            return _whole_slot(stored_type, physical, False, False, True)
+    return _whole_slot(stored_type, physical, False, geo.zip, False)
+
+
+_SPECIAL_TYPES = frozenset(
+    {FIL_PAGE_PAGE_COMPRESSED, FIL_PAGE_PAGE_COMPRESSED_ENCRYPTED, FIL_PAGE_COMPRESSED}
+    | MYSQL_ENCRYPTED_TYPES
+)
+
+
+@cache
+def _whole_slot(
+    stored_type: int, physical: int, full_crc32: bool, zip: bool, encrypted: bool
+) -> Envelope:
+    """A page stored in its whole slot, uncompressed (few distinct ones: kept, not rebuilt)."""
+    if full_crc32:
+        # §3.2, §6.6: CRC-32C at the end of the page; an encrypted body from 26 to the CRC
         return Envelope(
-            Kind.ENCRYPTED if key_version else Kind.PLAIN,
+            Kind.ENCRYPTED if encrypted else Kind.PLAIN,
             stored_type,
             Checksum.FULL_CRC32,
             physical,
-            encrypted=key_version != 0,
-            encrypted_range=(MARIADB_FCRC32_PAYLOAD, physical - 4) if key_version else None,
+            encrypted=encrypted,
+            encrypted_range=(MARIADB_FCRC32_PAYLOAD, physical - 4) if encrypted else None,
         )
-    if stored_type == FIL_PAGE_PAGE_COMPRESSED and vendor is not Vendor.MYSQL:
-        return _mariadb_classic(page, stored_type, physical)
-    if stored_type == FIL_PAGE_PAGE_COMPRESSED_ENCRYPTED and vendor is not Vendor.MYSQL:
-        return _mariadb_classic_encrypted(page, stored_type, physical)
-    if stored_type == FIL_PAGE_COMPRESSED and not geo.zip:
-        return _mysql_compressed(page, stored_type, geo)
-    if stored_type in MYSQL_ENCRYPTED_TYPES and vendor is not Vendor.MARIADB:
-        if stored_type == FIL_PAGE_COMPRESSED_AND_ENCRYPTED:
-            return _mysql_compressed_encrypted(page, stored_type, physical)
+    if encrypted:
+        # §2.2 MySQL 15/17: header plaintext, bytes 38..end (the trailer too) encrypted
         return Envelope(
             Kind.ENCRYPTED,
             stored_type,
             Checksum.NONE,
             encrypted=True,
-            encrypted_range=(FIL_PAGE_DATA, physical),  # §2.2: bytes 38..end, trailer too
+            encrypted_range=(FIL_PAGE_DATA, physical),
         )
-    if geo.zip:
+    if zip:
         # §7.1: the zlib stream of an index page starts at PAGE_DATA; its length needs inflating
         return Envelope(Kind.ZIP, stored_type, Checksum.ZIP, physical, payload_offset=PAGE_DATA)
     return Envelope(Kind.PLAIN, stored_type, Checksum.PAGE, physical)
