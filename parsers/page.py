@@ -1,9 +1,10 @@
 """Decode one physical page into a typed record: type, compression, checksum verdict, index stats.
 
-Follows the check order of FORMATS.md §10 step 2: empty page; MariaDB full_crc32 (compressed
-marker or plain); MariaDB classic page_compressed (34354/37401); MySQL transparent compression
-(14) and encryption (15–17); ROW_FORMAT=COMPRESSED zip pages; plain pages. Compressed images
-are decompressed and the resulting page's own checksum is verified, as innochecksum does.
+Follows the check order of FORMATS.md §10 step 2: empty page, then the page's envelope
+(:mod:`parsers.envelope`: full_crc32, MariaDB classic page_compressed, MySQL transparent
+compression and encryption, zip, plain) says what the checksum covers and where the compressed
+stream is. Compressed images are decompressed (:mod:`parsers.inflate`) and the resulting page's
+own checksum is verified, as innochecksum does. An envelope with impossible numbers is damage.
 """
 
 from __future__ import annotations
@@ -176,9 +177,7 @@ def decode_page(
     fil = FIL_HEADER_FAST.unpack_from(mv, 0)
     _chk, stored_no, prev, nxt, lsn, stored_type, _flush_lsn, space_id = fil
     vendor = fmt.vendor
-    compression = Algorithm.NONE
     compressed_size: int | None = None
-    stored_size: int | None = None
     encrypted = False
     torn = False
     problem: str | None = None
