@@ -31,6 +31,8 @@ from array import array
 from bisect import bisect_right
 from dataclasses import dataclass, field
 
+from ibdtool.openfile import open_nonblocking
+
 __all__ = [
     "FIEMAP_EXTENT_DELALLOC",
     "FIEMAP_EXTENT_LAST",
@@ -291,33 +293,36 @@ class Allocation:
             i += 1
         return total
 
-    def per_page_allocated(self, page_size: int, n_pages: int) -> array[int]:
-        """Data bytes within each page ``[n * page_size, (n + 1) * page_size)``.
+    def per_page_allocated(self, page_size: int, n_pages: int, first: int = 0) -> array[int]:
+        """Data bytes within each page ``[n * page_size, (n + 1) * page_size)`` for the
+        ``n_pages`` pages from page ``first`` (callers of a huge file take it in windows).
 
-        One sweep over the ranges: O(n_pages + ranges). Entries are ``0..page_size``; the
-        sum equals the data bytes inside ``[0, n_pages * page_size)``.
+        One sweep over the ranges that meet the window: O(n_pages + ranges). Entries are
+        ``0..page_size``; the sum equals the data bytes inside the window.
         """
         if page_size <= 0 or page_size > 0xFFFF_FFFF:
             raise ValueError(f"page_size out of range: {page_size}")
-        if n_pages < 0:
-            raise ValueError(f"n_pages must be >= 0, got {n_pages}")
+        if n_pages < 0 or first < 0:
+            raise ValueError(f"n_pages and first must be >= 0, got {n_pages}, {first}")
         out = array("I", bytes(4 * n_pages))
-        limit = n_pages * page_size
+        base = first * page_size
+        limit = base + n_pages * page_size
         full = array("I", [page_size])
-        for r_start, r_end in self.data_ranges:
+        i = max(0, bisect_right(self._starts, base) - 1)
+        for r_start, r_end in self.data_ranges[i:]:
             if r_start >= limit:
                 break
-            r_end = min(r_end, limit)
+            r_start, r_end = max(r_start, base) - base, min(r_end, limit) - base
             if r_end <= r_start:
                 continue
-            first, first_off = divmod(r_start, page_size)
+            first_page, first_off = divmod(r_start, page_size)
             last = (r_end - 1) // page_size
-            if first == last:
-                out[first] += r_end - r_start
+            if first_page == last:
+                out[first_page] += r_end - r_start
                 continue
-            out[first] += page_size - first_off
-            if last > first + 1:
-                out[first + 1 : last] = full * (last - first - 1)
+            out[first_page] += page_size - first_off
+            if last > first_page + 1:
+                out[first_page + 1 : last] = full * (last - first_page - 1)
             out[last] += r_end - last * page_size
         return out
 
@@ -351,18 +356,6 @@ def _allocation_of_fd(fd: int, with_extents: bool = True) -> Allocation:
     )
 
 
-def _open_readonly(path: str | os.PathLike[str]) -> int:
-    flags = os.O_RDONLY | os.O_CLOEXEC
-    noatime = getattr(os, "O_NOATIME", 0)
-    if noatime:
-        try:
-            return os.open(path, flags | noatime)
-        except PermissionError as exc:  # O_NOATIME needs ownership (EPERM); retry without
-            if exc.errno != errno.EPERM:
-                raise
-    return os.open(path, flags)
-
-
 def read_allocation(
     path_or_fd: str | os.PathLike[str] | int, *, with_extents: bool = True
 ) -> Allocation:
@@ -373,7 +366,7 @@ def read_allocation(
     """
     if isinstance(path_or_fd, int):
         return _allocation_of_fd(path_or_fd, with_extents)
-    fd = _open_readonly(path_or_fd)
+    fd = open_nonblocking(path_or_fd)  # a FIFO must not block: _allocation_of_fd refuses it
     try:
         return _allocation_of_fd(fd, with_extents)
     finally:

@@ -12,8 +12,11 @@ from __future__ import annotations
 import os
 import struct
 from collections import Counter
+from collections.abc import Callable
 from dataclasses import dataclass, field
+from functools import partial
 
+from ibdtool.errors import InputError
 from ibdtool.forkscan import map_ranges, split
 from ibdtool.tablespace import CHUNK_BYTES, Tablespace
 from parsers.checksum import ChecksumAlgo
@@ -67,11 +70,16 @@ _HEAD = struct.Struct(">II12xIH")
 _TAIL = struct.Struct(">II")  # the last 8 bytes of a page
 
 
-ScanPart = tuple[Counter[str], list[int], int]
+#: counts by algorithm, invalid pages, unverifiable pages, pages read and verified
+ScanPart = tuple[Counter[str], list[int], int, int]
 
 
-def scan_range(ts: Tablespace, start: int, stop: int) -> ScanPart:
-    """Verify pages [start, stop) of ``ts``: (counts by algorithm, invalid pages, unverifiable)."""
+def scan_range(
+    ts: Tablespace, start: int, stop: int, progress: Callable[[int], None] | None = None
+) -> ScanPart:
+    """Verify pages [start, stop) of ``ts`` (see :data:`ScanPart`); pages in holes are all
+    zeros, counted as empty without a read. ``progress(pages_done)`` follows each read. A
+    file that shrinks under the scan is an :class:`InputError`, never a shorter result."""
     fmt = ts.format
     psize = ts.physical_size
     fast_crc32 = not fmt.full_crc32 and not fmt.zip
@@ -85,81 +93,96 @@ def scan_range(ts: Tablespace, start: int, stop: int) -> ScanPart:
     dblwr = ts.doublewrite_pages
     head = _HEAD.unpack_from
     tail = _TAIL.unpack_from
-    n = start
-    while n < stop:
-        count = min(per_chunk, stop - n)
-        raw = ts.read(n * psize, count * psize)
-        mv = memoryview(raw)
-        page_no = n
-        for off in range(0, len(raw) - psize + 1, psize):
-            end = off + psize
-            chk, stored_no, lsn_low, ptype = head(raw, off)
-            if stored_no == page_no:
-                if fast_crc32:
-                    field2, lsn_tail = tail(raw, end - 8)
-                    if (
-                        chk == field2
-                        and lsn_low == lsn_tail
-                        and chk
-                        and ptype not in _SPECIAL_TYPES
-                        and chk == crc32c(mv[off + 4 : off + 26]) ^ crc32c(mv[off + 38 : end - 8])
-                    ):
-                        ok += 1
-                        page_no += 1
-                        continue
-                elif fast_fcrc32 and not chk and not ptype & FIL_PAGE_COMPRESS_FCRC32_MARKER:
-                    lsn_tail, stored = tail(raw, end - 8)
-                    if lsn_low == lsn_tail and stored and stored == crc32c(mv[off : end - 4]):
-                        ok += 1
-                        page_no += 1
-                        continue
-                elif fast_fcrc32 and not chk:
-                    # page_compressed: only the CRC-32C of the compressed image counts (§3.2,
-                    # §6.6), so there is nothing to decompress to give the verdict
-                    size = fcrc32_stored_size(ptype, psize)
-                    if size is not None:
-                        stored = int.from_bytes(raw[off + size - 4 : off + size], "big")
-                        if stored and stored == crc32c(mv[off : off + size - 4]):
+    done = 0
+    for first, run_end, has_data in ts.page_runs(start, stop):
+        if not has_data:
+            empty += run_end - first
+            done += run_end - first
+            continue
+        for n, raw in ts.read_pages(first, run_end, per_chunk):
+            mv = memoryview(raw)
+            page_no = n
+            done += len(raw) // psize
+            if progress is not None:
+                progress(done)
+            for off in range(0, len(raw) - psize + 1, psize):
+                end = off + psize
+                chk, stored_no, lsn_low, ptype = head(raw, off)
+                if stored_no == page_no:
+                    if fast_crc32:
+                        field2, lsn_tail = tail(raw, end - 8)
+                        if (
+                            chk == field2
+                            and lsn_low == lsn_tail
+                            and chk
+                            and ptype not in _SPECIAL_TYPES
+                            and chk
+                            == crc32c(mv[off + 4 : off + 26]) ^ crc32c(mv[off + 38 : end - 8])
+                        ):
                             ok += 1
                             page_no += 1
                             continue
-            elif not stored_no and not chk and raw.startswith(zero, off):
-                empty += 1
+                    elif fast_fcrc32 and not chk and not ptype & FIL_PAGE_COMPRESS_FCRC32_MARKER:
+                        lsn_tail, stored = tail(raw, end - 8)
+                        if lsn_low == lsn_tail and stored and stored == crc32c(mv[off : end - 4]):
+                            ok += 1
+                            page_no += 1
+                            continue
+                    elif fast_fcrc32 and not chk:
+                        # page_compressed: only the CRC-32C of the compressed image counts (§3.2,
+                        # §6.6), so there is nothing to decompress to give the verdict
+                        size = fcrc32_stored_size(ptype, psize)
+                        if size is not None:
+                            stored = int.from_bytes(raw[off + size - 4 : off + size], "big")
+                            if stored and stored == crc32c(mv[off : off + size - 4]):
+                                ok += 1
+                                page_no += 1
+                                continue
+                elif not stored_no and not chk and raw.startswith(zero, off):
+                    empty += 1
+                    page_no += 1
+                    continue
+                info = ts._decode(mv[off:end], page_no, None)
+                if info.checksum_valid is False:
+                    counts[ChecksumAlgo.INVALID.value] += 1
+                    invalid.append(page_no)
+                else:
+                    counts[info.checksum_algo.value] += 1
+                    if info.checksum_valid is None and page_no not in dblwr:
+                        unverifiable += 1
                 page_no += 1
-                continue
-            info = ts._decode(mv[off:end], page_no, None)
-            if info.checksum_valid is False:
-                counts[ChecksumAlgo.INVALID.value] += 1
-                invalid.append(page_no)
-            else:
-                counts[info.checksum_algo.value] += 1
-                if info.checksum_valid is None and page_no not in dblwr:
-                    unverifiable += 1
-            page_no += 1
-        n += count
     if ok:
         counts[ChecksumAlgo.FULL_CRC32.value if fast_fcrc32 else ChecksumAlgo.CRC32.value] += ok
     if empty:
         counts[ChecksumAlgo.EMPTY.value] += empty
-    return counts, invalid, unverifiable
+    ts.check_not_shrunk()
+    return counts, invalid, unverifiable, done
 
 
 def check_file(
-    path: str, jobs: int | None = None, parallel_min: int = PARALLEL_MIN_PAGES
+    path: str,
+    jobs: int | None = None,
+    parallel_min: int = PARALLEL_MIN_PAGES,
+    progress: Callable[[int], None] | None = None,
 ) -> CheckResult:
     """Verify every page of ``path`` (see module doc); files of ``parallel_min`` pages or more
-    are split over ``jobs`` processes."""
+    are split over ``jobs`` processes. ``progress(pages_done)`` is called by each process for
+    its own range. The result counts the pages really verified: all of them, or an error."""
     with Tablespace(path) as ts:
-        result = CheckResult(str(path), ts.n_pages, ts.physical_size, ts.trailing_bytes)
         n = ts.n_pages
+        result = CheckResult(str(path), 0, ts.physical_size, ts.trailing_bytes)
         jobs = jobs or os.cpu_count() or 1
+        ts.data_ranges  # noqa: B018  (the data map once, before any fork)
         if jobs == 1 or n < parallel_min:
-            parts = [scan_range(ts, 0, n)]
+            parts = [scan_range(ts, 0, n, progress)]
         else:
-            parts = map_ranges(ts, scan_range, split(n, jobs))
-    for counts, invalid, unverifiable in parts:
+            parts = map_ranges(ts, partial(scan_range, progress=progress), split(n, jobs))
+    for counts, invalid, unverifiable, done in parts:
         result.by_algorithm.update(counts)
         result.invalid_pages.extend(invalid)
         result.unverifiable += unverifiable
+        result.pages += done
+    if result.pages != n:  # a range came back short: never report it as checked
+        raise InputError(f"{path}: file shrank while reading ({result.pages} of {n} pages read)")
     result.invalid_pages.sort()
     return result

@@ -326,7 +326,8 @@ def punch_hole(fd, offset, length):
 
 
 def _open_read(path):
-    flags = os.O_RDONLY | getattr(os, "O_CLOEXEC", 0)
+    # O_NONBLOCK: a FIFO named like a tablespace must not block the open; Source refuses it
+    flags = os.O_RDONLY | getattr(os, "O_CLOEXEC", 0) | os.O_NONBLOCK | os.O_NOCTTY
     noatime = getattr(os, "O_NOATIME", 0)
     if noatime:
         try:
@@ -350,6 +351,7 @@ def describe_oserror(path, exc):
         errno.EDQUOT: "disk quota exceeded",
         errno.EROFS: "read-only file system",
         errno.EIO: "input/output error",
+        errno.ENXIO: "not a regular file (a socket or device)",
     }
     return f"{path}: {names.get(exc.errno, exc.strerror or str(exc))}"
 
@@ -385,6 +387,7 @@ class Source:
         if not stat.S_ISREG(st.st_mode):
             self.close()
             raise AgentError(f"{path}: not a regular file")
+        fcntl.fcntl(self.fd, fcntl.F_SETFL, fcntl.fcntl(self.fd, fcntl.F_GETFL) & ~os.O_NONBLOCK)
         self.st = st
         self.size = st.st_size
 

@@ -312,6 +312,17 @@ class PageTally:
         self.free_with_data += other.free_with_data
         self.free_allocated += other.free_allocated
 
+    def add_zero_run(self, info: PageInfo, count: int, free: int) -> None:
+        """``count`` all-zero pages in holes (nothing allocated), ``free`` of them free, all
+        decoded like ``info``: the same sums as :meth:`add` on each, without 67 million calls."""
+        self.free_pages += free
+        self.types[info.type_name] += count
+        self.comp[info.compression.value] += count
+        self.chk[info.checksum_algo.value] += count
+        self.stored_types.add(info.stored_type)
+        if info.checksum_valid is None:
+            self.unverifiable += count
+
 
 def _tally_range(
     ts: Tablespace,
@@ -321,17 +332,31 @@ def _tally_range(
     on_page: Callable[[PageInfo], None] | None = None,
     progress: Callable[[int], None] | None = None,
 ) -> PageTally:
+    """The tally of pages [start, stop), a run of at most ``RUN_PAGES`` at a time, so that the
+    per-page allocation and free maps stay small; runs in holes are counted, not read."""
     alloc = ts.allocation
-    per_page = alloc.per_page_allocated(ts.physical_size, ts.n_pages)
     block = alloc.fs_block_size
-    free = ts.free_map
+    psize = ts.physical_size
     tally = PageTally()
-    for info in ts.pages(start, stop):
-        if on_page is not None:
-            on_page(info)
-        tally.add(info, per_page[info.page_no], block, bool(free[info.page_no]))
-        if progress is not None and info.page_no % 4096 == 4095:
-            progress(info.page_no + 1)
+    zero = bytes(psize)
+    for first, end, has_data in ts.page_runs(start, stop):
+        free = ts.free_window(first, end)
+        if not has_data and on_page is None:
+            info = ts._decode(zero, first, None)
+            if info.empty and info.problem is None and info.index is None:
+                tally.add_zero_run(info, end - first, free.count(1))
+                if progress is not None:
+                    progress(end)
+                continue
+        per_page = alloc.per_page_allocated(psize, end - first, first)
+        for info in ts.pages(first, end):
+            k = info.page_no - first
+            if on_page is not None:
+                on_page(info)
+            tally.add(info, per_page[k], block, bool(free[k]))
+            if progress is not None and info.page_no % 4096 == 4095:
+                progress(info.page_no + 1)
+    ts.check_not_shrunk()
     return tally
 
 
@@ -347,7 +372,7 @@ def inspect(
     ``on_page(info)``, when given, sees every page as it is read (the TUI's page map), and may
     raise to stop the scan."""
     alloc = ts.allocation
-    ts.free_map  # noqa: B018  (read the descriptors once, before any fork)
+    ts.data_ranges  # noqa: B018  (the data map once, before any fork)
     n = ts.n_pages
     jobs = jobs or os.cpu_count() or 1
     if on_page is None and progress is None and jobs > 1 and n >= PARALLEL_MIN_PAGES:

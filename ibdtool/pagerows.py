@@ -68,10 +68,11 @@ def page_rows(
     with Tablespace(path) as ts:
         if start >= ts.n_pages:
             raise InputError(f"{path}: --from {start} is past the last page ({ts.n_pages - 1})")
-        per_page = ts.allocation.per_page_allocated(ts.physical_size, ts.n_pages)
+        alloc = ts.allocation
+        psize = ts.physical_size
         for info in ts.pages(start, stop):
             if (names or numbers) and not (
                 info.type_name in names or info.real_type in numbers or info.stored_type in numbers
             ):
                 continue
-            yield page_row(info, per_page[info.page_no])
+            yield page_row(info, alloc.allocated_bytes_in(info.page_no * psize, psize))

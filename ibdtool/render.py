@@ -398,7 +398,8 @@ def recommendations(r: SimResult) -> list[str]:
             )
             lines.append(f"[yellow]warning:[/] {b.label} blocks: compression saves nothing ({why})")
             continue
-        good = [x for x in rows if x.saving_pct >= best.saving_pct - 5 and x.compress_us]
+        # no timings when every page looked at was empty: then the best is also the cheapest
+        good = [x for x in rows if x.saving_pct >= best.saving_pct - 5 and x.compress_us] or [best]
         cheapest = min(good, key=lambda x: (x.compress_us or 0) + (x.decompress_us or 0))
         line = (
             f"{b.label} blocks: {scenario_label(best.scenario)} saves most ({best.saving_pct:.0f}%)"

@@ -310,6 +310,33 @@ class SimConfig:
     decompress_every: int = 1
 
 
+def _zero_page_cost(s: Scenario, b: BlockSpec, psize: int) -> int:
+    # A never-written page: MySQL extends files with posix_fallocate and punches holes only
+    # when it writes a page, so the page stays allocated; MariaDB extends page-compressed
+    # files sparsely, so it is a hole (seen on the samples' live files).
+    return b.allocated(psize, psize) if s.server == "mysql" else 0
+
+
+def measure_zero_pages(first: int, end: int, cfg: SimConfig, acc: Accumulator) -> None:
+    """What :func:`measure_page` adds for each all-zero page of [first, end), added at once:
+    a file's holes cost nothing to read and must cost nothing per page to count."""
+    count = end - first
+    acc.n += count
+    for s in cfg.scenarios:
+        for b in cfg.blocks:
+            cost = _zero_page_cost(s, b, cfg.page_size)
+            slot = acc.cost.setdefault((s, b), [0.0, 0.0])
+            slot[0] += cost * count
+            slot[1] += cost * cost * count
+    if cfg.zip_every > 0:
+        # pages n with n % zip_every == 0 in [first, end); their what-if cost is 0
+        zips = (end - 1) // cfg.zip_every - (first - 1) // cfg.zip_every if end > first else 0
+        acc.zip_n += zips
+        if zips:
+            for kbs in KEY_BLOCK_SIZES:
+                _zip_add(acc, kbs, 0.0)
+
+
 def measure_page(page: bytes, page_no: int, cfg: SimConfig, acc: Accumulator) -> None:
     """Add one uncompressed logical page's cost under every scenario and block size."""
     psize = cfg.page_size
@@ -318,12 +345,9 @@ def measure_page(page: bytes, page_no: int, cfg: SimConfig, acc: Accumulator) ->
     if do_zip:
         acc.zip_n += 1
     if page == _zeros(psize):
-        # A never-written page: MySQL extends files with posix_fallocate and punches holes
-        # only when it writes a page, so the page stays allocated; MariaDB extends
-        # page-compressed files sparsely, so it is a hole (seen on the samples' live files).
         for s in cfg.scenarios:
             for b in cfg.blocks:
-                acc.add_cost((s, b), b.allocated(psize, psize) if s.server == "mysql" else 0)
+                acc.add_cost((s, b), _zero_page_cost(s, b, psize))
         if do_zip:
             for kbs in KEY_BLOCK_SIZES:
                 _zip_add(acc, kbs, 0.0)
@@ -468,15 +492,22 @@ def _measure_zip(page: bytes, ptype: int, cfg: SimConfig, acc: Accumulator) -> N
 # --- driving a scan --------------------------------------------------------------------------
 
 
-def _logical_pages(ts: Tablespace, page_nos: Sequence[int]) -> Iterable[tuple[int, bytes]]:
-    """The decoded logical pages; a run of consecutive numbers is read in big chunks."""
+def scan_pages(ts: Tablespace, page_nos: Sequence[int], cfg: SimConfig) -> Accumulator:
+    """Measure ``page_nos``; a run of consecutive numbers (a ``range``) is read in big chunks
+    and its pages in holes are counted without a read."""
+    acc = Accumulator()
     if page_nos and page_nos[-1] - page_nos[0] + 1 == len(page_nos):
-        for info, logical in ts.logical_pages(page_nos[0], page_nos[-1] + 1):
-            yield info.page_no, _uncompressed(ts, logical)
-        return
+        for first, end, has_data in ts.page_runs(page_nos[0], page_nos[-1] + 1):
+            if not has_data:
+                measure_zero_pages(first, end, cfg, acc)
+                continue
+            for info, logical in ts.logical_pages(first, end):
+                measure_page(_uncompressed(ts, logical), info.page_no, cfg, acc)
+        return acc
     for n in page_nos:
         _, _, logical = ts.page_with_data(n)
-        yield n, _uncompressed(ts, logical)
+        measure_page(_uncompressed(ts, logical), n, cfg, acc)
+    return acc
 
 
 def _uncompressed(ts: Tablespace, page: bytes) -> bytes:
@@ -489,14 +520,20 @@ def _uncompressed(ts: Tablespace, page: bytes) -> bytes:
         return page + bytes(ts.logical_size - len(page))
 
 
-def scan_pages(ts: Tablespace, page_nos: Sequence[int], cfg: SimConfig) -> Accumulator:
-    acc = Accumulator()
-    for n, page in _logical_pages(ts, page_nos):
-        measure_page(page, n, cfg, acc)
-    return acc
+def _batches(ts: Tablespace, page_nos: Sequence[int], size: int) -> Iterator[Sequence[int]]:
+    """``page_nos`` in batches of ``size``; a whole range is cut at its holes, each run of
+    pages in a hole one batch, however long (it is counted, not read)."""
+    if not isinstance(page_nos, range):
+        for i in range(0, len(page_nos), size):
+            yield page_nos[i : i + size]
+        return
+    for first, end, has_data in ts.page_runs(page_nos.start, page_nos.stop):
+        step = size if has_data else end - first
+        for i in range(first, end, step):
+            yield range(i, min(end, i + step))
 
 
-def _worker(args: tuple[str, list[int], SimConfig]) -> Accumulator:
+def _worker(args: tuple[str, Sequence[int], SimConfig]) -> Accumulator:
     path, page_nos, cfg = args
     with Tablespace(path) as ts:
         return scan_pages(ts, page_nos, cfg)
@@ -683,8 +720,9 @@ def simulate(
             )
         if full is None:
             full = sample is None and n_pages <= FULL_SCAN_MAX_PAGES
+        page_nos: Sequence[int]
         if full:
-            page_nos = list(range(n_pages))
+            page_nos = range(n_pages)  # never a list: a 15 TiB file has a billion pages
         else:
             if sample is None:
                 sample = choose_sample_size(ts, cfg, random.Random(seed + 1))
@@ -714,10 +752,17 @@ def simulate(
                     if progress:
                         progress(done, len(page_nos))
         else:
-            for i in range(0, len(page_nos), 64):
-                acc.merge(scan_pages(ts, page_nos[i : i + 64], cfg))
+            for batch in _batches(ts, page_nos, 64):
+                acc.merge(scan_pages(ts, batch, cfg))
                 if progress:
-                    progress(min(i + 64, len(page_nos)), len(page_nos))
+                    progress(acc.n, len(page_nos))
+        if acc.n != len(page_nos):  # a worker saw a shorter file: never a partial answer
+            raise InputError(f"{path}: file shrank while reading")
+        if not acc.timed:
+            notes.append(
+                "no page with data was simulated (every page looked at is all zeros): "
+                "the prediction is what empty pages cost"
+            )
         current = _current_state(ts)
     allocated = alloc.allocated
     results: list[ScenarioResult] = []
@@ -776,23 +821,27 @@ def simulate(
 
 def _current_state(ts: Tablespace) -> dict[str, Any]:
     """For an already-compressed file: actual allocation against the ideal for its images."""
-    block = ts.allocation.fs_block_size
-    per_page = ts.allocation.per_page_allocated(ts.physical_size, ts.n_pages)
+    alloc = ts.allocation
+    block = alloc.fs_block_size
     ideal = 0
     compressed = unpunched = 0
     algos: dict[str, int] = {}
-    for info in ts.pages():
-        if info.empty:
+    for first, end, has_data in ts.page_runs():
+        if not has_data:  # all-zero pages in holes: empty, nothing to count
             continue
-        if info.compression is not Algorithm.NONE and info.stored_size:
-            compressed += 1
-            algos[info.compression.value] = algos.get(info.compression.value, 0) + 1
-            need = allocated_for_image(info.stored_size, ts.physical_size, block)
-            ideal += need
-            if per_page[info.page_no] > need:
-                unpunched += 1
-        else:
-            ideal += ts.physical_size
+        per_page = alloc.per_page_allocated(ts.physical_size, end - first, first)
+        for info in ts.pages(first, end):
+            if info.empty:
+                continue
+            if info.compression is not Algorithm.NONE and info.stored_size:
+                compressed += 1
+                algos[info.compression.value] = algos.get(info.compression.value, 0) + 1
+                need = allocated_for_image(info.stored_size, ts.physical_size, block)
+                ideal += need
+                if per_page[info.page_no - first] > need:
+                    unpunched += 1
+            else:
+                ideal += ts.physical_size
     ideal += extent_tree_overhead(compressed + 1, block)
     return {
         "compressed_pages": compressed,

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import errno
 import os
-import stat
+from bisect import bisect_right
 from collections.abc import Iterator
 from dataclasses import replace
 from functools import cached_property
@@ -18,14 +18,17 @@ from types import TracebackType
 
 from ibdtool.allocation import Allocation, read_allocation
 from ibdtool.errors import InputError
+from ibdtool.openfile import open_regular
 from parsers.checksum import ChecksumAlgo
 from parsers.constants import FIL_PAGE_TYPE_XDES, Vendor
 from parsers.page import DOUBLEWRITE_NAME, PageInfo, decode_page
 from parsers.sdi import SdiEntry, SdiError, read_sdi, read_zip_sdi
 from parsers.space import SpaceFormat, detect_format
-from parsers.xdes import descriptor_pages, free_map
+from parsers.xdes import Extent, decode_descriptor_page
 
 CHUNK_BYTES = 4 << 20
+#: the most pages one run of :meth:`Tablespace.page_runs` spans (per-page arrays stay small)
+RUN_PAGES = 1 << 16
 TRX_SYS_PAGE = 5
 TRX_SYS_DOUBLEWRITE_MAGIC_N = 536853855
 
@@ -36,21 +39,9 @@ class Tablespace:
     def __init__(self, path: str | os.PathLike[str]) -> None:
         self.path = Path(path)
         name = str(self.path)
-        try:
-            fd = os.open(self.path, os.O_RDONLY | os.O_CLOEXEC)
-        except FileNotFoundError:
-            raise InputError(f"{name}: no such file") from None
-        except PermissionError:
-            raise InputError(f"{name}: permission denied") from None
-        except OSError as exc:
-            raise InputError(f"{name}: cannot open: {exc.strerror}") from None
+        fd, st = open_regular(self.path)
         self._fd = fd
         try:
-            st = os.fstat(fd)
-            if stat.S_ISDIR(st.st_mode):
-                raise InputError(f"{name}: is a directory")
-            if not stat.S_ISREG(st.st_mode):
-                raise InputError(f"{name}: not a regular file")
             self.size = st.st_size
             if self.size == 0:
                 raise InputError(f"{name}: empty file (0 bytes)")
@@ -58,6 +49,12 @@ class Tablespace:
                 self.format: SpaceFormat = detect_format(self.read, self.size)
             except ValueError as exc:
                 raise InputError(f"{name}: {exc}") from None
+            if not any(self.read(0, self.format.physical_size)):
+                # flags 0 read from zeros would pass for a 16K tablespace of empty pages
+                raise InputError(
+                    f"{name}: not a tablespace: page 0 is all zeros (never written; a sparse or "
+                    "zero-filled file, or a tablespace never flushed)"
+                )
         except BaseException:
             os.close(fd)
             self._fd = -1
@@ -66,6 +63,7 @@ class Tablespace:
         self.logical_size = self.format.logical_size
         self.n_pages = self.size // self.physical_size
         self.trailing_bytes = self.size % self.physical_size
+        self._descriptor_cache: dict[int, list[Extent]] = {}
 
     # --- I/O -----------------------------------------------------------------------------------
 
@@ -142,20 +140,90 @@ class Tablespace:
         return info, raw, keep[0]
 
     def _stored_pages(self, start: int, stop: int | None) -> Iterator[tuple[int, memoryview]]:
-        """(page number, stored bytes) for [start, stop), reading a few MiB at a time."""
-        stop = self.n_pages if stop is None else min(stop, self.n_pages)
+        """(page number, stored bytes) for [start, stop), reading a few MiB at a time; pages in
+        holes are zeros without a read."""
         psize = self.physical_size
         per_chunk = max(1, CHUNK_BYTES // psize)
-        n = max(0, start)
+        zero = memoryview(bytes(psize))
+        for first, end, has_data in self.page_runs(start, stop):
+            if not has_data:
+                for n in range(first, end):
+                    yield n, zero
+                continue
+            for n, raw in self.read_pages(first, end, per_chunk):
+                chunk = memoryview(raw)
+                for i in range(len(chunk) // psize):
+                    yield n + i, chunk[i * psize : (i + 1) * psize]
+        self.check_not_shrunk()
+
+    def read_pages(self, start: int, stop: int, per_chunk: int) -> Iterator[tuple[int, bytes]]:
+        """(first page, bytes of whole pages) for [start, stop), ``per_chunk`` pages a read;
+        a short read is the file shrinking under us, never a shorter answer."""
+        psize = self.physical_size
+        n = start
         while n < stop:
             count = min(per_chunk, stop - n)
-            chunk = memoryview(self.read(n * psize, count * psize))
-            got = len(chunk) // psize
-            for i in range(got):
-                yield n + i, chunk[i * psize : (i + 1) * psize]
-            if got < count:
-                raise InputError(f"{self.path}: file shrank while reading (page {n + got})")
+            chunk = self.read(n * psize, count * psize)
+            if len(chunk) < count * psize:
+                raise InputError(
+                    f"{self.path}: file shrank while reading (page {n + len(chunk) // psize})"
+                )
+            yield n, chunk
             n += count
+
+    def check_not_shrunk(self) -> None:
+        """After a scan that skipped holes: the file still has the size it was opened with."""
+        try:
+            size = os.fstat(self._fd).st_size
+        except OSError as exc:
+            raise InputError(f"{self.path}: cannot stat: {exc.strerror}") from None
+        if size < self.size:
+            raise InputError(
+                f"{self.path}: file shrank while reading ({self.size} bytes, now {size})"
+            )
+
+    @cached_property
+    def data_ranges(self) -> tuple[tuple[int, int], ...]:
+        """The byte ranges that hold data (SEEK_DATA/SEEK_HOLE); the rest reads as zeros."""
+        if "allocation" in self.__dict__:
+            return self.allocation.data_ranges
+        try:
+            return read_allocation(self._fd, with_extents=False).data_ranges
+        except OSError as exc:
+            raise InputError(f"{self.path}: cannot read allocation: {exc.strerror}") from None
+
+    def page_runs(
+        self, start: int = 0, stop: int | None = None, max_run: int = RUN_PAGES
+    ) -> Iterator[tuple[int, int, bool]]:
+        """Runs ``(first, end, has_data)`` covering pages [start, stop) in order, none longer
+        than ``max_run`` pages; a run without data lies wholly in holes (all-zero pages), so a
+        1 TiB sparse file costs a few runs, not 67 million reads."""
+        stop = self.n_pages if stop is None else min(stop, self.n_pages)
+        start = max(0, start)
+        psize = self.physical_size
+        ranges = self.data_ranges
+        i = max(0, bisect_right(_Starts(ranges), start * psize) - 1)
+        n = start
+        while n < stop:
+            # the next data range that reaches past page n
+            while i < len(ranges) and ranges[i][1] <= n * psize:
+                i += 1
+            if i == len(ranges):
+                data_first = data_end = stop
+            else:
+                data_first = max(n, ranges[i][0] // psize)
+                data_end = -(-ranges[i][1] // psize)
+                # ranges with no whole page of hole between them: one data run
+                while i + 1 < len(ranges) and ranges[i + 1][0] // psize <= data_end:
+                    i += 1
+                    data_end = max(data_end, -(-ranges[i][1] // psize))
+            for first, end, has_data in ((n, data_first, False), (data_first, data_end, True)):
+                end = min(end, stop)
+                while first < end:
+                    cut = min(end, first + max_run)
+                    yield first, cut, has_data
+                    first = cut
+            n = max(n, min(data_end, stop))
 
     def pages(self, start: int = 0, stop: int | None = None) -> Iterator[PageInfo]:
         """Every page in [start, stop), decoded lazily, reading a few MiB at a time."""
@@ -173,18 +241,41 @@ class Tablespace:
 
     # --- tablespace-wide -----------------------------------------------------------------------
 
-    @cached_property
-    def free_map(self) -> bytearray:
-        """One byte per page, 1 where the extent descriptors say the page is free (§9.4)."""
-        pages: dict[int, bytes] = {}
-        for n in descriptor_pages(self.format, self.n_pages):
-            page = self.raw_page(n)
-            if n == 0 or int.from_bytes(page[24:26], "big") == FIL_PAGE_TYPE_XDES:
-                pages[n] = page
-        try:
-            return free_map(pages, self.format, self.n_pages)
-        except Exception:  # a damaged descriptor: claim nothing is free
-            return bytearray(self.n_pages)
+    def _descriptors(self, page_no: int) -> list[Extent]:
+        """The extents the descriptor page ``page_no`` describes; none if it is not one (or
+        is damaged). The last few are kept: runs of a scan ask for the same ones again."""
+        cache = self._descriptor_cache
+        if page_no not in cache:
+            if len(cache) >= 16:
+                cache.clear()
+            page = self.raw_page(page_no)
+            extents: list[Extent] = []
+            if not page_no or int.from_bytes(page[24:26], "big") == FIL_PAGE_TYPE_XDES:
+                try:
+                    extents = decode_descriptor_page(page, page_no, self.format, self.n_pages)
+                except Exception:  # a damaged descriptor: its pages stay "used"
+                    extents = []
+            cache[page_no] = extents
+        return cache[page_no]
+
+    def free_window(self, start: int, stop: int) -> bytearray:
+        """One byte per page of [start, stop): 1 where the extent descriptors say the page is
+        free (§9.4). Only the descriptor pages that describe the window are read, so a huge
+        file is taken a window at a time; a damaged descriptor claims its pages used."""
+        out = bytearray(max(0, stop - start))
+        psize = self.physical_size
+        for d in range(start - start % psize, min(stop, self.n_pages), psize):
+            extents = self._descriptors(d)
+            for extent in extents:
+                base = extent.first_page
+                if base >= stop or base + len(extent.free) <= start:
+                    continue
+                for k, is_free in enumerate(extent.free):
+                    if is_free and start <= base + k < stop:
+                        out[base + k - start] = 1
+        limit = min(max(self.format.free_limit, start), stop)
+        out[limit - start :] = b"\x01" * (stop - limit)
+        return out
 
     @cached_property
     def allocation(self) -> Allocation:
@@ -216,3 +307,16 @@ class Tablespace:
             raise InputError(f"{self.path}: {exc}") from None
         except (IndexError, ValueError) as exc:
             raise InputError(f"{self.path}: SDI is damaged ({exc})") from None
+
+
+class _Starts:
+    """The start offsets of data ranges as a sequence, without a copy (for ``bisect``)."""
+
+    def __init__(self, ranges: tuple[tuple[int, int], ...]) -> None:
+        self._ranges = ranges
+
+    def __len__(self) -> int:
+        return len(self._ranges)
+
+    def __getitem__(self, i: int) -> int:
+        return self._ranges[i][0]

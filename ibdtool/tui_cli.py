@@ -10,6 +10,7 @@ from typing import Any
 
 import click
 
+from ibdtool.errors import IbdtoolError
 from ibdtool.server_cli import connection_options, resolve_connection
 
 
@@ -32,4 +33,8 @@ def tui(path: str, use_server: bool, **kw: Any) -> None:
     from tui.app import create_app
 
     server = resolve_connection(kw) if use_server else None
-    create_app(path, server=server).run()
+    app = create_app(path, server=server)
+    app.show_traceback = bool(click.get_current_context().find_root().params.get("traceback"))
+    app.run()
+    if app.return_code:
+        raise IbdtoolError(app.crash_message())

@@ -20,6 +20,7 @@ from textual.binding import Binding, BindingType
 from textual.screen import Screen
 
 from ibdtool.errors import InputError
+from ibdtool.openfile import open_regular
 from ibdtool.server.connection import ConnectionOptions
 from tui.commandlog import CommandLog, LogEntry
 from tui.messages import LogAdded
@@ -55,6 +56,10 @@ class IbdtoolApp(App[None]):
         self.open_file = open_file
         self.server = server
         self.command_log = CommandLog()
+        #: the first unhandled exception; ``ibdtool tui`` reports it in one line
+        self.crash: BaseException | None = None
+        #: Textual's full traceback screen on a crash instead (``ibdtool --traceback tui``)
+        self.show_traceback = False
 
     def on_mount(self) -> None:
         def tell(entry: LogEntry) -> None:
@@ -70,6 +75,27 @@ class IbdtoolApp(App[None]):
         self.push_screen(BrowserScreen(self.root, select=self.open_file, lazy=lazy))
         if self.open_file is not None:
             self.push_screen(TablespaceScreen(self.open_file))
+
+    # --- a crash: exit status 1 and one line, not a screenful ------------------------------
+
+    def _handle_exception(self, error: Exception) -> None:
+        if self.crash is None:
+            self.crash = error
+        super()._handle_exception(error)
+
+    def _fatal_error(self) -> None:
+        if self.show_traceback:
+            super()._fatal_error()
+        else:
+            self._close_messages_no_wait()
+
+    def crash_message(self) -> str:
+        """One line naming the crash (for the exit message)."""
+        error = self.crash
+        if error is None:
+            return f"the terminal UI failed (status {self.return_code})"
+        text = str(error).splitlines()[0] if str(error) else ""
+        return f"the terminal UI crashed: {type(error).__name__}" + (f": {text}" if text else "")
 
     def on_log_added(self, message: LogAdded) -> None:
         if isinstance(self.screen, CommandLogScreen):
@@ -146,6 +172,6 @@ def create_app(
         raise InputError(f"{p}: no such file or directory")
     if p.is_dir():
         return IbdtoolApp(p)
-    if not os.access(p, os.R_OK):
-        raise InputError(f"{p}: permission denied")
+    fd, _ = open_regular(p)  # a FIFO, socket or device is refused here, in one line
+    os.close(fd)
     return IbdtoolApp(p.parent, open_file=p)

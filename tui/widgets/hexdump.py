@@ -18,6 +18,10 @@ from textual.strip import Strip
 
 from parsers.pages import REGION_NAMES, Region
 
+#: the style of padding: every segment needs one (Textual's NO_COLOR filter reads
+#: ``style.color`` of each), and an empty one draws like none
+PLAIN = Style()
+
 REGION_COLORS = {
     "fil_header": "#56b6c2",
     "compression": "#c678dd",
@@ -123,28 +127,28 @@ class HexDump(ScrollView, can_focus=True):
         n = self.per_line
         chunk = image[offset : offset + n]
         if not chunk:
-            return [Segment(" " * self._side_width(n))]
+            return [Segment(" " * self._side_width(n), PLAIN)]
         segs = [Segment(f"{offset:04x} ", OFFSET_STYLE)]
         for i in range(n):
             if i < len(chunk):
                 b = chunk[i]
                 segs.append(Segment(f"{b:02x} ", self._style(colors[offset + i], b == 0)))
             else:
-                segs.append(Segment("   "))
+                segs.append(Segment("   ", PLAIN))
         for i in range(n):
             if i < len(chunk):
                 b = chunk[i]
                 ch = chr(b) if 32 <= b < 127 else "."
                 segs.append(Segment(ch, self._style(colors[offset + i], b == 0)))
             else:
-                segs.append(Segment(" "))
+                segs.append(Segment(" ", PLAIN))
         return segs
 
     def render_line(self, y: int) -> Strip:
         scroll_x, scroll_y = self.scroll_offset
         width = self.size.width
         if not self.images:
-            return Strip.blank(width)
+            return Strip.blank(width, PLAIN)
         side = self._side_width(self.per_line)
         segments: list[Segment] = []
         if y == 0:  # the titles stay put while the bytes scroll under them
@@ -159,4 +163,4 @@ class HexDump(ScrollView, can_focus=True):
                     segments.append(Segment(SEPARATOR, OFFSET_STYLE))
                 segments.extend(self._side(image, colors, offset))
         strip = Strip(segments).simplify()
-        return strip.crop(scroll_x, scroll_x + width).extend_cell_length(width)
+        return strip.crop(scroll_x, scroll_x + width).extend_cell_length(width, PLAIN)

@@ -24,6 +24,10 @@ from textual.strip import Strip
 
 from tui.pagemodel import MIXED_GLYPH, UNSCANNED, Category, Mode, PageMapModel
 
+#: the style of padding: every segment needs one (Textual's NO_COLOR filter reads
+#: ``style.color`` of each), and an empty one draws like none
+PLAIN = Style()
+
 MIN_COLUMNS = 8
 FIT_SHARE = 0.6  # "fit" zooms out until the map fits in this share of the screen's height
 
@@ -154,7 +158,7 @@ class PageMap(ScrollView, can_focus=True, inherit_bindings=False):
         row = y + scroll_y
         width = self.size.width
         if model is None or row * self.columns >= self._cells():
-            return Strip.blank(width)
+            return Strip.blank(width, PLAIN)
         k = self.pages_per_cell
         cats = model.categories(self.mode)
         first_cell = row * self.columns
@@ -188,7 +192,7 @@ class PageMap(ScrollView, can_focus=True, inherit_bindings=False):
         if run_text:
             segments.append(Segment("".join(run_text), run_style))
         strip = Strip(segments)
-        return strip.crop(scroll_x, scroll_x + width).extend_cell_length(width)
+        return strip.crop(scroll_x, scroll_x + width).extend_cell_length(width, PLAIN)
 
     def _row_cells(self, row: int, first: int, last: int) -> list[tuple[int, bool]]:
         """The cells of one row; rows whose pages are all read are computed once per mode and
