@@ -306,9 +306,11 @@ def simulate(
             )
 
     results, failed = _run_each(paths, one)
-    if as_json:
+    if not results:
+        pass  # nothing on stdout when no file could be read: errors are on stderr only
+    elif as_json:
         docs = [r.to_json() for r in results]
-        _emit_json(docs[0] if len(paths) == 1 and docs else docs)
+        _emit_json(docs[0] if len(paths) == 1 else docs)
     elif as_csv:
         write_simulation_csv(results)
     else:

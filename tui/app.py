@@ -20,7 +20,7 @@ from textual.binding import Binding, BindingType
 from textual.screen import Screen
 
 from ibdtool.errors import InputError
-from ibdtool.openfile import open_regular
+from ibdtool.tablespace import Tablespace
 from ibdtool.server.connection import ConnectionOptions
 from tui.commandlog import CommandLog, LogEntry
 from tui.messages import LogAdded
@@ -172,6 +172,6 @@ def create_app(
         raise InputError(f"{p}: no such file or directory")
     if p.is_dir():
         return IbdtoolApp(p)
-    fd, _ = open_regular(p)  # a FIFO, socket or device is refused here, in one line
-    os.close(fd)
+    with Tablespace(p):  # not a tablespace (a FIFO, an all-zero file…): one line, exit 2
+        pass
     return IbdtoolApp(p.parent, open_file=p)
