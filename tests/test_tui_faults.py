@@ -16,6 +16,7 @@ from pathlib import Path
 
 import pytest
 
+from ibdtool.checkscan import check_file
 from tests.conftest import corpus_file, sparse_copy
 from tests.samples_manifest import sample
 from tests.test_bad_input import ACTOR, PAGE, REPO
@@ -130,3 +131,26 @@ def test_a_crash_is_one_line_and_a_failing_exit_status() -> None:
     assert proc.stderr.splitlines() == [
         "ibdtool: error: the terminal UI crashed: ValueError: min() arg is an empty sequence"
     ], proc.stderr
+
+
+@pytest.mark.asyncio
+async def test_terabyte_sparse_file_gets_a_summary_without_a_page_map(tmp_path: Path) -> None:
+    """actor.ibd stretched to 1 TiB of holes: 67 million pages. A page map of them needed
+    ~870 MB and a Python call per page; the summary counts the holes run by run instead."""
+    path = tmp_path / "actor.ibd"
+    path.write_bytes(corpus_file(ACTOR).read_bytes())
+    os.truncate(path, 1 << 40)
+    n_pages = path.stat().st_size // PAGE
+    app = create_app(path)
+    async with app.run_test(size=SIZE) as pilot:
+        await settle(pilot)
+        screen = app.screen
+        assert isinstance(screen, TablespaceScreen)
+        assert screen.failed is None and screen.result is not None
+        assert screen.model is None
+        assert screen.result.pages == n_pages
+        small = check_file(str(corpus_file(ACTOR)), jobs=1)  # the same 8 pages, dense
+        assert screen.result.checksum_empty == small.empty + n_pages - 8
+        assert screen.result.checksum_valid == small.valid
+        info = " ".join(static_text(screen.query_one("#cursor-info")).split())
+        assert f"no page map: {n_pages:,} pages" in info

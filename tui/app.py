@@ -20,8 +20,8 @@ from textual.binding import Binding, BindingType
 from textual.screen import Screen
 
 from ibdtool.errors import InputError
-from ibdtool.tablespace import Tablespace
 from ibdtool.server.connection import ConnectionOptions
+from ibdtool.tablespace import Tablespace
 from tui.commandlog import CommandLog, LogEntry
 from tui.messages import LogAdded
 from tui.screens.browser import BrowserScreen

@@ -25,7 +25,7 @@ from textual.binding import Binding, BindingType
 from textual.containers import VerticalScroll
 from textual.screen import Screen
 from textual.widgets import Footer, Header, ProgressBar, Static
-from textual.worker import get_current_worker
+from textual.worker import Worker, get_current_worker
 
 from ibdtool.errors import IbdtoolError
 from ibdtool.inspect import InspectResult, inspect
@@ -44,6 +44,9 @@ if TYPE_CHECKING:
 
 PROGRESS_INTERVAL = 0.1  # seconds between progress messages: at most ~10 a second
 YIELD_EVERY = 8  # pages between offers of the GIL to the UI thread (keys stay < 100 ms)
+#: a page map holds ~13 bytes per page: past 16 M pages (256 GiB of 16K pages) only the summary
+#: is made, holes counted without a read, so a 15 TiB sparse file costs seconds and no GiBs
+MAP_MAX_PAGES = 1 << 24
 MODES = list(Mode)
 
 
@@ -119,6 +122,9 @@ type, compression algorithm, stored size, allocation on disk or checksum.
             with ts:
                 allocated = os.stat(self.path).st_blocks * 512
                 self.post_message(FileOpened(ts.format, ts.size, allocated, ts.n_pages))
+                if ts.n_pages > MAP_MAX_PAGES:
+                    self._summary_only(ts, worker)
+                    return
                 with log.timed("file", f"lseek SEEK_DATA/SEEK_HOLE + FIEMAP {self.path}") as run:
                     alloc = ts.allocation
                     per_page = alloc.per_page_allocated(ts.physical_size, ts.n_pages)
@@ -158,6 +164,21 @@ type, compression algorithm, stored size, allocation on disk or checksum.
         except Exception as exc:  # a parser bug must not take the whole app down
             self.post_message(ScanFailed(f"unexpected {type(exc).__name__}: {exc}"))
 
+    def _summary_only(self, ts: Tablespace, worker: Worker[None]) -> None:
+        """The scan of a file too big for a page map: progress by runs, no map."""
+        total = ts.n_pages
+
+        def progress(done: int) -> None:
+            if worker.is_cancelled:
+                raise Cancelled
+            self.post_message(ScanProgress(done, total))
+
+        with self.ibd_app.command_log.timed("file", f"inspect {self.path} (no page map)") as run:
+            result = inspect(ts, progress=progress)
+            run.detail = f"{total:,} pages counted"
+        self.post_message(ScanProgress(total, total))
+        self.post_message(ScanFinished(result))
+
     # --- messages from the worker ----------------------------------------------------------
 
     def on_file_opened(self, message: FileOpened) -> None:
@@ -174,7 +195,9 @@ type, compression algorithm, stored size, allocation on disk or checksum.
         self._refresh_legend()
 
     def on_scan_progress(self, message: ScanProgress) -> None:
-        self.query_one("#scan-progress", ProgressBar).update(progress=message.done)
+        self.query_one("#scan-progress", ProgressBar).update(
+            total=message.total, progress=message.done
+        )
         if self.filter_text:
             self._apply_filter()
         self.query_one(PageMap).pages_changed()
@@ -185,6 +208,14 @@ type, compression algorithm, stored size, allocation on disk or checksum.
         self.result = message.result
         self.query_one("#scan-progress", ProgressBar).display = False
         self._set_summary(inspect_grid(message.result))
+        if self.model is None:
+            self.query_one("#cursor-info", Static).update(
+                Text(
+                    f"no page map: {message.result.pages:,} pages are more than a map holds "
+                    f"({MAP_MAX_PAGES:,}); the summary above counts them all",
+                    style="yellow",
+                )
+            )
         self._refresh_legend()
         self._show_cursor()
 
