@@ -20,8 +20,8 @@ from textual.binding import Binding, BindingType
 from textual.screen import Screen
 
 from ibdtool.errors import InputError
+from ibdtool.openfile import open_regular
 from ibdtool.server.connection import ConnectionOptions
-from ibdtool.tablespace import Tablespace
 from tui.commandlog import CommandLog, LogEntry
 from tui.messages import LogAdded
 from tui.screens.browser import BrowserScreen
@@ -172,6 +172,6 @@ def create_app(
         raise InputError(f"{p}: no such file or directory")
     if p.is_dir():
         return IbdtoolApp(p)
-    with Tablespace(p):  # not a tablespace (a FIFO, an all-zero file…): one line, exit 2
-        pass
+    fd, _ = open_regular(p)  # a FIFO, socket or device: one line, before the screen is taken
+    os.close(fd)
     return IbdtoolApp(p.parent, open_file=p)
