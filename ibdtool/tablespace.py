@@ -24,11 +24,13 @@ from parsers.constants import FIL_PAGE_TYPE_XDES, Vendor
 from parsers.page import DOUBLEWRITE_NAME, PageInfo, decode_page
 from parsers.sdi import SdiEntry, SdiError, read_sdi, read_zip_sdi
 from parsers.space import SpaceFormat, detect_format
-from parsers.xdes import Extent, decode_descriptor_page
+from parsers.xdes import decode_descriptor_page
 
 CHUNK_BYTES = 4 << 20
 #: the most pages one run of :meth:`Tablespace.page_runs` spans (per-page arrays stay small)
 RUN_PAGES = 1 << 16
+#: shorter holes are read like data: reading a few zero pages costs less than a run does
+MIN_HOLE_PAGES = 64
 TRX_SYS_PAGE = 5
 TRX_SYS_DOUBLEWRITE_MAGIC_N = 536853855
 
@@ -63,7 +65,7 @@ class Tablespace:
         self.logical_size = self.format.logical_size
         self.n_pages = self.size // self.physical_size
         self.trailing_bytes = self.size % self.physical_size
-        self._descriptor_cache: dict[int, list[Extent]] = {}
+        self._descriptor_cache: dict[int, bytes] = {}
 
     # --- I/O -----------------------------------------------------------------------------------
 
@@ -197,7 +199,8 @@ class Tablespace:
     ) -> Iterator[tuple[int, int, bool]]:
         """Runs ``(first, end, has_data)`` covering pages [start, stop) in order, none longer
         than ``max_run`` pages; a run without data lies wholly in holes (all-zero pages), so a
-        1 TiB sparse file costs a few runs, not 67 million reads."""
+        1 TiB sparse file costs a few runs, not 67 million reads. Holes shorter than
+        :data:`MIN_HOLE_PAGES` are read with the data around them (fewer, longer runs)."""
         stop = self.n_pages if stop is None else min(stop, self.n_pages)
         start = max(0, start)
         psize = self.physical_size
@@ -212,9 +215,11 @@ class Tablespace:
                 data_first = data_end = stop
             else:
                 data_first = max(n, ranges[i][0] // psize)
+                if data_first - n < MIN_HOLE_PAGES:
+                    data_first = n
                 data_end = -(-ranges[i][1] // psize)
-                # ranges with no whole page of hole between them: one data run
-                while i + 1 < len(ranges) and ranges[i + 1][0] // psize <= data_end:
+                # ranges with no long hole between them: one data run
+                while i + 1 < len(ranges) and ranges[i + 1][0] // psize < data_end + MIN_HOLE_PAGES:
                     i += 1
                     data_end = max(data_end, -(-ranges[i][1] // psize))
             for first, end, has_data in ((n, data_first, False), (data_first, data_end, True)):
@@ -241,38 +246,37 @@ class Tablespace:
 
     # --- tablespace-wide -----------------------------------------------------------------------
 
-    def _descriptors(self, page_no: int) -> list[Extent]:
-        """The extents the descriptor page ``page_no`` describes; none if it is not one (or
-        is damaged). The last few are kept: runs of a scan ask for the same ones again."""
+    def _descriptor_free(self, page_no: int) -> bytes:
+        """One byte per page of those the descriptor page ``page_no`` describes: 1 where its
+        XDES bitmaps say free; all 0 when it is not a descriptor page or is damaged (the
+        cautious answer). The last few are kept: runs of a scan ask for the same ones."""
         cache = self._descriptor_cache
         if page_no not in cache:
             if len(cache) >= 16:
                 cache.clear()
             page = self.raw_page(page_no)
-            extents: list[Extent] = []
+            out = bytearray(self.physical_size)
             if not page_no or int.from_bytes(page[24:26], "big") == FIL_PAGE_TYPE_XDES:
                 try:
                     extents = decode_descriptor_page(page, page_no, self.format, self.n_pages)
                 except Exception:  # a damaged descriptor: its pages stay "used"
                     extents = []
-            cache[page_no] = extents
+                for extent in extents:
+                    base = extent.first_page - page_no
+                    out[base : base + len(extent.free)] = bytes(extent.free)
+            cache[page_no] = bytes(out)
         return cache[page_no]
 
     def free_window(self, start: int, stop: int) -> bytearray:
         """One byte per page of [start, stop): 1 where the extent descriptors say the page is
         free (§9.4). Only the descriptor pages that describe the window are read, so a huge
-        file is taken a window at a time; a damaged descriptor claims its pages used."""
-        out = bytearray(max(0, stop - start))
+        file is taken a window at a time."""
+        out = bytearray()
         psize = self.physical_size
-        for d in range(start - start % psize, min(stop, self.n_pages), psize):
-            extents = self._descriptors(d)
-            for extent in extents:
-                base = extent.first_page
-                if base >= stop or base + len(extent.free) <= start:
-                    continue
-                for k, is_free in enumerate(extent.free):
-                    if is_free and start <= base + k < stop:
-                        out[base + k - start] = 1
+        stop = max(start, stop)
+        for d in range(start - start % psize, stop, psize):
+            free = self._descriptor_free(d) if d < self.n_pages else bytes(psize)
+            out += free[max(start - d, 0) : min(stop - d, psize)]
         limit = min(max(self.format.free_limit, start), stop)
         out[limit - start :] = b"\x01" * (stop - limit)
         return out
