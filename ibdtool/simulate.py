@@ -539,7 +539,7 @@ def _worker(args: tuple[str, Sequence[int], SimConfig]) -> Accumulator:
         return scan_pages(ts, page_nos, cfg)
 
 
-def _worker_died(args: tuple[str, list[int], SimConfig], why: str) -> Accumulator:
+def _worker_died(args: tuple[str, Sequence[int], SimConfig], why: str) -> Accumulator:
     raise InputError(f"{args[0]}: {why} while simulating pages {args[1][0]}..{args[1][-1]}")
 
 
