@@ -1,8 +1,10 @@
 """Open one tablespace file read-only and yield a :class:`PageInfo` per page, lazily.
 
 Reads with ``pread`` in chunks of a few MiB, so memory stays flat whatever the file size, and
-never writes to the file. Knows the filesystem side too (``allocation``), and the system
-tablespace's doublewrite area, whose pages are copies of other pages.
+never writes to the file. Pages wholly inside holes (``SEEK_DATA``) are zeros without a read,
+and scans walk the file in runs of pages (:meth:`Tablespace.page_runs`) so that a 15 TiB sparse
+file costs its data, not a billion pages. Knows the filesystem side too (``allocation``), and
+the system tablespace's doublewrite area, whose pages are copies of other pages.
 """
 
 from __future__ import annotations
@@ -205,7 +207,7 @@ class Tablespace:
         start = max(0, start)
         psize = self.physical_size
         ranges = self.data_ranges
-        i = max(0, bisect_right(_Starts(ranges), start * psize) - 1)
+        i = max(0, bisect_right(ranges, start * psize, key=lambda r: r[0]) - 1)
         n = start
         while n < stop:
             # the next data range that reaches past page n
@@ -311,16 +313,3 @@ class Tablespace:
             raise InputError(f"{self.path}: {exc}") from None
         except (IndexError, ValueError) as exc:
             raise InputError(f"{self.path}: SDI is damaged ({exc})") from None
-
-
-class _Starts:
-    """The start offsets of data ranges as a sequence, without a copy (for ``bisect``)."""
-
-    def __init__(self, ranges: tuple[tuple[int, int], ...]) -> None:
-        self._ranges = ranges
-
-    def __len__(self) -> int:
-        return len(self._ranges)
-
-    def __getitem__(self, i: int) -> int:
-        return self._ranges[i][0]
