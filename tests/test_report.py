@@ -28,7 +28,7 @@ from typing import Any
 
 import pytest
 
-from ibdtool.render import human_bytes
+from ibdtool.cli.render import human_bytes
 from tests.conftest import sparse_copy
 from tests.samples_manifest import manifest, sample
 

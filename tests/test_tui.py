@@ -17,7 +17,7 @@ from typing import Any
 import pytest
 from textual.widgets import DataTable
 
-from ibdtool.render import human_bytes
+from ibdtool.cli.render import human_bytes
 from tests.samples_manifest import manifest
 from tests.tui_helpers import DATADIR_FILES, lines_of, make_datadir, static_text, table_rows
 from tui.app import IbdtoolApp, create_app

@@ -1,6 +1,6 @@
 """The live-server side of ibdtool: look at a MariaDB/MySQL server and convert its tables.
 
-The engine API the CLI (:mod:`ibdtool.server_cli`) and the TUI share::
+The engine API the CLI (:mod:`ibdtool.cli.server`) and the TUI share::
 
     from ibdtool.server import Server, resolve_options, list_tables, parse_target, build_plan
     from ibdtool.server import Migration, ExecSettings

@@ -21,8 +21,8 @@ from textual.message import Message
 from textual.screen import Screen
 from textual.widgets import DataTable, Footer, Header, Static
 
+from ibdtool.cli.render import human_bytes
 from ibdtool.errors import IbdtoolError
-from ibdtool.render import human_bytes
 from ibdtool.server import ConnectionOptions, Server, TableInfo, list_tables
 from tui.commandlog import LogEntry
 from tui.screens.browser import matches

@@ -23,8 +23,7 @@ from textual.screen import Screen
 from textual.widgets import DataTable, Footer, Header, ProgressBar, Static
 from textual.worker import Worker, get_current_worker
 
-from ibdtool.errors import IbdtoolError
-from ibdtool.render import (
+from ibdtool.cli.render import (
     ci_text,
     current_state_text,
     human_bytes,
@@ -32,6 +31,7 @@ from ibdtool.render import (
     scenario_label,
     simulation_heading,
 )
+from ibdtool.errors import IbdtoolError
 from ibdtool.simulate import DEFAULT_SCENARIOS, BlockSpec, SimResult, parse_block_sizes, simulate
 from tui.commandlog import Cancelled
 from tui.messages import SimulationFailed, SimulationFinished, SimulationProgress

@@ -27,9 +27,9 @@ from textual.screen import Screen
 from textual.widgets import Footer, Header, ProgressBar, Static
 from textual.worker import Worker, get_current_worker
 
+from ibdtool.cli.render import disk_text, format_rows, human_bytes, inspect_grid
 from ibdtool.errors import IbdtoolError
 from ibdtool.inspect import InspectResult, inspect
-from ibdtool.render import disk_text, format_rows, human_bytes, inspect_grid
 from ibdtool.tablespace import Tablespace
 from parsers.page import PageInfo
 from tui.commandlog import Cancelled

@@ -148,7 +148,7 @@ def status(as_json: bool, **kw: Any) -> None:
     if as_json:
         _emit_json(st.to_json())
     else:
-        from ibdtool.server.display import print_status
+        from ibdtool.cli.server_display import print_status
 
         print_status(st)
 
@@ -177,7 +177,7 @@ def tables(
         docs += [{"tablespace": s.to_json(mariadb), "kind": space_kind(s)} for s in others]
         _emit_json(docs)
     else:
-        from ibdtool.server.display import print_tables
+        from ibdtool.cli.server_display import print_tables
 
         print_tables(found, others, mariadb)
 
@@ -345,12 +345,12 @@ def migrate(
             if as_json:
                 _emit_json(plan.to_json())
             else:
-                from ibdtool.server.display import print_plan
+                from ibdtool.cli.server_display import print_plan
 
                 print_plan(plan, executing=False)
             sys.exit(ExitCode.FOUND if plan.refused else ExitCode.OK)
         if not as_json:
-            from ibdtool.server.display import print_plan
+            from ibdtool.cli.server_display import print_plan
 
             print_plan(plan, executing=True)
         if not plan.runnable:
@@ -378,7 +378,7 @@ def _run(
     no_flush: bool,
     keep_going: bool,
 ) -> int:
-    from ibdtool.server.display import ProgressView, print_results
+    from ibdtool.cli.server_display import ProgressView, print_results
     from ibdtool.server.execute import ExecSettings, Migration
     from ibdtool.server.journal import Journal
 

@@ -10,8 +10,8 @@ from typing import Any
 
 import click
 
+from ibdtool.cli.server import connection_options, resolve_connection
 from ibdtool.errors import IbdtoolError
-from ibdtool.server_cli import connection_options, resolve_connection
 
 
 @click.command()

@@ -65,11 +65,11 @@ class IbdtoolGroup(click.Group):
     # Commands that live in their own modules, imported only when used (keeps start-up
     # fast, and lets each feature own its CLI module): name -> "module:attribute".
     lazy_commands: ClassVar[dict[str, str]] = {
-        "server": "ibdtool.server_cli:server",
-        "migrate": "ibdtool.server_cli:migrate",
-        "copy": "ibdtool.copy_cli:copy",
-        "report": "ibdtool.report_cli:report",
-        "tui": "ibdtool.tui_cli:tui",
+        "server": "ibdtool.cli.server:server",
+        "migrate": "ibdtool.cli.server:migrate",
+        "copy": "ibdtool.cli.copy:copy",
+        "report": "ibdtool.cli.report:report",
+        "tui": "ibdtool.cli.tui:tui",
     }
 
     def list_commands(self, ctx: click.Context) -> list[str]:
@@ -156,8 +156,8 @@ def _fail_if_truncated(path: str) -> None:
 @click.option("--no-sdi", is_flag=True, help="Do not read the SDI (MySQL 8 dictionary).")
 def inspect(paths: tuple[str, ...], as_json: bool, no_sdi: bool) -> None:
     """Summary of each tablespace: format, pages, compression, checksums, disk use."""
+    from ibdtool.cli.render import print_inspect, progress_for
     from ibdtool.inspect import inspect_path
-    from ibdtool.render import print_inspect, progress_for
 
     def one(path: str) -> Any:
         with progress_for(path, enabled=not as_json) as progress:
@@ -204,8 +204,8 @@ def pages(
     as_csv: bool,
 ) -> None:
     """One row per page: type, compression, sizes, allocation, checksum, index fields."""
+    from ibdtool.cli.render import write_rows
     from ibdtool.pagerows import page_rows
-    from ibdtool.render import write_rows
 
     if as_json and as_csv:
         raise click.UsageError("choose one of --json and --csv")
@@ -226,7 +226,7 @@ def pages(
 def checksum(paths: tuple[str, ...], jobs: int | None, quiet: bool) -> None:
     """Verify every page like innochecksum: exit 0 if all verify, 1 if any does not."""
     from ibdtool.checkscan import check_file
-    from ibdtool.render_plain import print_checksum
+    from ibdtool.cli.render_plain import print_checksum
 
     results, failed = _run_each(paths, lambda p: check_file(p, jobs=jobs))
     bad = False
@@ -283,7 +283,7 @@ def simulate(
 ) -> None:
     """Predict what page compression would allocate, per algorithm and filesystem block size."""
     from ibdtool import simulate as sim
-    from ibdtool.render import print_simulation, progress_for, write_simulation_csv
+    from ibdtool.cli.render import print_simulation, progress_for, write_simulation_csv
 
     if sample and full:
         raise click.UsageError("choose one of --sample and --full")
@@ -336,7 +336,3 @@ def sdi(path: str) -> None:
         entries = ts.sdi()
     _emit_json(ibd2sdi_shape(entries))
     _fail_if_truncated(path)
-
-
-if __name__ == "__main__":  # pragma: no cover
-    main()

@@ -1,7 +1,7 @@
 """``ibdtool report``: one answer per data directory, for people, cron and CI.
 
 Wires :mod:`ibdtool.report` (discovery, parallel scan, totals, compare) to the terminal and to
-the writers of :mod:`ibdtool.report_formats`. Rows stream out as files finish with
+the writers of :mod:`ibdtool.cli.report_formats`. Rows stream out as files finish with
 ``--format jsonl``; every other format is one document written when the scan is done. Exit
 status: 0 clean, 1 when a ``--fail-on`` condition was found, 2 on bad input (including files
 that could not be read: they are still reported, as rows with an ``error``).
@@ -68,7 +68,7 @@ def _progress(files: int, total_bytes: int) -> Iterator[Callable[[int, int], Non
         TransferSpeedColumn,
     )
 
-    from ibdtool.render import err
+    from ibdtool.cli.render import err
 
     with Progress(
         TextColumn("report"),
@@ -176,7 +176,7 @@ def report(
     Exit status: 0 clean, 1 when a --fail-on flag was found, 2 on bad input or when a file
     could not be read (it is still reported, as a row with an error).
     """
-    from ibdtool import report_formats as rf
+    from ibdtool.cli import report_formats as rf
 
     fail_on = _fail_on(fail_on_opt)
     opts = rp.ScanOptions(simulate=simulate, sample=sample, fragmented_per_gib=fragmented_per_gib)

@@ -14,7 +14,7 @@ import json
 from collections.abc import Callable
 from typing import IO, Any
 
-from ibdtool.render import human_bytes
+from ibdtool.cli.render import human_bytes
 
 SYSTEM_LABEL = "(server)"  # rows with no schema: system, undo and general tablespaces
 
@@ -376,7 +376,7 @@ def print_table(doc: dict[str, Any]) -> None:
     from rich.table import Table
     from rich.text import Text
 
-    from ibdtool.render import PipeConsole, out
+    from ibdtool.cli.render import PipeConsole, out
 
     con = out()
     if not con.is_terminal:  # a file or a pipe: natural widths, no squeezing into 80 columns

@@ -212,7 +212,7 @@ def _copy_all(
 def _copy_one(src: Any, dst: Any, opts: Any, want_dir: bool, sessions: Any, show: bool) -> Any:
     from ibdtool import copy_agent as agent
     from ibdtool import remote_copy as rc
-    from ibdtool.render import progress_for
+    from ibdtool.cli.render import progress_for
     from ibdtool.sparsecopy import CopyFailed, copy_local
 
     label = os.path.basename(src.path.rstrip("/")) or str(src)
@@ -248,7 +248,7 @@ def _copy_one(src: Any, dst: Any, opts: Any, want_dir: bool, sessions: Any, show
 
 
 def _progress_adapter(bar: Callable[..., None]) -> Callable[[Any], None]:
-    from ibdtool.render import human_bytes
+    from ibdtool.cli.render import human_bytes
 
     def update(ev: Any) -> None:
         if ev.phase == "copy":
@@ -271,7 +271,7 @@ def print_copy(r: Any) -> None:
     """What a DBA wants to see after a copy: sizes at both ends, bytes moved, verification."""
     from rich.text import Text
 
-    from ibdtool.render import human_bytes, out
+    from ibdtool.cli.render import human_bytes, out
 
     hb = human_bytes
     con = out()
@@ -323,7 +323,7 @@ def _verify_line(mode: str, windows: int, pages: dict[str, Any] | None) -> str:
 
 
 def _in_place(paths: tuple[str, ...], opts: Any, *, yes: bool, as_json: bool, show: bool) -> int:
-    from ibdtool.render import human_bytes, progress_for
+    from ibdtool.cli.render import human_bytes, progress_for
     from ibdtool.sparsecopy import repunch_in_place
 
     if opts.repunch is False and not opts.dig_holes:
@@ -365,7 +365,7 @@ def _in_place(paths: tuple[str, ...], opts: Any, *, yes: bool, as_json: bool, sh
 
 
 def _print_in_place(r: Any) -> None:
-    from ibdtool.render import human_bytes, out
+    from ibdtool.cli.render import human_bytes, out
 
     hb = human_bytes
     con = out()

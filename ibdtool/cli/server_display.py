@@ -14,7 +14,7 @@ from rich import box
 from rich.table import Table
 from rich.text import Text
 
-from ibdtool.render import err, human_bytes, out
+from ibdtool.cli.render import err, human_bytes, out
 
 if TYPE_CHECKING:
     from rich.progress import Progress, TaskID
