@@ -581,6 +581,8 @@ class SimResult:
     zip_source: bool = False
 
     def to_json(self) -> dict[str, Any]:
+        from ibdtool.recommend import recommendations
+
         return {
             "path": self.path,
             "pages": self.pages,
@@ -621,6 +623,7 @@ class SimResult:
                 for z in self.row_compressed
             ],
             "notes": self.notes,
+            "recommendations": [rec.to_json() for rec in recommendations(self)],
         }
 
 

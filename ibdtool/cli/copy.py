@@ -248,7 +248,7 @@ def _copy_one(src: Any, dst: Any, opts: Any, want_dir: bool, sessions: Any, show
 
 
 def _progress_adapter(bar: Callable[..., None]) -> Callable[[Any], None]:
-    from ibdtool.cli.render import human_bytes
+    from ibdtool.text import human_bytes
 
     def update(ev: Any) -> None:
         if ev.phase == "copy":
@@ -271,7 +271,8 @@ def print_copy(r: Any) -> None:
     """What a DBA wants to see after a copy: sizes at both ends, bytes moved, verification."""
     from rich.text import Text
 
-    from ibdtool.cli.render import human_bytes, out
+    from ibdtool.cli.render import out
+    from ibdtool.text import human_bytes
 
     hb = human_bytes
     con = out()
@@ -323,8 +324,9 @@ def _verify_line(mode: str, windows: int, pages: dict[str, Any] | None) -> str:
 
 
 def _in_place(paths: tuple[str, ...], opts: Any, *, yes: bool, as_json: bool, show: bool) -> int:
-    from ibdtool.cli.render import human_bytes, progress_for
+    from ibdtool.cli.render import progress_for
     from ibdtool.sparsecopy import repunch_in_place
+    from ibdtool.text import human_bytes
 
     if opts.repunch is False and not opts.dig_holes:
         raise click.UsageError("--in-place with --no-repunch has nothing to do (add --dig-holes)")
@@ -365,7 +367,8 @@ def _in_place(paths: tuple[str, ...], opts: Any, *, yes: bool, as_json: bool, sh
 
 
 def _print_in_place(r: Any) -> None:
-    from ibdtool.cli.render import human_bytes, out
+    from ibdtool.cli.render import out
+    from ibdtool.text import human_bytes
 
     hb = human_bytes
     con = out()

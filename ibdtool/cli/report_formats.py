@@ -14,7 +14,7 @@ import json
 from collections.abc import Callable
 from typing import IO, Any
 
-from ibdtool.cli.render import human_bytes
+from ibdtool.text import human_bytes
 
 SYSTEM_LABEL = "(server)"  # rows with no schema: system, undo and general tablespaces
 

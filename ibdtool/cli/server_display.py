@@ -14,7 +14,8 @@ from rich import box
 from rich.table import Table
 from rich.text import Text
 
-from ibdtool.cli.render import err, human_bytes, out
+from ibdtool.cli.render import err, out
+from ibdtool.text import hms, human_bytes
 
 if TYPE_CHECKING:
     from rich.progress import Progress, TaskID
@@ -38,15 +39,6 @@ def _pct_saved(file_size: int | None, allocated: int | None) -> str:
         return ""
     pct = round(100 * (file_size - allocated) / file_size)
     return f"{pct}%" if pct else "0%"
-
-
-def hms(seconds: float | None) -> str:
-    if seconds is None:
-        return "?"
-    s = round(seconds)
-    return (
-        f"{s // 3600}:{s // 60 % 60:02d}:{s % 60:02d}" if s >= 3600 else f"{s // 60}:{s % 60:02d}"
-    )
 
 
 # --- server status -----------------------------------------------------------------------------

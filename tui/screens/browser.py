@@ -25,9 +25,9 @@ from textual.screen import Screen
 from textual.widgets import DataTable, Footer, Header, Static
 from textual.worker import get_current_worker
 
-from ibdtool.cli.render import human_bytes
 from ibdtool.errors import IbdtoolError
 from ibdtool.report import ScanOptions, Target, discover, scan_one
+from ibdtool.text import human_bytes
 from tui.messages import RowsScanned, ScanFailed
 from tui.screens.prompt import PromptScreen
 

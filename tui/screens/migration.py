@@ -27,8 +27,6 @@ from textual.screen import Screen
 from textual.widgets import Footer, Header, ProgressBar, RichLog, Static
 from textual.worker import get_current_worker
 
-from ibdtool.cli.render import human_bytes
-from ibdtool.cli.server_display import hms
 from ibdtool.errors import IbdtoolError
 from ibdtool.server import (
     Event,
@@ -41,6 +39,7 @@ from ibdtool.server import (
     build_plan,
     parse_target,
 )
+from ibdtool.text import hms, human_bytes
 from tui.commandlog import LogEntry
 
 if TYPE_CHECKING:

@@ -20,10 +20,10 @@ from textual.containers import Container, Vertical, VerticalScroll
 from textual.screen import Screen
 from textual.widgets import Footer, Header, Static
 
-from ibdtool.cli.render import human_bytes
 from ibdtool.errors import IbdtoolError
 from ibdtool.inspect import unpunched_bytes
 from ibdtool.tablespace import Tablespace
+from ibdtool.text import human_bytes
 from parsers.page import PageInfo
 from parsers.pages import FieldGroup, logical_layout, stored_layout
 from parsers.space import SpaceFormat

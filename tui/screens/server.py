@@ -21,9 +21,9 @@ from textual.message import Message
 from textual.screen import Screen
 from textual.widgets import DataTable, Footer, Header, Static
 
-from ibdtool.cli.render import human_bytes
 from ibdtool.errors import IbdtoolError
 from ibdtool.server import ConnectionOptions, Server, TableInfo, list_tables
+from ibdtool.text import human_bytes
 from tui.commandlog import LogEntry
 from tui.screens.browser import matches
 from tui.screens.prompt import PromptScreen

@@ -9,7 +9,6 @@ ROW_FORMAT=COMPRESSED estimates and the recommendations follow. ``x`` cancels be
 
 from __future__ import annotations
 
-import re
 import time
 from pathlib import Path
 from typing import TYPE_CHECKING, ClassVar
@@ -23,16 +22,16 @@ from textual.screen import Screen
 from textual.widgets import DataTable, Footer, Header, ProgressBar, Static
 from textual.worker import Worker, get_current_worker
 
-from ibdtool.cli.render import (
-    ci_text,
+from ibdtool.describe import (
     current_state_text,
-    human_bytes,
-    recommendations,
+    recommendation_text,
     scenario_label,
     simulation_heading,
 )
 from ibdtool.errors import IbdtoolError
+from ibdtool.recommend import recommendations
 from ibdtool.simulate import DEFAULT_SCENARIOS, BlockSpec, SimResult, parse_block_sizes, simulate
+from ibdtool.text import ci_text, human_bytes
 from tui.commandlog import Cancelled
 from tui.messages import SimulationFailed, SimulationFinished, SimulationProgress
 from tui.widgets.barchart import bar
@@ -241,10 +240,10 @@ the blocks a filesystem allocates for the result are summed (a seeded sample wit
                 key=str(z.key_block_size),
             )
         notes = Text()
-        own = re.compile(rf"(^|\] ){re.escape(block.label)} blocks")
-        for line in recommendations(r):
-            if own.search(line):
-                notes.append_text(Text.from_markup(line)).append("\n")
+        for rec in recommendations(r):
+            if rec.block == block:
+                notes.append_text(Text.assemble(*recommendation_text(rec, r.page_size)))
+                notes.append("\n")
         if any(x.scenario.server == "what-if" for x in rows):
             notes.append("zstd rows are a what-if, not an InnoDB option\n", style="dim")
         for note in r.notes:

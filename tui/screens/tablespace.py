@@ -27,10 +27,11 @@ from textual.screen import Screen
 from textual.widgets import Footer, Header, ProgressBar, Static
 from textual.worker import Worker, get_current_worker
 
-from ibdtool.cli.render import disk_text, format_rows, human_bytes, inspect_grid
+from ibdtool.describe import disk_text, format_rows, inspect_rows
 from ibdtool.errors import IbdtoolError
 from ibdtool.inspect import InspectResult, inspect
 from ibdtool.tablespace import Tablespace
+from ibdtool.text import human_bytes
 from parsers.page import PageInfo
 from tui.commandlog import Cancelled
 from tui.messages import FileOpened, ScanFailed, ScanFinished, ScanProgress, ScanStarted
@@ -48,6 +49,16 @@ YIELD_EVERY = 8  # pages between offers of the GIL to the UI thread (keys stay <
 #: is made, holes counted without a read, so a 15 TiB sparse file costs seconds and no GiBs
 MAP_MAX_PAGES = 1 << 24
 MODES = list(Mode)
+
+
+def _summary_grid(r: InspectResult) -> Table:
+    """The inspect summary, a grid of the rows the CLI's ``inspect`` prints."""
+    grid = Table.grid(padding=(0, 2))
+    grid.add_column(style="cyan", no_wrap=True)
+    grid.add_column()
+    for name, value in inspect_rows(r):
+        grid.add_row(name, Text.assemble(*value))
+    return grid
 
 
 class TablespaceScreen(Screen[None]):
@@ -207,7 +218,7 @@ type, compression algorithm, stored size, allocation on disk or checksum.
     def on_scan_finished(self, message: ScanFinished) -> None:
         self.result = message.result
         self.query_one("#scan-progress", ProgressBar).display = False
-        self._set_summary(inspect_grid(message.result))
+        self._set_summary(_summary_grid(message.result))
         if self.model is None:
             self.query_one("#cursor-info", Static).update(
                 Text(

@@ -1,0 +1,194 @@
+"""Inspect and simulate results in words, shared by the CLI's printers and the TUI's screens.
+
+Styled text is plain data here: a line is a list of ``(text, style)`` segments, the style a
+Rich style name (``"bold red"``) that the front ends hand to Rich; this module imports no Rich,
+so the engine stays free of it.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+from ibdtool.recommend import CHEAPEST_WITHIN
+from ibdtool.text import human_bytes, plural, size_k
+
+if TYPE_CHECKING:
+    from ibdtool.allocation import Allocation
+    from ibdtool.inspect import InspectResult
+    from ibdtool.recommend import Recommendation
+    from ibdtool.simulate import Scenario, SimResult
+    from parsers.constants import Vendor
+    from parsers.space import SpaceFormat
+
+#: a line of text as ``(text, style)`` segments; ``""`` is no style
+Styled = list[tuple[str, str]]
+
+
+# --- inspect ---------------------------------------------------------------------------------
+
+
+def format_rows(fmt: SpaceFormat, vendor: Vendor) -> list[tuple[str, str]]:
+    """The "Format" and "Page size" rows: what page 0 alone tells."""
+    from ibdtool.inspect import format_name
+
+    sizes = f"{size_k(fmt.logical_size)} logical / {size_k(fmt.physical_size)} physical"
+    flags = " ".join(fmt.flags.names()) or "-"
+    return [
+        ("Format", f"{format_name(fmt, vendor)}  (vendor {vendor.value}, space id {fmt.space_id})"),
+        ("Page size", f"{sizes}   flags 0x{fmt.flags.raw:x} {flags}"),
+    ]
+
+
+def disk_text(logical_size: int, a: Allocation) -> str:
+    """The "Disk" row: logical against allocated size, blocks and extents."""
+    saved = logical_size - a.allocated
+    pct = 100 * saved / logical_size if logical_size else 0
+    disk = (
+        f"{human_bytes(logical_size)} logical → {human_bytes(a.allocated)} allocated "
+        f"({pct:.0f}% {'saved' if saved >= 0 else 'over'}) · "
+        f"{human_bytes(a.fs_block_size)} blocks · {a.extents if a.extents is not None else '?'} "
+        f"extent{'' if a.extents == 1 else 's'}"
+    )
+    if a.unwritten_extents:
+        disk += f" ({a.unwritten_extents} unwritten)"
+    return disk
+
+
+def _counts(counter: dict[str, int], total: int | None = None) -> Styled:
+    text: Styled = []
+    for i, (name, n) in enumerate(sorted(counter.items(), key=lambda kv: (-kv[1], kv[0]))):
+        if i:
+            text.append((" · ", "dim"))
+        text.append((name, "bold"))
+        text.append((f" {n}", ""))
+        if total:
+            text.append((f" ({100 * n / total:.0f}%)", "dim"))
+    return text
+
+
+def inspect_rows(r: InspectResult) -> list[tuple[str, Styled]]:
+    """The inspect summary as ``(name, value)`` rows, as a DBA reads it top to bottom."""
+    fmt = r.fmt
+    rows: list[tuple[str, Styled]] = [
+        (name, [(value, "")]) for name, value in format_rows(fmt, r.vendor)
+    ]
+    row_format = r.row_format or "unknown (full_crc32 flags do not record it)"
+    if fmt.key_block_size:
+        row_format += f" KEY_BLOCK_SIZE={fmt.key_block_size // 1024}"
+    if r.sdi and r.sdi.table:
+        row_format += f"   table {r.sdi.schema}.{r.sdi.table}"
+        if r.sdi.compression:
+            row_format += f" COMPRESSION='{r.sdi.compression}'"
+    rows.append(("Row format", [(row_format, "")]))
+    rows.append(("Pages", [(f"{r.pages}  ", ""), *_counts(r.page_types)]))
+    rows.append(("Compression", _counts(r.compression, r.pages)))
+    chk: Styled = [(f"{r.checksum_valid} valid", "green")]
+    by = {k: v for k, v in r.checksum_by_algo.items() if k not in ("empty", "invalid")}
+    if by:
+        chk += [(" (", ""), *_counts(by), (")", "")]
+    chk.append((f" · {r.checksum_empty} empty", ""))
+    if r.unverifiable:
+        chk.append((f" · {r.unverifiable} unverifiable (encrypted)", "yellow"))
+    invalid = len(r.invalid_pages)
+    chk.append((f" · {invalid} invalid", "bold red" if invalid else ""))
+    if invalid:
+        shown = ", ".join(map(str, r.invalid_pages[:20]))
+        chk.append((f": pages {shown}{' …' if invalid > 20 else ''}", "red"))
+    rows.append(("Checksums", chk))
+    rows.append(("Disk", [(disk_text(r.logical_size, r.allocation), "")]))
+    if r.compression.get("none", 0) != r.pages:
+        unp: Styled = [(f"{r.unpunched_pages} compressed pages", "")]
+        if r.unpunched_pages:
+            unp.append(
+                (f" hold {human_bytes(r.unpunched_bytes)} more than their images need", "yellow")
+            )
+        rows.append(("Unpunched", unp))
+    if r.sdi and r.sdi.indexes:
+        idx: Styled = []
+        for i, (iid, name) in enumerate(r.sdi.indexes.items()):
+            if i:
+                idx.append((" · ", "dim"))
+            idx.append((name, "bold"))
+            idx.append((f" ({iid}) {plural(r.index_pages.get(iid, 0), 'page')}", ""))
+        rows.append(("Indexes", idx))
+    if r.avg_fill is not None:
+        rows.append(("Leaf fill", [(f"{100 * r.avg_fill:.0f}% average", "")]))
+    if r.free.get("pages"):
+        n_free = r.free["pages"]
+        free: Styled = [
+            (f"{n_free} page{'s' if n_free != 1 else ''} free by the extent descriptors", "")
+        ]
+        if r.free.get("with_data"):
+            free.append((f", {r.free['with_data']} still holding old data", ""))
+        if r.free.get("allocated_bytes"):
+            free.append((f", {human_bytes(r.free['allocated_bytes'])} allocated on disk", "yellow"))
+        rows.append(("Free space", free))
+    for w in r.warnings:
+        rows.append(("Warning", [(w, "yellow")]))
+    for n, problem in r.problems[:10]:
+        rows.append(("Problem", [(f"page {n}: {problem}", "red")]))
+    if len(r.problems) > 10:
+        rows.append(("", [(f"… {len(r.problems) - 10} more problems", "red")]))
+    return rows
+
+
+# --- simulate --------------------------------------------------------------------------------
+
+
+def simulation_heading(r: SimResult) -> str:
+    """Pages, sizes today and how many pages were simulated."""
+    scan = (
+        "full scan" if r.full else f"{r.pages_sampled} of {r.pages} pages sampled (seed {r.seed})"
+    )
+    return (
+        f"{r.pages} pages of {size_k(r.page_size)}, {human_bytes(r.logical_size)} logical, "
+        f"{human_bytes(r.allocated_size)} allocated today on "
+        f"{human_bytes(r.fs_block_size)} blocks; {scan}"
+    )
+
+
+def current_state_text(r: SimResult) -> str | None:
+    """For a file already compressed: its pages, ideal and actual allocation (None otherwise)."""
+    cur = r.current
+    if not cur.get("compressed_pages"):
+        return None
+    algos = ", ".join(f"{k} {v}" for k, v in cur["algorithms"].items())
+    return (
+        f"already compressed: {cur['compressed_pages']} pages ({algos}); ideal allocation "
+        f"{human_bytes(cur['ideal_allocated'])}, actual {human_bytes(cur['actual_allocated'])}"
+        + (f", {cur['unpunched_pages']} slots never punched" if cur["unpunched_pages"] else "")
+    )
+
+
+def scenario_label(s: Scenario) -> str:
+    level = f":{s.level}" if s.level is not None else ""
+    if s.server == "what-if":
+        return f"{s.algorithm}{level} (what-if)"
+    return f"{s.server} {s.algorithm}{level}"
+
+
+def recommendation_text(rec: Recommendation, page_size: int) -> Styled:
+    """One recommendation as a line: the best saver and the cheapest close one, or a warning."""
+    b = rec.block
+    if rec.nothing is not None:
+        why = {
+            "ntfs_unit": "NTFS frees space only in 16-cluster units",
+            "block_too_large": f"{b.label} blocks are too large for {size_k(page_size)} pages",
+            "row_compressed": "the file is already ROW_FORMAT=COMPRESSED",
+            "incompressible": "the data does not compress",
+        }[rec.nothing]
+        return [
+            ("warning:", "yellow"),
+            (f" {b.label} blocks: compression saves nothing ({why})", ""),
+        ]
+    best = rec.best
+    line = f"{b.label} blocks: {scenario_label(best.scenario)} saves most ({best.saving_pct:.0f}%)"
+    cheapest = rec.cheapest
+    if cheapest is not None:
+        line += (
+            f"; {scenario_label(cheapest.scenario)} is the cheapest within {CHEAPEST_WITHIN:.0f} "
+            "points "
+            f"({cheapest.saving_pct:.0f}%, {cheapest.compress_us:.0f}+"
+            f"{cheapest.decompress_us:.0f} µs/page)"
+        )
+    return [(line, "")]
