@@ -17,7 +17,6 @@ import json
 import os
 import socket
 import subprocess
-import sys
 import tempfile
 from collections.abc import Iterator
 from pathlib import Path
@@ -28,8 +27,8 @@ import pytest
 from samples import servers
 from samples.make_samples import SQL_CREATE, SQL_LOAD, generate_rows, rows_tsv
 from tests.catalog import REPO
+from tests.cli_runner import run_ibdtool
 
-IBDTOOL = [sys.executable, "-m", "ibdtool.cli"]
 PLUGINS = [
     "provider_lz4",
     "provider_lzo",
@@ -207,16 +206,7 @@ def ibdtool(
     *args: str, env: dict[str, str] | None = None, timeout: float = 600
 ) -> subprocess.CompletedProcess[str]:
     """Run the real CLI in a child process (stdin not a terminal)."""
-    return subprocess.run(
-        [*IBDTOOL, *args],
-        capture_output=True,
-        text=True,
-        stdin=subprocess.DEVNULL,
-        env=env or clean_env(),
-        timeout=timeout,
-        cwd=REPO,
-        check=False,
-    )
+    return run_ibdtool(*args, stdin=subprocess.DEVNULL, env=env or clean_env(), timeout=timeout)
 
 
 def json_lines(text: str) -> list[dict[str, Any]]:

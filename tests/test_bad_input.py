@@ -19,7 +19,6 @@ import shutil
 import signal
 import struct
 import subprocess
-import sys
 import tempfile
 import zlib
 from collections.abc import Iterator
@@ -27,6 +26,7 @@ from pathlib import Path
 
 import pytest
 
+from tests.cli_runner import ibdtool_command, run_ibdtool
 from tests.conftest import corpus_file
 
 REPO = Path(__file__).resolve().parents[1]
@@ -38,20 +38,9 @@ NOBODY = 65534
 
 
 def ibdtool(*args: str | Path, as_nobody: bool = False) -> subprocess.CompletedProcess[str]:
-    cmd = [sys.executable, "-m", "ibdtool.cli", *map(str, args)]
-    if as_nobody:
-        cmd = [
-            "setpriv",
-            f"--reuid={NOBODY}",
-            f"--regid={NOBODY}",
-            "--clear-groups",
-            *cmd,
-        ]
     env = {k: v for k, v in os.environ.items() if not k.startswith("PYTHON")}
     env.update(HOME="/tmp", NO_COLOR="1", PYTHONDONTWRITEBYTECODE="1")
-    return subprocess.run(
-        cmd, cwd=REPO, env=env, capture_output=True, text=True, timeout=120, check=False
-    )
+    return run_ibdtool(*args, as_user=NOBODY if as_nobody else None, env=env, timeout=120)
 
 
 def fingerprint(path: Path) -> tuple[int, int, int, str]:
@@ -395,7 +384,7 @@ def many_pages(tmp_path: Path) -> Path:
 
 @pytest.mark.parametrize("fmt", ["", "--json", "--csv"])
 def test_broken_pipe_is_quiet(many_pages: Path, fmt: str) -> None:
-    cmd = shlex.join([sys.executable, "-m", "ibdtool.cli", "pages", *fmt.split(), str(many_pages)])
+    cmd = shlex.join(ibdtool_command("pages", *fmt.split(), many_pages))
     proc = subprocess.run(
         ["bash", "-o", "pipefail", "-c", f"{cmd} | head -1"],
         cwd=REPO,
@@ -425,7 +414,7 @@ def test_interrupt_is_one_line(tmp_path: Path) -> None:
     path = copy_of(ACTOR, tmp_path / "huge.ibd")
     os.truncate(path, 2_000_000 * PAGE)  # sparse: 30 GiB of empty pages
     proc = subprocess.Popen(
-        [sys.executable, "-m", "ibdtool.cli", "pages", str(path)],
+        ibdtool_command("pages", path),
         cwd=REPO,
         stdout=subprocess.PIPE,
         stderr=subprocess.PIPE,

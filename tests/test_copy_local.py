@@ -17,10 +17,10 @@ from pathlib import Path
 
 import pytest
 
+from tests.cli_runner import run_ibdtool
 from tests.samples_manifest import live_allocated, sample
 from tests.test_copy_remote import (
     IBDTOOL,
-    REPO,
     _make_sparse_file,
     _wait_for,
     allocated,
@@ -50,10 +50,7 @@ MYSQL_PC = ["mysql80/zlib.ibd", "mysql80/lz4.ibd", "mysql57/zlib.ibd", "mysql57/
 
 
 def ibdtool(*args: str, **kw: object) -> subprocess.CompletedProcess[str]:
-    env = dict(os.environ, PYTHONPATH=str(REPO))
-    return subprocess.run(
-        [*IBDTOOL, *args], capture_output=True, text=True, env=env, cwd=REPO, timeout=300, **kw
-    )  # type: ignore[call-overload]
+    return run_ibdtool(*args, command=IBDTOOL, timeout=300, **kw)
 
 
 def densify(src: Path, dst: Path) -> Path:

@@ -27,12 +27,14 @@ from pathlib import Path
 
 import pytest
 
+from tests.cli_runner import IBDTOOL as CLI_MODULE
+from tests.cli_runner import cli_env, run_ibdtool
 from tests.conftest import sparse_copy
 from tests.samples_manifest import sample
 
 REPO = Path(__file__).resolve().parents[1]
 _SCRIPT = Path(sys.executable).with_name("ibdtool")
-IBDTOOL = [str(_SCRIPT)] if _SCRIPT.exists() else [sys.executable, "-m", "ibdtool.cli"]
+IBDTOOL = [str(_SCRIPT)] if _SCRIPT.exists() else CLI_MODULE
 SSHD = "/usr/sbin/sshd"
 HOST = "ibdtest"
 NOPY_HOST = "ibdtest-nopython"
@@ -161,10 +163,8 @@ def sshd_without_python(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Th
 
 
 def run(args: list[str], sshd: ThrowawaySshd, **kw: object) -> subprocess.CompletedProcess[str]:
-    env = dict(os.environ, IBDTOOL_SSH=sshd.ssh_command, PYTHONPATH=str(REPO))
-    return subprocess.run(
-        [*IBDTOOL, *args], capture_output=True, text=True, env=env, cwd=REPO, timeout=300, **kw
-    )  # type: ignore[call-overload]
+    env = cli_env(IBDTOOL_SSH=sshd.ssh_command)
+    return run_ibdtool(*args, command=IBDTOOL, env=env, timeout=300, **kw)
 
 
 def spawn(args: list[str], **env: str) -> subprocess.Popen[str]:

@@ -21,9 +21,9 @@ import pytest
 from samples import servers
 from samples.servers import ThrowawayServer
 from tests.catalog import REPO
+from tests.cli_runner import IBDTOOL
 from tests.server_fixtures import (
     BIG_DOUBLINGS,
-    IBDTOOL,
     assert_format,
     assert_progress,
     clean_env,

@@ -18,7 +18,6 @@ import os
 import re
 import shutil
 import subprocess
-import sys
 import tempfile
 import time
 from collections.abc import Iterator
@@ -28,11 +27,12 @@ from typing import Any
 
 import pytest
 
-from ibdtool.cli.render import human_bytes
+from ibdtool.text import human_bytes
+from tests.cli_runner import IBDTOOL, run_ibdtool
 from tests.conftest import sparse_copy
 from tests.samples_manifest import manifest, sample
 
-REPORT = [sys.executable, "-m", "ibdtool.cli", "report"]
+REPORT = [*IBDTOOL, "report"]
 PAGE = 16384
 FRAG_TAIL_PAGES = 2200  # every other one written: 1,100 extents, over the 1,024 minimum
 
@@ -153,11 +153,7 @@ def datadir(tmp_path_factory: pytest.TempPathFactory) -> Path:
 def run(
     *args: str | Path, user: int | None = None, cwd: Path | None = None
 ) -> subprocess.CompletedProcess[str]:
-    cmd = [*REPORT, *map(str, args)]
-    if user is not None:
-        cmd = ["setpriv", f"--reuid={user}", f"--regid={user}", "--clear-groups", *cmd]
-    env = dict(os.environ, PYTHONPATH=str(Path(__file__).resolve().parents[1]))
-    proc = subprocess.run(cmd, capture_output=True, text=True, env=env, cwd=cwd)
+    proc = run_ibdtool(*args, as_user=user, command=REPORT, cwd=cwd)
     assert "Traceback" not in proc.stderr, proc.stderr
     return proc
 
@@ -178,12 +174,7 @@ def doc(datadir: Path) -> dict[str, Any]:
 def inspected(datadir: Path) -> dict[str, dict[str, Any]]:
     """``ibdtool inspect --json`` of every file, run on its own."""
     files = [datadir / name for name in LAYOUT]
-    proc = subprocess.run(
-        [sys.executable, "-m", "ibdtool.cli", "inspect", "--json", *map(str, files)],
-        capture_output=True,
-        text=True,
-        check=True,
-    )
+    proc = run_ibdtool("inspect", "--json", *files, cwd=None, check=True)
     return {str(Path(d["path"]).relative_to(datadir)): d for d in json.loads(proc.stdout)}
 
 

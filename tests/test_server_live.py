@@ -21,8 +21,8 @@ import pytest
 
 from samples.servers import ThrowawayServer
 from tests.catalog import REPO
+from tests.cli_runner import IBDTOOL
 from tests.server_fixtures import (
-    IBDTOOL,
     clean_env,
     conn_args,
     ibdtool,

@@ -3,8 +3,6 @@
 from __future__ import annotations
 
 import json
-import subprocess
-import sys
 
 import pytest
 
@@ -16,6 +14,7 @@ from ibdtool.simulate import (
     parse_block_sizes,
     simulate,
 )
+from tests.cli_runner import run_ibdtool
 from tests.samples_manifest import live_allocated, manifest, sample
 
 MARIADB_CODECS = ["zlib", "lz4", "lzo", "lzma", "bzip2", "snappy"]
@@ -129,29 +128,16 @@ def test_unknown_names_are_refused_with_the_valid_list() -> None:
         parse_algorithms(["mariadb:brotli"])
     with pytest.raises(InputError, match=r"valid:.*ntfs:4k"):
         parse_block_sizes(["3k"])
-    proc = subprocess.run(
-        [
-            sys.executable,
-            "-m",
-            "ibdtool.cli",
-            "simulate",
-            "-a",
-            "zstdx",
-            str(sample("mysql80/plain.ibd")),
-        ],
-        capture_output=True,
-        text=True,
-    )
+    proc = run_ibdtool("simulate", "-a", "zstdx", sample("mysql80/plain.ibd"), cwd=None)
     assert proc.returncode == 2
     assert proc.stderr.startswith("ibdtool: error: unknown algorithm 'zstdx'")
     assert "Traceback" not in proc.stderr
 
 
 def test_json_output_has_the_documented_keys() -> None:
-    proc = subprocess.run(
-        [sys.executable, "-m", "ibdtool.cli", "simulate", "--json", "-a", "mariadb:lz4,zstd:1",
-         "-b", "4k", str(sample("mariadb/p16k-plain.ibd"))],
-        capture_output=True, text=True, check=True,
+    proc = run_ibdtool(
+        "simulate", "--json", "-a", "mariadb:lz4,zstd:1", "-b", "4k",
+        sample("mariadb/p16k-plain.ibd"), cwd=None, check=True,
     )  # fmt: skip
     doc = json.loads(proc.stdout)
     for key in ("path", "pages", "pages_sampled", "allocated_size", "results", "row_compressed"):

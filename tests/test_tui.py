@@ -9,15 +9,14 @@ from __future__ import annotations
 
 import os
 import re
-import subprocess
-import sys
 from pathlib import Path
 from typing import Any
 
 import pytest
 from textual.widgets import DataTable
 
-from ibdtool.cli.render import human_bytes
+from ibdtool.text import human_bytes
+from tests.cli_runner import run_ibdtool
 from tests.samples_manifest import manifest
 from tests.tui_helpers import DATADIR_FILES, lines_of, make_datadir, static_text, table_rows
 from tui.app import IbdtoolApp, create_app
@@ -443,11 +442,7 @@ async def test_a_file_that_is_not_a_tablespace_shows_the_error(tmp_path: Path) -
 
 def test_cli_rejects_a_missing_path_with_one_line(tmp_path: Path) -> None:
     missing = tmp_path / "nowhere"
-    proc = subprocess.run(
-        [sys.executable, "-m", "ibdtool.cli", "tui", str(missing)],
-        capture_output=True,
-        text=True,
-    )
+    proc = run_ibdtool("tui", missing, cwd=None)
     assert proc.returncode == 2
     assert proc.stderr.strip() == f"ibdtool: error: {missing}: no such file or directory"
     assert proc.stdout == ""
