@@ -176,3 +176,59 @@ def test_row_compressed_source_predicts_page_compression(
     kbs8 = next(z for z in r.row_compressed if z.key_block_size == 8192)
     real_zip = live_allocated(zipped)
     assert abs(kbs8.predicted_size - real_zip) <= 0.15 * real_zip, (kbs8.predicted_size, real_zip)
+
+
+def test_json_recommendations_follow_from_the_results() -> None:
+    """``recommendations`` in ``simulate --json`` agree with a second reading of ``results``: per
+    block size the real scenario that saves most, the cheapest one within 5 points, or why
+    nothing is saved (blocks of half a page or more, NTFS compression units)."""
+    proc = run_ibdtool(
+        "simulate", "--json", "-a", "mariadb:zlib:9,mariadb:lz4,mariadb:snappy,zstd:1",
+        "-b", "1k,4k,8k,64k,ntfs:512,ntfs:4k", sample("mariadb/p16k-plain.ibd"),
+        cwd=None, check=True,
+    )  # fmt: skip
+    doc = json.loads(proc.stdout)
+    recs = doc["recommendations"]
+    blocks = sorted(
+        {(r["block_size"], r["ntfs_unit"]) for r in doc["results"]},
+        key=lambda b: (b[1] or 0, b[0]),
+    )
+    assert [(x["block_size"], x["ntfs_unit"]) for x in recs] == blocks
+
+    def cost(x: dict[str, object]) -> float:
+        return float(x["compress_us_per_page"]) + float(x["decompress_us_per_page"])  # type: ignore[arg-type]
+
+    reasons = set()
+    for rec, (size, unit) in zip(recs, blocks, strict=True):
+        rows = [
+            r
+            for r in doc["results"]
+            if (r["block_size"], r["ntfs_unit"]) == (size, unit) and r["server"] != "what-if"
+        ]
+        top = max(r["saving_pct"] for r in rows)
+        best = rec["best"]
+        assert best["server"] != "what-if"
+        assert best["saving_pct"] == top
+        assert (best["algorithm"], best["level"]) in {
+            (r["algorithm"], r["level"]) for r in rows if r["saving_pct"] == top
+        }
+        if top <= 1.0:
+            want = (
+                "ntfs_unit" if unit else "block_too_large" if 2 * size > doc["page_size"] else
+                "incompressible"
+            )  # fmt: skip
+            assert rec["saves_nothing"] == want
+            assert rec["cheapest"] is None
+            reasons.add(want)
+            continue
+        assert rec["saves_nothing"] is None
+        close = [r for r in rows if r["saving_pct"] >= top - 5]
+        cheapest = rec["cheapest"] or best
+        assert cheapest["saving_pct"] >= top - 5
+        # the JSON rounds CPU times to 0.1 µs; the engine chose on the unrounded values
+        assert cost(cheapest) <= min(cost(r) for r in close) + 0.2
+        if rec["cheapest"] is not None:
+            assert (cheapest["algorithm"], cheapest["level"]) != (best["algorithm"], best["level"])
+    # the cases above are all exercised: 64K blocks and NTFS units save nothing on 16K pages
+    assert reasons == {"block_too_large", "ntfs_unit"}
+    assert any(rec["saves_nothing"] is None for rec in recs)
