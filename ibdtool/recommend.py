@@ -47,8 +47,6 @@ def _scenario_json(x: ScenarioResult) -> dict[str, Any]:
         "algorithm": x.scenario.algorithm,
         "level": x.scenario.level,
         "saving_pct": round(x.saving_pct, 2),
-        "compress_us_per_page": None if x.compress_us is None else round(x.compress_us, 1),
-        "decompress_us_per_page": None if x.decompress_us is None else round(x.decompress_us, 1),
     }
 
 

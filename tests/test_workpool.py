@@ -99,6 +99,8 @@ def test_simulate_of_a_file_whose_worker_died_is_an_error(tmp_path: Path) -> Non
     for doc in [*got, *want]:  # CPU time per page differs between runs
         for r in doc["results"]:
             r.pop("compress_us_per_page"), r.pop("decompress_us_per_page")
+        for rec in doc["recommendations"]:  # and so can the cheapest algorithm
+            rec.pop("cheapest")
     assert got == want
 
 
