@@ -17,7 +17,6 @@ import shutil
 import socket
 import stat
 import subprocess
-import sys
 from collections.abc import Callable, Iterator
 from pathlib import Path
 
@@ -25,8 +24,9 @@ import pytest
 
 from ibdtool.checkscan import check_file
 from ibdtool.errors import InputError
+from tests.cli_runner import run_ibdtool
 from tests.conftest import corpus_file
-from tests.test_bad_input import ACTOR, PAGE, REPO, assert_no_traceback, assert_one_error
+from tests.test_bad_input import ACTOR, PAGE, assert_no_traceback, assert_one_error
 
 #: more than a healthy scan needs, far less than a per-page list of a 15 TiB file (9 GiB)
 MEMORY_LIMIT = 1 << 30
@@ -43,16 +43,7 @@ def run_cli(
 
     base = {k: v for k, v in os.environ.items() if not k.startswith("PYTHON")}
     base.update(HOME="/tmp", NO_COLOR="1", PYTHONDONTWRITEBYTECODE="1", **(env or {}))
-    return subprocess.run(
-        [sys.executable, "-m", "ibdtool.cli", *map(str, args)],
-        cwd=REPO,
-        env=base,
-        capture_output=True,
-        text=True,
-        timeout=TIME_LIMIT,
-        check=False,
-        preexec_fn=limit,
-    )
+    return run_ibdtool(*args, env=base, timeout=TIME_LIMIT, preexec_fn=limit)
 
 
 # --- 2. only regular files are read ----------------------------------------------------------

@@ -14,15 +14,14 @@ from __future__ import annotations
 import json
 import os
 import subprocess
-import sys
 from collections.abc import Callable
 from pathlib import Path
 
 import pytest
 
+from tests.cli_runner import run_ibdtool
 from tests.conftest import corpus_file
 
-REPO = Path(__file__).resolve().parents[1]
 PAGE = 16384
 DAMAGED = (1, 3, 4, 6, 7)  # compressed pages in every file below (checked by the test)
 
@@ -30,10 +29,7 @@ DAMAGED = (1, 3, 4, 6, 7)  # compressed pages in every file below (checked by th
 def ibdtool(*args: str | Path) -> subprocess.CompletedProcess[str]:
     env = {k: v for k, v in os.environ.items() if not k.startswith("PYTHON")}
     env.update(HOME="/tmp", NO_COLOR="1", PYTHONDONTWRITEBYTECODE="1")
-    cmd = [sys.executable, "-m", "ibdtool.cli", *map(str, args)]
-    return subprocess.run(
-        cmd, cwd=REPO, env=env, capture_output=True, text=True, timeout=120, check=False
-    )
+    return run_ibdtool(*args, env=env, timeout=120)
 
 
 def put(page: bytearray, offset: int, value: int, size: int) -> None:
