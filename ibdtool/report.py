@@ -27,6 +27,7 @@ from ibdtool import report_schema as schema
 from ibdtool.errors import InputError
 from ibdtool.inspect import PARALLEL_MIN_PAGES, InspectResult, inspect_path
 from ibdtool.workpool import WorkerPool
+from parsers import filename
 from parsers.constants import Algorithm, Vendor
 
 SCHEMA_VERSION = 1
@@ -69,8 +70,6 @@ _DATADIR_MARKERS = (
     "aria_log_control",
     "auto.cnf",
 )
-_HEX_CODE = re.compile(r"@([0-9a-fA-F]{4})")
-_PARTITION = re.compile(r"#p#([^#]+)(?:#sp#(.+))?$", re.IGNORECASE)
 
 
 # --- discovery -------------------------------------------------------------------------------
@@ -95,12 +94,9 @@ class Target:
 
 
 def decode_filename(name: str) -> str:
-    """MySQL's file-name encoding of identifiers: ``@0040``-style hex codes back to characters.
-
-    The two-character codes the server uses for some letters (``@0G`` …) are left as they are;
-    MySQL 8 files also name their schema and table in the SDI (a row's ``sdi``).
-    """
-    return _HEX_CODE.sub(lambda m: chr(int(m.group(1), 16)), name)
+    """A folder or file name in the servers' filename encoding back to the identifier
+    (:mod:`parsers.filename`: ``@1o`` and ``@00fc`` alike); what is not encoded is kept."""
+    return filename.decode(name)
 
 
 def is_datadir(directory: Path) -> bool:
@@ -133,20 +129,14 @@ def classify(path: Path, server_level: bool) -> Target:
     if server_level:
         return Target(str(path), name, None, decode_filename(stem), None, "general", size)
     folder = path.absolute().parent.name
-    partition = None
-    table = stem
-    match = _PARTITION.search(stem)
-    if match and not stem.startswith("#sql"):
-        table = stem[: match.start()]
-        partition = match.group(1) + (f"#{match.group(2)}" if match.group(2) else "")
-    kind = "intermediate" if stem.startswith("#sql") else "table"
+    parts = filename.split_table_file(stem)
     return Target(
         str(path),
         f"{folder}/{name}",
         decode_filename(folder),
-        decode_filename(table),
-        decode_filename(partition) if partition else None,
-        kind,
+        parts.table,
+        parts.partition_label,
+        "intermediate" if parts.temporary else "table",
         size,
     )
 

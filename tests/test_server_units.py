@@ -17,8 +17,9 @@ from ibdtool.server.connection import Secret, read_option_files, resolve_options
 from ibdtool.server.flavor import parse_flavor
 from ibdtool.server.pagestate import page_state, verify
 from ibdtool.server.plan import Step, Target, parse_target
-from ibdtool.server.tables import TableOptions, filename_encode, split_table_name
+from ibdtool.server.tables import TableOptions, split_table_name
 from ibdtool.tablespace import Tablespace
+from parsers.filename import encode as filename_encode
 from tests.samples_manifest import SAMPLES, sample
 
 

@@ -4,8 +4,8 @@
 the InnoDB catalog (``INNODB_TABLESPACES``/``INNODB_SYS_TABLESPACES``: space id, FILE_SIZE,
 ALLOCATED_SIZE, FS_BLOCK_SIZE, flags, file path) and, when the datadir is local, the page-level
 state from :mod:`ibdtool.server.pagestate`. MySQL 5.7 and MariaDB name tablespaces in the
-filename-safe encoding (``my-db`` → ``my@002ddb``, reproduced for the ASCII range by
-:func:`filename_encode`); MySQL 8 names them as written.
+servers' filename encoding (``my-db`` → ``my@002ddb``, ``ü`` → ``@1o``: :mod:`parsers.filename`);
+MySQL 8 names them as written.
 """
 
 from __future__ import annotations
@@ -19,20 +19,11 @@ from ibdtool.errors import InputError
 from ibdtool.server import localfs, sql
 from ibdtool.server.context import Server
 from ibdtool.server.pagestate import PageState, page_state
+from parsers import filename
 from parsers.flags import decode_flags
 
 MARIADB_FLAG_MASK = 0x1FFFF  # the catalog's FLAG carries memory-only bits above these
 UNFLUSHED_FRACTION = 0.5  # fewer data pages on disk than this share of the catalog's count
-
-
-def filename_encode(name: str) -> str:
-    """The filename-safe form of an identifier MySQL 5.7 and MariaDB use in their InnoDB
-    catalog (MySQL 8 names tablespaces as written): ``[A-Za-z0-9_]`` kept, the rest as
-    ``@xxxx`` (the code point). Some non-ASCII letters use other codes on the server; such
-    names simply do not match here and show without tablespace figures."""
-    return "".join(
-        c if (c.isascii() and (c.isalnum() or c == "_")) else f"@{ord(c):04x}" for c in name
-    )
 
 
 _OPTION = re.compile(r"`?([A-Za-z_]+)`?=(?:'([^']*)'|\"([^\"]*)\"|(\S+))")
@@ -388,7 +379,6 @@ def list_tables(
         special.setdefault(key, []).append((str(ix["index_name"]), str(ix["index_type"])))
     used: set[int] = set()
     out: list[TableInfo] = []
-    sep = server.flavor.partition_separator
     for r in rows:
         schema, table = str(r["schema"]), str(r["table"])
         info = TableInfo(
@@ -405,20 +395,10 @@ def list_tables(
         kinds = special.get((schema, table), [])
         info.fulltext = [n for n, t in kinds if t == "FULLTEXT"]
         info.spatial = [n for n, t in kinds if t == "SPATIAL"]
-        # MySQL 8's dictionary names tablespaces as written; 5.7 and MariaDB use the
-        # filename-safe encoding
-        enc = (lambda x: x) if server.flavor.catalog == "mysql8" else filename_encode
-        base = f"{enc(schema)}/{enc(table)}"
-        names: list[tuple[str, str | None]] = []
-        for part, sub in partitions.get((schema, table), []):
-            pname = f"{base}{sep}{enc(part)}"
-            label = part
-            if sub:
-                pname += ("#sp#" if sep == "#p#" else "#SP#") + enc(sub)
-                label = f"{part}/{sub}"
-            names.append((pname, label))
-        if not names:
-            names = [(base, None)]
+        names = [
+            (_catalog_name(server, schema, table, part, sub), f"{part}/{sub}" if sub else part)
+            for part, sub in partitions.get((schema, table), [])
+        ] or [(_catalog_name(server, schema, table), None)]
         for pname, plabel in names:
             sp = by_name.get(pname) or by_folded.get(pname.casefold())
             if sp is not None:
@@ -442,6 +422,25 @@ def list_tables(
         out.append(info)
     others = [sp for sp in spaces if sp.space not in used]
     return out, others
+
+
+def _catalog_name(
+    server: Server,
+    schema: str,
+    table: str,
+    partition: str | None = None,
+    subpartition: str | None = None,
+) -> str:
+    """The InnoDB catalog's name of a table's (or partition's) tablespace: MySQL 8's
+    dictionary names it as written, 5.7 and MariaDB in the filename encoding (compared
+    case-insensitively: the separators' case changed within 8.0)."""
+    if server.flavor.catalog == "mysql8":
+        stem = table
+        if partition is not None:
+            stem += f"#p#{partition}" + (f"#sp#{subpartition}" if subpartition else "")
+        return f"{schema}/{stem}"
+    stem = filename.table_file_stem(table, partition, subpartition)
+    return f"{filename.encode(schema)}/{stem}"
 
 
 def split_table_name(text: str, default_schema: str | None) -> tuple[str, str]:
