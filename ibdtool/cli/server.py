@@ -403,5 +403,6 @@ def _run(
     if migration.interrupted:
         return int(ExitCode.INTERRUPTED)
     bad = [r for r in migration.results if r.status in ("failed", "refused")]
-    unverified = [r for r in migration.results if r.status == "done" and r.verified is False]
+    # a conversion whose pages could not be read back is not a success either
+    unverified = [r for r in migration.results if r.status == "done" and r.verified is not True]
     return int(ExitCode.FOUND if bad or unverified else ExitCode.OK)

@@ -363,7 +363,7 @@ def print_results(results: list[TableResult]) -> None:
     )  # fmt: skip
     for r in results:
         style = {"done": "green", "skipped": "dim"}.get(r.status, "red")
-        if r.status == "done" and r.verified is False:
+        if r.status == "done" and r.verified is not True:
             style = "yellow"
         b, a = r.before, r.after
 

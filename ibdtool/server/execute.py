@@ -551,6 +551,8 @@ class Migration:
             result.message = "; ".join(bad) if bad else result.verifications[0].message
         elif not self.server.local_datadir:
             result.message = "pages not verified (the datadir is not readable here)"
+        else:
+            result.message = "pages not verified: the catalog names no file of it under the datadir"
         if not flush:
             result.message += " (not flushed: pages still in the buffer pool are not on disk yet)"
 
