@@ -13,7 +13,8 @@ from pathlib import Path
 import pytest
 
 from ibdtool.errors import InputError
-from ibdtool.server.connection import Secret, read_option_files, resolve_options
+from ibdtool.server.clientopts import read_option_files, resolve_options
+from ibdtool.server.connection import Secret
 from ibdtool.server.flavor import parse_flavor
 from ibdtool.server.pagestate import page_state, verify
 from ibdtool.server.plan import Step, Target, parse_target

@@ -1,10 +1,11 @@
 """``ibdtool server status|tables`` and ``ibdtool migrate``: the live-server commands.
 
-Connection options follow the MySQL clients (``--host``, ``-P/--port``, ``-S/--socket``,
-``-u/--user``, ``-p`` to be asked for the password, ``MYSQL_PWD``, ``~/.my.cnf [client]``,
-``--defaults-file``, ``--no-defaults``, ``--ssl-*``); a password is never taken from the command
-line. The work lives in :mod:`ibdtool.server`; this module parses options, asks for
-confirmation, handles Ctrl-C and prints.
+Connection options follow the MySQL clients (``-h/--host``, ``-P/--port``, ``-S/--socket``,
+``-u/--user``, ``-p[PASSWORD]``, ``--defaults-file``, ``--defaults-extra-file``,
+``--login-path``, ``--no-defaults``, ``--ssl-*``; help is ``--help`` or ``-?``, as theirs);
+where each setting comes from is :mod:`ibdtool.server.clientopts`. The work lives in
+:mod:`ibdtool.server`; this module parses options, asks for confirmation, handles Ctrl-C and
+prints.
 """
 
 from __future__ import annotations
@@ -30,6 +31,7 @@ _CONNECTION_KEYS = (
     "socket",
     "user",
     "database",
+    "protocol",
     "ssl_mode",
     "ssl_ca",
     "ssl_cert",
@@ -39,11 +41,35 @@ _CONNECTION_KEYS = (
 )
 
 
+#: as the mysql clients: -h is the host, help is --help or -?
+CLIENT_CONTEXT = {"help_option_names": ["--help"]}
+
+
+class ClientCommand(click.Command):
+    """A command with the mysql clients' ``-p[PASSWORD]``, ``--password[=PASSWORD]`` and ``-?``
+    (click cannot parse an option whose value is only ever attached)."""
+
+    def parse_args(self, ctx: click.Context, args: list[str]) -> list[str]:
+        from ibdtool.server.clientopts import take_password_args
+
+        args, ctx.meta["ibdtool.password"] = take_password_args(args)
+        return super().parse_args(ctx, args)
+
+
+class ClientGroup(click.Group):
+    """``-?`` as ``--help`` for a group of client commands."""
+
+    def parse_args(self, ctx: click.Context, args: list[str]) -> list[str]:
+        if args[:1] == ["-?"]:
+            args = ["--help", *args[1:]]
+        return super().parse_args(ctx, args)
+
+
 def connection_options(f: F) -> F:
     """The MySQL-client connection options, shared by every server command."""
     opts = [
-        click.option("--host", help="Server host (default: localhost, i.e. the socket)."),
-        click.option("-P", "--port", type=click.IntRange(1, 65535), help="TCP port."),
+        click.option("-h", "--host", help="Server host (default: localhost, i.e. the socket)."),
+        click.option("-P", "--port", type=click.IntRange(0, 65535), help="TCP port."),
         click.option("-S", "--socket", help="Unix socket file."),
         click.option("-u", "--user", help="User (default: your login name)."),
         click.option(
@@ -51,16 +77,32 @@ def connection_options(f: F) -> F:
             "--password",
             "ask_password",
             is_flag=True,
-            help="Ask for the password (it is never taken from the command line; "
-            "else MYSQL_PWD or the option files).",
+            help="-p or --password: ask for it; -pSECRET or --password=SECRET: take it "
+            "(with a warning: other users can see it); else MYSQL_PWD or the option files.",
         ),
         click.option("-D", "--database", help="Default schema for TABLE names without one."),
         click.option(
+            "--protocol",
+            type=click.Choice(["TCP", "SOCKET"], case_sensitive=False),
+            help="TCP even to localhost, or the socket.",
+        ),
+        click.option(
             "--defaults-file",
             type=click.Path(dir_okay=False),
-            help="Read only this option file ([client], [client-server], [ibdtool]).",
+            help="Read only this option file (and the login-path file).",
         ),
-        click.option("--no-defaults", is_flag=True, help="Read no option file."),
+        click.option(
+            "--defaults-extra-file",
+            type=click.Path(dir_okay=False),
+            help="Read this option file after the global ones, before ~/.my.cnf.",
+        ),
+        click.option(
+            "--login-path",
+            help="Also read this group of ~/.mylogin.cnf (mysql_config_editor's file).",
+        ),
+        click.option(
+            "--no-defaults", is_flag=True, help="Read no option file (but ~/.mylogin.cnf)."
+        ),
         click.option(
             "--ssl-mode",
             type=click.Choice(
@@ -107,15 +149,29 @@ def _prompt_password(text: str) -> str:
 def resolve_connection(kw: dict[str, Any]) -> tuple[Any, str | None]:
     """The connection options and ``--datadir`` of :func:`connection_options`, taken out of
     ``kw`` (asks for the password here when ``-p`` was given)."""
-    from ibdtool.server.connection import resolve_options
+    from ibdtool.server.clientopts import PASSWORD_WARNING, PasswordArg, resolve_options
 
     cli = {k: kw.pop(k, None) for k in _CONNECTION_KEYS}
+    kw.pop("ask_password", None)  # -p is read by ClientCommand, before click
+    ctx = click.get_current_context(silent=True)
+    pw = ctx.meta.get("ibdtool.password") if ctx is not None else None
+    pw = pw if isinstance(pw, PasswordArg) else PasswordArg()
+    if pw.value is not None:
+        click.echo(f"ibdtool: [Warning] {PASSWORD_WARNING}", err=True)
+        cli["password"] = pw.value
+
+    def warn(text: str) -> None:
+        click.echo(f"ibdtool: [Warning] {text}", err=True)
+
     opts = resolve_options(
         cli,
         defaults_file=kw.pop("defaults_file", None),
+        defaults_extra_file=kw.pop("defaults_extra_file", None),
         no_defaults=kw.pop("no_defaults", False),
-        prompt_password=kw.pop("ask_password", False),
+        login_path=kw.pop("login_path", None),
+        prompt_password=pw.ask,
         prompt=_prompt_password,
+        warn=warn,
     )
     return opts, kw.pop("datadir", None)
 
@@ -131,12 +187,12 @@ def _emit_json(obj: Any) -> None:
     sys.stdout.write(json.dumps(obj, indent=2, default=str) + "\n")
 
 
-@click.group()
+@click.group(cls=ClientGroup, context_settings=CLIENT_CONTEXT)
 def server() -> None:
     """Look at a live MariaDB/MySQL server: settings and tablespaces."""
 
 
-@server.command()
+@server.command(cls=ClientCommand, context_settings=CLIENT_CONTEXT)
 @connection_options
 @click.option("--json", "as_json", is_flag=True, help="One JSON object.")
 def status(as_json: bool, **kw: Any) -> None:
@@ -153,7 +209,7 @@ def status(as_json: bool, **kw: Any) -> None:
         print_status(st)
 
 
-@server.command()
+@server.command(cls=ClientCommand, context_settings=CLIENT_CONTEXT)
 @connection_options
 @click.option("--schema", "schemas", multiple=True, help="Only this schema (repeatable).")
 @click.option("--all", "show_all", is_flag=True, help="Also tablespaces of no listed table.")
@@ -221,7 +277,7 @@ def _confirm(plan: Any, server_label: str, yes: bool) -> None:
         raise InputError("not confirmed; nothing was changed")
 
 
-@click.command()
+@click.command(cls=ClientCommand, context_settings=CLIENT_CONTEXT)
 @click.argument("table_names", metavar="TABLE...", nargs=-1)
 @click.option(
     "--to",

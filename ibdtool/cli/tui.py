@@ -10,11 +10,16 @@ from typing import Any
 
 import click
 
-from ibdtool.cli.server import connection_options, resolve_connection
+from ibdtool.cli.server import (
+    CLIENT_CONTEXT,
+    ClientCommand,
+    connection_options,
+    resolve_connection,
+)
 from ibdtool.errors import IbdtoolError
 
 
-@click.command()
+@click.command(cls=ClientCommand, context_settings=CLIENT_CONTEXT)
 @click.argument("path", default=".", type=click.Path(readable=False))
 @click.option(
     "--server",

@@ -12,7 +12,8 @@ The engine API the CLI (:mod:`ibdtool.cli.server`) and the TUI share::
     for event in run.events():       # a generator: progress, statements, results
         ...                          # run.cancel() from any thread sends KILL QUERY
 
-Modules: ``connection`` (options, option files, sessions), ``sql`` (every statement),
+Modules: ``clientopts`` (option files, login paths, precedence), ``loginfile``
+(``~/.mylogin.cnf``), ``connection`` (options, sessions), ``sql`` (every statement),
 ``flavor``, ``context`` (:class:`Server`), ``localfs`` (the datadir from here), ``pagestate``
 (pages by compression, verification), ``tables``, ``status``, ``plan``, ``preflight``,
 ``progress``, ``execute``, ``results``, ``journal``, ``display`` (Rich output of the CLI).
@@ -20,7 +21,8 @@ Modules: ``connection`` (options, option files, sessions), ``sql`` (every statem
 
 from __future__ import annotations
 
-from ibdtool.server.connection import ConnectionOptions, resolve_options
+from ibdtool.server.clientopts import resolve_options
+from ibdtool.server.connection import ConnectionOptions
 from ibdtool.server.context import Server
 from ibdtool.server.execute import ExecSettings, Migration
 from ibdtool.server.plan import Plan, PlanSettings, Target, build_plan, parse_target

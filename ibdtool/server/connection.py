@@ -1,12 +1,9 @@
-"""Connection options the way MySQL clients take them, and a thin PyMySQL session.
+"""Connection options and a thin PyMySQL session.
 
-Where each setting comes from, last one wins (as ``mysql`` does): the environment
-(``MYSQL_HOST``, ``MYSQL_TCP_PORT``, ``MYSQL_UNIX_PORT``, ``MYSQL_PWD``), then the option files'
-``[client]``, ``[client-server]`` and ``[ibdtool]`` groups (``/etc/my.cnf``,
-``/etc/mysql/my.cnf``, ``~/.my.cnf``, following ``!include``/``!includedir``; or only
-``--defaults-file``; none with ``--no-defaults``), then the command line, then a password typed at
-the prompt. A password is never accepted on the command line, never echoed, never logged and
-never handed to a child process: it lives in a :class:`Secret` whose ``repr`` is ``'***'``.
+:class:`ConnectionOptions` is where a connection goes and as whom; where each setting comes from
+(environment, option files, login-path file, command line) is :mod:`ibdtool.server.clientopts`.
+A password is never echoed, never logged and never handed to a child process: it lives in a
+:class:`Secret` whose ``repr`` is ``'***'``.
 
 :class:`Session` runs the tagged statements of :mod:`ibdtool.server.sql` with connect/read
 timeouts and turns PyMySQL errors into one-line :class:`ServerError` messages.
@@ -16,14 +13,12 @@ from __future__ import annotations
 
 import contextlib
 import getpass
-import os
 import ssl
 import threading
 import time
-from collections.abc import Callable, Iterator, Mapping, Sequence
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, field, replace
-from pathlib import Path
 from typing import Any
 
 import pymysql
@@ -38,8 +33,6 @@ from ibdtool.server.errors import (
     from_pymysql,
 )
 
-DEFAULT_OPTION_FILES = ("/etc/my.cnf", "/etc/mysql/my.cnf", "~/.my.cnf")
-OPTION_GROUPS = ("client", "client-server", "ibdtool")
 SSL_MODES = ("DISABLED", "PREFERRED", "REQUIRED", "VERIFY_CA", "VERIFY_IDENTITY")
 DEFAULT_CONNECT_TIMEOUT = 10.0
 DEFAULT_READ_TIMEOUT = 60.0
@@ -112,158 +105,6 @@ def _login_name() -> str:
         return getpass.getuser()
     except (KeyError, OSError):
         return "root"
-
-
-# --- option files ------------------------------------------------------------------------------
-
-
-def _option_file_lines(path: Path, seen: set[Path]) -> Iterator[tuple[Path, str]]:
-    """The lines of an option file with ``!include``/``!includedir`` expanded in place."""
-    try:
-        real = path.resolve()
-        if real in seen:
-            return
-        seen.add(real)
-        text = path.read_text(encoding="utf-8", errors="replace")
-    except OSError:
-        return
-    for line in text.splitlines():
-        stripped = line.strip()
-        if stripped.startswith("!includedir"):
-            folder = Path(stripped[len("!includedir") :].strip())
-            try:
-                names = sorted(p for p in folder.iterdir() if p.suffix == ".cnf")
-            except OSError:
-                names = []
-            for inc in names:
-                yield from _option_file_lines(inc, seen)
-        elif stripped.startswith("!include"):
-            yield from _option_file_lines(Path(stripped[len("!include") :].strip()), seen)
-        else:
-            yield path, line
-
-
-def _unquote(value: str) -> str:
-    value = value.strip()
-    if len(value) >= 2 and value[0] == value[-1] and value[0] in "'\"":
-        return value[1:-1]
-    # an unquoted value ends at a comment
-    for mark in (" #", "\t#"):
-        if mark in value:
-            value = value.split(mark, 1)[0].rstrip()
-    return value
-
-
-def read_option_files(
-    files: Sequence[str | os.PathLike[str]], groups: Sequence[str] = OPTION_GROUPS
-) -> dict[str, str]:
-    """Settings from ``groups`` of ``files`` (later files and groups win); keys use ``_``.
-
-    Parsed line by line like the server's own reader: ``key = value``, bare ``key`` flags,
-    quotes, ``#``/``;`` comments, and include directives. Unknown groups are ignored.
-    """
-    found: dict[str, str] = {}
-    for f in files:
-        per_group: dict[str, dict[str, str]] = {g: {} for g in groups}
-        current: str | None = None
-        for _, raw in _option_file_lines(Path(os.path.expanduser(f)), set()):
-            line = raw.strip()
-            if not line or line[0] in "#;":
-                continue
-            if line.startswith("[") and line.endswith("]"):
-                current = line[1:-1].strip().lower()
-                continue
-            if current not in per_group:
-                continue
-            key, sep, value = line.partition("=")
-            key = key.strip().lower().replace("-", "_")
-            per_group[current][key] = _unquote(value) if sep else ""
-        for g in groups:
-            found.update(per_group[g])
-    return found
-
-
-# --- resolving the options --------------------------------------------------------------------
-
-
-def resolve_options(
-    cli: Mapping[str, Any],
-    *,
-    defaults_file: str | None = None,
-    no_defaults: bool = False,
-    environ: Mapping[str, str] | None = None,
-    prompt_password: bool = False,
-    prompt: Callable[[str], str] | None = None,
-) -> ConnectionOptions:
-    """Merge environment, option files, command line and the prompt (see module doc).
-
-    ``cli`` holds the command-line values (None when not given): host, port, socket, user,
-    database, ssl_mode, ssl_ca, ssl_cert, ssl_key, connect_timeout, read_timeout.
-    """
-    env = os.environ if environ is None else environ
-    merged: dict[str, Any] = {}
-    if env.get("MYSQL_HOST"):
-        merged["host"] = env["MYSQL_HOST"]
-    if env.get("MYSQL_TCP_PORT"):
-        merged["port"] = env["MYSQL_TCP_PORT"]
-    if env.get("MYSQL_UNIX_PORT"):
-        merged["socket"] = env["MYSQL_UNIX_PORT"]
-    if "MYSQL_PWD" in env:
-        merged["password"] = env["MYSQL_PWD"]
-    if defaults_file is not None and not no_defaults:
-        if not Path(defaults_file).expanduser().is_file():
-            raise InputError(f"{defaults_file}: no such option file")
-        files: Sequence[str] = (defaults_file,)
-    else:
-        files = () if no_defaults else DEFAULT_OPTION_FILES
-    from_files = read_option_files(files)
-    for key in ("host", "port", "socket", "user", "password", "database", "ssl_mode"):
-        if key in from_files:
-            merged[key] = from_files[key]
-    for key in ("ssl_ca", "ssl_cert", "ssl_key"):
-        if key in from_files:
-            merged[key] = from_files[key]
-    if "skip_ssl" in from_files or from_files.get("ssl") in ("0", "OFF", "off"):
-        merged["ssl_mode"] = "DISABLED"
-    for key, value in cli.items():
-        if value is not None:
-            merged[key] = value
-    if prompt_password:
-        ask = prompt or (lambda text: getpass.getpass(text))
-        merged["password"] = ask("Enter password: ")
-    port = merged.get("port")
-    try:
-        port_n = int(port) if port not in (None, "") else None
-    except ValueError:
-        raise InputError(f"port {port!r} is not a number") from None
-    mode = str(merged["ssl_mode"]).upper() if merged.get("ssl_mode") else None
-    if mode is not None and mode not in SSL_MODES:
-        raise InputError(f"--ssl-mode {mode}: expected one of {', '.join(SSL_MODES)}")
-    host = merged.get("host") or None
-    socket_path = merged.get("socket") or None
-    if host not in (None, "localhost") or port_n:
-        socket_path = None if host not in (None, "localhost") else socket_path
-    if port_n and host is None:
-        host = "127.0.0.1"  # as mysql: an explicit port means TCP
-    if host is None and socket_path is None:
-        host = "localhost"
-    password = merged.get("password")
-    return ConnectionOptions(
-        host=host,
-        port=port_n,
-        socket=socket_path,
-        user=merged.get("user") or None,
-        password=Secret(str(password)) if password is not None else None,
-        database=merged.get("database") or None,
-        ssl_mode=mode,
-        ssl_ca=merged.get("ssl_ca") or None,
-        ssl_cert=merged.get("ssl_cert") or None,
-        ssl_key=merged.get("ssl_key") or None,
-        connect_timeout=float(merged.get("connect_timeout") or DEFAULT_CONNECT_TIMEOUT),
-        read_timeout=float(merged["read_timeout"])
-        if merged.get("read_timeout")
-        else DEFAULT_READ_TIMEOUT,
-    )
 
 
 def _ssl_context(opts: ConnectionOptions, mode: str) -> ssl.SSLContext:
@@ -424,7 +265,5 @@ __all__ = [
     "Session",
     "StatementHook",
     "connect",
-    "read_option_files",
-    "resolve_options",
     "session",
 ]

@@ -395,7 +395,7 @@ def list_tables(
         kinds = special.get((schema, table), [])
         info.fulltext = [n for n, t in kinds if t == "FULLTEXT"]
         info.spatial = [n for n, t in kinds if t == "SPATIAL"]
-        names = [
+        names: list[tuple[str, str | None]] = [
             (_catalog_name(server, schema, table, part, sub), f"{part}/{sub}" if sub else part)
             for part, sub in partitions.get((schema, table), [])
         ] or [(_catalog_name(server, schema, table), None)]
