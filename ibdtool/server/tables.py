@@ -85,6 +85,9 @@ class SpaceInfo:
     partition: str | None = None
     state: PageState | None = None
     state_error: str | None = None
+    #: "server" (the catalog's FILE_SIZE/ALLOCATED_SIZE) or "stat": MySQL 8.0.15 reports 0 for
+    #: a file whose name is not ASCII, so a local file's own ``stat`` is taken instead
+    sizes_from: str = "server"
 
     @property
     def shared(self) -> bool:
@@ -119,6 +122,7 @@ class SpaceInfo:
             "fs_block_size": self.fs_block_size,
             "file_size": self.file_size,
             "allocated_size": self.allocated_size,
+            "sizes_from": self.sizes_from,
             "path": self.path,
             "local_path": str(self.local_path) if self.local_path else None,
             "pages": self.state.to_json() if self.state else None,
@@ -290,7 +294,7 @@ def _space_from_row(row: dict[str, Any], datadir: Path | None) -> SpaceInfo:
     path = row.get("path")
     if isinstance(path, bytes):
         path = path.decode("utf-8", "replace")
-    return SpaceInfo(
+    space = SpaceInfo(
         space=int(row["space"]),
         name=str(row["name"]),
         flag=int(row.get("flag") or 0),
@@ -304,6 +308,15 @@ def _space_from_row(row: dict[str, Any], datadir: Path | None) -> SpaceInfo:
         path=path,
         local_path=localfs.tablespace_file(datadir, path),
     )
+    if space.local_path is not None and not space.file_size:
+        try:
+            st = space.local_path.stat()
+        except OSError:
+            return space
+        if st.st_size:
+            space.file_size, space.allocated_size = st.st_size, st.st_blocks * 512
+            space.sizes_from = "stat"
+    return space
 
 
 def read_tablespaces(server: Server, name: str | None = None) -> list[SpaceInfo]:
