@@ -12,6 +12,7 @@ import json
 import os
 import pty
 import shutil
+import socket
 import subprocess
 from pathlib import Path
 
@@ -378,3 +379,26 @@ def test_p_and_password_alone_ask_and_take_no_argument(cli_user: ThrowawayServer
     code, seen = _on_pty(["migrate", "-p", "mysql.db", "--to", "page:zlib", *base], b"\n")
     assert b"Enter password:" in seen
     assert b"Access denied for user 'cli'@'localhost'" in seen  # it asked; empty is wrong
+
+
+def test_a_password_on_the_command_line_is_blanked_out_of_ps(tmp_path: Path) -> None:
+    """As the clients do: while it connects (to a listener that never answers), the process's
+    command line, as every user sees it, holds x's where the password was."""
+    with socket.socket() as listener:
+        listener.bind(("127.0.0.1", 0))
+        listener.listen(1)
+        port = str(listener.getsockname()[1])
+        args = ["server", "status", "--no-defaults", "-h", "127.0.0.1", "-P", port]
+        proc = subprocess.Popen(
+            [*IBDTOOL, *args, f"-p{SECRET}", "--connect-timeout", "3"],
+            stdout=subprocess.PIPE, stderr=subprocess.PIPE, stdin=subprocess.DEVNULL,
+            env=_env(tmp_path), cwd=REPO,
+        )  # fmt: skip
+        listener.settimeout(60)
+        conn, _ = listener.accept()  # ibdtool has read its options and is connecting
+        with conn:
+            cmdline = Path(f"/proc/{proc.pid}/cmdline").read_bytes().split(b"\0")
+        _, err = proc.communicate(timeout=60)  # the connection closed: it fails at once
+    assert SECRET.encode() not in b" ".join(cmdline)
+    assert b"-p" + b"x" * len(SECRET.encode()) in cmdline
+    assert proc.returncode == 2 and SECRET.encode() not in err

@@ -157,6 +157,10 @@ def resolve_connection(kw: dict[str, Any]) -> tuple[Any, str | None]:
     pw = ctx.meta.get("ibdtool.password") if ctx is not None else None
     pw = pw if isinstance(pw, PasswordArg) else PasswordArg()
     if pw.value is not None:
+        from ibdtool.server.argvscrub import scrub_quietly
+
+        if pw.arg:
+            scrub_quietly(pw.arg, pw.value)  # out of `ps`, as the clients do
         click.echo(f"ibdtool: [Warning] {PASSWORD_WARNING}", err=True)
         cli["password"] = pw.value
 

@@ -354,6 +354,7 @@ class PasswordArg:
 
     value: str | None = None  # -pSECRET / --password=SECRET
     ask: bool = False  # -p / --password alone
+    arg: str | None = None  # the argument that held the value, to blank out of the cmdline
 
 
 def take_password_args(args: Sequence[str]) -> tuple[list[str], PasswordArg]:
@@ -373,9 +374,9 @@ def take_password_args(args: Sequence[str]) -> tuple[list[str], PasswordArg]:
         if a in ("-p", "--password"):
             result = PasswordArg(None, True)
         elif a.startswith("--password="):
-            result = PasswordArg(a.partition("=")[2], False)
+            result = PasswordArg(a.partition("=")[2], False, a)
         elif a.startswith("-p") and not a.startswith("--"):
-            result = PasswordArg(a[2:], False)
+            result = PasswordArg(a[2:], False, a)
         elif a == "-?":
             out.append("--help")
         else:
