@@ -288,7 +288,7 @@ def resolve_options(
             _apply(merged, s)
     for s in read_login_path_file(loginfile.login_file_path(dict(env)), login_path, warn):
         _apply(merged, s)
-    port_on_cli = cli.get("port") is not None
+    port_on_cli = bool(cli.get("port"))  # -P 0 is "the default", as for the clients
     for key, value in cli.items():
         if value is not None:
             merged[key] = value
@@ -306,6 +306,7 @@ def _build(merged: dict[str, Any], port_on_cli: bool) -> ConnectionOptions:
         raise InputError(f"port {port!r} is not a number") from None
     if port_n is not None and not 0 <= port_n <= 65535:
         raise InputError(f"port {port_n} is out of range")
+    port_n = port_n or None
     mode = str(merged["ssl_mode"]).upper() if merged.get("ssl_mode") else None
     if mode is not None and mode not in SSL_MODES:
         raise InputError(f"--ssl-mode {mode}: expected one of {', '.join(SSL_MODES)}")
