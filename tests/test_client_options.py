@@ -23,8 +23,8 @@ from ibdtool.server.clientopts import read_login_path_file, read_option_file
 from samples.servers import ThrowawayServer
 from tests import mysql_client_tools as mysqlc
 from tests.catalog import REPO
+from tests.cli_runner import IBDTOOL
 from tests.server_fixtures import (
-    IBDTOOL,
     clean_env,
     ibdtool,
     mariadb,  # noqa: F401  (fixtures)
