@@ -196,10 +196,14 @@ def _layout(
 
 
 def record_fields(
-    page: bytes | bytearray, rec: int, index: ZipIndex, node_ptr: bool
+    page: bytes | bytearray, rec: int, index: ZipIndex, node_ptr: bool, skip: int = 0
 ) -> RecordLayout:
-    """Fields of the record whose origin is ``rec`` on ``page`` (header read downwards)."""
-    base = rec - REC_N_NEW_EXTRA_BYTES - 1
+    """Fields of the record whose origin is ``rec`` on ``page`` (header read downwards).
+
+    ``skip`` header bytes below the 5 fixed ones come before the null bitmap: the field count
+    of an instant record or the row version (MySQL 8.0.12+/8.0.29+, MariaDB 10.3+).
+    """
+    base = rec - REC_N_NEW_EXTRA_BYTES - 1 - skip
 
     def get(k: int) -> int:
         if base - k < 0:

@@ -1,0 +1,430 @@
+"""``CREATE TABLE …`` (as ``SHOW CREATE TABLE`` prints it) → a :class:`TableDef`.
+
+Only what InnoDB's record layout needs is read: each column's type, length, charset, NULL-ability
+and ENUM/SET members (virtual generated columns are not stored and are left out), the PRIMARY
+KEY and the other keys with their column prefixes, and the table's default charset. Without a
+primary key the first UNIQUE key on NOT NULL columns is the clustered index, as InnoDB chooses;
+without one either, the hidden DB_ROW_ID is. FULLTEXT and SPATIAL keys are skipped. Temporal
+columns are taken in their MySQL 5.6.4+ formats.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+
+from parsers.charsets import Charset, charset_by_name, collation_charset_name
+from parsers.columns import decimal_size, frac_bytes
+from parsers.errors import ParseError
+from parsers.tabledef import (
+    Column,
+    IndexDef,
+    IndexField,
+    Kind,
+    TableDef,
+    clustered_layout,
+    secondary_layout,
+)
+
+_TOKEN = re.compile(
+    r"""\s*(?:
+      (?P<comment>/\*.*?\*/|--[^\n]*|\#[^\n]*)
+    |       (?P<bq>`(?:[^`]|``)*`)
+    | (?P<str>'(?:[^'\\]|\\.|'')*'|"(?:[^"\\]|\\.|"")*")
+    | (?P<num>\d+(?:\.\d+)?)
+    | (?P<word>[A-Za-z_$@#][\w$@#]*)
+    | (?P<punct>[(),;=.])
+    | (?P<other>\S)
+    )""",
+    re.VERBOSE | re.DOTALL,
+)
+
+_INTS = {"tinyint": 1, "bool": 1, "boolean": 1, "smallint": 2, "mediumint": 3, "int": 4,
+         "integer": 4, "bigint": 8}  # fmt: skip
+_BLOBS = {"tinyblob", "blob", "mediumblob", "longblob"}
+_TEXTS = {"tinytext", "text", "mediumtext", "longtext", "long"}
+_GEOMS = {"geometry", "point", "linestring", "polygon", "multipoint", "multilinestring",
+          "multipolygon", "geometrycollection", "geomcollection"}  # fmt: skip
+_FIXED_BINARY = {"inet6": 16, "uuid": 16, "inet4": 4}
+_KEY_WORDS = {"primary", "unique", "key", "index", "fulltext", "spatial", "constraint",
+              "foreign", "check", "period", "system"}  # fmt: skip
+
+
+class DdlError(ParseError):
+    """A CREATE TABLE statement ibdtool cannot read."""
+
+
+@dataclass
+class _Tok:
+    kind: str
+    text: str
+
+    @property
+    def word(self) -> str:
+        return self.text.lower() if self.kind == "word" else ""
+
+
+def _tokens(sql: str) -> list[_Tok]:
+    out: list[_Tok] = []
+    pos = 0
+    while pos < len(sql):
+        m = _TOKEN.match(sql, pos)
+        if m is None or m.end() == pos:
+            if sql[pos:].strip() == "":
+                break
+            raise DdlError(f"cannot read the statement at {sql[pos : pos + 20]!r}")
+        pos = m.end()
+        kind = m.lastgroup or "other"
+        text = m.group(kind)
+        if kind == "comment":
+            continue
+        if kind == "bq":
+            out.append(_Tok("name", text[1:-1].replace("``", "`")))
+        elif kind == "str":
+            q = text[0]
+            body = text[1:-1].replace(q + q, q)
+            body = re.sub(r"\\(.)", lambda x: {"n": "\n", "t": "\t", "0": "\0"}.get(x.group(1), x.group(1)), body)
+            out.append(_Tok("str", body))
+        else:
+            out.append(_Tok(kind, text))
+    return out
+
+
+class _Parser:
+    def __init__(self, toks: list[_Tok]) -> None:
+        self.toks = toks
+        self.i = 0
+
+    def peek(self, k: int = 0) -> _Tok:
+        j = self.i + k
+        return self.toks[j] if j < len(self.toks) else _Tok("eof", "")
+
+    def take(self) -> _Tok:
+        t = self.peek()
+        if t.kind == "eof":
+            raise DdlError("the statement ends too early")
+        self.i += 1
+        return t
+
+    def expect(self, text: str) -> None:
+        t = self.take()
+        if t.text.lower() != text:
+            raise DdlError(f"expected {text!r}, found {t.text!r}")
+
+    def accept(self, *words: str) -> bool:
+        if self.peek().text.lower() == words[0] and all(
+            self.peek(k).text.lower() == w for k, w in enumerate(words)
+        ):
+            self.i += len(words)
+            return True
+        return False
+
+    def name(self) -> str:
+        t = self.take()
+        if t.kind not in ("name", "word", "str"):
+            raise DdlError(f"expected a name, found {t.text!r}")
+        return t.text
+
+    def skip_parens(self) -> list[_Tok]:
+        """Skip a balanced ( … ) group; the tokens inside."""
+        self.expect("(")
+        depth, start = 1, self.i
+        while depth:
+            t = self.take()
+            if t.text == "(":
+                depth += 1
+            elif t.text == ")":
+                depth -= 1
+        return self.toks[start : self.i - 1]
+
+    def args(self) -> list[_Tok]:
+        if self.peek().text != "(":
+            return []
+        return [t for t in self.skip_parens() if t.text != ","]
+
+    def skip_expr(self) -> None:
+        """Skip one DEFAULT/ON UPDATE value: a literal, a word (with call parens), or ( … )."""
+        if self.peek().text == "(":
+            self.skip_parens()
+            return
+        self.take()
+        if self.peek().text == "(":
+            self.skip_parens()
+
+
+def _charset(name: str | None, collation: str | None, default: Charset) -> Charset:
+    if collation and not name:
+        name = collation_charset_name(collation)
+    if not name:
+        return default
+    cs = charset_by_name(name)
+    if cs is None:
+        raise DdlError(f"unknown character set {name}")
+    return cs
+
+
+def _column(p: _Parser, name: str, table_cs: Charset) -> Column | None:
+    tname = p.take().word
+    if not tname:
+        raise DdlError(f"column {name}: no type")
+    if tname in ("double", "char", "long") and p.peek().word in ("precision", "varying", "varchar", "varbinary"):
+        nxt = p.take().word
+        tname = {"varying": "varchar", "precision": "double"}.get(nxt, nxt)
+    if tname in ("national", "nchar"):
+        tname = "char" if tname == "nchar" else p.take().word
+    args = p.args()
+    nums = [int(float(t.text)) for t in args if t.kind == "num"]
+    members = tuple(t.text for t in args if t.kind == "str")
+    unsigned = False
+    nullable = True
+    cs_name = coll = None
+    virtual = False
+    while p.peek().kind != "eof" and p.peek().text not in (",", ")"):
+        w = p.take().word
+        if w in ("unsigned", "zerofill"):
+            unsigned = True
+        elif w == "signed":
+            pass
+        elif w in ("character", "charset"):
+            if w == "character":
+                p.expect("set")
+            cs_name = p.name()
+        elif w == "collate":
+            coll = p.name()
+        elif w == "binary":
+            pass
+        elif w == "not":
+            p.expect("null")
+            nullable = False
+        elif w == "null":
+            nullable = True
+        elif w == "default":
+            p.skip_expr()
+        elif w == "on":
+            p.expect("update")
+            p.skip_expr()
+        elif w in ("comment",):
+            p.take()
+        elif w == "generated":
+            p.expect("always")
+        elif w == "as":
+            p.skip_parens()
+            virtual = True
+        elif w in ("stored", "persistent"):
+            virtual = False
+        elif w == "virtual":
+            virtual = True
+        elif w == "check":
+            p.skip_parens()
+        elif w == "references":
+            p.name()
+            if p.peek().text == ".":
+                p.take()
+                p.name()
+            p.args()
+        elif w == "primary" or w == "unique":
+            p.accept("key")
+            if w == "primary":
+                nullable = False
+        elif w == "srid":
+            p.take()
+        # AUTO_INCREMENT, INVISIBLE, VISIBLE, COLUMN_FORMAT x, STORAGE x … change no layout
+    if virtual:
+        return None
+    if tname == "serial":
+        tname, unsigned, nullable = "bigint", True, False
+    text_cs = _charset(cs_name, coll, table_cs)  # BINARY: a _bin collation, same charset
+    if tname in _INTS:
+        return Column(name, Kind.INT, _INTS[tname], nullable, unsigned)
+    if tname in ("float", "double", "real"):
+        if tname == "float" and not (nums and nums[0] > 24):
+            return Column(name, Kind.FLOAT, 4, nullable, unsigned)
+        return Column(name, Kind.DOUBLE, 8, nullable, unsigned)
+    if tname in ("decimal", "numeric", "dec", "fixed"):
+        prec = nums[0] if nums else 10
+        scale = nums[1] if len(nums) > 1 else 0
+        return Column(name, Kind.DECIMAL, decimal_size(prec, scale), nullable, unsigned,
+                      precision=prec, scale=scale)  # fmt: skip
+    fsp = nums[0] if nums else 0
+    temporal = {
+        "date": (Kind.DATE, 3),
+        "datetime": (Kind.DATETIME, 5 + frac_bytes(fsp)),
+        "timestamp": (Kind.TIMESTAMP, 4 + frac_bytes(fsp)),
+        "time": (Kind.TIME, 3 + frac_bytes(fsp)),
+        "year": (Kind.YEAR, 1),
+    }
+    if tname in temporal:
+        kind, size = temporal[tname]
+        return Column(name, kind, size, nullable, fsp=fsp if kind is not Kind.DATE else 0)
+    if tname == "bit":
+        bits = nums[0] if nums else 1
+        return Column(name, Kind.BIT, (bits + 7) // 8, nullable)
+    if tname == "enum":
+        return Column(name, Kind.ENUM, 1 if len(members) < 256 else 2, nullable, elements=members)
+    if tname == "set":
+        size = (len(members) + 7) // 8
+        return Column(name, Kind.SET, 8 if size > 4 else size, nullable, elements=members)
+    if tname in ("char", "character", "binary"):
+        n = nums[0] if nums else 1
+        cs = None if tname == "binary" or text_cs.codec is None else text_cs
+        return Column(name, Kind.CHAR, n * (cs.mbmaxlen if cs else 1), nullable, charset=cs)
+    if tname in ("varchar", "varbinary", "varcharacter"):
+        if not nums:
+            raise DdlError(f"column {name}: {tname} needs a length")
+        cs = None if tname == "varbinary" or text_cs.codec is None else text_cs
+        return Column(name, Kind.VARCHAR, nums[0] * (cs.mbmaxlen if cs else 1), nullable, charset=cs)
+    if tname in _TEXTS:
+        cs = None if text_cs.codec is None else text_cs
+        return Column(name, Kind.BLOB, 1 << 16, nullable, charset=cs)
+    if tname in _BLOBS:
+        return Column(name, Kind.BLOB, 1 << 16, nullable)
+    if tname == "json":
+        return Column(name, Kind.JSON, 1 << 16, nullable)
+    if tname in _GEOMS:
+        return Column(name, Kind.GEOMETRY, 1 << 16, nullable)
+    if tname in _FIXED_BINARY:
+        return Column(name, Kind.RAW, _FIXED_BINARY[tname], nullable)
+    raise DdlError(f"column {name}: type {tname} is not supported")
+
+
+def _key_parts(p: _Parser, cols: dict[str, Column]) -> list[IndexField]:
+    p.expect("(")
+    parts: list[IndexField] = []
+    while True:
+        if p.peek().text == "(":  # a functional key part: a hidden virtual column
+            p.skip_parens()
+            parts = []
+            while p.peek().text not in (",", ")"):
+                p.take()
+            raise DdlError("functional key parts are not supported")
+        cname = p.name()
+        col = cols.get(cname) or next((c for k, c in cols.items() if k.lower() == cname.lower()), None)
+        if col is None:
+            raise DdlError(f"key names unknown column {cname}")
+        prefix = 0
+        if p.peek().text == "(":
+            n = int(p.args()[0].text)
+            prefix = n * col.mbmaxlen
+        while p.peek().text not in (",", ")"):
+            p.take()  # ASC / DESC
+        parts.append(IndexField(col, prefix))
+        if p.take().text == ")":
+            return parts
+
+
+def parse_create_table(sql: str) -> TableDef:
+    """Read a CREATE TABLE statement; :class:`DdlError` says what it could not read."""
+    p = _Parser(_tokens(sql))
+    p.expect("create")
+    p.accept("or", "replace")
+    p.accept("temporary")
+    p.expect("table")
+    p.accept("if", "not", "exists")
+    name = p.name()
+    if p.peek().text == ".":
+        p.take()
+        name = p.name()
+    body_start = p.i
+    p.skip_parens()  # first find the table options (its default charset)
+    body_end = p.i
+    table_cs_name = table_coll = None
+    while p.peek().kind != "eof":
+        w = p.take().word
+        if w in ("charset", "character"):
+            if w == "character":
+                p.accept("set")
+            p.accept("=")
+            table_cs_name = p.name()
+        elif w == "collate":
+            p.accept("=")
+            table_coll = p.name()
+    table_cs = _charset(table_cs_name, table_coll, charset_by_name("utf8mb4"))  # type: ignore[arg-type]
+    body = _Parser(p.toks[body_start + 1 : body_end - 1])
+    columns: dict[str, Column] = {}
+    order: list[str] = []
+    keys: list[tuple[str, str, list[IndexField]]] = []
+    while body.peek().kind != "eof":
+        first = body.peek()
+        if first.kind == "word" and first.word in _KEY_WORDS:
+            _table_key(body, columns, keys)
+        else:
+            cname = body.name()
+            col = _column(body, cname, table_cs)
+            if col is not None:
+                columns[cname] = col
+                order.append(cname)
+        if body.peek().text == ",":
+            body.take()
+        elif body.peek().kind != "eof":
+            raise DdlError(f"unexpected {body.peek().text!r} in the column list")
+    if not columns:
+        raise DdlError("no stored columns")
+    cols = tuple(columns[n] for n in order)
+    pk = next((k for k in keys if k[0] == "primary"), None)
+    if pk is None:
+        pk = next(
+            (k for k in keys if k[0] == "unique" and all(not f.column.nullable and not f.prefix for f in k[2])),
+            None,
+        )
+    if pk is not None:
+        pk_fields = [IndexField(f.column, f.prefix) for f in pk[2]]
+        cols = tuple(
+            Column(**{**_asdict(c), "nullable": False}) if any(f.column.name == c.name for f in pk_fields) else c
+            for c in cols
+        )
+        by = {c.name: c for c in cols}
+        pk_fields = [IndexField(by[f.column.name], f.prefix) for f in pk_fields]
+        clustered = clustered_layout(cols, pk_fields, pk[1])
+    else:
+        clustered = clustered_layout(cols, [], "GEN_CLUST_INDEX")
+    by = {c.name: c for c in cols}
+    indexes = [clustered]
+    for kind, kname, parts in keys:
+        if pk is not None and kname == pk[1] and kind == pk[0]:
+            continue
+        if kind in ("fulltext", "spatial"):
+            continue
+        parts = [IndexField(by[f.column.name], f.prefix) for f in parts]
+        indexes.append(secondary_layout(kname, parts, clustered))
+    return TableDef(name, cols, tuple(indexes), "schema")
+
+
+def _asdict(c: Column) -> dict[str, object]:
+    return {f: getattr(c, f) for f in c.__slots__}  # type: ignore[attr-defined]
+
+
+def _table_key(p: _Parser, cols: dict[str, Column], keys: list[tuple[str, str, list[IndexField]]]) -> None:
+    w = p.take().word
+    if w == "constraint":
+        if p.peek().word not in ("primary", "unique", "foreign", "check"):
+            p.name()
+        w = p.take().word
+    if w in ("foreign", "check", "period", "system"):
+        while p.peek().kind != "eof" and p.peek().text != ",":
+            if p.peek().text == "(":
+                p.skip_parens()
+            else:
+                p.take()
+        return
+    kind = {"primary": "primary", "unique": "unique", "fulltext": "fulltext", "spatial": "spatial"}.get(w, "key")
+    if w in ("primary", "unique", "fulltext", "spatial"):
+        p.accept("key") or p.accept("index")
+    name = "PRIMARY" if kind == "primary" else ""
+    if p.peek().text != "(":
+        if p.peek().word == "using":
+            p.take()
+            p.take()
+        else:
+            name = p.name() if kind != "primary" else name
+        if p.peek().word == "using":
+            p.take()
+            p.take()
+    parts = _key_parts(p, cols)
+    if not name:
+        name = parts[0].column.name
+    while p.peek().kind != "eof" and p.peek().text != ",":
+        if p.peek().text == "(":
+            p.skip_parens()
+        else:
+            p.take()
+    keys.append((kind, name, parts))

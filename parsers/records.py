@@ -1,0 +1,294 @@
+"""User records of an index page → field bytes → values, for every row format.
+
+COMPACT, DYNAMIC and (rebuilt) COMPRESSED records are read with :mod:`parsers.compact_rec`
+(null bitmap and length bytes below the 5 fixed header bytes, FORMATS.md §5.2), from an index
+description made from the table definition instead of a zip page's own. REDUNDANT records keep
+a 6-byte header and one end offset per field (1 or 2 bytes: NULL and external flags in the top
+bits). A record may hold fewer fields than its index:
+
+* MySQL 8.0.12–8.0.28 instant ADD COLUMN: info bit 0x80, the field count in 1–2 bytes before the
+  null bitmap; records without it hold the columns the table had before the first instant ADD.
+* MySQL 8.0.29+ row versions: info bit 0x40, a version byte before the null bitmap; a version
+  holds the columns added up to it and not yet dropped, in ``physical_pos`` order; records
+  without it are version 0.
+* MariaDB 10.3+ instant ADD: status 4 (``REC_STATUS_INSTANT``) records store ``fields − core −
+  1`` in 1–2 bytes before the null bitmap; ordinary ones hold the core fields (PAGE_INSTANT of
+  the root page). The first record of the index, flagged min-rec, is the metadata record: it
+  holds the added columns' values for older rows.
+
+Missing columns take the value the column had when it was added. Externally stored fields are
+followed through :mod:`parsers.lob`, up to a byte limit.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass, field
+from typing import Any
+
+from parsers.columns import ColumnError, decode_value, hex_bytes
+from parsers.compact_rec import (
+    REC_INFO_DELETED_FLAG,
+    REC_INFO_MIN_REC_FLAG,
+    REC_N_NEW_EXTRA_BYTES,
+    REC_STATUS_NODE_PTR,
+    FieldSpec,
+    RecordError,
+    ZipIndex,
+    iter_records,
+    record_fields,
+)
+from parsers.errors import ParseError
+from parsers.lob import BTR_EXTERN_FIELD_REF_SIZE, ExternRef, LobError, read_extern
+from parsers.tabledef import Column, IndexDef, IndexField, Kind, TableDef
+
+REC_INFO_INSTANT_FLAG = 0x80  # MySQL 8.0.12+: the record stores its field count
+REC_INFO_VERSION_FLAG = 0x40  # MySQL 8.0.29+: the record stores its row version
+REC_STATUS_INSTANT = 4  # MariaDB 10.3+
+PAGE_OLD_INFIMUM = 101
+PAGE_OLD_SUPREMUM = 116
+REC_N_OLD_EXTRA_BYTES = 6
+PAGE_N_HEAP = 38 + 4
+PAGE_INSTANT = 38 + 12  # MariaDB: core field count << 3 | direction, on an instant root
+FIL_PAGE_TYPE_INSTANT = 18
+DEFAULT_EXTERN_LIMIT = 1 << 20
+
+
+class RecordsError(ParseError):
+    """A page or record that cannot be read with the table definition given."""
+
+
+@dataclass(slots=True)
+class Row:
+    """One user record: its place, whether it is delete-marked, its values."""
+
+    page: int
+    origin: int
+    deleted: bool
+    fields: dict[str, Any]
+    truncated: list[str] = field(default_factory=list)  # external values cut at the limit
+    errors: dict[str, str] = field(default_factory=dict)  # per field: why it has no value
+
+
+@dataclass(frozen=True, slots=True)
+class _Raw:
+    """One record's fields as bytes (None: NULL; missing: not stored in this record)."""
+
+    deleted: bool
+    min_rec: bool
+    values: list[bytes | None]
+    extern: list[bool]
+    n_stored: int
+    fields: tuple[IndexField, ...]
+
+
+def page_is_compact(page: bytes) -> bool:
+    return bool(int.from_bytes(page[PAGE_N_HEAP : PAGE_N_HEAP + 2], "big") & 0x8000)
+
+
+def mariadb_core_fields(root: bytes) -> int | None:
+    """MariaDB's count of fields before instant ADD, from an instant root page; else None."""
+    if int.from_bytes(root[24:26], "big") != FIL_PAGE_TYPE_INSTANT:
+        return None
+    return int.from_bytes(root[PAGE_INSTANT : PAGE_INSTANT + 2], "big") >> 3
+
+
+class IndexReader:
+    """Reads the user records of one index's leaf pages with a table definition."""
+
+    def __init__(
+        self,
+        table: TableDef,
+        index: IndexDef,
+        get_page: Callable[[int], bytes],
+        *,
+        extern_limit: int = DEFAULT_EXTERN_LIMIT,
+        mariadb_core: int | None = None,
+    ) -> None:
+        self.table = table
+        self.index = index
+        self.get_page = get_page  # physical page n as stored, uncompressed (for LOB chains)
+        self.extern_limit = extern_limit
+        self.mariadb_core = mariadb_core
+        self.defaults: dict[str, bytes | None] = {
+            f.column.name: f.column.default for f in index.fields if f.column.instant
+        }
+        fields = index.fields
+        if table.versioned:
+            self.core_fields = tuple(f for f in fields if f.column.in_version(0))
+        elif mariadb_core is not None:
+            self.core_fields = fields[:mariadb_core]
+        else:
+            n_instant = sum(1 for f in fields if f.column.instant)
+            self.core_fields = fields[: len(fields) - n_instant] if index.clustered else fields
+        self._specs: dict[tuple[int, ...], ZipIndex] = {}
+
+    # --- field layout ----------------------------------------------------------------------
+
+    def _zindex(self, fields: tuple[IndexField, ...]) -> ZipIndex:
+        key = tuple(id(f) for f in fields)
+        z = self._specs.get(key)
+        if z is None:
+            specs = tuple(
+                FieldSpec(f.fixed_len(True), f.column.nullable, f.column.big) for f in fields
+            )
+            z = self._specs[key] = ZipIndex(specs, True, None, sum(s.nullable for s in specs))
+        return z
+
+    def _compact_fields(self, page: bytes, rec: int, info: int, status: int) -> tuple[tuple[IndexField, ...], int]:
+        """The fields this record stores and the header bytes before its null bitmap."""
+        fields = self.index.fields
+        below = rec - REC_N_NEW_EXTRA_BYTES - 1
+        if status == REC_STATUS_INSTANT:  # MariaDB
+            n_add = page[below]
+            skip = 1
+            if n_add & 0x80:
+                n_add = (n_add & 0x7F) | page[below - 1] << 7
+                skip = 2
+            core = self.mariadb_core if self.mariadb_core is not None else len(self.core_fields)
+            n = core + 1 + n_add
+            if n > len(fields):
+                raise RecordError(f"record at {rec} has {n} fields, the index {len(fields)}")
+            return fields[:n], skip
+        if info & REC_INFO_VERSION_FLAG:
+            version = page[below]
+            return tuple(f for f in fields if f.column.in_version(version)), 1
+        if info & REC_INFO_INSTANT_FLAG:
+            n = page[below]
+            skip = 1
+            if n & 0x80:
+                n = (n & 0x7F) << 8 | page[below - 1]
+                skip = 2
+            if n > len(fields):
+                raise RecordError(f"record at {rec} has {n} fields, the index {len(fields)}")
+            return fields[:n], skip
+        return self.core_fields, 0
+
+    def _compact(self, page: bytes) -> Iterator[tuple[int, _Raw]]:
+        for head in iter_records(page):
+            if head.status == REC_STATUS_NODE_PTR:
+                raise RecordsError(f"record at {head.origin} is a node pointer on a leaf page")
+            fields, skip = self._compact_fields(page, head.origin, head.info_bits, head.status)
+            lay = record_fields(page, head.origin, self._zindex(fields), False, skip)
+            values: list[bytes | None] = []
+            extern: list[bool] = []
+            for f in lay.fields:
+                values.append(None if f.null else bytes(page[f.start : f.end]))
+                extern.append(f.extern)
+            yield head.origin, _Raw(
+                bool(head.info_bits & REC_INFO_DELETED_FLAG),
+                bool(head.info_bits & REC_INFO_MIN_REC_FLAG),
+                values,
+                extern,
+                len(fields),
+                fields,
+            )
+
+    def _redundant(self, page: bytes) -> Iterator[tuple[int, _Raw]]:
+        seen: set[int] = set()
+        rec = int.from_bytes(page[PAGE_OLD_INFIMUM - 2 : PAGE_OLD_INFIMUM], "big")
+        fields_all = self.index.fields
+        while rec != PAGE_OLD_SUPREMUM:
+            if rec in seen or not PAGE_OLD_SUPREMUM < rec < len(page):
+                raise RecordError(f"record list {'loops' if rec in seen else 'points'} to {rec}")
+            seen.add(rec)
+            info = page[rec - 6] & 0xF0
+            n_fields = (int.from_bytes(page[rec - 4 : rec - 2], "big") >> 1) & 0x3FF
+            short = page[rec - 3] & 1
+            if n_fields > len(fields_all) or n_fields == 0:
+                raise RecordError(f"record at {rec} has {n_fields} fields, the index {len(fields_all)}")
+            values: list[bytes | None] = []
+            extern: list[bool] = []
+            start = rec
+            for i in range(n_fields):
+                if short:
+                    raw_end = page[rec - REC_N_OLD_EXTRA_BYTES - 1 - i]
+                    end, null, ext = raw_end & 0x7F, bool(raw_end & 0x80), False
+                else:
+                    pos = rec - REC_N_OLD_EXTRA_BYTES - 2 * (i + 1)
+                    raw_end = int.from_bytes(page[pos : pos + 2], "big")
+                    end, null, ext = raw_end & 0x3FFF, bool(raw_end & 0x8000), bool(raw_end & 0x4000)
+                if rec + end > len(page) or rec + end < start:
+                    raise RecordError(f"record at {rec}: field {i} ends outside the page")
+                values.append(None if null else bytes(page[start : rec + end]))
+                extern.append(ext)
+                start = rec + end
+            yield rec, _Raw(
+                bool(info & REC_INFO_DELETED_FLAG),
+                bool(info & REC_INFO_MIN_REC_FLAG),
+                values,
+                extern,
+                n_fields,
+                fields_all[:n_fields],
+            )
+            rec = int.from_bytes(page[rec - 2 : rec], "big")
+
+    # --- values ----------------------------------------------------------------------------
+
+    def _value(self, col: Column, raw: bytes | None, ext: bool, row: Row) -> Any:
+        if raw is None:
+            return None
+        if ext:
+            if len(raw) < BTR_EXTERN_FIELD_REF_SIZE:
+                row.errors[col.name] = "external field shorter than its reference"
+                return None
+            local, ref = raw[:-BTR_EXTERN_FIELD_REF_SIZE], raw[-BTR_EXTERN_FIELD_REF_SIZE:]
+            try:
+                more, cut = read_extern(
+                    self.get_page, ExternRef.parse(ref), max(0, self.extern_limit - len(local))
+                )
+            except LobError as exc:
+                row.errors[col.name] = str(exc)
+                return None
+            raw = local + more
+            if cut:
+                row.truncated.append(col.name)
+                if col.kind is Kind.JSON:  # a cut JSON document has no text
+                    return hex_bytes(raw)
+        try:
+            return decode_value(col, raw)
+        except (ColumnError, ParseError) as exc:
+            row.errors[col.name] = str(exc)
+            return hex_bytes(raw)
+
+    def rows(self, page_no: int, page: bytes, *, metadata: bool = False) -> Iterator[Row]:
+        """The user records of leaf page ``page`` in key order (delete-marked ones flagged).
+
+        ``metadata``: the page is the index's first leaf; a MariaDB metadata record there
+        sets the instantly added columns' values and is not a row.
+        """
+        raws = self._compact(page) if page_is_compact(page) else self._redundant(page)
+        for origin, raw in raws:
+            if raw.min_rec:
+                if metadata and (raw.n_stored > len(self.core_fields) or self.defaults):
+                    self._take_metadata(raw)
+                continue
+            row = Row(page_no, origin, raw.deleted, {})
+            got = {f.column.name: i for i, f in enumerate(raw.fields)}
+            for f in self.output_fields():
+                col = f.column
+                i = got.get(col.name)
+                if i is None:
+                    dflt = self.defaults.get(col.name)
+                    row.fields[col.name] = None if dflt is None else self._value(col, dflt, False, row)
+                else:
+                    row.fields[col.name] = self._value(col, raw.values[i], raw.extern[i], row)
+            yield row
+
+    def _take_metadata(self, raw: _Raw) -> None:
+        if raw.deleted:
+            raise RecordsError(
+                "MariaDB instant DROP/reorder COLUMN metadata is not supported (rebuild the "
+                "table or use the server)"
+            )
+        for f, val, ext in zip(raw.fields, raw.values, raw.extern, strict=True):
+            if f not in self.core_fields and not ext:
+                self.defaults[f.column.name] = val
+
+    def output_fields(self) -> list[IndexField]:
+        """The fields a row shows: the table's columns for the clustered index (table order),
+        the index's own fields for a secondary one."""
+        if self.index.clustered:
+            by_name = {f.column.name: f for f in self.index.fields}
+            return [by_name[c.name] for c in self.table.columns if c.name in by_name]
+        return [f for f in self.index.fields if not f.column.hidden]
