@@ -188,6 +188,16 @@ def _float(fmt: str, raw: bytes) -> float:
     return value
 
 
+def float32(raw: bytes) -> float:
+    """A FLOAT as the shortest decimal that reads back as the same 4 bytes."""
+    v = _float("<f", raw)
+    for digits in range(6, 10):
+        short = float(f"{v:.{digits}g}")
+        if struct.pack("<f", short) == raw:
+            return short
+    return v
+
+
 def decode_value(col: Column, raw: bytes) -> Any:
     """The stored bytes of a non-NULL field → its value (see the module docstring)."""
     kind = col.kind
@@ -197,7 +207,7 @@ def decode_value(col: Column, raw: bytes) -> Any:
     if kind is Kind.INT:
         return _int(raw, not col.unsigned)
     if kind is Kind.FLOAT:
-        return _float("<f", raw)
+        return float32(raw)
     if kind is Kind.DOUBLE:
         return _float("<d", raw)
     if kind is Kind.DECIMAL:

@@ -175,7 +175,14 @@ def table_from_sdi(obj: dict[str, Any]) -> TableDef:
             fields.append(IndexField(col, prefix))
         clustered = not indexes
         if clustered and any(f.column.physical_pos is not None for f in fields):
-            fields.sort(key=lambda f: f.column.physical_pos if f.column.physical_pos is not None else 0)
+            # instantly dropped columns stay in older records but not in the index elements
+            named = {f.column.name for f in fields}
+            fields += [
+                IndexField(c)
+                for c in cols
+                if c is not None and c.version_dropped and c.name not in named
+            ]
+            fields.sort(key=lambda f: -1 if f.column.physical_pos is None else f.column.physical_pos)
         priv = private(str(ix.get("se_private_data") or ""))
         n_key = sum(1 for el in ix.get("elements") or [] if not el.get("hidden"))
         indexes.append(

@@ -69,6 +69,7 @@ class IbdtoolGroup(click.Group):
         "migrate": "ibdtool.cli.server:migrate",
         "copy": "ibdtool.cli.copy:copy",
         "report": "ibdtool.cli.report:report",
+        "records": "ibdtool.records_cli:records",
         "tui": "ibdtool.cli.tui:tui",
     }
 

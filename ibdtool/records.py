@@ -1,0 +1,332 @@
+"""``ibdtool records``: the user records of one index of a tablespace, in key order, by column.
+
+The table definition comes from the first source that has one: the tablespace's own SDI (MySQL
+8), a ``CREATE TABLE`` given with ``--schema``, the live server (``SHOW CREATE TABLE`` of the
+table the file belongs to), the ``.cfg`` file beside the ``.ibd``. Without any, each record's
+bytes are shown in hex. The index's leaf pages are found by their headers (index id, level 0,
+no previous page) and walked along FIL_PAGE_NEXT with a visited set; each page is read as the
+server holds it (page-compressed pages inflated, ROW_FORMAT=COMPRESSED pages rebuilt).
+
+The engine yields :class:`RecordEvent` values; the CLI prints them.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from ibdtool.errors import InputError
+from ibdtool.tablespace import Tablespace
+from parsers.cfg import CfgError, parse_cfg
+from parsers.columns import hex_bytes
+from parsers.compact_rec import RecordError, iter_records
+from parsers.constants import FIL_NULL, FIL_PAGE_INDEX, Vendor
+from parsers.ddl import DdlError, parse_create_table
+from parsers.errors import ParseError
+from parsers.records import (
+    DEFAULT_EXTERN_LIMIT,
+    FIL_PAGE_TYPE_INSTANT,
+    IndexReader,
+    RecordsError,
+    mariadb_core_fields,
+    page_is_compact,
+)
+from parsers.sdi_table import SdiTableError, table_from_sdi
+from parsers.tabledef import IndexDef, TableDef
+from parsers.zip_page import ZipPageError, decompress_zip_page
+
+MAX_LEAF_PAGES = 1 << 26
+
+
+@dataclass(slots=True)
+class IndexPages:
+    """What the page headers say about one index id."""
+
+    index_id: int
+    leaves: list[int] = field(default_factory=list)  # level-0 pages with no previous page
+    root: int | None = None
+    root_level: int = -1
+    pages: int = 0
+
+
+@dataclass(frozen=True, slots=True)
+class RecordEvent:
+    """One output line: a row, or a problem met on the way (the walk goes on when it can)."""
+
+    index: str
+    page: int
+    deleted: bool = False
+    fields: dict[str, Any] | None = None
+    truncated: tuple[str, ...] = ()
+    errors: dict[str, str] | None = None
+    problem: str | None = None
+
+    def to_json(self) -> dict[str, Any]:
+        doc: dict[str, Any] = {"index": self.index, "page": self.page}
+        if self.problem is not None:
+            doc["problem"] = self.problem
+            return doc
+        doc["deleted"] = self.deleted
+        doc["fields"] = self.fields
+        if self.truncated:
+            doc["truncated"] = list(self.truncated)
+        if self.errors:
+            doc["errors"] = self.errors
+        return doc
+
+
+# --- the definition ------------------------------------------------------------------------
+
+
+def definition_from_sdi(ts: Tablespace) -> TableDef | None:
+    entries = [e for e in ts.sdi() if e.sdi_type == 1]
+    if not entries:
+        return None
+    obj = entries[0].obj.get("dd_object")
+    if not isinstance(obj, dict):
+        raise InputError(f"{ts.path}: the SDI table record has no dd_object")
+    try:
+        return table_from_sdi(obj)
+    except SdiTableError as exc:
+        raise InputError(f"{ts.path}: SDI: {exc}") from None
+
+
+def definition_from_cfg(path: Path) -> TableDef | None:
+    cfg = path.with_suffix(".cfg")
+    if not cfg.is_file():
+        return None
+    try:
+        return parse_cfg(cfg.read_bytes())
+    except CfgError as exc:
+        raise InputError(f"{cfg}: {exc}") from None
+    except OSError as exc:
+        raise InputError(f"{cfg}: {exc.strerror}") from None
+
+
+def definition_from_schema(sql: str) -> TableDef:
+    try:
+        return parse_create_table(sql)
+    except DdlError as exc:
+        raise InputError(f"--schema: {exc}") from None
+
+
+def table_name_of(path: Path) -> tuple[str, str]:
+    """(schema, table) of a file in a datadir: ``shop/t#P#p0.ibd`` → ("shop", "t")."""
+    def decode(name: str) -> str:
+        import re
+
+        return re.sub(r"@([0-9a-fA-F]{4})", lambda m: chr(int(m.group(1), 16)), name)
+
+    return decode(path.resolve().parent.name), decode(path.stem.split("#")[0])
+
+
+# --- pages ---------------------------------------------------------------------------------
+
+
+class PageSource:
+    """Pages as the server holds them: logical images, zip index pages rebuilt."""
+
+    def __init__(self, ts: Tablespace) -> None:
+        self.ts = ts
+        self.zip = ts.format.zip
+
+    def index_page(self, no: int) -> bytes:
+        if self.zip:
+            raw = self.ts.raw_page(no)
+            try:
+                return decompress_zip_page(raw, self.ts.logical_size).page
+            except ZipPageError as exc:
+                raise RecordsError(f"page {no}: {exc}") from None
+        return self.ts.logical_page(no)
+
+    def extern_page(self, no: int) -> bytes:
+        """A BLOB page: ZBLOB pages of a zip space are read as stored."""
+        if not 0 <= no < self.ts.n_pages:
+            raise ValueError(f"page {no} beyond the end of the file")
+        return self.ts.raw_page(no) if self.zip else self.ts.logical_page(no)
+
+
+def scan_indexes(ts: Tablespace) -> dict[int, IndexPages]:
+    """Index id → its pages, from every page header."""
+    found: dict[int, IndexPages] = {}
+    for info in ts.pages():
+        if info.index is None or info.real_type not in (FIL_PAGE_INDEX, FIL_PAGE_TYPE_INSTANT):
+            continue
+        ip = found.setdefault(info.index.index_id, IndexPages(info.index.index_id))
+        ip.pages += 1
+        level = info.index.level
+        if level == 0 and info.prev == FIL_NULL:
+            ip.leaves.append(info.page_no)
+        if level > ip.root_level:
+            ip.root, ip.root_level = info.page_no, level
+    return found
+
+
+def _match_index(table: TableDef, index: IndexDef, found: dict[int, IndexPages]) -> IndexPages:
+    if index.index_id is not None and index.index_id in found:
+        return found[index.index_id]
+    if index.root is not None:
+        for ip in found.values():
+            if ip.root == index.root:
+                return ip
+    ids = sorted(found)
+    pos = table.indexes.index(index)
+    if pos < len(ids) and index.index_id is None:
+        return found[ids[pos]]
+    raise InputError(f"index {index.name} has no pages in this file")
+
+
+# --- the walk ------------------------------------------------------------------------------
+
+
+@dataclass(slots=True)
+class RecordsRun:
+    """Everything ``records`` needs: the file, the definition, the index and where it lives."""
+
+    ts: Tablespace
+    table: TableDef | None
+    index: IndexDef | None
+    pages: IndexPages
+    extern_limit: int = DEFAULT_EXTERN_LIMIT
+
+    @property
+    def index_name(self) -> str:
+        return self.index.name if self.index else f"id {self.pages.index_id}"
+
+    def events(self) -> Iterator[RecordEvent]:
+        src = PageSource(self.ts)
+        name = self.index_name
+        if not self.pages.leaves:
+            yield RecordEvent(name, -1, problem="no leftmost leaf page found for this index")
+            return
+        reader = None
+        if self.table is not None and self.index is not None:
+            core = None
+            if self.ts.format.vendor is not Vendor.MYSQL and self.pages.root is not None:
+                core = mariadb_core_fields(src.index_page(self.pages.root))
+            reader = IndexReader(
+                self.table, self.index, src.extern_page, extern_limit=self.extern_limit,
+                mariadb_core=core,
+            )  # fmt: skip
+        first = min(self.pages.leaves)
+        seen: set[int] = set()
+        no = first
+        while no != FIL_NULL:
+            if no in seen or len(seen) > MAX_LEAF_PAGES:
+                yield RecordEvent(name, no, problem="leaf chain loops")
+                return
+            if not 0 <= no < self.ts.n_pages:
+                yield RecordEvent(name, no, problem="leaf chain points beyond the file")
+                return
+            seen.add(no)
+            try:
+                page = src.index_page(no)
+            except (RecordsError, InputError) as exc:
+                yield RecordEvent(name, no, problem=str(exc))
+                return
+            ptype = int.from_bytes(page[24:26], "big")
+            page_index = int.from_bytes(page[66:74], "big")
+            level = int.from_bytes(page[64:66], "big")
+            if ptype not in (FIL_PAGE_INDEX, FIL_PAGE_TYPE_INSTANT) or page_index != self.pages.index_id or level:
+                yield RecordEvent(name, no, problem="leaf chain leaves the index")
+                return
+            try:
+                if reader is None:
+                    yield from self._raw_rows(no, page)
+                else:
+                    for row in reader.rows(no, page, metadata=no == first):
+                        yield RecordEvent(
+                            name, no, row.deleted, row.fields, tuple(row.truncated), row.errors or None
+                        )
+            except (RecordError, RecordsError, ParseError) as exc:
+                yield RecordEvent(name, no, problem=str(exc))
+            no = int.from_bytes(page[12:16], "big")
+
+    def _raw_rows(self, no: int, page: bytes) -> Iterator[RecordEvent]:
+        """Without a definition: each record's bytes up to the next record's header."""
+        name = self.index_name
+        if page_is_compact(page):
+            heads = list(iter_records(page))
+            origins = sorted({h.origin for h in heads} | {112})
+            heap_top = int.from_bytes(page[40:42], "big")
+            for h in heads:
+                later = [o for o in origins if o > h.origin]
+                end = (later[0] - 5) if later else heap_top
+                end = max(h.origin, min(end, heap_top))
+                data = bytes(page[h.origin : end])
+                yield RecordEvent(
+                    name, no, h.deleted,
+                    {"raw": {"length": len(data), "hex": hex_bytes(data)}},
+                )  # fmt: skip
+            return
+        rec = int.from_bytes(page[99:101], "big")
+        seen: set[int] = set()
+        while rec != 116 and rec not in seen and 116 < rec < len(page):
+            seen.add(rec)
+            n_fields = (int.from_bytes(page[rec - 4 : rec - 2], "big") >> 1) & 0x3FF
+            short = page[rec - 3] & 1
+            start = rec
+            fields: dict[str, Any] = {}
+            for i in range(n_fields):
+                if short:
+                    v = page[rec - 7 - i]
+                    end, null = v & 0x7F, v & 0x80
+                else:
+                    v = int.from_bytes(page[rec - 8 - 2 * i : rec - 6 - 2 * i], "big")
+                    end, null = v & 0x3FFF, v & 0x8000
+                data = bytes(page[start : rec + end])
+                fields[f"field{i}"] = None if null else {"length": len(data), "hex": hex_bytes(data)}
+                start = rec + end
+            yield RecordEvent(name, no, bool(page[rec - 6] & 0x20), fields)
+            rec = int.from_bytes(page[rec - 2 : rec], "big")
+
+
+def open_records(
+    path: str,
+    *,
+    index: str | None = None,
+    schema: str | None = None,
+    server_sql: Callable[[str, str], str | None] | None = None,
+    extern_limit: int = DEFAULT_EXTERN_LIMIT,
+) -> RecordsRun:
+    """Open ``path`` and choose the definition and the index (the caller closes ``run.ts``)."""
+    ts = Tablespace(path)
+    try:
+        table = _definition(ts, schema, server_sql)
+        found = scan_indexes(ts)
+        if ts.format.sdi_root is not None:  # the SDI's own B-tree is not a table index
+            found = {k: v for k, v in found.items() if v.root != ts.format.sdi_root}
+        if not found:
+            raise InputError(f"{path}: no index pages")
+        if table is None:
+            ids = sorted(found)
+            if index is None:
+                return RecordsRun(ts, None, None, found[ids[0]], extern_limit)
+            raise InputError(f"{path}: --index needs a table definition (SDI, --schema, .cfg)")
+        chosen = table.clustered if index is None else table.index(index)
+        if chosen is None:
+            names = ", ".join(i.name for i in table.indexes)
+            raise InputError(f"{path}: no index {index!r} (the table has {names})")
+        return RecordsRun(ts, table, chosen, _match_index(table, chosen, found), extern_limit)
+    except BaseException:
+        ts.close()
+        raise
+
+
+def _definition(
+    ts: Tablespace, schema: str | None, server_sql: Callable[[str, str], str | None] | None
+) -> TableDef | None:
+    if ts.format.sdi_root is not None and ts.format.vendor is Vendor.MYSQL:
+        table = definition_from_sdi(ts)
+        if table is not None:
+            return table
+    if schema is not None:
+        return definition_from_schema(schema)
+    if server_sql is not None:
+        sql = server_sql(*table_name_of(ts.path))
+        if sql:
+            return definition_from_schema(sql)
+    return definition_from_cfg(ts.path)
+
