@@ -13,7 +13,13 @@ the page number points to depends on the server and the row format, told by its 
   (at 696), LOB_DATA pages (23) after their 11-byte header (at 49).
 
 Every chain keeps a visited set and stops at ``limit`` bytes (the caller shows the value as
-truncated). MySQL 8's compressed LOBs (ZLOB_FIRST, 25) are not followed: :class:`LobError`.
+truncated).
+
+* ``FIL_PAGE_TYPE_ZLOB_FIRST`` (25; MySQL 8 ROW_FORMAT=COMPRESSED): a list of index entries
+  (``zlob0index.h``, 66 bytes), each one zlib stream of ``zdata_len`` bytes starting on its
+  page: the first page (data after its 100/80/40/20/5 index and 200/100/40/20/5 fragment
+  entries, by physical page size), ZLOB_DATA pages (26, data at 49, chained by FIL_PAGE_NEXT)
+  or one fragment of a ZLOB_FRAG page (28: a directory of fragment offsets at the page end).
 """
 
 from __future__ import annotations
@@ -46,6 +52,27 @@ LOB_ENTRY_PAGE_NO = 48
 LOB_ENTRY_DATA_LEN = 52
 LOB_DATA_PAGE_DATA_LEN = 39
 LOB_DATA_PAGE_DATA = 49
+
+# zlob0first.h / zlob0index.h / lob0impl.h (MySQL 8 compressed LOB)
+FIL_PAGE_TYPE_ZLOB_DATA = 26
+FIL_PAGE_TYPE_ZLOB_FRAG = 28
+ZLOB_FIRST_DATA_LEN = 54
+ZLOB_FIRST_INDEX_LIST = 88
+ZLOB_FIRST_INDEX_BEGIN = 136
+ZLOB_ENTRY_SIZE = 66
+ZLOB_FRAG_ENTRY_SIZE = 24
+ZLOB_ENTRY_NEXT = 6
+ZLOB_ENTRY_Z_PAGE_NO = 48
+ZLOB_ENTRY_Z_FRAG_ID = 52
+ZLOB_ENTRY_DATA_LEN = 54
+ZLOB_ENTRY_ZDATA_LEN = 58
+ZLOB_DATA_PAGE_DATA_LEN = 39
+ZLOB_DATA_PAGE_DATA = 49
+ZLOB_FRAG_DIR_COUNT_FROM_END = 10
+ZLOB_FRAG_DIR_FIRST_FROM_END = 12
+ZLOB_FRAG_NODE_LEN = 4
+ZLOB_FRAG_NODE_DATA = 8
+ZLOB_FIRST_ENTRIES = {16384: (100, 200), 8192: (80, 100), 4096: (40, 40), 2048: (20, 20), 1024: (5, 5)}
 
 #: physical page ``n`` of the tablespace (uncompressed for page-compressed spaces)
 GetPage = Callable[[int], bytes]
@@ -112,7 +139,7 @@ def read_extern(get_page: GetPage, ref: ExternRef, limit: int) -> tuple[bytes, b
     elif ptype == FIL_PAGE_TYPE_LOB_FIRST:
         data = _lob(get_page, first, ref.page_no, want, seen)
     elif ptype == FIL_PAGE_TYPE_ZLOB_FIRST:
-        raise LobError(f"page {ref.page_no}: MySQL 8 compressed LOBs (ZLOB) are not followed")
+        data = _zlob(get_page, first, ref.page_no, want)
     else:
         raise LobError(f"external reference to page {ref.page_no} of type {ptype}")
     if len(data) < want:
@@ -188,4 +215,72 @@ def _lob(get_page: GetPage, first: bytes, first_no: int, want: int, seen: set[in
         out += data_page[start : start + n]
         node_page = _u32(holder, node_off + LOB_ENTRY_NEXT)
         node_off = _u16(holder, node_off + LOB_ENTRY_NEXT + 4)
+    return bytes(out)
+
+
+def _zlob_chunk(get_page: GetPage, cache: dict[int, bytes], entry: bytes) -> bytes:
+    """The compressed bytes of one ZLOB index entry's zlib stream (``cache``: pages read,
+    shared by the streams: one fragment page holds pieces of several)."""
+    chain: set[int] = set()
+    page_no = _u32(entry, ZLOB_ENTRY_Z_PAGE_NO)
+    frag_id = _u16(entry, ZLOB_ENTRY_Z_FRAG_ID)
+    zlen = _u32(entry, ZLOB_ENTRY_ZDATA_LEN)
+    out = bytearray()
+    while len(out) < zlen and page_no != FIL_NULL:
+        if page_no in chain:
+            raise LobError(f"compressed LOB chain loops at page {page_no}")
+        chain.add(page_no)
+        page = cache.get(page_no) or _page(get_page, page_no, set())
+        cache[page_no] = page
+        ptype = _u16(page, FIL_PAGE_TYPE)
+        size = len(page)
+        if ptype == FIL_PAGE_TYPE_ZLOB_FRAG:
+            n_dir = _u16(page, size - ZLOB_FRAG_DIR_COUNT_FROM_END)
+            if frag_id >= n_dir:
+                raise LobError(f"fragment {frag_id} beyond the {n_dir} of page {page_no}")
+            node = _u16(page, size - ZLOB_FRAG_DIR_FIRST_FROM_END - 2 * frag_id)
+            start = node + ZLOB_FRAG_NODE_DATA
+            stored = _u16(page, node + ZLOB_FRAG_NODE_LEN) - ZLOB_FRAG_NODE_DATA
+        elif ptype == FIL_PAGE_TYPE_ZLOB_FIRST:
+            n_index, n_frag = ZLOB_FIRST_ENTRIES.get(size, (0, 0))
+            if not n_index:
+                raise LobError(f"compressed LOB page of {size} bytes")
+            start = ZLOB_FIRST_INDEX_BEGIN + n_index * ZLOB_ENTRY_SIZE + n_frag * ZLOB_FRAG_ENTRY_SIZE
+            stored = _u32(page, ZLOB_FIRST_DATA_LEN)
+        elif ptype == FIL_PAGE_TYPE_ZLOB_DATA:
+            start, stored = ZLOB_DATA_PAGE_DATA, _u32(page, ZLOB_DATA_PAGE_DATA_LEN)
+        else:
+            raise LobError(f"page {page_no} in a compressed LOB has type {ptype}")
+        n = min(stored, zlen - len(out))
+        if n < 0 or start + n > size:
+            raise LobError(f"compressed LOB data runs past page {page_no}")
+        out += page[start : start + n]
+        page_no = _u32(page, FIL_PAGE_NEXT)
+    return bytes(out)
+
+
+def _zlob(get_page: GetPage, first: bytes, first_no: int, want: int) -> bytes:
+    out = bytearray()
+    pages: dict[int, bytes] = {first_no: first}
+    entries: set[tuple[int, int]] = set()
+    node_page = _u32(first, ZLOB_FIRST_INDEX_LIST + 4)
+    node_off = _u16(first, ZLOB_FIRST_INDEX_LIST + 8)
+    while node_page != FIL_NULL and len(out) < want:
+        if (node_page, node_off) in entries:
+            raise LobError(f"compressed LOB index list loops at page {node_page}")
+        entries.add((node_page, node_off))
+        holder = pages.get(node_page)
+        if holder is None:
+            holder = pages[node_page] = _page(get_page, node_page, set())
+        entry = holder[node_off : node_off + ZLOB_ENTRY_SIZE]
+        if len(entry) < ZLOB_ENTRY_SIZE:
+            raise LobError(f"compressed LOB index entry at {node_off} outside page {node_page}")
+        if _u32(entry, ZLOB_ENTRY_DATA_LEN) and _u32(entry, ZLOB_ENTRY_Z_PAGE_NO) != FIL_NULL:
+            zdata = _zlob_chunk(get_page, pages, entry)
+            try:
+                out += zlib.decompressobj().decompress(zdata, want - len(out))
+            except zlib.error as exc:
+                raise LobError(f"compressed LOB: {exc}") from None
+        node_page = _u32(entry, ZLOB_ENTRY_NEXT)
+        node_off = _u16(entry, ZLOB_ENTRY_NEXT + 4)
     return bytes(out)
