@@ -221,8 +221,11 @@ class Snapshot:
     before: dict[int, dict[str, Any]]  # the rows before the DELETE
     records: list[dict[str, Any]]  # records --json (definition as the server flavor allows)
     records_cfg: list[dict[str, Any]] | None  # records --json with the .cfg file only
+    records_server: list[dict[str, Any]] | None  # records --json -S … (SHOW CREATE TABLE)
+    records_short: list[dict[str, Any]]  # --max-extern 1000
+    secondary: list[dict[str, Any]]  # --index k_dt
+    secondary_live: list[tuple[Any, ...]]  # SELECT dt, dc, id … ORDER BY dt, dc, id
     create: str
-    stderr: str
 
 
 def build(srv: ThrowawayServer, variant: Variant, extra_args: list[str]) -> Snapshot:
@@ -259,14 +262,27 @@ def build(srv: ThrowawayServer, variant: Variant, extra_args: list[str]) -> Snap
                     res = ibdtool("records", path, "--json", "--schema", create, *extra_args)
                 assert res.returncode == 0, res.stderr[-3000:]
                 records = json_lines(res.stdout)
-                cfg = None
+                defn = [] if srv.version.startswith("8.") else ["--schema", create]
+                cfg = on_server = None
                 if not srv.version.startswith("8."):
                     rc = ibdtool("records", path, "--json")
                     assert rc.returncode == 0, rc.stderr[-3000:]
                     cfg = json_lines(rc.stdout)
+                    rs = ibdtool("records", path, "--json", *conn_args(srv))
+                    assert rs.returncode == 0, rs.stderr[-3000:]
+                    on_server = json_lines(rs.stdout)
+                short = ibdtool("records", path, "--json", "--max-extern", "1000", *defn)
+                assert short.returncode == 0, short.stderr[-3000:]
+                sec = ibdtool("records", path, "--json", "--index", "k_dt", *defn)
+                assert sec.returncode == 0, sec.stderr[-3000:]
+                cur.execute(f"SELECT dt, dc, id FROM `{SCHEMA}`.`{table}` ORDER BY dt, dc, id")
+                sec_live = [tuple(r) for r in cur.fetchall()]
             finally:
                 cur.execute("UNLOCK TABLES")
-        return Snapshot(table, names, live, before, records, cfg, create, res.stderr)
+        return Snapshot(
+            table, names, live, before, records, cfg, on_server, json_lines(short.stdout),
+            json_lines(sec.stdout), sec_live, create,
+        )  # fmt: skip
     finally:
         holder.close()
         conn.close()
@@ -313,5 +329,37 @@ def test_records_match_the_server_in_every_row_format(flavor: str, request: pyte
             # the .cfg file alone: DECIMAL scale and ENUM/SET names are not in it
             cfg_names = [n for n in snap.names if n not in ("dc", "dw", "e", "st")]
             _check(snap, snap.records_cfg, cfg_names, cfg=True)
+        if snap.records_server is not None:
+            _check(snap, snap.records_server, snap.names)
+        _check_short(snap)
+        _check_secondary(snap)
         seen.append(variant.name)
     assert len(seen) >= 4
+
+
+def _check_short(snap: Snapshot) -> None:
+    """--max-extern 1000: long values cut to a prefix of the whole and marked truncated."""
+    full = {d["fields"]["id"]: d for d in snap.records}
+    cut = 0
+    for d in snap.records_short:
+        whole = full[d["fields"]["id"]]
+        for n in d.get("truncated", []):
+            cut += 1
+            got, want = d["fields"][n], whole["fields"][n]
+            assert len(got) < len(want)
+            assert want.startswith(got.rstrip("\ufffd")), (snap.table, n)
+        others = {n: v for n, v in d["fields"].items() if n not in d.get("truncated", [])}
+        assert others == {n: v for n, v in whole["fields"].items() if n in others}
+    assert cut >= N_ROWS // 5  # every long row has a long value
+
+
+def _check_secondary(snap: Snapshot) -> None:
+    """--index k_dt: (dt, dc, id) in the index's order, delete-marked entries flagged."""
+    live = [d for d in snap.secondary if not d["deleted"]]
+    assert all(d["index"] == "k_dt" for d in snap.secondary)
+    assert [list(d["fields"]) for d in live[:1]] == [["dt", "dc", "id"]]
+    got = [(d["fields"]["dt"], d["fields"]["dc"], str(d["fields"]["id"])) for d in live]
+    want = [(r[0], r[1], str(r[2])) for r in snap.secondary_live]
+    assert got == want
+    dead = sorted(d["fields"]["id"] for d in snap.secondary if d["deleted"])
+    assert dead == sorted(DELETED)
