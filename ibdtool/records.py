@@ -149,10 +149,14 @@ class PageSource:
 
 
 def scan_indexes(ts: Tablespace) -> dict[int, IndexPages]:
-    """Index id → its pages, from every page header."""
+    """Index id → its pages, from every page header (pages the extent descriptors call free
+    are left out: a freed page keeps its old header)."""
     found: dict[int, IndexPages] = {}
+    free = ts.free_map
     for info in ts.pages():
         if info.index is None or info.real_type not in (FIL_PAGE_INDEX, FIL_PAGE_TYPE_INSTANT):
+            continue
+        if info.page_no < len(free) and free[info.page_no]:
             continue
         ip = found.setdefault(info.index.index_id, IndexPages(info.index.index_id))
         ip.pages += 1
