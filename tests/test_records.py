@@ -346,6 +346,9 @@ def _check_short(snap: Snapshot) -> None:
         for n in d.get("truncated", []):
             cut += 1
             got, want = d["fields"][n], whole["fields"][n]
+            if n == "j":  # a cut JSON document has no text: its first bytes in hex
+                assert got.startswith("0x") and len(got) == 2 + 2 * 1000
+                continue
             assert len(got) < len(want)
             assert want.startswith(got.rstrip("\ufffd")), (snap.table, n)
         others = {n: v for n, v in d["fields"].items() if n not in d.get("truncated", [])}
