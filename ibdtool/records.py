@@ -21,7 +21,7 @@ from ibdtool.errors import InputError
 from ibdtool.tablespace import Tablespace
 from parsers.cfg import CfgError, parse_cfg
 from parsers.columns import hex_bytes
-from parsers.compact_rec import RecordError, iter_records
+from parsers.compact_rec import iter_records
 from parsers.constants import FIL_NULL, FIL_PAGE_INDEX, Vendor
 from parsers.ddl import DdlError, parse_create_table
 from parsers.errors import ParseError
@@ -114,6 +114,7 @@ def definition_from_schema(sql: str) -> TableDef:
 
 def table_name_of(path: Path) -> tuple[str, str]:
     """(schema, table) of a file in a datadir: ``shop/t#P#p0.ibd`` → ("shop", "t")."""
+
     def decode(name: str) -> str:
         import re
 
@@ -145,7 +146,10 @@ class PageSource:
         """A BLOB page: ZBLOB pages of a zip space are read as stored."""
         if not 0 <= no < self.ts.n_pages:
             raise ValueError(f"page {no} beyond the end of the file")
-        return self.ts.raw_page(no) if self.zip else self.ts.logical_page(no)
+        try:
+            return self.ts.raw_page(no) if self.zip else self.ts.logical_page(no)
+        except InputError as exc:
+            raise ValueError(exc.message) from None
 
 
 def scan_indexes(ts: Tablespace) -> dict[int, IndexPages]:
@@ -233,7 +237,11 @@ class RecordsRun:
             ptype = int.from_bytes(page[24:26], "big")
             page_index = int.from_bytes(page[66:74], "big")
             level = int.from_bytes(page[64:66], "big")
-            if ptype not in (FIL_PAGE_INDEX, FIL_PAGE_TYPE_INSTANT) or page_index != self.pages.index_id or level:
+            if (
+                ptype not in (FIL_PAGE_INDEX, FIL_PAGE_TYPE_INSTANT)
+                or page_index != self.pages.index_id
+                or level
+            ):
                 yield RecordEvent(name, no, problem="leaf chain leaves the index")
                 return
             try:
@@ -242,10 +250,15 @@ class RecordsRun:
                 else:
                     for row in reader.rows(no, page, metadata=no == first):
                         yield RecordEvent(
-                            name, no, row.deleted, row.fields, tuple(row.truncated), row.errors or None
+                            name,
+                            no,
+                            row.deleted,
+                            row.fields,
+                            tuple(row.truncated),
+                            row.errors or None,
                         )
-            except (RecordError, RecordsError, ParseError) as exc:
-                yield RecordEvent(name, no, problem=str(exc))
+            except (ParseError, ValueError, IndexError) as exc:  # a damaged record or page
+                yield RecordEvent(name, no, problem=str(exc) or type(exc).__name__)
             no = int.from_bytes(page[12:16], "big")
 
     def _raw_rows(self, no: int, page: bytes) -> Iterator[RecordEvent]:
@@ -281,7 +294,9 @@ class RecordsRun:
                     v = int.from_bytes(page[rec - 8 - 2 * i : rec - 6 - 2 * i], "big")
                     end, null = v & 0x3FFF, v & 0x8000
                 data = bytes(page[start : rec + end])
-                fields[f"field{i}"] = None if null else {"length": len(data), "hex": hex_bytes(data)}
+                fields[f"field{i}"] = (
+                    None if null else {"length": len(data), "hex": hex_bytes(data)}
+                )
                 start = rec + end
             yield RecordEvent(name, no, bool(page[rec - 6] & 0x20), fields)
             rec = int.from_bytes(page[rec - 2 : rec], "big")
@@ -333,4 +348,3 @@ def _definition(
         if sql:
             return definition_from_schema(sql)
     return definition_from_cfg(ts.path)
-

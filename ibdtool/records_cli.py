@@ -32,7 +32,9 @@ def _size(text: str) -> int:
 
 def _server_sql(kw: dict[str, Any]) -> Any:
     """A ``(schema, table) -> CREATE TABLE`` reader on the live server, or None without options."""
-    wanted = any(kw.get(k) for k in ("host", "port", "socket", "user", "defaults_file", "ask_password"))
+    wanted = any(
+        kw.get(k) for k in ("host", "port", "socket", "user", "defaults_file", "ask_password")
+    )
     if not wanted:
         for k in list(kw):
             kw.pop(k)
@@ -114,7 +116,9 @@ def records(
                 out.write(json.dumps(ev.to_json(), ensure_ascii=False, default=str) + "\n")
             else:
                 flag = " deleted" if ev.deleted else ""
-                vals = " ".join(f"{k}={json.dumps(v, ensure_ascii=False)}" for k, v in (ev.fields or {}).items())
+                vals = " ".join(
+                    f"{k}={json.dumps(v, ensure_ascii=False)}" for k, v in (ev.fields or {}).items()
+                )
                 out.write(f"[{ev.page}]{flag} {vals}\n")
     finally:
         run.ts.close()

@@ -54,7 +54,8 @@ def decimal_size(precision: int, scale: int) -> int:
 def decode_decimal(raw: bytes, precision: int, scale: int) -> str:
     """MySQL's binary DECIMAL(precision, scale) → its text, e.g. ``-12.50``."""
     if len(raw) != decimal_size(precision, scale) or not raw:
-        raise ColumnError(f"DECIMAL({precision},{scale}) takes {decimal_size(precision, scale)} bytes, not {len(raw)}")
+        size = decimal_size(precision, scale)
+        raise ColumnError(f"DECIMAL({precision},{scale}) takes {size} bytes, not {len(raw)}")
     negative = not raw[0] & 0x80
     buf = bytearray(raw)
     buf[0] ^= 0x80
@@ -223,7 +224,8 @@ def decode_value(col: Column, raw: bytes) -> Any:
     if kind is Kind.OLD_DATETIME:
         v = _int(raw, True)
         d, t = divmod(v, 1000000)
-        return f"{d // 10000:04d}-{d // 100 % 100:02d}-{d % 100:02d} {t // 10000:02d}:{t // 100 % 100:02d}:{t % 100:02d}"
+        date = f"{d // 10000:04d}-{d // 100 % 100:02d}-{d % 100:02d}"
+        return f"{date} {t // 10000:02d}:{t // 100 % 100:02d}:{t % 100:02d}"
     if kind is Kind.OLD_TIME:
         v = _int(raw, True)
         a = abs(v)

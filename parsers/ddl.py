@@ -11,14 +11,13 @@ columns are taken in their MySQL 5.6.4+ formats.
 from __future__ import annotations
 
 import re
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 from parsers.charsets import Charset, charset_by_name, collation_charset_name
 from parsers.columns import decimal_size, frac_bytes
 from parsers.errors import ParseError
 from parsers.tabledef import (
     Column,
-    IndexDef,
     IndexField,
     Kind,
     TableDef,
@@ -83,7 +82,11 @@ def _tokens(sql: str) -> list[_Tok]:
         elif kind == "str":
             q = text[0]
             body = text[1:-1].replace(q + q, q)
-            body = re.sub(r"\\(.)", lambda x: {"n": "\n", "t": "\t", "0": "\0"}.get(x.group(1), x.group(1)), body)
+            body = re.sub(
+                r"\\(.)",
+                lambda x: {"n": "\n", "t": "\t", "0": "\0"}.get(x.group(1), x.group(1)),
+                body,
+            )
             out.append(_Tok("str", body))
         else:
             out.append(_Tok(kind, text))
@@ -167,7 +170,12 @@ def _column(p: _Parser, name: str, table_cs: Charset) -> Column | None:
     tname = p.take().word
     if not tname:
         raise DdlError(f"column {name}: no type")
-    if tname in ("double", "char", "long") and p.peek().word in ("precision", "varying", "varchar", "varbinary"):
+    if tname in ("double", "char", "long") and p.peek().word in (
+        "precision",
+        "varying",
+        "varchar",
+        "varbinary",
+    ):
         nxt = p.take().word
         tname = {"varying": "varchar", "precision": "double"}.get(nxt, nxt)
     if tname in ("national", "nchar"):
@@ -272,7 +280,9 @@ def _column(p: _Parser, name: str, table_cs: Charset) -> Column | None:
         if not nums:
             raise DdlError(f"column {name}: {tname} needs a length")
         cs = None if tname == "varbinary" or text_cs.codec is None else text_cs
-        return Column(name, Kind.VARCHAR, nums[0] * (cs.mbmaxlen if cs else 1), nullable, charset=cs)
+        return Column(
+            name, Kind.VARCHAR, nums[0] * (cs.mbmaxlen if cs else 1), nullable, charset=cs
+        )
     if tname in _TEXTS:
         cs = None if text_cs.codec is None else text_cs
         return Column(name, Kind.BLOB, 1 << 16, nullable, charset=cs)
@@ -298,7 +308,9 @@ def _key_parts(p: _Parser, cols: dict[str, Column]) -> list[IndexField]:
                 p.take()
             raise DdlError("functional key parts are not supported")
         cname = p.name()
-        col = cols.get(cname) or next((c for k, c in cols.items() if k.lower() == cname.lower()), None)
+        col = cols.get(cname) or next(
+            (c for k, c in cols.items() if k.lower() == cname.lower()), None
+        )
         if col is None:
             raise DdlError(f"key names unknown column {cname}")
         prefix = 0
@@ -338,7 +350,9 @@ def parse_create_table(sql: str) -> TableDef:
         elif w == "collate":
             p.accept("=")
             table_coll = p.name()
-    table_cs = _charset(table_cs_name, table_coll, charset_by_name("utf8mb4"))  # type: ignore[arg-type]
+    utf8mb4 = charset_by_name("utf8mb4")
+    assert utf8mb4 is not None
+    table_cs = _charset(table_cs_name, table_coll, utf8mb4)
     body = _Parser(p.toks[body_start + 1 : body_end - 1])
     columns: dict[str, Column] = {}
     order: list[str] = []
@@ -363,13 +377,17 @@ def parse_create_table(sql: str) -> TableDef:
     pk = next((k for k in keys if k[0] == "primary"), None)
     if pk is None:
         pk = next(
-            (k for k in keys if k[0] == "unique" and all(not f.column.nullable and not f.prefix for f in k[2])),
+            (
+                k
+                for k in keys
+                if k[0] == "unique" and all(not f.column.nullable and not f.prefix for f in k[2])
+            ),
             None,
         )
     if pk is not None:
         pk_fields = [IndexField(f.column, f.prefix) for f in pk[2]]
         cols = tuple(
-            Column(**{**_asdict(c), "nullable": False}) if any(f.column.name == c.name for f in pk_fields) else c
+            replace(c, nullable=False) if any(f.column.name == c.name for f in pk_fields) else c
             for c in cols
         )
         by = {c.name: c for c in cols}
@@ -389,11 +407,9 @@ def parse_create_table(sql: str) -> TableDef:
     return TableDef(name, cols, tuple(indexes), "schema")
 
 
-def _asdict(c: Column) -> dict[str, object]:
-    return {f: getattr(c, f) for f in c.__slots__}  # type: ignore[attr-defined]
-
-
-def _table_key(p: _Parser, cols: dict[str, Column], keys: list[tuple[str, str, list[IndexField]]]) -> None:
+def _table_key(
+    p: _Parser, cols: dict[str, Column], keys: list[tuple[str, str, list[IndexField]]]
+) -> None:
     w = p.take().word
     if w == "constraint":
         if p.peek().word not in ("primary", "unique", "foreign", "check"):
@@ -406,7 +422,12 @@ def _table_key(p: _Parser, cols: dict[str, Column], keys: list[tuple[str, str, l
             else:
                 p.take()
         return
-    kind = {"primary": "primary", "unique": "unique", "fulltext": "fulltext", "spatial": "spatial"}.get(w, "key")
+    kind = {
+        "primary": "primary",
+        "unique": "unique",
+        "fulltext": "fulltext",
+        "spatial": "spatial",
+    }.get(w, "key")
     if w in ("primary", "unique", "fulltext", "spatial"):
         p.accept("key") or p.accept("index")
     name = "PRIMARY" if kind == "primary" else ""

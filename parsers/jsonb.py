@@ -60,7 +60,11 @@ def _opaque_text(mysql_type: int, data: bytes) -> str:
 
     if mysql_type == _MYSQL_TYPE_NEWDECIMAL and len(data) >= 2:
         return columns.decode_decimal(data[2:], data[0], data[1])
-    if mysql_type in (_MYSQL_TYPE_DATE, _MYSQL_TYPE_DATETIME, _MYSQL_TYPE_TIMESTAMP, _MYSQL_TYPE_TIME) and len(data) == 8:
+    if (
+        mysql_type
+        in (_MYSQL_TYPE_DATE, _MYSQL_TYPE_DATETIME, _MYSQL_TYPE_TIMESTAMP, _MYSQL_TYPE_TIME)
+        and len(data) == 8
+    ):
         packed = int.from_bytes(data, "little", signed=True)
         neg = packed < 0
         packed = abs(packed)
@@ -162,7 +166,10 @@ class _Reader:
                 values.append(self.scalar(vtype, base + self.u(pos + 1, w), depth))
             pos += 1 + w
         if obj:
-            inner = ", ".join(f"{json.dumps(k, ensure_ascii=False)}: {v}" for k, v in zip(keys, values, strict=True))
+            inner = ", ".join(
+                f"{json.dumps(k, ensure_ascii=False)}: {v}"
+                for k, v in zip(keys, values, strict=True)
+            )
             return "{" + inner + "}"
         return "[" + ", ".join(values) + "]"
 

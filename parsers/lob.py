@@ -72,7 +72,13 @@ ZLOB_FRAG_DIR_COUNT_FROM_END = 10
 ZLOB_FRAG_DIR_FIRST_FROM_END = 12
 ZLOB_FRAG_NODE_LEN = 4
 ZLOB_FRAG_NODE_DATA = 8
-ZLOB_FIRST_ENTRIES = {16384: (100, 200), 8192: (80, 100), 4096: (40, 40), 2048: (20, 20), 1024: (5, 5)}
+ZLOB_FIRST_ENTRIES = {
+    16384: (100, 200),
+    8192: (80, 100),
+    4096: (40, 40),
+    2048: (20, 20),
+    1024: (5, 5),
+}
 
 #: physical page ``n`` of the tablespace (uncompressed for page-compressed spaces)
 GetPage = Callable[[int], bytes]
@@ -188,7 +194,10 @@ def _lob(get_page: GetPage, first: bytes, first_no: int, want: int, seen: set[in
     out = bytearray()
     pages: dict[int, bytes] = {first_no: first}
     entries: set[tuple[int, int]] = set()
-    node_page, node_off = _u32(first, LOB_FIRST_INDEX_LIST + 4), _u16(first, LOB_FIRST_INDEX_LIST + 8)
+    node_page, node_off = (
+        _u32(first, LOB_FIRST_INDEX_LIST + 4),
+        _u16(first, LOB_FIRST_INDEX_LIST + 8),
+    )
     while node_page != FIL_NULL and len(out) < want:
         if (node_page, node_off) in entries:
             raise LobError(f"LOB index list loops at page {node_page}")
@@ -245,7 +254,9 @@ def _zlob_chunk(get_page: GetPage, cache: dict[int, bytes], entry: bytes) -> byt
             n_index, n_frag = ZLOB_FIRST_ENTRIES.get(size, (0, 0))
             if not n_index:
                 raise LobError(f"compressed LOB page of {size} bytes")
-            start = ZLOB_FIRST_INDEX_BEGIN + n_index * ZLOB_ENTRY_SIZE + n_frag * ZLOB_FRAG_ENTRY_SIZE
+            start = (
+                ZLOB_FIRST_INDEX_BEGIN + n_index * ZLOB_ENTRY_SIZE + n_frag * ZLOB_FRAG_ENTRY_SIZE
+            )
             stored = _u32(page, ZLOB_FIRST_DATA_LEN)
         elif ptype == FIL_PAGE_TYPE_ZLOB_DATA:
             start, stored = ZLOB_DATA_PAGE_DATA, _u32(page, ZLOB_DATA_PAGE_DATA_LEN)

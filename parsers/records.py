@@ -135,7 +135,9 @@ class IndexReader:
             z = self._specs[key] = ZipIndex(specs, True, None, sum(s.nullable for s in specs))
         return z
 
-    def _compact_fields(self, page: bytes, rec: int, info: int, status: int) -> tuple[tuple[IndexField, ...], int]:
+    def _compact_fields(
+        self, page: bytes, rec: int, info: int, status: int
+    ) -> tuple[tuple[IndexField, ...], int]:
         """The fields this record stores and the header bytes before its null bitmap."""
         fields = self.index.fields
         below = rec - REC_N_NEW_EXTRA_BYTES - 1
@@ -175,13 +177,16 @@ class IndexReader:
             for f in lay.fields:
                 values.append(None if f.null else bytes(page[f.start : f.end]))
                 extern.append(f.extern)
-            yield head.origin, _Raw(
-                bool(head.info_bits & REC_INFO_DELETED_FLAG),
-                bool(head.info_bits & REC_INFO_MIN_REC_FLAG),
-                values,
-                extern,
-                len(fields),
-                fields,
+            yield (
+                head.origin,
+                _Raw(
+                    bool(head.info_bits & REC_INFO_DELETED_FLAG),
+                    bool(head.info_bits & REC_INFO_MIN_REC_FLAG),
+                    values,
+                    extern,
+                    len(fields),
+                    fields,
+                ),
             )
 
     def _redundant(self, page: bytes) -> Iterator[tuple[int, _Raw]]:
@@ -196,7 +201,9 @@ class IndexReader:
             n_fields = (int.from_bytes(page[rec - 4 : rec - 2], "big") >> 1) & 0x3FF
             short = page[rec - 3] & 1
             if n_fields > len(fields_all) or n_fields == 0:
-                raise RecordError(f"record at {rec} has {n_fields} fields, the index {len(fields_all)}")
+                raise RecordError(
+                    f"record at {rec} has {n_fields} fields, the index {len(fields_all)}"
+                )
             values: list[bytes | None] = []
             extern: list[bool] = []
             start = rec
@@ -207,19 +214,26 @@ class IndexReader:
                 else:
                     pos = rec - REC_N_OLD_EXTRA_BYTES - 2 * (i + 1)
                     raw_end = int.from_bytes(page[pos : pos + 2], "big")
-                    end, null, ext = raw_end & 0x3FFF, bool(raw_end & 0x8000), bool(raw_end & 0x4000)
+                    end, null, ext = (
+                        raw_end & 0x3FFF,
+                        bool(raw_end & 0x8000),
+                        bool(raw_end & 0x4000),
+                    )
                 if rec + end > len(page) or rec + end < start:
                     raise RecordError(f"record at {rec}: field {i} ends outside the page")
                 values.append(None if null else bytes(page[start : rec + end]))
                 extern.append(ext)
                 start = rec + end
-            yield rec, _Raw(
-                bool(info & REC_INFO_DELETED_FLAG),
-                bool(info & REC_INFO_MIN_REC_FLAG),
-                values,
-                extern,
-                n_fields,
-                fields_all[:n_fields],
+            yield (
+                rec,
+                _Raw(
+                    bool(info & REC_INFO_DELETED_FLAG),
+                    bool(info & REC_INFO_MIN_REC_FLAG),
+                    values,
+                    extern,
+                    n_fields,
+                    fields_all[:n_fields],
+                ),
             )
             rec = int.from_bytes(page[rec - 2 : rec], "big")
 
@@ -270,7 +284,9 @@ class IndexReader:
                 i = got.get(col.name)
                 if i is None:
                     dflt = self.defaults.get(col.name)
-                    row.fields[col.name] = None if dflt is None else self._value(col, dflt, False, row)
+                    row.fields[col.name] = (
+                        None if dflt is None else self._value(col, dflt, False, row)
+                    )
                 else:
                     row.fields[col.name] = self._value(col, raw.values[i], raw.extern[i], row)
             yield row

@@ -22,7 +22,15 @@ from parsers.tabledef import Column, IndexDef, IndexField, Kind, TableDef, sys_c
 
 # dd::enum_column_types
 _INTS = {2: 1, 3: 2, 10: 3, 4: 4, 9: 8}  # TINY, SHORT, INT24, LONG, LONGLONG
-DD_DECIMAL, DD_FLOAT, DD_DOUBLE, DD_TIMESTAMP, DD_DATE, DD_TIME, DD_DATETIME = 1, 5, 6, 8, 11, 12, 13
+DD_DECIMAL, DD_FLOAT, DD_DOUBLE, DD_TIMESTAMP, DD_DATE, DD_TIME, DD_DATETIME = (
+    1,
+    5,
+    6,
+    8,
+    11,
+    12,
+    13,
+)
 DD_YEAR, DD_NEWDATE, DD_VARCHAR, DD_BIT, DD_TIMESTAMP2, DD_DATETIME2 = 14, 15, 16, 17, 18, 19
 DD_TIME2, DD_NEWDECIMAL, DD_ENUM, DD_SET = 20, 21, 22, 23
 DD_BLOBS = (24, 25, 26, 27)
@@ -182,7 +190,9 @@ def table_from_sdi(obj: dict[str, Any]) -> TableDef:
                 for c in cols
                 if c is not None and c.version_dropped and c.name not in named
             ]
-            fields.sort(key=lambda f: -1 if f.column.physical_pos is None else f.column.physical_pos)
+            fields.sort(
+                key=lambda f: -1 if f.column.physical_pos is None else f.column.physical_pos
+            )
         priv = private(str(ix.get("se_private_data") or ""))
         n_key = sum(1 for el in ix.get("elements") or [] if not el.get("hidden"))
         indexes.append(

@@ -16,7 +16,6 @@ from __future__ import annotations
 import json
 import math
 import random
-from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -79,11 +78,25 @@ def _text(rng: random.Random, n: int) -> str:
     return " ".join(out)
 
 
+def _date(rng: random.Random, lo: int = 1000, hi: int = 9999) -> str:
+    return f"{rng.randint(lo, hi)}-{rng.randint(1, 12):02d}-{rng.randint(1, 28):02d}"
+
+
+def _clock(rng: random.Random, hours: int = 23) -> str:
+    return f"{rng.randint(0, hours):02d}:{rng.randint(0, 59):02d}:{rng.randint(0, 59):02d}"
+
+
+def _bytes(rng: random.Random, n: int) -> bytes:
+    return bytes(rng.randrange(256) for _ in range(n))
+
+
 def make_rows(with_json: bool) -> list[tuple[Any, ...]]:
     rng = random.Random(20261123)
     rows = []
     for i in range(1, N_ROWS + 1):
         long_row = i % 5 == 0
+        m = rng.random
+        sign = "-" if i % 2 else ""
         row: list[Any] = [
             i,
             _maybe(rng, rng.randint(-128, 127)),
@@ -91,33 +104,33 @@ def make_rows(with_json: bool) -> list[tuple[Any, ...]]:
             _maybe(rng, rng.randint(-8388608, 8388607)),
             _maybe(rng, rng.randint(-(2**63), 2**63 - 1)),
             _maybe(rng, f"{rng.randint(-99999999, 99999999)}.{rng.randint(0, 9999):04d}"),
-            _maybe(rng, f"{rng.choice('-')if i % 2 else ''}{rng.randint(0, 10**20 - 1)}.{rng.randint(0, 10**10 - 1):010d}"),
+            _maybe(rng, f"{sign}{rng.randint(0, 10**20 - 1)}.{rng.randint(0, 10**10 - 1):010d}"),
             _maybe(rng, round(rng.uniform(-1e6, 1e6), 3)),
             _maybe(rng, rng.uniform(-1e12, 1e12)),
-            _maybe(rng, f"{rng.randint(1000, 9999)}-{rng.randint(1, 12):02d}-{rng.randint(1, 28):02d}"),
-            _maybe(rng, f"{rng.randint(1000, 9999)}-{rng.randint(1, 12):02d}-{rng.randint(1, 28):02d} {rng.randint(0, 23):02d}:{rng.randint(0, 59):02d}:{rng.randint(0, 59):02d}"),
-            _maybe(rng, f"{rng.randint(1000, 9999)}-{rng.randint(1, 12):02d}-{rng.randint(1, 28):02d} {rng.randint(0, 23):02d}:{rng.randint(0, 59):02d}:{rng.randint(0, 59):02d}.{rng.randint(0, 999999):06d}"),
-            _maybe(rng, f"{rng.randint(1971, 2037)}-{rng.randint(1, 12):02d}-{rng.randint(1, 28):02d} {rng.randint(0, 23):02d}:{rng.randint(0, 59):02d}:{rng.randint(0, 59):02d}.{rng.randint(0, 999):03d}"),
-            _maybe(rng, f"{rng.choice(['-', ''])}{rng.randint(0, 838)}:{rng.randint(0, 59):02d}:{rng.randint(0, 59):02d}.{rng.randint(0, 99):02d}"),
+            _maybe(rng, _date(rng)),
+            _maybe(rng, f"{_date(rng)} {_clock(rng)}"),
+            _maybe(rng, f"{_date(rng)} {_clock(rng)}.{rng.randint(0, 999999):06d}"),
+            _maybe(rng, f"{_date(rng, 1971, 2037)} {_clock(rng)}.{rng.randint(0, 999):03d}"),
+            _maybe(rng, f"{rng.choice(['-', ''])}{_clock(rng, 838)}.{rng.randint(0, 99):02d}"),
             _maybe(rng, rng.randint(1901, 2155)),
             _maybe(rng, _text(rng, 8)[:10]),
             _maybe(rng, rng.choice(["ab", "çé", "zzzzz", ""])),
-            _maybe(rng, bytes(rng.randrange(256) for _ in range(rng.randint(0, 4)))),
+            _maybe(rng, _bytes(rng, rng.randint(0, 4))),
             _maybe(rng, _text(rng, rng.randint(0, 600))[:300]),
-            _maybe(rng, bytes(rng.randrange(256) for _ in range(rng.randint(0, 50)))),
+            _maybe(rng, _bytes(rng, rng.randint(0, 50))),
             _maybe(rng, _text(rng, LONG if long_row else rng.randint(0, 200))),
             _maybe(rng, _text(rng, 3 * LONG if long_row else rng.randint(0, 100))),
-            _maybe(rng, bytes(rng.randrange(256) for _ in range(LONG if long_row else rng.randint(0, 60)))),
+            _maybe(rng, _bytes(rng, LONG if long_row else rng.randint(0, 60))),
             _maybe(rng, rng.choice(["red", "green", "blue"])),
-            _maybe(rng, ",".join(x for x in "abcd" if rng.random() < 0.5)),
+            _maybe(rng, ",".join(x for x in "abcd" if m() < 0.5)),
             _maybe(rng, rng.randint(0, 1023)),
-        ]  # fmt: skip
+        ]
         if with_json:
             doc: Any = {
                 "n": rng.randint(-(10**6), 10**6),
                 "s": _text(rng, 20),
                 "list": [1, 2.5, True, None, "x"],
-                "nested": {"k": [rng.random() < 0.5, {"deep": "ok"}]},
+                "nested": {"k": [m() < 0.5, {"deep": "ok"}]},
             }
             if long_row:
                 doc["big"] = _text(rng, LONG)
@@ -240,7 +253,9 @@ def build(srv: ThrowawayServer, variant: Variant, extra_args: list[str]) -> Snap
             cur.execute(f"CREATE DATABASE IF NOT EXISTS `{SCHEMA}`")
             cur.execute(f"DROP TABLE IF EXISTS `{SCHEMA}`.`{table}`")
             body = COLUMNS.format(json="j JSON," if with_json else "")
-            cur.execute(f"CREATE TABLE `{SCHEMA}`.`{table}` ({body}) ENGINE=InnoDB {variant.options}")
+            cur.execute(
+                f"CREATE TABLE `{SCHEMA}`.`{table}` ({body}) ENGINE=InnoDB {variant.options}"
+            )
             marks = ", ".join(["%s"] * len(names))
             cur.executemany(
                 f"INSERT INTO `{SCHEMA}`.`{table}` ({', '.join(names)}) VALUES ({marks})", rows
@@ -295,9 +310,7 @@ SERVERS = [
 ]
 
 
-def _check(
-    snap: Snapshot, docs: list[dict[str, Any]], names: list[str], cfg: bool = False
-) -> None:
+def _check(snap: Snapshot, docs: list[dict[str, Any]], names: list[str], cfg: bool = False) -> None:
     problems = [d for d in docs if "problem" in d or "errors" in d]
     assert not problems, problems[:3]
     live = [d for d in docs if not d["deleted"]]
@@ -306,20 +319,33 @@ def _check(
     for d in live:
         want = snap.live[d["fields"]["id"]]
         for n in names:
-            assert same(n, d["fields"][n], want[n], not cfg), (snap.table, d["fields"]["id"], n, d["fields"][n], want[n])
+            assert same(n, d["fields"][n], want[n], not cfg), (
+                snap.table,
+                d["fields"]["id"],
+                n,
+                d["fields"][n],
+                want[n],
+            )
     # the read view kept every deleted row: delete-marked, with the values it had
     assert sorted(d["fields"]["id"] for d in dead) == sorted(DELETED)
     for d in dead:
         want = snap.before[d["fields"]["id"]]
         for n in names:
-            assert same(n, d["fields"][n], want[n], not cfg), (snap.table, "deleted", d["fields"]["id"], n)
+            assert same(n, d["fields"][n], want[n], not cfg), (
+                snap.table,
+                "deleted",
+                d["fields"]["id"],
+                n,
+            )
     assert all(d["index"] == "PRIMARY" for d in docs)
     pages = {d["page"] for d in docs}
     assert len(pages) > 1  # several leaf pages walked
 
 
 @pytest.mark.parametrize("flavor", SERVERS)
-def test_records_match_the_server_in_every_row_format(flavor: str, request: pytest.FixtureRequest) -> None:
+def test_records_match_the_server_in_every_row_format(
+    flavor: str, request: pytest.FixtureRequest
+) -> None:
     srv: ThrowawayServer = request.getfixturevalue(flavor)
     seen = []
     for variant in variants(srv):
@@ -400,7 +426,10 @@ def test_records_after_instant_add_column(flavor: str, request: pytest.FixtureRe
             )
             cur.executemany(
                 f"INSERT INTO `{SCHEMA}`.`{table}` VALUES (%s, %s, %s, %s, %s, %s)",
-                [(i, f"new {i}", i, f"c {i}", i * 3 if i % 2 else None, None) for i in range(401, 501)],
+                [
+                    (i, f"new {i}", i, f"c {i}", i * 3 if i % 2 else None, None)
+                    for i in range(401, 501)
+                ],
             )
             cur.execute(f"UPDATE `{SCHEMA}`.`{table}` SET c = 'changed', d = 5 WHERE id % 50 = 0")
             cur.execute(f"SHOW CREATE TABLE `{SCHEMA}`.`{table}`")
@@ -435,7 +464,12 @@ def test_records_after_instant_add_column(flavor: str, request: pytest.FixtureRe
                 if n == "e" and ours is not None and theirs is not None:
                     assert _no_frac_zeros(ours) == _no_frac_zeros(theirs), (d["fields"]["id"], n)
                 else:
-                    assert same(n if n != "b" else "bi", ours, theirs), (d["fields"]["id"], n, ours, theirs)
+                    assert same(n if n != "b" else "bi", ours, theirs), (
+                        d["fields"]["id"],
+                        n,
+                        ours,
+                        theirs,
+                    )
 
 
 # --- the corpus ---------------------------------------------------------------------------------
@@ -497,3 +531,55 @@ def test_corpus_cfg_files_decode(entry: Any) -> None:
     docs = _run(corpus_file(entry.rel))
     assert not [d for d in docs if "problem" in d or "errors" in d], docs[:2]
     assert [d["fields"]["id"] for d in docs] == list(range(1, 1001))
+
+
+# --- bad input ----------------------------------------------------------------------------------
+
+
+def _one_line_error(res: Any, needle: str) -> None:
+    assert res.returncode == 2, (res.returncode, res.stderr)
+    lines = res.stderr.strip().splitlines()
+    assert len(lines) == 1 and lines[0].startswith("ibdtool: error: ") and needle in lines[0], lines
+
+
+def test_bad_input_is_one_line(tmp_path: Path) -> None:
+    plain = corpus_file("mysql-made/mysql8015-t_plain_1k.ibd")
+    maria = corpus_file("mariadb-10.11/p16k-plain-1000rows.ibd")
+    _one_line_error(ibdtool("records", str(tmp_path / "none.ibd")), "no such file")
+    junk = tmp_path / "junk.ibd"
+    junk.write_bytes(b"\x01" * 100)
+    _one_line_error(ibdtool("records", str(junk)), str(junk))
+    _one_line_error(ibdtool("records", str(plain), "--index", "nope"), "no index 'nope'")
+    _one_line_error(
+        ibdtool("records", str(maria), "--schema", "CREATE TABLE t (a FOO)"), "--schema"
+    )
+    _one_line_error(ibdtool("records", str(maria), "--schema", "SELECT 1"), "--schema")
+    bad_cfg = tmp_path / "t.cfg"
+    bad_cfg.write_bytes((maria.with_suffix(".cfg")).read_bytes()[:200])
+    copy = tmp_path / "t.ibd"
+    copy.write_bytes(maria.read_bytes())
+    _one_line_error(ibdtool("records", str(copy)), "t.cfg")
+    res = ibdtool("records", str(plain), "--max-extern", "lots")
+    assert res.returncode == 2 and "Traceback" not in res.stderr
+
+
+def test_damaged_leaf_pages_are_reported_not_raised(tmp_path: Path) -> None:
+    """Random bytes over the leaf pages: every problem is an event (exit 1), never a crash."""
+    from ibdtool.records import open_records
+
+    src = corpus_file("mysql-made/mysql8015-t_plain_1k.ibd").read_bytes()
+    rng = random.Random(7)
+    for trial in range(12):
+        data = bytearray(src)
+        for _ in range(40):
+            page = rng.randrange(4, len(data) // 16384)
+            off = rng.randrange(38, 16384 - 8)
+            data[page * 16384 + off] = rng.randrange(256)
+        path = tmp_path / f"d{trial}.ibd"
+        path.write_bytes(bytes(data))
+        run = open_records(str(path))
+        try:
+            events = list(run.events())
+        finally:
+            run.ts.close()
+        assert events  # rows up to the damage, then the problem
