@@ -20,8 +20,6 @@ from typing import Any
 from ibdtool.errors import InputError
 from ibdtool.tablespace import Tablespace
 from parsers.cfg import CfgError, parse_cfg
-from parsers.columns import hex_bytes
-from parsers.compact_rec import iter_records
 from parsers.constants import FIL_NULL, FIL_PAGE_INDEX, Vendor
 from parsers.ddl import DdlError, parse_create_table
 from parsers.errors import ParseError
@@ -31,7 +29,7 @@ from parsers.records import (
     IndexReader,
     RecordsError,
     mariadb_core_fields,
-    page_is_compact,
+    raw_rows,
 )
 from parsers.sdi_table import SdiTableError, table_from_sdi
 from parsers.tabledef import IndexDef, TableDef
@@ -262,44 +260,8 @@ class RecordsRun:
             no = int.from_bytes(page[12:16], "big")
 
     def _raw_rows(self, no: int, page: bytes) -> Iterator[RecordEvent]:
-        """Without a definition: each record's bytes up to the next record's header."""
-        name = self.index_name
-        if page_is_compact(page):
-            heads = list(iter_records(page))
-            origins = sorted({h.origin for h in heads} | {112})
-            heap_top = int.from_bytes(page[40:42], "big")
-            for h in heads:
-                later = [o for o in origins if o > h.origin]
-                end = (later[0] - 5) if later else heap_top
-                end = max(h.origin, min(end, heap_top))
-                data = bytes(page[h.origin : end])
-                yield RecordEvent(
-                    name, no, h.deleted,
-                    {"raw": {"length": len(data), "hex": hex_bytes(data)}},
-                )  # fmt: skip
-            return
-        rec = int.from_bytes(page[99:101], "big")
-        seen: set[int] = set()
-        while rec != 116 and rec not in seen and 116 < rec < len(page):
-            seen.add(rec)
-            n_fields = (int.from_bytes(page[rec - 4 : rec - 2], "big") >> 1) & 0x3FF
-            short = page[rec - 3] & 1
-            start = rec
-            fields: dict[str, Any] = {}
-            for i in range(n_fields):
-                if short:
-                    v = page[rec - 7 - i]
-                    end, null = v & 0x7F, v & 0x80
-                else:
-                    v = int.from_bytes(page[rec - 8 - 2 * i : rec - 6 - 2 * i], "big")
-                    end, null = v & 0x3FFF, v & 0x8000
-                data = bytes(page[start : rec + end])
-                fields[f"field{i}"] = (
-                    None if null else {"length": len(data), "hex": hex_bytes(data)}
-                )
-                start = rec + end
-            yield RecordEvent(name, no, bool(page[rec - 6] & 0x20), fields)
-            rec = int.from_bytes(page[rec - 2 : rec], "big")
+        for deleted, fields in raw_rows(page):
+            yield RecordEvent(self.index_name, no, deleted, fields)
 
 
 def open_records(

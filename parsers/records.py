@@ -48,6 +48,7 @@ REC_STATUS_INSTANT = 4  # MariaDB 10.3+
 PAGE_OLD_INFIMUM = 101
 PAGE_OLD_SUPREMUM = 116
 REC_N_OLD_EXTRA_BYTES = 6
+PAGE_HEAP_TOP = 38 + 2
 PAGE_N_HEAP = 38 + 4
 PAGE_INSTANT = 38 + 12  # MariaDB: core field count << 3 | direction, on an instant root
 FIL_PAGE_TYPE_INSTANT = 18
@@ -91,6 +92,87 @@ def mariadb_core_fields(root: bytes) -> int | None:
     if int.from_bytes(root[24:26], "big") != FIL_PAGE_TYPE_INSTANT:
         return None
     return int.from_bytes(root[PAGE_INSTANT : PAGE_INSTANT + 2], "big") >> 3
+
+
+@dataclass(frozen=True, slots=True)
+class RedundantRecord:
+    """A REDUNDANT record: its fields are self-describing (end offsets, NULL/external bits)."""
+
+    origin: int
+    deleted: bool
+    min_rec: bool
+    values: list[bytes | None]
+    extern: list[bool]
+
+    @property
+    def n_fields(self) -> int:
+        return len(self.values)
+
+
+def iter_redundant(page: bytes) -> Iterator[RedundantRecord]:
+    """The user records of a REDUNDANT page in key order, each split into its fields."""
+    seen: set[int] = set()
+    rec = int.from_bytes(page[PAGE_OLD_INFIMUM - 2 : PAGE_OLD_INFIMUM], "big")
+    while rec != PAGE_OLD_SUPREMUM:
+        if rec in seen or not PAGE_OLD_SUPREMUM < rec < len(page):
+            raise RecordError(f"record list {'loops' if rec in seen else 'points'} to {rec}")
+        seen.add(rec)
+        info = page[rec - REC_N_OLD_EXTRA_BYTES] & 0xF0
+        n_fields = (int.from_bytes(page[rec - 4 : rec - 2], "big") >> 1) & 0x3FF
+        short = page[rec - 3] & 1
+        if n_fields == 0:
+            raise RecordError(f"record at {rec} has no fields")
+        values: list[bytes | None] = []
+        extern: list[bool] = []
+        start = rec
+        for i in range(n_fields):
+            if short:  # 1-byte end offsets: 0x80 NULL
+                raw_end = page[rec - REC_N_OLD_EXTRA_BYTES - 1 - i]
+                end, null, ext = raw_end & 0x7F, bool(raw_end & 0x80), False
+            else:  # 2-byte end offsets: 0x8000 NULL, 0x4000 external
+                pos = rec - REC_N_OLD_EXTRA_BYTES - 2 * (i + 1)
+                raw_end = int.from_bytes(page[pos : pos + 2], "big")
+                end, null, ext = raw_end & 0x3FFF, bool(raw_end & 0x8000), bool(raw_end & 0x4000)
+            if rec + end > len(page) or rec + end < start:
+                raise RecordError(f"record at {rec}: field {i} ends outside the page")
+            values.append(None if null else bytes(page[start : rec + end]))
+            extern.append(ext)
+            start = rec + end
+        yield RedundantRecord(
+            rec,
+            bool(info & REC_INFO_DELETED_FLAG),
+            bool(info & REC_INFO_MIN_REC_FLAG),
+            values,
+            extern,
+        )
+        rec = int.from_bytes(page[rec - 2 : rec], "big")
+
+
+def raw_rows(page: bytes) -> Iterator[tuple[bool, dict[str, Any]]]:
+    """Without a table definition: (deleted, fields) of each user record, in hex.
+
+    REDUNDANT records split into their fields; a COMPACT record's layout needs the definition,
+    so its bytes are given whole, up to the 5 fixed header bytes of the next record in the heap
+    (its null bitmap and length bytes included).
+    """
+    if not page_is_compact(page):
+        for rec in iter_redundant(page):
+            yield (
+                rec.deleted,
+                {
+                    f"field{i}": None if v is None else {"length": len(v), "hex": hex_bytes(v)}
+                    for i, v in enumerate(rec.values)
+                },
+            )
+        return
+    heads = list(iter_records(page))
+    heap_top = int.from_bytes(page[PAGE_HEAP_TOP : PAGE_HEAP_TOP + 2], "big")
+    origins = sorted({h.origin for h in heads})
+    for h in heads:
+        later = [o for o in origins if o > h.origin]
+        end = max(h.origin, min(later[0] - REC_N_NEW_EXTRA_BYTES if later else heap_top, heap_top))
+        data = bytes(page[h.origin : end])
+        yield h.deleted, {"raw": {"length": len(data), "hex": hex_bytes(data)}}
 
 
 class IndexReader:
@@ -190,52 +272,23 @@ class IndexReader:
             )
 
     def _redundant(self, page: bytes) -> Iterator[tuple[int, _Raw]]:
-        seen: set[int] = set()
-        rec = int.from_bytes(page[PAGE_OLD_INFIMUM - 2 : PAGE_OLD_INFIMUM], "big")
         fields_all = self.index.fields
-        while rec != PAGE_OLD_SUPREMUM:
-            if rec in seen or not PAGE_OLD_SUPREMUM < rec < len(page):
-                raise RecordError(f"record list {'loops' if rec in seen else 'points'} to {rec}")
-            seen.add(rec)
-            info = page[rec - 6] & 0xF0
-            n_fields = (int.from_bytes(page[rec - 4 : rec - 2], "big") >> 1) & 0x3FF
-            short = page[rec - 3] & 1
-            if n_fields > len(fields_all) or n_fields == 0:
+        for rec in iter_redundant(page):
+            if rec.n_fields > len(fields_all):
                 raise RecordError(
-                    f"record at {rec} has {n_fields} fields, the index {len(fields_all)}"
+                    f"record at {rec.origin} has {rec.n_fields} fields, the index {len(fields_all)}"
                 )
-            values: list[bytes | None] = []
-            extern: list[bool] = []
-            start = rec
-            for i in range(n_fields):
-                if short:
-                    raw_end = page[rec - REC_N_OLD_EXTRA_BYTES - 1 - i]
-                    end, null, ext = raw_end & 0x7F, bool(raw_end & 0x80), False
-                else:
-                    pos = rec - REC_N_OLD_EXTRA_BYTES - 2 * (i + 1)
-                    raw_end = int.from_bytes(page[pos : pos + 2], "big")
-                    end, null, ext = (
-                        raw_end & 0x3FFF,
-                        bool(raw_end & 0x8000),
-                        bool(raw_end & 0x4000),
-                    )
-                if rec + end > len(page) or rec + end < start:
-                    raise RecordError(f"record at {rec}: field {i} ends outside the page")
-                values.append(None if null else bytes(page[start : rec + end]))
-                extern.append(ext)
-                start = rec + end
             yield (
-                rec,
+                rec.origin,
                 _Raw(
-                    bool(info & REC_INFO_DELETED_FLAG),
-                    bool(info & REC_INFO_MIN_REC_FLAG),
-                    values,
-                    extern,
-                    n_fields,
-                    fields_all[:n_fields],
+                    rec.deleted,
+                    rec.min_rec,
+                    rec.values,
+                    rec.extern,
+                    rec.n_fields,
+                    fields_all[: rec.n_fields],
                 ),
             )
-            rec = int.from_bytes(page[rec - 2 : rec], "big")
 
     # --- values ----------------------------------------------------------------------------
 
