@@ -326,6 +326,15 @@ def _key_parts(p: _Parser, cols: dict[str, Column]) -> list[IndexField]:
 
 def parse_create_table(sql: str) -> TableDef:
     """Read a CREATE TABLE statement; :class:`DdlError` says what it could not read."""
+    try:
+        return _create_table(sql)
+    except (IndexError, ValueError) as exc:
+        if isinstance(exc, DdlError):
+            raise
+        raise DdlError(f"cannot read the statement ({exc})") from None
+
+
+def _create_table(sql: str) -> TableDef:
     p = _Parser(_tokens(sql))
     p.expect("create")
     p.accept("or", "replace")

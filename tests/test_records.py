@@ -583,3 +583,29 @@ def test_damaged_leaf_pages_are_reported_not_raised(tmp_path: Path) -> None:
         finally:
             run.ts.close()
         assert events  # rows up to the damage, then the problem
+
+
+def test_schema_text_is_checked_not_trusted() -> None:
+    """Malformed CREATE TABLE statements: DdlError (one line), never another exception."""
+    from parsers.ddl import DdlError, parse_create_table
+
+    good = "CREATE TABLE t (id INT NOT NULL, v VARCHAR(10), PRIMARY KEY (id), KEY k (v(3)))"
+    assert parse_create_table(good).index("k") is not None
+    rng = random.Random(3)
+    for _ in range(300):
+        cut = list(good)
+        for _ in range(rng.randint(1, 4)):
+            cut[rng.randrange(len(cut))] = rng.choice("(),`'0 x")
+        try:
+            parse_create_table("".join(cut))
+        except DdlError:
+            pass
+
+
+def test_text_output_has_a_line_per_record() -> None:
+    path = corpus_file("mariadb-10.11/p16k-rc_kbs8-1000rows.ibd")
+    res = ibdtool("records", str(path))
+    assert res.returncode == 0, res.stderr
+    lines = res.stdout.splitlines()
+    assert len(lines) == 1000 and lines[0].startswith("[") and " id=1 " in lines[0]
+    assert "columns from cfg" in res.stderr
