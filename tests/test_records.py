@@ -13,6 +13,7 @@ headers (and the 1,000 rows CATALOG.md gives for the files made here).
 
 from __future__ import annotations
 
+import contextlib
 import json
 import math
 import random
@@ -596,10 +597,8 @@ def test_schema_text_is_checked_not_trusted() -> None:
         cut = list(good)
         for _ in range(rng.randint(1, 4)):
             cut[rng.randrange(len(cut))] = rng.choice("(),`'0 x")
-        try:
+        with contextlib.suppress(DdlError):
             parse_create_table("".join(cut))
-        except DdlError:
-            pass
 
 
 def test_text_output_has_a_line_per_record() -> None:
