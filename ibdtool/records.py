@@ -154,7 +154,7 @@ def scan_indexes(ts: Tablespace) -> dict[int, IndexPages]:
     """Index id → its pages, from every page header (pages the extent descriptors call free
     are left out: a freed page keeps its old header)."""
     found: dict[int, IndexPages] = {}
-    free = ts.free_map
+    free = ts.free_window(0, ts.n_pages)
     for info in ts.pages():
         if info.index is None or info.real_type not in (FIL_PAGE_INDEX, FIL_PAGE_TYPE_INSTANT):
             continue

@@ -487,7 +487,7 @@ def _leaf_records(path: Path, index_id: int) -> int:
     """PAGE_N_RECS summed over the index's leaf pages in use, from the page headers alone."""
     total = 0
     with Tablespace(path) as ts:
-        free = ts.free_map
+        free = ts.free_window(0, ts.n_pages)
         for info in ts.pages():
             if free[info.page_no]:
                 continue

@@ -69,7 +69,7 @@ class IbdtoolGroup(click.Group):
         "migrate": "ibdtool.cli.server:migrate",
         "copy": "ibdtool.cli.copy:copy",
         "report": "ibdtool.cli.report:report",
-        "records": "ibdtool.records_cli:records",
+        "records": "ibdtool.cli.records:records",
         "tui": "ibdtool.cli.tui:tui",
     }
 

@@ -12,8 +12,8 @@ from typing import Any
 
 import click
 
+from ibdtool.cli.server import connection_options, resolve_connection
 from ibdtool.errors import ExitCode, InputError
-from ibdtool.server_cli import connection_options, resolve_connection
 
 _SIZE_UNITS = {"": 1, "k": 1 << 10, "m": 1 << 20, "g": 1 << 30}
 
