@@ -17,8 +17,8 @@ if TYPE_CHECKING:
     from ibdtool.inspect import InspectResult
     from ibdtool.recommend import Recommendation
     from ibdtool.simulate import Scenario, SimResult
-    from parsers.constants import Vendor
     from parsers.space import SpaceFormat
+    from parsers.vendor import Vendor
 
 #: a line of text as ``(text, style)`` segments; ``""`` is no style
 Styled = list[tuple[str, str]]

@@ -26,11 +26,11 @@ from parsers.constants import (
     FIL_PAGE_TYPE_INSTANT,
     MYSQL_ENCRYPTED_TYPES,
     Algorithm,
-    Vendor,
 )
 from parsers.page import PageInfo
 from parsers.sdi import SdiEntry
 from parsers.space import SpaceFormat
+from parsers.vendor import Vendor
 
 MAX_LISTED_PAGES = 1000
 

@@ -20,7 +20,7 @@ from typing import Any
 from ibdtool.errors import InputError
 from ibdtool.tablespace import Tablespace
 from parsers.cfg import CfgError, parse_cfg
-from parsers.constants import FIL_NULL, FIL_PAGE_INDEX, Vendor
+from parsers.constants import FIL_NULL, FIL_PAGE_INDEX
 from parsers.ddl import DdlError, parse_create_table
 from parsers.errors import ParseError
 from parsers.records import (
@@ -33,6 +33,7 @@ from parsers.records import (
 )
 from parsers.sdi_table import SdiTableError, table_from_sdi
 from parsers.tabledef import IndexDef, TableDef
+from parsers.vendor import Vendor
 from parsers.zip_page import ZipPageError, decompress_zip_page
 
 MAX_LEAF_PAGES = 1 << 26

@@ -28,7 +28,8 @@ from ibdtool.errors import InputError
 from ibdtool.inspect import PARALLEL_MIN_PAGES, InspectResult, inspect_path
 from ibdtool.workpool import WorkerPool
 from parsers import filename
-from parsers.constants import Algorithm, Vendor
+from parsers.constants import Algorithm
+from parsers.vendor import Vendor
 
 SCHEMA_VERSION = 1
 GIB = 1 << 30

@@ -31,9 +31,9 @@ from parsers.constants import (
     FIL_PAGE_TYPE_FSP_HDR,
     FIL_PAGE_TYPE_XDES,
     Algorithm,
-    Vendor,
 )
 from parsers.layout import MYSQL_HEADER, allocated_for_image, ntfs_allocated, server_stored_size
+from parsers.vendor import Vendor
 from parsers.zip_page import ZipPageError, zip_logical_image
 
 Z95 = 1.959963984540054

@@ -22,10 +22,11 @@ from ibdtool.allocation import Allocation, read_allocation
 from ibdtool.errors import InputError
 from ibdtool.openfile import open_regular
 from parsers.checksum import ChecksumAlgo
-from parsers.constants import FIL_PAGE_TYPE_XDES, Vendor
+from parsers.constants import FIL_PAGE_TYPE_XDES
 from parsers.page import DOUBLEWRITE_NAME, PageInfo, decode_page
 from parsers.sdi import SdiEntry, SdiError, read_sdi, read_zip_sdi
 from parsers.space import SpaceFormat, detect_format
+from parsers.vendor import Vendor
 from parsers.xdes import decode_descriptor_page
 
 CHUNK_BYTES = 4 << 20

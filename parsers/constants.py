@@ -10,6 +10,8 @@ from __future__ import annotations
 
 from enum import StrEnum
 
+from parsers.vendor import Vendor
+
 FIL_NULL = 0xFFFFFFFF
 FIL_PAGE_DATA = 38  # end of the FIL header, start of the page body (§1.1)
 FIL_PAGE_DATA_END = 8  # FIL trailer length (§1.2)
@@ -122,14 +124,6 @@ MARIADB_INDEX_TYPES = frozenset({FIL_PAGE_INDEX, FIL_PAGE_RTREE, FIL_PAGE_TYPE_I
 MYSQL_ENCRYPTED_TYPES = frozenset(
     {FIL_PAGE_ENCRYPTED, FIL_PAGE_COMPRESSED_AND_ENCRYPTED, FIL_PAGE_ENCRYPTED_RTREE}
 )
-
-
-class Vendor(StrEnum):
-    """Which server family wrote a tablespace (§4.4)."""
-
-    MYSQL = "mysql"
-    MARIADB = "mariadb"
-    UNKNOWN = "unknown"
 
 
 class Algorithm(StrEnum):

@@ -32,7 +32,6 @@ from parsers.constants import (
     FIL_PAGE_PAGE_COMPRESSED_ENCRYPTED,
     MYSQL_ENCRYPTED_TYPES,
     Algorithm,
-    Vendor,
 )
 from parsers.structs import (
     FCRC32_CHECKSUM_SIZE,
@@ -48,6 +47,7 @@ from parsers.structs import (
     MYSQL_META_FAST,
     PAGE_DATA,
 )
+from parsers.vendor import Vendor
 
 #: Bytes of the header a stored page's envelope is read from (FIL header + MariaDB's 4 bytes of
 #: compressed-page metadata); only the full_crc32 length byte lies further.

@@ -10,7 +10,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from parsers.codecs import MARIADB_ALGORITHMS
-from parsers.constants import Algorithm, Vendor
+from parsers.constants import Algorithm
+from parsers.vendor import Vendor
 
 FSP_SPACE_FLAGS_OFFSET = 54  # 38 + 16
 

@@ -12,7 +12,7 @@ from dataclasses import dataclass, field
 
 from parsers import checksum
 from parsers.codecs import CodecError
-from parsers.constants import FIL_PAGE_COMPRESSED, Algorithm, Vendor
+from parsers.constants import FIL_PAGE_COMPRESSED, Algorithm
 from parsers.envelope import Checksum, Geometry, Kind, read_envelope
 from parsers.errors import ParseError
 from parsers.flags import (
@@ -29,6 +29,7 @@ from parsers.flags import (
 )
 from parsers.inflate import inflate
 from parsers.structs import FSP_HEADER_OFFSET, FspHeader
+from parsers.vendor import Vendor
 
 MYSQL_ENCRYPTION_MAGICS = (b"lCA", b"lCB", b"lCC")  # §2.2
 MYSQL_ENCRYPTION_INFO_MAX_SIZE = 115

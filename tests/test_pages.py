@@ -22,7 +22,6 @@ from parsers.constants import (
     FIL_PAGE_TYPE_BLOB,
     FIL_PAGE_TYPE_FSP_HDR,
     FIL_PAGE_TYPE_XDES,
-    Vendor,
     index_types,
 )
 from parsers.pages import (
@@ -36,6 +35,7 @@ from parsers.pages import (
     stored_layout,
 )
 from parsers.pages.logical import FAMILIES
+from parsers.vendor import Vendor
 from tests.catalog import CORPUS, SHARED
 from tests.conftest import SAMPLES, require_corpus
 

@@ -13,9 +13,10 @@ from typing import Any, NamedTuple, Protocol
 
 from construct import Construct
 
-from parsers.constants import FIL_NULL, Vendor
+from parsers.constants import FIL_NULL
 from parsers.page import PageInfo
 from parsers.space import SpaceFormat
+from parsers.vendor import Vendor
 
 #: Region names, in the order a legend lists them.
 REGION_NAMES = (

@@ -6,11 +6,12 @@ free space and the page directory; on a ROW_FORMAT=COMPRESSED page the zlib stre
 
 from __future__ import annotations
 
-from parsers.constants import FIL_PAGE_DATA, Vendor, index_types
+from parsers.constants import FIL_PAGE_DATA, index_types
 from parsers.page import PAGE_NEW_SUPREMUM_END, PAGE_OLD_SUPREMUM_END, PageInfo
 from parsers.pages.base import NOWHERE, FieldGroup, Parts, Region, field, spans
 from parsers.space import SpaceFormat
 from parsers.structs import PAGE_DATA, PAGE_HEADER, IndexHeader
+from parsers.vendor import Vendor
 
 PAGE_DIR = 8  # the directory ends 8 bytes before the page end (§5.2)
 _DIRECTIONS = {1: "LEFT", 2: "RIGHT", 3: "SAME_REC", 4: "SAME_PAGE", 5: "NO_DIRECTION"}

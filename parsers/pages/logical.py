@@ -9,12 +9,13 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 
-from parsers.constants import FIL_PAGE_DATA, Vendor
+from parsers.constants import FIL_PAGE_DATA
 from parsers.page import PageInfo
 from parsers.pages import blob, fsp, index, inode
 from parsers.pages.base import Family, FieldGroup, Layout, Region, clip
 from parsers.pages.fil import TRAILER_SIZE, header_group, trailer_group
 from parsers.space import SpaceFormat
+from parsers.vendor import Vendor
 
 #: Every page family; a new one is added here.
 FAMILIES: tuple[Family, ...] = (index, fsp, inode, blob)

@@ -15,7 +15,6 @@ from parsers.constants import (
     FIL_PAGE_PAGE_COMPRESSED,
     FIL_PAGE_PAGE_COMPRESSED_ENCRYPTED,
     Algorithm,
-    Vendor,
     page_type_name,
 )
 from parsers.envelope import fcrc32_declared_size, fcrc32_stored_size
@@ -35,6 +34,7 @@ from parsers.structs import (
     MariaDBClassicEncCompHeader,
     MySQLCompressionMeta,
 )
+from parsers.vendor import Vendor
 
 _MYSQL = spans(MySQLCompressionMeta, MYSQL_COMPRESSION_META_OFFSET)
 _CLASSIC = spans(MariaDBClassicCompHeader, MARIADB_CLASSIC_COMP_OFFSET)
