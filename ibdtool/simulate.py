@@ -17,7 +17,7 @@ import time
 import zlib
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass, field, replace
-from typing import Any
+from typing import Any, Literal
 
 from ibdtool.errors import InputError
 from ibdtool.tablespace import Tablespace
@@ -57,9 +57,13 @@ class Scenario:
     ``server`` is the vendor (``mysql``, ``mariadb``, ``what-if``) and ``algorithm`` a codec of
     the registry (:mod:`parsers.codecs`), which does the work."""
 
-    server: str  # "mysql" | "mariadb" | "what-if"
+    server: Vendor | Literal["what-if"]  # "what-if": a codec no server offers (zstd)
     algorithm: str  # a codec name: an Algorithm value, or "zstd"
     level: int | None = None
+
+    def __post_init__(self) -> None:
+        if self.server != WHAT_IF:  # also takes the plain name ("mysql")
+            object.__setattr__(self, "server", Vendor(self.server))
 
     @property
     def label(self) -> str:
@@ -82,20 +86,20 @@ class Scenario:
         (they use bytes 26..33, §2.1); MariaDB's type-0 pages (§3)."""
         if page_no == 0 or page_type in (FIL_PAGE_TYPE_FSP_HDR, FIL_PAGE_TYPE_XDES):
             return True
-        if self.server == "mysql":
+        if self.server is Vendor.MYSQL:
             return page_type == FIL_PAGE_RTREE
         return page_type == FIL_PAGE_TYPE_ALLOCATED
 
     def compressed_part(self, page: bytes) -> bytes:
         """The bytes the server compresses: MySQL keeps the 38-byte header (§2.1)."""
-        return page[MYSQL_HEADER:] if self.server == "mysql" else page
+        return page[MYSQL_HEADER:] if self.server is Vendor.MYSQL else page
 
     def stored_size(
         self, payload: int, page_size: int, block: int, *, full_crc32: bool = True
     ) -> int | None:
         """Bytes the server writes for a ``payload``-byte compressed page; None: stored plain.
         What-if codecs are laid out as MariaDB's full_crc32 without a length byte."""
-        vendor = Vendor.MYSQL if self.server == "mysql" else Vendor.MARIADB
+        vendor = Vendor.MYSQL if self.server is Vendor.MYSQL else Vendor.MARIADB
         algo = self.codec.algorithm or Algorithm.NONE
         return server_stored_size(vendor, algo, payload, page_size, block, full_crc32=full_crc32)
 
@@ -110,12 +114,16 @@ class Scenario:
         return self.stored_size(len(payload), len(page), block, full_crc32=full_crc32)
 
 
-MYSQL_CODECS = codec_names("mysql")
-MARIADB_CODECS = codec_names("mariadb")
+MYSQL_CODECS = codec_names(Vendor.MYSQL)
+MARIADB_CODECS = codec_names(Vendor.MARIADB)
 WHAT_IF_CODECS = codec_names(WHAT_IF)
 WHAT_IF_LEVELS = (1, 3, 9)  # zstd: fast, its default, strong
 DEFAULT_SCENARIOS: tuple[Scenario, ...] = (
-    *(Scenario(v, c.name, c.default_level) for v in ("mysql", "mariadb") for c in vendor_codecs(v)),
+    *(
+        Scenario(v, c.name, c.default_level)
+        for v in (Vendor.MYSQL, Vendor.MARIADB)
+        for c in vendor_codecs(v)
+    ),
     *(Scenario(WHAT_IF, c.name, lv) for c in vendor_codecs(WHAT_IF) for lv in WHAT_IF_LEVELS),
 )
 
@@ -157,22 +165,24 @@ def parse_algorithms(specs: Iterable[str]) -> list[Scenario]:
             out.append(Scenario(WHAT_IF, what_if.name, lv))
             continue
         if len(parts) == 1 and parts[0] in MARIADB_CODECS:
-            servers = ["mysql", "mariadb"] if parts[0] in MYSQL_CODECS else ["mariadb"]
+            servers = (
+                [Vendor.MYSQL, Vendor.MARIADB] if parts[0] in MYSQL_CODECS else [Vendor.MARIADB]
+            )
             parts = [servers[0], parts[0]] if len(servers) == 1 else parts
             if len(servers) == 2:
                 for server in servers:
                     out.append(_scenario(server, parts[0], level))
                 continue
-        if len(parts) != 2 or parts[0] not in ("mysql", "mariadb"):
+        if len(parts) != 2 or parts[0] not in (Vendor.MYSQL, Vendor.MARIADB):
             raise InputError(f"unknown algorithm {item!r}; valid: {', '.join(valid)}")
-        out.append(_scenario(parts[0], parts[1], level))
+        out.append(_scenario(Vendor(parts[0]), parts[1], level))
     seen: dict[Scenario, None] = {}
     for s in out:
         seen.setdefault(s)
     return list(seen)
 
 
-def _scenario(server: str, name: str, level: int | None) -> Scenario:
+def _scenario(server: Vendor, name: str, level: int | None) -> Scenario:
     codecs = codec_names(server)
     if name not in codecs:
         raise InputError(f"{server} has no {name!r} page compression; it has {', '.join(codecs)}")
@@ -314,7 +324,7 @@ def _zero_page_cost(s: Scenario, b: BlockSpec, psize: int) -> int:
     # A never-written page: MySQL extends files with posix_fallocate and punches holes only
     # when it writes a page, so the page stays allocated; MariaDB extends page-compressed
     # files sparsely, so it is a hole (seen on the samples' live files).
-    return b.allocated(psize, psize) if s.server == "mysql" else 0
+    return b.allocated(psize, psize) if s.server is Vendor.MYSQL else 0
 
 
 def measure_zero_pages(first: int, end: int, cfg: SimConfig, acc: Accumulator) -> None:

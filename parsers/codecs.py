@@ -19,6 +19,7 @@ from __future__ import annotations
 import zlib
 from collections.abc import Iterator
 from dataclasses import dataclass
+from typing import Final
 
 from parsers import codecimpl
 from parsers.codecimpl import CodecError
@@ -26,7 +27,7 @@ from parsers.constants import UNIV_PAGE_SIZE_MAX, Algorithm
 
 __all__ = ["CODECS", "Codec", "CodecError", "codec", "codec_for", "compress", "decompress"]
 
-WHAT_IF = "what-if"
+WHAT_IF: Final = "what-if"  # the vendor of a codec no server offers (zstd)
 
 
 @dataclass(frozen=True)

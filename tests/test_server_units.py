@@ -15,9 +15,9 @@ import pytest
 from ibdtool.errors import InputError
 from ibdtool.server.clientopts import read_option_files, resolve_options
 from ibdtool.server.connection import Secret
-from ibdtool.server.flavor import parse_flavor
+from ibdtool.server.dialects import parse_flavor
 from ibdtool.server.pagestate import page_state, verify
-from ibdtool.server.plan import Step, Target, parse_target
+from ibdtool.server.steps import Step, Target, parse_target
 from ibdtool.server.tables import TableOptions, split_table_name
 from ibdtool.tablespace import Tablespace
 from parsers.filename import encode as filename_encode

@@ -227,19 +227,19 @@ def tables(
 
     with _open_server(kw) as srv:
         found, others = list_tables(srv, schemas=list(schemas) or None, with_pages=not no_pages)
-        mariadb = srv.flavor.mariadb
+        vendor = srv.flavor.name
     if schemas:
         others = [s for s in others if s.name.split("/")[0] in schemas]
     if not show_all:
         others = []
     if as_json:
-        docs = [t.to_json(mariadb) for t in found]
-        docs += [{"tablespace": s.to_json(mariadb), "kind": space_kind(s)} for s in others]
+        docs = [t.to_json(vendor) for t in found]
+        docs += [{"tablespace": s.to_json(vendor), "kind": space_kind(s)} for s in others]
         _emit_json(docs)
     else:
         from ibdtool.cli.server_display import print_tables
 
-        print_tables(found, others, mariadb)
+        print_tables(found, others, vendor)
 
 
 # --- migrate ------------------------------------------------------------------------------------
@@ -363,7 +363,7 @@ def migrate(
     saving; with --execute runs them one table at a time with progress, then measures and
     verifies the pages on disk. Ctrl-C kills the running statement and reports the table.
     """
-    from ibdtool.server.plan import PlanSettings, build_plan, parse_target
+    from ibdtool.server import PlanSettings, build_plan, parse_target
     from ibdtool.server.progress import source_unavailable_reason
     from ibdtool.server.tables import list_tables, split_table_name
 

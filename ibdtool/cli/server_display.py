@@ -24,6 +24,7 @@ if TYPE_CHECKING:
     from ibdtool.server.results import Event, TableResult
     from ibdtool.server.status import ServerStatus
     from ibdtool.server.tables import SpaceInfo, TableInfo
+    from parsers.vendor import Vendor
 
 LINE_EVERY = 10.0  # seconds between progress lines when stderr is not a terminal
 
@@ -90,12 +91,12 @@ def print_status(st: ServerStatus) -> None:
 # --- tables -------------------------------------------------------------------------------------
 
 
-def _table_note(t: TableInfo, mariadb: bool) -> Text:
+def _table_note(t: TableInfo, vendor: Vendor) -> Text:
     if not t.innodb:
         return Text(f"ENGINE={t.engine}", style="dim")
     if t.shared_tablespace:
         return Text(f"in shared tablespace {t.shared_tablespace}", style="yellow")
-    why = t.needs_rebuild(mariadb)
+    why = t.needs_rebuild(vendor)
     if why:
         return Text(why, style="bold yellow")
     lag = t.unflushed()
@@ -134,7 +135,7 @@ def _print_wide(tab: Table) -> None:
     Console(highlight=False, soft_wrap=False, width=max(con.width, 240)).print(tab)
 
 
-def print_tables(tables: list[TableInfo], others: list[SpaceInfo], mariadb: bool) -> None:
+def print_tables(tables: list[TableInfo], others: list[SpaceInfo], vendor: Vendor) -> None:
     tab = _table(
         "table", "format", "row format", ">file size", ">allocated", ">saved", ">block",
         "pages on disk", "note",
@@ -145,14 +146,14 @@ def print_tables(tables: list[TableInfo], others: list[SpaceInfo], mariadb: bool
             rf += f" KBS={t.options.key_block_size}"
         tab.add_row(
             t.name + (f" ({len(t.spaces)} parts)" if len(t.spaces) > 1 else ""),
-            t.current_format(mariadb) if t.innodb else "-",
+            t.current_format(vendor) if t.innodb else "-",
             rf,
             human_bytes(t.file_size) if t.file_size is not None else "",
             human_bytes(t.allocated_size) if t.allocated_size is not None else "",
             _pct_saved(t.file_size, t.allocated_size),
             _k(t.fs_block_size),
             t.page_summary() or "",
-            _table_note(t, mariadb),
+            _table_note(t, vendor),
         )
     for sp in others:
         from ibdtool.server.tables import space_kind
@@ -174,11 +175,11 @@ def print_tables(tables: list[TableInfo], others: list[SpaceInfo], mariadb: bool
 # --- the plan -----------------------------------------------------------------------------------
 
 
-def _plan_table(tp: TablePlan, mariadb: bool) -> None:
+def _plan_table(tp: TablePlan, vendor: Vendor) -> None:
     con = out()
     t = tp.table
     head = Text(t.name, style="bold")
-    head.append(f"  {t.current_format(mariadb) if t.innodb else '-'} → {tp.target.label}  ")
+    head.append(f"  {t.current_format(vendor) if t.innodb else '-'} → {tp.target.label}  ")
     style = {"convert": "green", "skip": "dim", "refuse": "bold red"}[tp.action]
     head.append({"convert": "convert", "skip": "skip", "refuse": "REFUSED"}[tp.action], style=style)
     con.print(head)
@@ -233,7 +234,7 @@ def print_plan(plan: Plan, executing: bool) -> None:
         con.print(Text(f"! {note}", style="yellow"), soft_wrap=True)
     con.print()
     for tp in plan.tables:
-        _plan_table(tp, plan.mariadb)
+        _plan_table(tp, plan.vendor)
     if not executing:
         n = len(plan.runnable)
         con.print(

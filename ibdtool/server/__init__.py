@@ -14,8 +14,9 @@ The engine API the CLI (:mod:`ibdtool.cli.server`) and the TUI share::
 
 Modules: ``clientopts`` (option files, login paths, precedence), ``loginfile``
 (``~/.mylogin.cnf``), ``connection`` (options, sessions), ``sql`` (every statement),
-``flavor``, ``context`` (:class:`Server`), ``localfs`` (the datadir from here), ``pagestate``
-(pages by compression, verification), ``tables``, ``status``, ``plan``, ``preflight``,
+``dialects`` (what differs per server line: one file each), ``context`` (:class:`Server`),
+``localfs`` (the datadir from here), ``pagestate`` (pages by compression, verification),
+``tables``, ``status``, ``steps`` (targets, settings, statements), ``plan``, ``preflight``,
 ``progress``, ``execute``, ``results``, ``journal``, ``display`` (Rich output of the CLI).
 """
 
@@ -25,10 +26,11 @@ from ibdtool.server.clientopts import resolve_options
 from ibdtool.server.connection import ConnectionOptions
 from ibdtool.server.context import Server
 from ibdtool.server.execute import ExecSettings, Migration
-from ibdtool.server.plan import Plan, PlanSettings, Target, build_plan, parse_target
+from ibdtool.server.plan import Plan, build_plan
 from ibdtool.server.preflight import Check
 from ibdtool.server.results import Event, TableResult
 from ibdtool.server.status import server_status
+from ibdtool.server.steps import PlanSettings, Target, parse_target
 from ibdtool.server.tables import TableInfo, list_tables
 
 __all__ = [

@@ -15,7 +15,7 @@ from typing import Any
 
 from ibdtool.server import localfs, sql
 from ibdtool.server.connection import ConnectionOptions, Session, StatementHook
-from ibdtool.server.flavor import Flavor, parse_flavor
+from ibdtool.server.dialects import Dialect, parse_flavor
 from parsers import codecs
 
 VARIABLES = (
@@ -66,7 +66,7 @@ class Server:
         self.session = Session(opts, role="main", on_statement=on_statement)
         try:
             ident = self.session.query_one(sql.SERVER_IDENTITY) or {}
-            self.flavor: Flavor = parse_flavor(
+            self.flavor: Dialect = parse_flavor(
                 str(ident.get("version", "")), str(ident.get("version_comment") or "")
             )
             self.server_datadir = str(ident.get("datadir") or "")
@@ -112,9 +112,8 @@ class Server:
         """Can this server compress pages with ``codec`` right now?"""
         if codec not in self.flavor.page_codecs:
             return False
-        if not self.flavor.mariadb or not codecs.codec(codec).mariadb_provider:
-            return True
-        return on(self.status.get(f"Innodb_have_{codec}"))
+        variable = self.flavor.codec_status(codec)
+        return variable is None or on(self.status.get(variable))
 
     # -- the datadir -----------------------------------------------------------------------------
 

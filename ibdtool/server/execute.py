@@ -30,7 +30,7 @@ from ibdtool.server.context import Server
 from ibdtool.server.errors import ER_QUERY_INTERRUPTED, ServerError
 from ibdtool.server.journal import Journal
 from ibdtool.server.pagestate import Verification, verify
-from ibdtool.server.plan import Plan, Step, TablePlan
+from ibdtool.server.plan import Plan, TablePlan
 from ibdtool.server.progress import (
     FileGrowth,
     GlobalChange,
@@ -41,6 +41,7 @@ from ibdtool.server.progress import (
     choose_sources,
 )
 from ibdtool.server.results import Event, Sizes, StatementResult, TableResult
+from ibdtool.server.steps import Step
 from ibdtool.server.tables import TableInfo, TableOptions
 
 ETA_MIN_FRACTION = 0.01  # as gh-ost: no ETA before 1% is done
@@ -346,7 +347,7 @@ class Migration:
         yield Event(
             "table_start",
             name,
-            f"{table.current_format(self.plan.mariadb)} → {tp.target.label}",
+            f"{table.current_format(self.plan.vendor)} → {tp.target.label}",
             data={"before": result.before.to_json()},
         )
         table_changes: list[GlobalChange] = []
@@ -514,9 +515,7 @@ class Migration:
         """Flush (FOR EXPORT), measure, verify the pages."""
         table = tp.table
         name = table.name
-        classic = self.plan.mariadb and not (
-            self.server.variables.get("innodb_checksum_algorithm") or ""
-        ).startswith("full_crc32")
+        classic = self.server.flavor.writes_take_global_codec(self.server.variables)
         flush = self.settings.flush_for_export or (changed_global and classic)
         worker = self._worker_session()
         locked = False
@@ -570,7 +569,7 @@ class Migration:
         t = tp.target
         return verify(
             path,
-            server="mariadb" if self.plan.mariadb else "mysql",
+            server=self.plan.vendor,
             kind=t.kind,
             algorithm=t.algorithm,
             level=t.level,
@@ -595,10 +594,10 @@ class Migration:
             parts.append("options unchanged")
         else:
             label = TableInfo(table.schema, table.table, "InnoDB", None, "", now).current_format(
-                self.plan.mariadb
+                self.plan.vendor
             )
             parts.append(f"options now say {label}")
-            if not rebuilt and not self.plan.mariadb:
+            if not rebuilt and self.server.flavor.page_compression_is_attribute:
                 parts.append("pages not rewritten: run again to finish")
         leftovers = []
         for p in table.local_paths:
@@ -631,7 +630,7 @@ class Migration:
         start = time.monotonic()
         best = 0.0
         while not self.cancelled:
-            row = self.server.session.query_one(sql.PROCESS[_process_key(self.plan)], (old_thread,))
+            row = self.server.session.query_one(self.server.flavor.process_query, (old_thread,))
             if row is None or str(row.get("command")) != "Query":
                 break
             reading = self._read_progress(progress, old_thread)
@@ -663,10 +662,6 @@ class Migration:
                 return _Outcome.OK
         result.message = "the connection dropped and the statement did not take effect"
         return _Outcome.FAILED
-
-
-def _process_key(plan: Plan) -> str:
-    return "mariadb" if plan.mariadb else "mysql"
 
 
 def _optimize_error(rows: list[dict[str, Any]]) -> ServerError | None:

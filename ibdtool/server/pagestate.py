@@ -25,6 +25,7 @@ from parsers.constants import (
     Algorithm,
 )
 from parsers.envelope import HEADER_BYTES, read_envelope
+from parsers.vendor import Vendor
 
 FULL_SCAN_PAGES = 1 << 18  # 4 GiB of 16K pages read whole; above that a sample
 SAMPLE_PAGES = 1 << 15
@@ -170,7 +171,7 @@ class Verification:
 
 
 def _stored_plain_by_design(
-    ts: Tablespace, page_no: int, server: str, algorithm: str, level: int | None, block: int
+    ts: Tablespace, page_no: int, server: Vendor, algorithm: str, level: int | None, block: int
 ) -> bool:
     """Would this server store this page uncompressed? Recompress it and lay it out."""
     from ibdtool.simulate import Scenario
@@ -183,7 +184,7 @@ def _stored_plain_by_design(
 def verify(
     path: str | os.PathLike[str],
     *,
-    server: str,
+    server: Vendor,
     kind: str,
     algorithm: str | None = None,
     level: int | None = None,

@@ -1,24 +1,16 @@
-"""The statements that bring a table to a target format on this server, and why these.
+"""A conversion plan: per table, the statements, the preflight checks and the prediction.
 
-Targets: ``page:<codec>[:<level>]`` (transparent page compression), ``row:<kbs>``
-(``ROW_FORMAT=COMPRESSED``) and ``none``. Per server:
-
-* MySQL: ``ALTER TABLE … COMPRESSION='zlib'`` only tags the table, so it is followed by
-  ``OPTIMIZE TABLE`` (an online INPLACE rebuild; ``ALTER TABLE … FORCE`` when
-  ``innodb_optimize_fulltext_only`` would make OPTIMIZE skip the rebuild, or for
-  ``--algorithm copy``). Row-format changes rebuild by themselves.
-* MariaDB: the algorithm is whatever ``innodb_compression_algorithm`` says when pages are written,
-  so the plan sets that global (restored afterwards) and rebuilds with
-  ``PAGE_COMPRESSED=1, FORCE`` (a full_crc32 table keeps the algorithm in its flags from then on).
-
-Every rebuild names ``ALGORITHM=INPLACE, LOCK=NONE`` where the statement takes it, so the server
-refuses rather than silently blocking writes. :func:`build_plan` joins the statements with the
-preflight checks and the simulator's prediction.
+The statements come from the server's dialect (:mod:`ibdtool.server.dialects`: MySQL tags the
+table and rebuilds, MariaDB sets the global codec and rebuilds), after a session step that caps
+``lock_wait_timeout``; every rebuild names its ALGORITHM/LOCK so the server refuses rather than
+silently blocking writes. :func:`build_plan` joins them with the preflight checks
+(:mod:`ibdtool.server.preflight`), what is already there, and the simulator's prediction.
+The vocabulary (:class:`Target`, :class:`Step`, :class:`PlanSettings`) is
+:mod:`ibdtool.server.steps`.
 """
 
 from __future__ import annotations
 
-import re
 import threading
 from dataclasses import dataclass, field
 from typing import Any
@@ -26,85 +18,12 @@ from typing import Any
 from ibdtool.errors import InputError
 from ibdtool.server import sql
 from ibdtool.server.context import Server
-from ibdtool.server.flavor import MARIADB_PAGE_CODECS
 from ibdtool.server.preflight import Check, server_checks, table_checks
+from ibdtool.server.steps import PlanSettings, Step, Target
 from ibdtool.server.tables import TableInfo
+from parsers.vendor import Vendor
 
-KEY_BLOCK_SIZES = (1, 2, 4, 8, 16)
-DEFAULT_LOCK_WAIT_TIMEOUT = 60
 ROW_SAMPLE_PAGES = 400  # pages the ROW_FORMAT=COMPRESSED prediction samples in bigger files
-
-
-@dataclass(frozen=True)
-class Target:
-    kind: str  # "page" | "row" | "none"
-    algorithm: str | None = None
-    level: int | None = None
-    key_block_size: int | None = None  # KiB
-
-    @property
-    def label(self) -> str:
-        if self.kind == "page":
-            return f"page:{self.algorithm}" + (f":{self.level}" if self.level is not None else "")
-        if self.kind == "row":
-            return f"row:{self.key_block_size}"
-        return "none"
-
-
-def parse_target(text: str) -> Target:
-    """``page:zlib``, ``page:lzma:3``, ``row:8``, ``none``."""
-    t = text.strip().lower()
-    if t in ("none", "off", "uncompressed"):
-        return Target("none")
-    m = re.fullmatch(r"page:([a-z0-9]+)(?::(\d+))?", t)
-    if m:
-        level = int(m.group(2)) if m.group(2) is not None else None
-        if level is not None and not 1 <= level <= 9:
-            raise InputError(f"--to {text}: the level must be 1..9")
-        return Target("page", algorithm=m.group(1), level=level)
-    m = re.fullmatch(r"row:(\d+)k?", t)
-    if m:
-        kbs = int(m.group(1))
-        if kbs not in KEY_BLOCK_SIZES:
-            raise InputError(f"--to {text}: KEY_BLOCK_SIZE must be one of 1, 2, 4, 8, 16")
-        return Target("row", key_block_size=kbs)
-    raise InputError(
-        f"--to {text}: expected page:<codec>[:<level>] ({', '.join(MARIADB_PAGE_CODECS)}), "
-        "row:<1|2|4|8|16> or none"
-    )
-
-
-@dataclass
-class Step:
-    """One statement of a plan."""
-
-    kind: str  # "session" | "set_global" | "attribute" | "rebuild"
-    sql: str
-    why: str
-    variable: str | None = None
-    value: str | int | None = None
-
-    @property
-    def args(self) -> tuple[str | int, ...] | None:
-        """Parameters of ``sql`` (the value of a SET), else None."""
-        return (
-            (self.value,)
-            if self.kind in ("session", "set_global") and self.value is not None
-            else None
-        )
-
-    @property
-    def display(self) -> str:
-        """The statement as the server receives it, without our tag, ready to paste."""
-        from pymysql.converters import escape_item
-
-        text = self.sql
-        if self.args:
-            text = text % tuple(escape_item(a, "utf8mb4") for a in self.args)
-        return text.removeprefix(sql.TAG).strip() + ";"
-
-    def to_json(self) -> dict[str, Any]:
-        return {"kind": self.kind, "sql": self.display, "why": self.why}
 
 
 @dataclass
@@ -158,11 +77,11 @@ class TablePlan:
             if s.kind == "set_global" and s.variable and s.value is not None
         }
 
-    def to_json(self, mariadb: bool) -> dict[str, Any]:
+    def to_json(self, vendor: Vendor) -> dict[str, Any]:
         return {
             "table": self.table.name,
             "action": self.action,
-            "current": self.table.current_format(mariadb),
+            "current": self.table.current_format(vendor),
             "target": self.target.label,
             "skip_reason": self.skip_reason,
             "statements": [s.to_json() for s in self.steps],
@@ -176,18 +95,9 @@ class TablePlan:
 
 
 @dataclass
-class PlanSettings:
-    algorithm: str = "inplace"  # "inplace" | "copy"
-    force: bool = False
-    predict: bool = True
-    lock_wait_timeout: int = DEFAULT_LOCK_WAIT_TIMEOUT
-    jobs: int | None = None
-
-
-@dataclass
 class Plan:
     server: str
-    mariadb: bool
+    vendor: Vendor
     target: Target
     settings: PlanSettings
     tables: list[TablePlan]
@@ -209,117 +119,11 @@ class Plan:
             "algorithm": self.settings.algorithm,
             "checks": [c.to_json() for c in self.checks],
             "notes": self.notes,
-            "tables": [t.to_json(self.mariadb) for t in self.tables],
+            "tables": [t.to_json(self.vendor) for t in self.tables],
         }
 
 
 # --- statements per server ------------------------------------------------------------------
-
-
-def _online(settings: PlanSettings) -> list[str]:
-    if settings.algorithm == "copy":
-        return ["ALGORITHM=COPY", "LOCK=SHARED"]
-    return ["ALGORITHM=INPLACE", "LOCK=NONE"]
-
-
-def _mysql_steps(server: Server, t: TableInfo, target: Target, st: PlanSettings) -> list[Step]:
-    o = t.options
-    steps: list[Step] = []
-    s, n = t.schema, t.table
-    if target.kind == "row":
-        clauses = ["ROW_FORMAT=COMPRESSED", f"KEY_BLOCK_SIZE={target.key_block_size}"]
-        if o.compression:
-            clauses.append("COMPRESSION='None'")
-        steps.append(
-            Step(
-                "rebuild",
-                sql.alter_table(s, n, clauses + _online(st)),
-                "rebuild as compressed rows",
-            )
-        )
-        return steps
-    want = target.algorithm if target.kind == "page" else None
-    if o.row_compressed:
-        clauses = ["ROW_FORMAT=DYNAMIC", "KEY_BLOCK_SIZE=0"]
-        if want:
-            clauses.append(f"COMPRESSION='{want}'")
-        why = (
-            "rebuild with uncompressed rows"
-            + (f" and {want} pages" if want else "")
-            + ("; indexes may keep KEY_BLOCK_SIZE in SHOW CREATE TABLE, unused with DYNAMIC")
-        )
-        steps.append(Step("rebuild", sql.alter_table(s, n, clauses + _online(st)), why))
-        return steps
-    if (o.compression or None) != want:
-        value = want or "None"
-        steps.append(
-            Step(
-                "attribute",
-                sql.alter_table(s, n, [f"COMPRESSION='{value}'"]),
-                "sets the attribute only: existing pages keep their format",
-            )
-        )
-    fulltext_only = (server.variables.get("innodb_optimize_fulltext_only") or "").upper() == "ON"
-    if st.algorithm == "copy" or fulltext_only:
-        why = (
-            "OPTIMIZE would only optimize FULLTEXT (innodb_optimize_fulltext_only=ON)"
-            if fulltext_only
-            else "rebuild by copy"
-        )
-        steps.append(Step("rebuild", sql.alter_table(s, n, ["FORCE", *_online(st)]), why))
-    else:
-        steps.append(
-            Step(
-                "rebuild",
-                sql.optimize_table(s, n),
-                "rewrites every page with the new attribute (online INPLACE rebuild)",
-            )
-        )
-    return steps
-
-
-def _mariadb_steps(server: Server, t: TableInfo, target: Target, st: PlanSettings) -> list[Step]:
-    o = t.options
-    steps: list[Step] = []
-    clauses: list[str] = []
-    if target.kind == "page":
-        algo = target.algorithm or "zlib"
-        current = (server.variables.get("innodb_compression_algorithm") or "").lower()
-        if current != algo:
-            steps.append(
-                Step(
-                    "set_global",
-                    sql.set_global("innodb_compression_algorithm"),
-                    f"pages are compressed with this global's value when written (now {current}); "
-                    "restored afterwards",
-                    variable="innodb_compression_algorithm",
-                    value=algo,
-                )
-            )
-        clauses.append("PAGE_COMPRESSED=1")
-        if target.level is not None:
-            clauses.append(f"PAGE_COMPRESSION_LEVEL={target.level}")
-        if o.row_compressed:
-            clauses += ["ROW_FORMAT=DYNAMIC", "KEY_BLOCK_SIZE=0"]
-        why = f"rebuild: every page written with {algo}"
-    elif target.kind == "row":
-        clauses += ["ROW_FORMAT=COMPRESSED", f"KEY_BLOCK_SIZE={target.key_block_size}"]
-        if o.page_compressed:
-            clauses.append("PAGE_COMPRESSED=0")
-        why = "rebuild as compressed rows"
-    else:
-        if o.page_compressed:
-            clauses.append("PAGE_COMPRESSED=0")
-        if o.row_compressed:
-            clauses += ["ROW_FORMAT=DYNAMIC", "KEY_BLOCK_SIZE=0"]
-        why = "rebuild with uncompressed pages" + (
-            "; indexes may keep KEY_BLOCK_SIZE in SHOW CREATE TABLE, unused with DYNAMIC"
-            if o.row_compressed
-            else ""
-        )
-    clauses.append("FORCE")
-    steps.append(Step("rebuild", sql.alter_table(t.schema, t.table, clauses + _online(st)), why))
-    return steps
 
 
 def statements(server: Server, table: TableInfo, target: Target, st: PlanSettings) -> list[Step]:
@@ -330,14 +134,13 @@ def statements(server: Server, table: TableInfo, target: Target, st: PlanSetting
         variable="lock_wait_timeout",
         value=st.lock_wait_timeout,
     )
-    build = _mariadb_steps if server.flavor.mariadb else _mysql_steps
-    return [session, *build(server, table, target, st)]
+    return [session, *server.flavor.rebuild_steps(table, target, st, server.variables)]
 
 
 # --- already there? --------------------------------------------------------------------------
 
 
-def already_there(table: TableInfo, target: Target, mariadb: bool) -> str | None:
+def already_there(table: TableInfo, target: Target, vendor: Vendor) -> str | None:
     """Why the table needs nothing, or None. Pages are checked when they can be read."""
     o = table.options
     fraction = table.uncompressed_fraction
@@ -350,12 +153,12 @@ def already_there(table: TableInfo, target: Target, mariadb: bool) -> str | None
             return f"already ROW_FORMAT=COMPRESSED KEY_BLOCK_SIZE={target.key_block_size}"
         return None
     if target.kind == "none":
-        if o.row_compressed or table.page_compression(mariadb):
+        if o.row_compressed or table.page_compression(vendor):
             return None
         if algos:
             return None  # options say none, pages are still compressed
         return "already uncompressed"
-    algo = table.page_compression(mariadb)
+    algo = table.page_compression(vendor)
     if algo != target.algorithm or o.row_compressed:
         return None
     if target.level is not None and o.page_compression_level != target.level:
@@ -389,7 +192,7 @@ def predict(server: Server, table: TableInfo, target: Target, jobs: int | None) 
             100.0 * (now - logical) / now if now else 0.0,
             "uncompressed pages allocate the whole file",
         )
-    server_kind = "mariadb" if server.flavor.mariadb else "mysql"
+    server_kind = server.flavor.name
     if target.kind == "page":
         level = target.level
         if level is None and target.algorithm in ("zlib", "lzma"):
@@ -444,14 +247,14 @@ def build_plan(
     server: Server, tables: list[TableInfo], target: Target, settings: PlanSettings | None = None
 ) -> Plan:
     st = settings or PlanSettings()
-    mariadb = server.flavor.mariadb
+    vendor = server.flavor.name
     common = server_checks(server, target)
-    plan = Plan(server.flavor.label, mariadb, target, st, [], common)
+    plan = Plan(server.flavor.label, vendor, target, st, [], common)
     for t in tables:
         tp = TablePlan(t, target)
         tp.checks = table_checks(server, t, target, st.algorithm)
         if not tp.refused and not any(c.refuses for c in common):
-            reason = None if st.force else already_there(t, target, mariadb)
+            reason = None if st.force else already_there(t, target, vendor)
             if reason:
                 tp.skip_reason = reason
             tp.steps = statements(server, t, target, st)
@@ -470,16 +273,8 @@ def build_plan(
         else:
             tp.checks = common + tp.checks
         plan.tables.append(tp)
-    if mariadb and target.kind == "page" and plan.runnable:
-        current = (server.variables.get("innodb_compression_algorithm") or "").lower()
-        if current != target.algorithm:
-            n = server.session.scalar(sql.CLASSIC_PAGE_COMPRESSED_SPACES)
-            if n:
-                plan.notes.append(
-                    f"{n} classic-format page-compressed tablespace(s) take "
-                    f"innodb_compression_algorithm at every page write: pages they write during "
-                    f"the run will be {target.algorithm}"
-                )
+    if plan.runnable:
+        plan.notes += server.flavor.plan_notes(server, target)
     if plan.runnable and not server.local_datadir:
         plan.notes.append(
             "the datadir is not readable from here: no page-level verification, no prediction"

@@ -19,7 +19,7 @@ from ibdtool.server.context import Server, on
 from ibdtool.server.tables import TableInfo
 
 if TYPE_CHECKING:
-    from ibdtool.server.plan import Target
+    from ibdtool.server.steps import Target
 
 FREE_SPACE_MARGIN = 1.10  # the rebuild's copy plus a tenth for the online log and extents
 
@@ -73,22 +73,23 @@ def server_checks(server: Server, target: Target) -> list[Check]:
                 )
             )
         elif not server.has_codec(codec):
+            plugin = flavor.codec_plugin(codec) or f"provider_{codec}"
             out.append(
                 Check(
                     "codec",
                     "error",
-                    f"the {codec} codec is not loaded (Innodb_have_{codec}=OFF): load the "
-                    f"provider_{codec} plugin (plugin_load_add=provider_{codec}) first; a "
+                    f"the {codec} codec is not loaded ({flavor.codec_status(codec)}=OFF): load "
+                    f"the {plugin} plugin (plugin_load_add={plugin}) first; a "
                     f"{codec} table cannot even be read while it is missing",
                 )
             )
-        elif flavor.codec_plugins and codec != "zlib":
+        elif provider := flavor.codec_plugin(codec):
             out.append(
                 Check(
                     "codec_plugin",
                     "warning",
-                    f"{codec} tables need provider_{codec} loaded at every start: keep "
-                    f"plugin_load_add=provider_{codec} in the server's configuration",
+                    f"{codec} tables need {provider} loaded at every start: keep "
+                    f"plugin_load_add={provider} in the server's configuration",
                 )
             )
         punch, how = server.punch_hole
@@ -102,7 +103,7 @@ def server_checks(server: Server, target: Target) -> list[Check]:
             )
         elif punch is None:
             out.append(Check("punch_hole", "warning", f"punch-hole support {how}"))
-        if target.level is not None and not flavor.mariadb:
+        if target.level is not None and not flavor.table_compression_level:
             out.append(
                 Check(
                     "level",
@@ -178,7 +179,7 @@ def table_checks(server: Server, table: TableInfo, target: Target, algorithm: st
             Check("tablespace", "warning", "no tablespace found in the InnoDB catalog for it")
         )
     if table.fulltext and algorithm != "copy":
-        how = "needs LOCK=SHARED" if server.flavor.mariadb else "can only use ALGORITHM=COPY"
+        how = server.flavor.fulltext_rebuild
         out.append(
             Check(
                 "fulltext",
@@ -187,7 +188,7 @@ def table_checks(server: Server, table: TableInfo, target: Target, algorithm: st
                 "writes for its whole length; pass --algorithm copy to accept that",
             )
         )
-    if table.spatial and target.kind == "page" and not server.flavor.mariadb:
+    if table.spatial and target.kind == "page" and not server.flavor.compresses_rtree:
         out.append(
             Check(
                 "spatial",

@@ -4,8 +4,8 @@
   thread (InnoDB's ``stage/innodb/alter table (…)`` stages, ``stage/sql/copy to tmp table`` for
   COPY). Needs ``performance_schema=ON`` at start; the ``events_stages_current`` consumer (off by
   default) and the stage instruments are switched on for the run and put back afterwards.
-* ``processlist``: MariaDB's ``information_schema.PROCESSLIST`` STAGE/MAX_STAGE/PROGRESS. Only
-  ALGORITHM=COPY fills it; INPLACE rebuilds show 0/0/0 throughout.
+* ``processlist``: ``information_schema.PROCESSLIST`` STAGE/MAX_STAGE/PROGRESS, where the
+  dialect reports them (MariaDB; only ALGORITHM=COPY fills them, INPLACE shows 0/0/0 throughout).
 * ``file``: the growth of the ``#sql-*.ibd`` file the rebuild writes in the schema directory,
   against the size the new file is expected to reach (datadir local only).
 
@@ -139,11 +139,12 @@ class ProcesslistProgress:
 
     name = "processlist"
 
-    def __init__(self, session: Session) -> None:
+    def __init__(self, session: Session, query: str) -> None:
         self.session = session
+        self.query = query  # the dialect's PROCESSLIST row of one thread
 
     def read(self, thread_id: int) -> Reading | None:
-        row = self.session.query_one(sql.PROCESS["mariadb"], (thread_id,))
+        row = self.session.query_one(self.query, (thread_id,))
         if row is None:
             return None
         stage, max_stage = int(row.get("stage") or 0), int(row.get("max_stage") or 0)
@@ -219,7 +220,7 @@ def choose_sources(
         if name == "performance_schema" and StageEvents.available(server):
             out.append(StageEvents(monitor))
         elif name == "processlist" and server.flavor.processlist_progress:
-            out.append(ProcesslistProgress(monitor))
+            out.append(ProcesslistProgress(monitor, server.flavor.process_query))
         elif name == "file":
             fg = file_source()
             if fg is not None:

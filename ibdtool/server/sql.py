@@ -2,7 +2,7 @@
 
 The tag makes our statements easy to find in PROCESSLIST, the slow log, the general log and
 performance_schema. Queries whose tables differ by flavor come as a dict keyed by
-:attr:`ibdtool.server.flavor.Flavor.catalog` (``"mysql8"``, ``"mysql57"``, ``"mariadb"``).
+:attr:`ibdtool.server.dialects.base.Dialect.catalog` (``"mysql8"``, ``"mysql57"``, ``"mariadb"``).
 Identifiers are quoted with :func:`quote_ident`; values always travel as parameters, except
 ``KILL QUERY`` whose id is an int we format ourselves. PyMySQL %-formats a statement only when
 it is given parameters: those write a literal ``%`` as ``%%``, the others as ``%``.

@@ -16,11 +16,12 @@ from ibdtool.server import sql
 from ibdtool.server.context import Server, on
 from ibdtool.server.errors import ServerError
 from ibdtool.server.tables import read_tablespaces
+from parsers.vendor import Vendor
 
 
 @dataclass
 class ServerStatus:
-    flavor: str
+    flavor: Vendor
     version: str
     version_string: str
     connection: str

@@ -21,6 +21,7 @@ from ibdtool.server.context import Server
 from ibdtool.server.pagestate import PageState, page_state
 from parsers import filename
 from parsers.flags import decode_flags
+from parsers.vendor import Vendor
 
 MARIADB_FLAG_MASK = 0x1FFFF  # the catalog's FLAG carries memory-only bits above these
 UNFLUSHED_FRACTION = 0.5  # fewer data pages on disk than this share of the catalog's count
@@ -93,22 +94,22 @@ class SpaceInfo:
     def shared(self) -> bool:
         return self.space == 0 or (self.space_type or "Single") in ("System", "General")
 
-    def flags_algorithm(self, mariadb: bool) -> str | None:
+    def flags_algorithm(self, vendor: Vendor) -> str | None:
         """MariaDB full_crc32: the algorithm the tablespace flags fix for every page."""
-        if not mariadb:
+        if vendor is not Vendor.MARIADB:
             return None
         flags = decode_flags(self.flag & MARIADB_FLAG_MASK)
         if flags.full_crc32 and flags.fcrc32_algorithm is not None:
             return flags.fcrc32_algorithm.value
         return None
 
-    def classic_page_compressed(self, mariadb: bool) -> bool:
-        if not mariadb:
+    def classic_page_compressed(self, vendor: Vendor) -> bool:
+        if vendor is not Vendor.MARIADB:
             return False
         flags = decode_flags(self.flag & MARIADB_FLAG_MASK)
         return not flags.full_crc32 and flags.page_compressed
 
-    def to_json(self, mariadb: bool) -> dict[str, Any]:
+    def to_json(self, vendor: Vendor) -> dict[str, Any]:
         return {
             "space": self.space,
             "name": self.name,
@@ -118,7 +119,7 @@ class SpaceInfo:
             "page_size": self.page_size,
             "zip_page_size": self.zip_page_size,
             "flags": self.flag,
-            "flags_algorithm": self.flags_algorithm(mariadb),
+            "flags_algorithm": self.flags_algorithm(vendor),
             "fs_block_size": self.fs_block_size,
             "file_size": self.file_size,
             "allocated_size": self.allocated_size,
@@ -183,23 +184,23 @@ class TableInfo:
     def local_paths(self) -> list[Path]:
         return [s.local_path for s in self.spaces if s.local_path is not None]
 
-    def page_compression(self, mariadb: bool) -> str | None:
+    def page_compression(self, vendor: Vendor) -> str | None:
         """The algorithm the options (and MariaDB's flags) say pages are compressed with."""
-        if mariadb:
+        if vendor is Vendor.MARIADB:
             if not self.options.page_compressed:
                 return None
-            algos = {s.flags_algorithm(True) for s in self.spaces} - {None, "none"}
+            algos = {s.flags_algorithm(vendor) for s in self.spaces} - {None, "none"}
             if len(algos) == 1:
                 return next(iter(algos))
             return "per-page"  # classic format: each page carries its own algorithm
         return self.options.compression
 
-    def current_format(self, mariadb: bool) -> str:
+    def current_format(self, vendor: Vendor) -> str:
         """``page:zlib``, ``row:8``, ``none`` … as the catalog tells it."""
         if self.options.row_compressed:
             kbs = self.options.key_block_size or 8
             return f"row:{kbs}"
-        algo = self.page_compression(mariadb)
+        algo = self.page_compression(vendor)
         return f"page:{algo}" if algo else "none"
 
     def page_summary(self) -> str | None:
@@ -238,11 +239,11 @@ class TableInfo:
             )
         return None
 
-    def needs_rebuild(self, mariadb: bool) -> str | None:
+    def needs_rebuild(self, vendor: Vendor) -> str | None:
         """Why the pages lag behind the options, or None when they agree (or we cannot see)."""
         if self.options.row_compressed:
             return None
-        algo = self.page_compression(mariadb)
+        algo = self.page_compression(vendor)
         fraction = self.uncompressed_fraction
         if not algo or fraction is None:
             return None
@@ -257,7 +258,7 @@ class TableInfo:
             return f"pages still in {others}: needs a rebuild to be all {algo}"
         return None
 
-    def to_json(self, mariadb: bool) -> dict[str, Any]:
+    def to_json(self, vendor: Vendor) -> dict[str, Any]:
         return {
             "schema": self.schema,
             "table": self.table,
@@ -268,8 +269,8 @@ class TableInfo:
             "compression": self.options.compression,
             "page_compressed": self.options.page_compressed,
             "page_compression_level": self.options.page_compression_level,
-            "page_compression": self.page_compression(mariadb),
-            "format": self.current_format(mariadb),
+            "page_compression": self.page_compression(vendor),
+            "format": self.current_format(vendor),
             "shared_tablespace": self.shared_tablespace,
             "fulltext_indexes": self.fulltext,
             "spatial_indexes": self.spatial,
@@ -280,9 +281,9 @@ class TableInfo:
             "uncompressed_fraction": None
             if self.uncompressed_fraction is None
             else round(self.uncompressed_fraction, 4),
-            "needs_rebuild": self.needs_rebuild(mariadb),
+            "needs_rebuild": self.needs_rebuild(vendor),
             "unflushed": self.unflushed(),
-            "tablespaces": [s.to_json(mariadb) for s in self.spaces],
+            "tablespaces": [s.to_json(vendor) for s in self.spaces],
         }
 
 

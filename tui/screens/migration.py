@@ -83,9 +83,7 @@ def plan_view(plan: Plan) -> RenderableType:
     for tp in plan.tables:
         t = tp.table
         head = Text(t.name, style="bold")
-        head.append(
-            f"  {t.current_format(plan.mariadb) if t.innodb else '-'} → {tp.target.label}  "
-        )
+        head.append(f"  {t.current_format(plan.vendor) if t.innodb else '-'} → {tp.target.label}  ")
         style = {"convert": "green", "skip": "dim", "refuse": "bold red"}[tp.action]
         head.append(
             {"convert": "convert", "skip": "skip", "refuse": "REFUSED"}[tp.action], style=style

@@ -24,6 +24,7 @@ from textual.widgets import DataTable, Footer, Header, Static
 from ibdtool.errors import IbdtoolError
 from ibdtool.server import ConnectionOptions, Server, TableInfo, list_tables
 from ibdtool.text import human_bytes
+from parsers.vendor import Vendor
 from tui.commandlog import LogEntry
 from tui.screens.browser import matches
 from tui.screens.prompt import PromptScreen
@@ -159,12 +160,12 @@ prediction first; nothing runs before you confirm).
         table = self.query_one(DataTable)
         keep = self.cursor_table()
         table.clear()
-        mariadb = self.server.flavor.mariadb if self.server else False
+        vendor = self.server.flavor.name if self.server else Vendor.MYSQL
         shown = 0
         for t in self.tables:
-            fmt = t.current_format(mariadb) if t.innodb else (t.engine or "-")
+            fmt = t.current_format(vendor) if t.innodb else (t.engine or "-")
             problems = [s.state_error for s in t.spaces if s.state_error]
-            note = t.needs_rebuild(mariadb) or (problems[0] if problems else "")
+            note = t.needs_rebuild(vendor) or (problems[0] if problems else "")
             if not matches(f"{t.name} {fmt} {note}".lower(), self.filter_text):
                 continue
             shown += 1

@@ -44,8 +44,7 @@ class TargetScreen(ModalScreen[str | None]):
         self.table = table
 
     def compose(self) -> ComposeResult:
-        mariadb = self.server.flavor.mariadb
-        current = self.table.current_format(mariadb)
+        current = self.table.current_format(self.server.flavor.name)
         with Vertical(id="targets"):
             yield Label(
                 Text.assemble(("Convert ", ""), (self.table.name, "bold"), f" ({current}) to")

@@ -1,0 +1,151 @@
+"""MariaDB 10.x/11.x: pages take the codec the server is set to when they are written.
+
+The codec is whatever ``innodb_compression_algorithm`` says at each page write, so a plan sets
+that global (restored afterwards) and rebuilds with ``PAGE_COMPRESSED=1, FORCE``; a full_crc32
+table keeps the codec in its flags from then on, a classic one takes the global at every write.
+The level can be the table's own; lz4, lzo, lzma, bzip2 and snappy are ``provider_*`` plugins
+from 10.7. ``information_schema.PROCESSLIST`` reports STAGE/MAX_STAGE/PROGRESS (filled by
+ALGORITHM=COPY only). ``5.5.5-`` prefixes the real version in old releases.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Mapping
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, ClassVar
+
+from ibdtool.server import sql
+from ibdtool.server.dialects.base import Dialect, Version
+from ibdtool.server.steps import Step
+from parsers import codecs
+from parsers.vendor import Vendor
+
+if TYPE_CHECKING:
+    from ibdtool.server.context import Server
+    from ibdtool.server.steps import PlanSettings, Target
+    from ibdtool.server.tables import TableInfo
+
+PAGE_CODECS = codecs.names(Vendor.MARIADB)
+_VERSION = re.compile(r"(\d+)\.(\d+)\.(\d+)")
+
+
+@dataclass(frozen=True)
+class MariaDB(Dialect):
+    name: ClassVar[Vendor] = Vendor.MARIADB
+    product: ClassVar[str] = "MariaDB"
+
+    @classmethod
+    def claims(cls, version: str, comment: str) -> bool:
+        return "mariadb" in f"{version} {comment}".lower()
+
+    @classmethod
+    def version_numbers(cls, version: str, found: Version) -> Version:
+        if version.startswith("5.5.5-"):  # the replication-compatible prefix
+            m = _VERSION.search(version[6:])
+            if m:
+                return int(m.group(1)), int(m.group(2)), int(m.group(3))
+        return found
+
+    @property
+    def catalog(self) -> str:
+        return "mariadb" if self.version >= (10, 6, 0) else "mariadb_pre106"
+
+    @property
+    def has_read_only_compressed(self) -> bool:
+        return self.version >= (10, 6, 0)
+
+    @property
+    def has_file_format(self) -> bool:
+        return self.version < (10, 3, 0)
+
+    @property
+    def page_codecs(self) -> tuple[str, ...]:
+        return PAGE_CODECS if self.version >= (10, 1, 0) else ()
+
+    def codec_plugin(self, codec: str) -> str | None:
+        if not codecs.codec(codec).mariadb_provider or self.version < (10, 7, 0):
+            return None
+        return f"provider_{codec}"
+
+    def codec_status(self, codec: str) -> str | None:
+        return f"Innodb_have_{codec}" if codecs.codec(codec).mariadb_provider else None
+
+    @property
+    def table_compression_level(self) -> bool:
+        return True
+
+    @property
+    def fulltext_rebuild(self) -> str:
+        return "needs LOCK=SHARED"
+
+    def rebuild_steps(
+        self,
+        table: TableInfo,
+        target: Target,
+        settings: PlanSettings,
+        variables: Mapping[str, str],
+    ) -> list[Step]:
+        o = table.options
+        steps: list[Step] = []
+        clauses: list[str] = []
+        if target.kind == "page":
+            algo = target.algorithm or "zlib"
+            current = (variables.get("innodb_compression_algorithm") or "").lower()
+            if current != algo:
+                steps.append(
+                    Step(
+                        "set_global",
+                        sql.set_global("innodb_compression_algorithm"),
+                        f"pages are compressed with this global's value when written (now "
+                        f"{current}); restored afterwards",
+                        variable="innodb_compression_algorithm",
+                        value=algo,
+                    )
+                )
+            clauses.append("PAGE_COMPRESSED=1")
+            if target.level is not None:
+                clauses.append(f"PAGE_COMPRESSION_LEVEL={target.level}")
+            if o.row_compressed:
+                clauses += ["ROW_FORMAT=DYNAMIC", "KEY_BLOCK_SIZE=0"]
+            why = f"rebuild: every page written with {algo}"
+        elif target.kind == "row":
+            clauses += ["ROW_FORMAT=COMPRESSED", f"KEY_BLOCK_SIZE={target.key_block_size}"]
+            if o.page_compressed:
+                clauses.append("PAGE_COMPRESSED=0")
+            why = "rebuild as compressed rows"
+        else:
+            if o.page_compressed:
+                clauses.append("PAGE_COMPRESSED=0")
+            if o.row_compressed:
+                clauses += ["ROW_FORMAT=DYNAMIC", "KEY_BLOCK_SIZE=0"]
+            why = "rebuild with uncompressed pages" + (
+                "; indexes may keep KEY_BLOCK_SIZE in SHOW CREATE TABLE, unused with DYNAMIC"
+                if o.row_compressed
+                else ""
+            )
+        clauses.append("FORCE")
+        alter = sql.alter_table(table.schema, table.table, clauses + self.online(settings))
+        steps.append(Step("rebuild", alter, why))
+        return steps
+
+    def plan_notes(self, server: Server, target: Target) -> list[str]:
+        if target.kind != "page":
+            return []
+        current = (server.variables.get("innodb_compression_algorithm") or "").lower()
+        if current == target.algorithm:
+            return []
+        n = server.session.scalar(sql.CLASSIC_PAGE_COMPRESSED_SPACES)
+        if not n:
+            return []
+        return [
+            f"{n} classic-format page-compressed tablespace(s) take innodb_compression_algorithm "
+            f"at every page write: pages they write during the run will be {target.algorithm}"
+        ]
+
+    def writes_take_global_codec(self, variables: Mapping[str, str]) -> bool:
+        return not (variables.get("innodb_checksum_algorithm") or "").startswith("full_crc32")
+
+    @property
+    def processlist_progress(self) -> bool:
+        return True
