@@ -12,6 +12,8 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
+from parsers.vendor import Vendor
+
 TAG = "/* ibdtool */"
 
 
@@ -189,13 +191,14 @@ def kill_query(thread_id: int) -> str:
     return f"{TAG} KILL QUERY {int(thread_id)}"
 
 
-PROCESS: dict[str, str] = {
-    "mariadb": (
+#: One thread's PROCESSLIST row, by family (MariaDB's has STAGE/MAX_STAGE/PROGRESS)
+PROCESS: dict[Vendor, str] = {
+    Vendor.MARIADB: (
         f"{TAG} SELECT ID AS id, COMMAND AS command, STATE AS state, TIME_MS AS time_ms, "
         "STAGE AS stage, MAX_STAGE AS max_stage, PROGRESS AS progress "
         "FROM information_schema.PROCESSLIST WHERE ID = %s"
     ),
-    "mysql": (
+    Vendor.MYSQL: (
         f"{TAG} SELECT ID AS id, COMMAND AS command, STATE AS state, TIME AS time "
         "FROM information_schema.PROCESSLIST WHERE ID = %s"
     ),
