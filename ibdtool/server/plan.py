@@ -123,7 +123,7 @@ class Plan:
         }
 
 
-# --- statements per server ------------------------------------------------------------------
+# --- statements ------------------------------------------------------------------------------
 
 
 def statements(server: Server, table: TableInfo, target: Target, st: PlanSettings) -> list[Step]:
