@@ -2,4 +2,11 @@
 
 Depends on the engine (:mod:`ibdtool`) and never decodes bytes itself. Start it with
 ``ibdtool tui [PATH]`` or :func:`tui.app.create_app` (which the tests use too).
+
+Module map: ``app`` (the app and its bindings), ``screens/`` (one view a module: browser,
+tablespace, page, simulation, server, migration, command log, help, prompts), ``widgets/``
+(page map, legend, hex dump, bar chart), ``pagemodel`` (what the page map draws),
+``messages`` (worker → UI), ``commandlog``. **A new view** is one module in ``screens/``
+pushed from ``app`` or another screen, its keys listed in its ``BINDINGS`` (the help screen
+reads them). Colours for codecs come from the codec registry, never a hand list.
 """

@@ -17,7 +17,8 @@ Modules: ``clientopts`` (option files, login paths, precedence), ``loginfile``
 ``dialects`` (what differs per server line: one file each), ``context`` (:class:`Server`),
 ``localfs`` (the datadir from here), ``pagestate`` (pages by compression, verification),
 ``tables``, ``status``, ``steps`` (targets, settings, statements), ``plan``, ``preflight``,
-``progress``, ``execute``, ``results``, ``journal``, ``display`` (Rich output of the CLI).
+``progress``, ``execute``, ``results``, ``journal``. The Rich output of these results is the CLI's
+(:mod:`ibdtool.cli.server_display`).
 """
 
 from __future__ import annotations
