@@ -349,7 +349,7 @@ def _tally_range(
                     progress(end)
                 continue
         per_page = alloc.per_page_allocated(psize, end - first, first)
-        for info in ts.pages(first, end):
+        for info in ts.pages(first, end, header_only=True):
             k = info.page_no - first
             if on_page is not None:
                 on_page(info)

@@ -70,7 +70,7 @@ def page_rows(
             raise InputError(f"{path}: --from {start} is past the last page ({ts.n_pages - 1})")
         alloc = ts.allocation
         psize = ts.physical_size
-        for info in ts.pages(start, stop):
+        for info in ts.pages(start, stop, header_only=True):
             if (names or numbers) and not (
                 info.type_name in names or info.real_type in numbers or info.stored_type in numbers
             ):

@@ -118,8 +118,14 @@ class Tablespace:
         extent = self.format.extent_pages
         return frozenset(range(block1, block1 + extent)) | frozenset(range(block2, block2 + extent))
 
-    def _decode(self, buf: memoryview | bytes, page_no: int, keep: list[bytes] | None) -> PageInfo:
-        info = decode_page(buf, page_no, self.format, keep_page=keep)
+    def _decode(
+        self,
+        buf: memoryview | bytes,
+        page_no: int,
+        keep: list[bytes] | None,
+        header_only: bool = False,
+    ) -> PageInfo:
+        info = decode_page(buf, page_no, self.format, keep_page=keep, header_only=header_only)
         if page_no in self.doublewrite_pages and not info.empty:
             # a copy of another page: not an index page of this tablespace, and a stale copy
             # that no longer verifies is not corruption (innochecksum skips these pages too)
@@ -233,10 +239,14 @@ class Tablespace:
                     first = cut
             n = max(n, min(data_end, stop))
 
-    def pages(self, start: int = 0, stop: int | None = None) -> Iterator[PageInfo]:
-        """Every page in [start, stop), decoded lazily, reading a few MiB at a time."""
+    def pages(
+        self, start: int = 0, stop: int | None = None, *, header_only: bool = False
+    ) -> Iterator[PageInfo]:
+        """Every page in [start, stop), decoded lazily, reading a few MiB at a time;
+        ``header_only``: inflate no more of a compressed page than its header where its
+        checksum does not need the page (:func:`parsers.page.decode_page`)."""
         for n, stored in self._stored_pages(start, stop):
-            yield self._decode(stored, n, None)
+            yield self._decode(stored, n, None, header_only)
 
     def logical_pages(
         self, start: int = 0, stop: int | None = None

@@ -5,6 +5,15 @@ Follows the check order of FORMATS.md §10 step 2: empty page, then the page's e
 compression and encryption, zip, plain) says what the checksum covers and where the compressed
 stream is. Compressed images are decompressed (:mod:`parsers.inflate`) and the resulting page's
 own checksum is verified, as innochecksum does. An envelope with impossible numbers is damage.
+
+Scans ask for the header alone (``header_only``): a full_crc32 compressed image is checked by
+the CRC-32C of the image itself (§6.6), and the real type, index id, level, record count and
+fill sit in the first :data:`HEADER_PREFIX` bytes of the page inside, so only those are
+inflated (:meth:`parsers.codecs.Codec.partial_decompress`). ``compressed_size`` is then the
+payload the envelope bounds (for zlib, lzma and bzip2 it runs to the CRC, padding included),
+not the bytes the stream really took, and a stream broken past the header is not seen — what
+the server wrote is what the CRC vouches for. Images whose checksum lies inside the page (MySQL
+type 14, MariaDB classic) are always inflated whole.
 """
 
 from __future__ import annotations
@@ -14,7 +23,7 @@ from typing import Any
 
 from parsers import checksum
 from parsers.checksum import ChecksumAlgo
-from parsers.codecs import CodecError, zlib_stream
+from parsers.codecs import CodecError, partial_decompress, zlib_stream
 from parsers.constants import (
     FIL_PAGE_RTREE,
     FIL_PAGE_TYPE_ALLOCATED,
@@ -23,7 +32,7 @@ from parsers.constants import (
     index_types,
     page_type_name,
 )
-from parsers.envelope import Checksum, Kind, read_envelope
+from parsers.envelope import Checksum, Envelope, Kind, read_envelope
 from parsers.errors import ParseError
 from parsers.inflate import inflate
 from parsers.space import SpaceFormat
@@ -34,6 +43,8 @@ from parsers.structs import (
     IndexHeaderTuple,
 )
 
+#: Bytes of a logical page that the header fields of a scan need: FIL header, index header.
+HEADER_PREFIX = PAGE_DATA
 PAGE_NEW_SUPREMUM_END = 120
 PAGE_OLD_SUPREMUM_END = 125
 _ZERO_CACHE: dict[int, bytes] = {}
@@ -133,6 +144,14 @@ def zip_stream_length(
         return None
 
 
+def _header_prefix(mv: memoryview, env: Envelope, logical_size: int) -> bytes:
+    """The first :data:`HEADER_PREFIX` bytes of the page inside a MariaDB compressed image."""
+    start, end = env.payload_offset, env.payload_end
+    if start is None or end is None:
+        raise CodecError(f"{env.kind.value} page has no compressed payload")
+    return partial_decompress(env.algorithm, mv[start:end], HEADER_PREFIX, logical_size)
+
+
 def _type_of(page: bytes | memoryview) -> int:
     return int.from_bytes(page[24:26], "big")
 
@@ -143,10 +162,13 @@ def decode_page(
     fmt: SpaceFormat,
     *,
     keep_page: list[bytes] | None = None,
+    header_only: bool = False,
 ) -> PageInfo:
     """Decode the physical page ``buf`` (exactly ``fmt.physical_size`` bytes) at ``page_no``.
 
-    ``keep_page``, when given, receives the decompressed logical page (for hex views).
+    ``keep_page``, when given, receives the decompressed logical page (for hex views);
+    ``header_only`` inflates only what the header fields need where the checksum allows it
+    (see the module doc); it is ignored when ``keep_page`` is given.
     """
     physical = fmt.physical_size
     logical = fmt.logical_size
@@ -205,7 +227,11 @@ def decode_page(
                 real_type = -1
             else:
                 try:
-                    page, compressed_size = inflate(mv, env, logical)
+                    if header_only and keep_page is None:
+                        page = _header_prefix(mv, env, logical)
+                        compressed_size = env.payload_length
+                    else:
+                        page, compressed_size = inflate(mv, env, logical)
                     real_type = _type_of(page)
                 except CodecError as exc:
                     problem = f"cannot decompress {compression.value} page: {exc}"
