@@ -17,6 +17,7 @@ from typing import Any
 from ibdtool.allocation import Allocation
 from ibdtool.errors import InputError
 from ibdtool.forkscan import map_ranges, split
+from ibdtool.headtally import tally_run
 from ibdtool.tablespace import Tablespace
 from parsers.checksum import ChecksumAlgo
 from parsers.constants import (
@@ -349,6 +350,12 @@ def _tally_range(
                     progress(end)
                 continue
         per_page = alloc.per_page_allocated(psize, end - first, first)
+        if on_page is None:
+            # the common pages inline, the rest through the decoder (ibdtool.headtally)
+            tally_run(ts, first, end, tally, per_page, free)
+            if progress is not None:
+                progress(end)
+            continue
         for info in ts.pages(first, end, header_only=True):
             k = info.page_no - first
             if on_page is not None:

@@ -40,6 +40,7 @@ from parsers.structs import (
     FIL_HEADER_FAST,
     INDEX_HEADER_FAST,
     PAGE_DATA,
+    PAGE_HEADER,
     IndexHeaderTuple,
 )
 
@@ -106,23 +107,30 @@ def _zero_page(size: int) -> bytes:
     return z
 
 
-def index_stats(page: bytes | memoryview, logical_size: int) -> IndexStats:
-    """Index page header fields and fill (§5.1, §5.3)."""
-    h: Any = IndexHeaderTuple._make(INDEX_HEADER_FAST.unpack_from(page, 38))
-    compact = bool(h.n_heap & 0x8000)
-    if compact:
-        data_size = h.heap_top - PAGE_NEW_SUPREMUM_END - h.garbage
+def index_fill(n_heap: int, heap_top: int, garbage: int, logical_size: int) -> tuple[int, float]:
+    """(data bytes, fill 0..1) of an index page from its header's PAGE_N_HEAP, PAGE_HEAP_TOP
+    and PAGE_GARBAGE (§5.1, §5.3): records between the supremum and the heap top, less the
+    deleted ones, against the free space of an empty page. The header alone gives it, so scans
+    that inflate only the header report the same fill as whole pages."""
+    if n_heap & 0x8000:
+        data_size = heap_top - PAGE_NEW_SUPREMUM_END - garbage
         empty_free = logical_size - PAGE_NEW_SUPREMUM_END - 8 - 4
     else:
-        data_size = h.heap_top - PAGE_OLD_SUPREMUM_END - h.garbage
+        data_size = heap_top - PAGE_OLD_SUPREMUM_END - garbage
         empty_free = logical_size - PAGE_OLD_SUPREMUM_END - 12
     data_size = max(0, data_size)
-    fill = min(1.0, data_size / empty_free) if empty_free > 0 else 0.0
+    return data_size, min(1.0, data_size / empty_free) if empty_free > 0 else 0.0
+
+
+def index_stats(page: bytes | memoryview, logical_size: int) -> IndexStats:
+    """Index page header fields and fill (§5.1, §5.3)."""
+    h: Any = IndexHeaderTuple._make(INDEX_HEADER_FAST.unpack_from(page, PAGE_HEADER))
+    data_size, fill = index_fill(h.n_heap, h.heap_top, h.garbage, logical_size)
     return IndexStats(
         index_id=h.index_id,
         level=h.level,
         n_recs=h.n_recs,
-        compact=compact,
+        compact=bool(h.n_heap & 0x8000),
         heap_top=h.heap_top,
         garbage=h.garbage,
         data_size=data_size,
