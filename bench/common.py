@@ -17,7 +17,10 @@ BENCH = Path(__file__).resolve().parent
 REPO = BENCH.parent
 WORK = BENCH / "work"
 RESULTS = BENCH / "RESULTS.md"
-IBDTOOL = [str(REPO / ".venv" / "bin" / "ibdtool")]
+#: the repository's own ibdtool; from a worktree without a .venv, this Python with the tree on
+#: PYTHONPATH (``PYTHONPATH=$PWD /work/main/.venv/bin/python bench/…``)
+_SCRIPT = REPO / ".venv" / "bin" / "ibdtool"
+IBDTOOL = [str(_SCRIPT)] if _SCRIPT.exists() else [sys.executable, "-m", "ibdtool.cli"]
 
 
 def machine() -> str:
@@ -56,6 +59,35 @@ def run_timed(cmd: list[str], repeat: int = 5) -> tuple[float, float, int]:
         walls.append(wall)
         peak = max(peak, rss)
     return min(walls), statistics.median(walls), peak
+
+
+def measure(cmd: list[str], repeat: int = 5) -> dict[str, float]:
+    """Wall and CPU seconds (user + system, the command's children included) of ``cmd``: min
+    and median of ``repeat`` runs, with the 1-minute load average before the first. On a shared
+    machine CPU time is the steadier figure: wall time grows with everyone else's work."""
+    load = os.getloadavg()[0]
+    walls, cpus = [], []
+    probe = (
+        "import resource,subprocess,sys,time;t=time.perf_counter();"
+        "r=subprocess.run(sys.argv[1:],stdout=subprocess.DEVNULL);"
+        "w=time.perf_counter()-t;u=resource.getrusage(resource.RUSAGE_CHILDREN);"
+        "print(w, u.ru_utime+u.ru_stime, r.returncode)"
+    )
+    for _ in range(repeat):
+        out = subprocess.run(
+            [sys.executable, "-c", probe, *cmd], capture_output=True, text=True, check=True
+        ).stdout.split()
+        if int(out[2]) not in (0, 1):
+            raise SystemExit(f"{cmd} exited {out[2]}")
+        walls.append(float(out[0]))
+        cpus.append(float(out[1]))
+    return {
+        "wall_min": min(walls),
+        "wall_med": statistics.median(walls),
+        "cpu_min": min(cpus),
+        "cpu_med": statistics.median(cpus),
+        "load": load,
+    }
 
 
 def warm(path: Path) -> None:
