@@ -20,7 +20,7 @@ from dataclasses import dataclass, field, replace
 from typing import Any, Literal
 
 from ibdtool.errors import InputError
-from ibdtool.tablespace import Tablespace
+from ibdtool.tablespace import CHUNK_BYTES, Tablespace
 from ibdtool.workpool import WorkerPool
 from parsers.codecs import WHAT_IF, Codec, codec, vendor_codecs
 from parsers.codecs import names as codec_names
@@ -32,6 +32,7 @@ from parsers.constants import (
     FIL_PAGE_TYPE_XDES,
     Algorithm,
 )
+from parsers.envelope import read_envelope
 from parsers.layout import MYSQL_HEADER, allocated_for_image, ntfs_allocated, server_stored_size
 from parsers.vendor import Vendor
 from parsers.zip_page import ZipPageError, zip_logical_image
@@ -833,28 +834,37 @@ def simulate(
 
 
 def _current_state(ts: Tablespace) -> dict[str, Any]:
-    """For an already-compressed file: actual allocation against the ideal for its images."""
+    """For an already-compressed file: actual allocation against the ideal for its images.
+
+    Only each page's envelope is read (its algorithm and stored size, as the decoder gets
+    them): nothing is decompressed or verified, the scan that simulated did that already."""
     alloc = ts.allocation
     block = alloc.fs_block_size
+    psize = ts.physical_size
+    fmt = ts.format
+    zero = bytes(psize)
     ideal = 0
     compressed = unpunched = 0
     algos: dict[str, int] = {}
     for first, end, has_data in ts.page_runs():
         if not has_data:  # all-zero pages in holes: empty, nothing to count
             continue
-        per_page = alloc.per_page_allocated(ts.physical_size, end - first, first)
-        for info in ts.pages(first, end):
-            if info.empty:
-                continue
-            if info.compression is not Algorithm.NONE and info.stored_size:
-                compressed += 1
-                algos[info.compression.value] = algos.get(info.compression.value, 0) + 1
-                need = allocated_for_image(info.stored_size, ts.physical_size, block)
-                ideal += need
-                if per_page[info.page_no - first] > need:
-                    unpunched += 1
-            else:
-                ideal += ts.physical_size
+        per_page = alloc.per_page_allocated(psize, end - first, first)
+        for n, raw in ts.read_pages(first, end, max(1, CHUNK_BYTES // psize)):
+            mv = memoryview(raw)
+            for off in range(0, len(raw), psize):
+                if raw.startswith(zero, off):
+                    continue  # never written: empty
+                env = read_envelope(mv[off : off + psize], fmt)
+                if env.algorithm is not Algorithm.NONE and env.stored_size:
+                    compressed += 1
+                    algos[env.algorithm.value] = algos.get(env.algorithm.value, 0) + 1
+                    need = allocated_for_image(env.stored_size, psize, block)
+                    ideal += need
+                    if per_page[n + off // psize - first] > need:
+                        unpunched += 1
+                else:
+                    ideal += psize
     ideal += extent_tree_overhead(compressed + 1, block)
     return {
         "compressed_pages": compressed,
