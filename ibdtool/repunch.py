@@ -9,7 +9,9 @@ writes. :func:`needless_ranges` finds them from :meth:`Tablespace.pages` (``Page
 
 Two rules keep this safe: a range is needless only if its bytes are zero now (so the punched
 file reads back byte for byte the same, and a stale tail left by a server that could not punch
-is kept), and a compressed page counts only when it decodes and its checksum verifies.
+is kept), and a compressed page counts only when it decodes and its checksum verifies (a
+full_crc32 image by the CRC-32C over it, so only its header is inflated; the others inflate
+whole, their checksum being inside).
 Punching ``[image end, slot end)`` frees the whole filesystem blocks in it whatever the block
 size, i.e. down to ``align_up(image, block)`` as the server does.
 
@@ -195,7 +197,7 @@ def _scan(
     psize = ts.physical_size
     done = 0
     for run in runs:
-        for info in ts.pages(run.start, run.stop):
+        for info in ts.pages(run.start, run.stop, header_only=True):
             done += 1
             slot_start = info.page_no * psize
             found = _tail_start(info, lambda: ts.read(slot_start, psize))  # noqa: B023
