@@ -59,6 +59,8 @@ class Impl:
     """The calls of one codec; subclasses override what their library does differently."""
 
     module = ""  # the Python package the codec needs ("" for the standard library)
+    #: its calls read any buffer (a memoryview of the page), so the payload is not copied
+    takes_buffers = False
 
     def compress(self, data: bytes, level: int | None) -> bytes:
         raise NotImplementedError
@@ -83,6 +85,8 @@ class Impl:
 
 
 class Zlib(Impl):
+    takes_buffers = True
+
     def compress(self, data: bytes, level: int | None) -> bytes:
         return zlib.compress(data, 6 if level is None else level)
 
@@ -140,6 +144,8 @@ class Lzo(Impl):
 
 
 class Lzma(Impl):
+    takes_buffers = True
+
     def compress(self, data: bytes, level: int | None) -> bytes:
         lzma = _module("lzma")
         out: bytes = lzma.compress(
@@ -157,6 +163,8 @@ class Lzma(Impl):
 
 
 class Bzip2(Impl):
+    takes_buffers = True
+
     def compress(self, data: bytes, level: int | None) -> bytes:
         out: bytes = _module("bz2").compress(data, 9 if level is None else level)
         return out

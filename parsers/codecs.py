@@ -68,7 +68,7 @@ class Codec:
     def decompress(self, data: bytes | memoryview, size: int) -> bytes:
         """Exactly ``size`` bytes, or :class:`CodecError`; never inflates beyond ``size + 1``."""
         try:
-            out = self.impl.decompress(bytes(data), size)
+            out = self.impl.decompress(self._payload(data), size)
         except CodecError:
             raise
         except Exception as exc:  # every codec library raises its own error type
@@ -79,6 +79,10 @@ class Codec:
             raise CodecError(f"{self.name} gave {len(out)} bytes, expected {size}")
         return out
 
+    def _payload(self, data: bytes | memoryview) -> bytes:
+        """``data`` as the library takes it: a page's memoryview as is where it reads buffers."""
+        return data if self.impl.takes_buffers else bytes(data)  # type: ignore[return-value]
+
     def partial_decompress(
         self, data: bytes | memoryview, n: int, limit: int = UNIV_PAGE_SIZE_MAX
     ) -> bytes:
@@ -86,7 +90,7 @@ class Codec:
         fewer. zlib, lzma, bzip2, zstd and lz4 (with the system liblz4) stop after ``n`` bytes;
         the others decompress at most ``limit`` bytes (the whole page) and cut."""
         try:
-            out = self.impl.prefix(bytes(data), n, max(n, limit))
+            out = self.impl.prefix(self._payload(data), n, max(n, limit))
         except CodecError:
             raise
         except Exception as exc:
@@ -263,7 +267,7 @@ def zlib_page_inflate(data: bytes | memoryview, size: int) -> tuple[bytes, int]:
     """A page payload inflated to exactly ``size`` bytes, and the input bytes the stream took
     (all of ``data`` when the stream does not end within ``size`` bytes of output)."""
     d = zlib.decompressobj()
-    body = bytes(data)
+    body = data  # zlib reads the buffer in place: no copy of the payload
     try:
         out = d.decompress(body, size + 1)
     except zlib.error as exc:
