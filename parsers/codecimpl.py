@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import importlib
 import importlib.util
+import threading
 import zlib
 from functools import cache
 from typing import Any
@@ -197,11 +198,24 @@ class Snappy(Impl):
         return bytes(buf[:got])
 
 
+_local = threading.local()
+
+
+def _zstd_compressor(level: int) -> Any:
+    """This thread's ZstdCompressor for ``level``: one context reused page after page (a
+    compressor is not safe to share between threads)."""
+    compressors: dict[int, Any] = _local.__dict__.setdefault("zstd", {})
+    found = compressors.get(level)
+    if found is None:
+        found = compressors[level] = _module("zstandard").ZstdCompressor(level=level)
+    return found
+
+
 class Zstd(Impl):
     module = "zstandard"
 
     def compress(self, data: bytes, level: int | None) -> bytes:
-        out: bytes = _module("zstandard").ZstdCompressor(level=level or 3).compress(data)
+        out: bytes = _zstd_compressor(level or 3).compress(data)
         return out
 
     def decompress(self, data: bytes, size: int) -> bytes:

@@ -6,10 +6,14 @@ hundred bytes a page, and python-lzo only offers ``lzo1x_1``; byte-exact predict
 libraries themselves. python-lz4 also has no ``LZ4_decompress_safe_partial``, which stops after
 the first bytes of a block. Each function returns None when its library is not installed
 (Debian: liblz4-1, liblzo2-2), and the caller falls back to the Python package.
+
+Their output and work buffers are made once per thread and reused call after call (neither
+library needs them zeroed): a fresh 1 MiB lzo work area a page cost more than compressing it.
 """
 
 from __future__ import annotations
 
+import threading
 from functools import cache
 from typing import TYPE_CHECKING
 
@@ -17,6 +21,19 @@ if TYPE_CHECKING:
     import ctypes
 
 LZO1X_1_15_MEM_COMPRESS = 1 << 20  # generous: the real need is 32768 dictionary entries
+
+_local = threading.local()
+
+
+def _buffer(name: str, size: int) -> ctypes.Array[ctypes.c_char]:
+    """This thread's buffer ``name`` of at least ``size`` bytes, made once and reused."""
+    import ctypes
+
+    buffers: dict[str, ctypes.Array[ctypes.c_char]] = _local.__dict__.setdefault("buffers", {})
+    buf = buffers.get(name)
+    if buf is None or len(buf) < size:
+        buf = buffers[name] = ctypes.create_string_buffer(size)
+    return buf
 
 
 @cache
@@ -61,9 +78,9 @@ def lz4_compress_default(data: bytes) -> bytes | None:
     if lib is None:
         return None
     bound = lib.LZ4_compressBound(len(data))
-    out = ctypes.create_string_buffer(bound)
+    out = _buffer("lz4", bound)
     n = lib.LZ4_compress_default(data, out, len(data), bound)
-    return out.raw[:n] if n > 0 else None
+    return ctypes.string_at(out, n) if n > 0 else None
 
 
 def lz4_decompress_partial(data: bytes, n: int) -> bytes | None:
@@ -75,11 +92,11 @@ def lz4_decompress_partial(data: bytes, n: int) -> bytes | None:
     lib = liblz4()
     if lib is None:
         return None
-    out = ctypes.create_string_buffer(max(n, 1))
+    out = _buffer("lz4_partial", max(n, 1))
     got = lib.LZ4_decompress_safe_partial(data, out, len(data), n, n)
     if got < 0:
         raise ValueError("malformed lz4 block")
-    return out.raw[:got]
+    return ctypes.string_at(out, got)
 
 
 def lzo1x_1_15_compress(data: bytes) -> bytes | None:
@@ -89,9 +106,10 @@ def lzo1x_1_15_compress(data: bytes) -> bytes | None:
     lib = liblzo2()
     if lib is None:
         return None
-    out = ctypes.create_string_buffer(len(data) + len(data) // 16 + 64 + 3)
-    out_len = ctypes.c_size_t(len(out))
-    work = ctypes.create_string_buffer(LZO1X_1_15_MEM_COMPRESS)
+    bound = len(data) + len(data) // 16 + 64 + 3
+    out = _buffer("lzo", bound)
+    out_len = ctypes.c_size_t(bound)
+    work = _buffer("lzo_work", LZO1X_1_15_MEM_COMPRESS)
     if lib.lzo1x_1_15_compress(data, len(data), out, ctypes.byref(out_len), work) != 0:
         return None
-    return out.raw[: out_len.value]
+    return ctypes.string_at(out, out_len.value)
