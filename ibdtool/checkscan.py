@@ -20,6 +20,7 @@ from ibdtool.errors import InputError
 from ibdtool.forkscan import map_ranges, split
 from ibdtool.tablespace import CHUNK_BYTES, Tablespace
 from parsers.checksum import ChecksumAlgo
+from parsers.codecs import CodecError
 from parsers.constants import (
     FIL_PAGE_COMPRESS_FCRC32_MARKER,
     FIL_PAGE_COMPRESSED,
@@ -28,9 +29,12 @@ from parsers.constants import (
     FIL_PAGE_ENCRYPTED_RTREE,
     FIL_PAGE_PAGE_COMPRESSED,
     FIL_PAGE_PAGE_COMPRESSED_ENCRYPTED,
+    Vendor,
 )
 from parsers.crc32c_fast import crc32c
-from parsers.envelope import fcrc32_stored_size
+from parsers.envelope import Kind, fcrc32_stored_size, read_envelope
+from parsers.inflate import inflate
+from parsers.space import SpaceFormat
 
 PARALLEL_MIN_PAGES = 8192
 _SPECIAL_TYPES = frozenset(
@@ -74,6 +78,25 @@ _TAIL = struct.Struct(">II")  # the last 8 bytes of a page
 ScanPart = tuple[Counter[str], list[int], int, int]
 
 
+def _classic_page_ok(image: memoryview, fmt: SpaceFormat, logical: int) -> bool:
+    """Does the page inside a MariaDB classic compressed image verify by crc32, untorn?
+    False sends it to the decoder, which says what else it is."""
+    env = read_envelope(image, fmt)
+    if env.kind is not Kind.MARIADB_COMPRESSED or env.problem is not None or env.encrypted:
+        return False
+    try:
+        page, _ = inflate(image, env, logical)
+    except CodecError:
+        return False
+    chk = int.from_bytes(page[0:4], "big")
+    return (
+        chk != 0
+        and page[0:4] == page[logical - 8 : logical - 4]
+        and page[20:24] == page[logical - 4 : logical]
+        and chk == crc32c(page[4:26]) ^ crc32c(page[38 : logical - 8])
+    )
+
+
 def scan_range(
     ts: Tablespace, start: int, stop: int, progress: Callable[[int], None] | None = None
 ) -> ScanPart:
@@ -84,6 +107,8 @@ def scan_range(
     psize = ts.physical_size
     fast_crc32 = not fmt.full_crc32 and not fmt.zip
     fast_fcrc32 = fmt.full_crc32
+    classic_compressed = fast_crc32 and fmt.vendor is not Vendor.MYSQL
+    logical = ts.logical_size
     zero = bytes(psize)
     ok = empty = 0
     counts: Counter[str] = Counter()
@@ -118,6 +143,16 @@ def scan_range(
                             and ptype not in _SPECIAL_TYPES
                             and chk
                             == crc32c(mv[off + 4 : off + 26]) ^ crc32c(mv[off + 38 : end - 8])
+                        ):
+                            ok += 1
+                            page_no += 1
+                            continue
+                        # MariaDB classic page_compressed: the checksum is the inner page's
+                        # (§3.1), so inflate it, then the same two CRC calls as above
+                        if (
+                            classic_compressed
+                            and ptype == FIL_PAGE_PAGE_COMPRESSED
+                            and _classic_page_ok(mv[off:end], fmt, logical)
                         ):
                             ok += 1
                             page_no += 1

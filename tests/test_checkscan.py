@@ -14,7 +14,9 @@ from tests.samples_manifest import sample
 FILES = [
     "mariadb/p4k-plain.ibd",  # full_crc32 fast path
     "mariadb/p16k-crc32_plain.ibd",  # crc32 fast path
-    "mariadb/p16k-pc_zlib.ibd",  # compressed: decoder path
+    "mariadb/p16k-pc_zlib.ibd",  # full_crc32 compressed: the image's CRC
+    "mariadb/p16k-crc32_pc_zlib.ibd",  # classic compressed: inflated, the inner page's crc32
+    "mariadb/p16k-crc32_pc_lz4.ibd",
     "mysql57/mixed_zlib_lz4.ibd",
     "mysql80/kbs8.ibd",  # zip
 ]
