@@ -157,11 +157,14 @@ def _fail_if_truncated(path: str) -> None:
 @click.option("--no-sdi", is_flag=True, help="Do not read the SDI (MySQL 8 dictionary).")
 def inspect(paths: tuple[str, ...], as_json: bool, no_sdi: bool) -> None:
     """Summary of each tablespace: format, pages, compression, checksums, disk use."""
-    from ibdtool.cli.render import print_inspect, progress_for
     from ibdtool.inspect import inspect_path
 
     def one(path: str) -> Any:
-        with progress_for(path, enabled=not as_json) as progress:
+        if as_json:  # no progress, no tables: Rich is not even imported
+            return inspect_path(path, with_sdi=not no_sdi)
+        from ibdtool.cli.render import progress_for
+
+        with progress_for(path, enabled=True) as progress:
             return inspect_path(path, with_sdi=not no_sdi, progress=progress)
 
     results, failed = _run_each(paths, one)
@@ -170,6 +173,8 @@ def inspect(paths: tuple[str, ...], as_json: bool, no_sdi: bool) -> None:
         docs = [r.to_json() for r in results]
         _emit_json(docs[0] if len(paths) == 1 and docs else docs)
     else:
+        from ibdtool.cli.render import print_inspect
+
         for r in results:
             print_inspect(r)
     for r in truncated:
