@@ -45,3 +45,11 @@ def test_the_probe_sees_what_a_table_imports() -> None:
     code, heavy, _ = _heavy("inspect", str(SAMPLES / "mariadb" / "p16k-pc_zlib.ibd"))
     assert code == 0
     assert "rich" in heavy
+
+
+def test_pages_json_imports_no_rich() -> None:
+    path = SAMPLES / "mariadb" / "p16k-pc_zlib.ibd"
+    code, heavy, out = _heavy("pages", "--json", str(path))
+    assert code == 0
+    assert len(out.splitlines()) == path.stat().st_size // 16384
+    assert heavy == []

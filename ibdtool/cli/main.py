@@ -210,7 +210,7 @@ def pages(
     as_csv: bool,
 ) -> None:
     """One row per page: type, compression, sizes, allocation, checksum, index fields."""
-    from ibdtool.cli.render import write_rows
+    from ibdtool.cli.render_plain import write_rows
     from ibdtool.pagerows import page_rows
 
     if as_json and as_csv:

@@ -7,9 +7,8 @@ Progress goes to stderr and only when stderr is a terminal; data goes to stdout.
 from __future__ import annotations
 
 import csv
-import json
 import sys
-from collections.abc import Callable, Iterable, Iterator
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from typing import TYPE_CHECKING, Any
 
@@ -121,53 +120,6 @@ def inspect_grid(r: InspectResult) -> Table:
     for name, value in inspect_rows(r):
         grid.add_row(name, Text.assemble(*value))
     return grid
-
-
-def write_rows(rows: Iterable[dict[str, Any]], fmt: str) -> None:
-    """Stream rows to stdout as aligned text, JSON lines or CSV."""
-    w = sys.stdout.write
-    writer: Any = None
-    for row in rows:
-        if fmt == "json":
-            w(json.dumps(row) + "\n")
-        elif fmt == "csv":
-            if writer is None:
-                writer = csv.DictWriter(sys.stdout, fieldnames=list(row))
-                writer.writeheader()
-            writer.writerow(row)
-        else:
-            if writer is None:
-                writer = True
-                w(_text_line(row, header=True))
-            w(_text_line(row))
-
-
-_TEXT_COLUMNS = (
-    ("page", 7),
-    ("type", 16),
-    ("compression", 11),
-    ("compressed_size", 10),
-    ("stored_size", 10),
-    ("allocated", 9),
-    ("checksum", 15),
-    ("lsn", 12),
-    ("index_id", 9),
-    ("level", 5),
-    ("n_recs", 6),
-    ("fill", 5),
-    ("problem", 0),
-)
-
-
-def _text_line(row: dict[str, Any], header: bool = False) -> str:
-    cells = []
-    for name, width in _TEXT_COLUMNS:
-        value = name.upper() if header else row.get(name)
-        text = "" if value is None else str(value)
-        if name == "checksum" and not header and row.get("valid") is False:
-            text = "INVALID"
-        cells.append(text.rjust(width) if width and name != "type" else text.ljust(width))
-    return " ".join(cells).rstrip() + "\n"
 
 
 def print_simulation(r: SimResult) -> None:
