@@ -408,6 +408,7 @@ def inspect(
             sdi = summarise_sdi(ts.sdi())
         except InputError as exc:
             warnings.append(exc.message)
+        warnings.extend(f"{ts.path}: {w}" for w in ts.sdi_warnings)
     if ts.trailing_bytes:
         warnings.append(f"truncated: last page has {ts.trailing_bytes} of {ts.physical_size} bytes")
     return InspectResult(

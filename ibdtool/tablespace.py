@@ -69,6 +69,7 @@ class Tablespace:
         self.n_pages = self.size // self.physical_size
         self.trailing_bytes = self.size % self.physical_size
         self._descriptor_cache: dict[int, bytes] = {}
+        self.sdi_warnings: list[str] = []
 
     # --- I/O -----------------------------------------------------------------------------------
 
@@ -305,7 +306,11 @@ class Tablespace:
         return self.page_with_data(page_no)[2]
 
     def sdi(self) -> list[SdiEntry]:
-        """MySQL 8 SDI records; empty when the tablespace has none."""
+        """MySQL 8 SDI records; empty when the tablespace has none.
+
+        Loops the walk stopped at are left in :attr:`sdi_warnings`, one line each.
+        """
+        self.sdi_warnings = []
         root = self.format.sdi_root
         if root is None or self.format.vendor is not Vendor.MYSQL:
             return []
@@ -317,9 +322,10 @@ class Tablespace:
         if self.page(root).encrypted:
             raise InputError(f"{self.path}: the SDI pages are encrypted (keyring needed)")
         try:
+            warn = self.sdi_warnings.append
             if self.format.zip:
-                return read_zip_sdi(self.raw_page, root, self.physical_size)
-            return read_sdi(self.logical_page, root)
+                return read_zip_sdi(self.raw_page, root, self.physical_size, warn)
+            return read_sdi(self.logical_page, root, warn)
         except SdiError as exc:
             raise InputError(f"{self.path}: {exc}") from None
         except (IndexError, ValueError) as exc:

@@ -5,11 +5,19 @@ Uncompressed tablespaces are walked exactly as ibd2sdi does (leftmost leaf, then
 external records through SDI_BLOB chains). ROW_FORMAT=COMPRESSED SDI pages keep their records
 inside a zlib stream (§7.1): there the stream is inflated and each record is found by its
 (uncompressed length, compressed length, zlib header) signature.
+
+Every pointer comes from the file, so every walk is bounded by what it has seen, not by what the
+file claims: each chain (records on a page, leaf pages, SDI_BLOB pages, zip node pointers) keeps
+the set of places it visited and stops at the first repeat, with a warning (a looping BLOB chain
+leaves its record unreadable: an error). What one read may inflate and parse is a
+:class:`Budget`; a record past it, or JSON nested deeper than :data:`MAX_JSON_DEPTH`, is an
+:class:`SdiError`, never a RecursionError or an exhausted machine.
 """
 
 from __future__ import annotations
 
 import json
+from collections import deque
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from typing import Any
@@ -23,13 +31,56 @@ PAGE_NEW_INFIMUM = 99
 REC_INFO_DELETED = 0x20
 REC_STATUS_NODE_PTR = 1
 REC_STATUS_SUPREMUM = 3
-MAX_SDI_PAGES = 100_000
-#: the largest SDI record inflated: a table's JSON is kilobytes, a 4096-column one a few MB
-MAX_SDI_RECORD = 64 << 20
+#: JSON bytes one SDI read inflates in all. The largest real SDI (a 1017-column table, a table
+#: of 8192 partitions) is a few MiB; the cap keeps a 2 MiB file of zlib bombs within ~200 MB.
+MAX_INFLATED = 16 << 20
+#: JSON values one SDI read parses in all (counted as ``{``, ``[`` and ``,`` bytes): a real
+#: column or index is one value per ~20 bytes; ``[0,0,…]`` is one per 2, and each costs memory.
+MAX_JSON_VALUES = 1_000_000
+#: ibd2sdi's documents nest about 8 deep; deeper JSON is refused before anything recurses on it.
+MAX_JSON_DEPTH = 100
+
+Warn = Callable[[str], None]
 
 
 class SdiError(ParseError):
     """The SDI could not be read."""
+
+
+class SdiLimit(SdiError):
+    """The SDI asks for more work than one read is allowed (:class:`Budget`)."""
+
+
+class Budget:
+    """What one SDI read may still inflate and parse; charging past it raises :class:`SdiLimit`."""
+
+    def __init__(self, inflated: int = MAX_INFLATED, values: int = MAX_JSON_VALUES) -> None:
+        self.inflated = inflated
+        self.values = values
+
+    def allow_inflate(self, n: int, what: str) -> None:
+        """Refuse before inflating when ``n`` bytes would go past what is left."""
+        if n > self.inflated:
+            raise SdiLimit(
+                f"{what} inflates to {n} bytes, past the {MAX_INFLATED >> 20} MiB of SDI "
+                "ibdtool reads from one file"
+            )
+
+    def charge(self, text: bytes, what: str) -> None:
+        """Count ``text`` (inflated JSON) and its values against the budget."""
+        self.allow_inflate(len(text), what)
+        self.inflated -= len(text)
+        values = text.count(b"{") + text.count(b"[") + text.count(b",")
+        if values > self.values:
+            raise SdiLimit(
+                f"{what} holds over {MAX_JSON_VALUES:,} JSON values, more than ibdtool parses "
+                "from one file"
+            )
+        self.values -= values
+
+
+def _ignore(message: str) -> None:
+    pass
 
 
 @dataclass(frozen=True)
@@ -50,16 +101,21 @@ def _next_rec(page: bytes, origin: int) -> int:
     return (origin + rel) & 0xFFFF
 
 
-def _walk_leaf_records(get_page: Callable[[int], bytes], root: int) -> Iterator[tuple[bytes, int]]:
-    """(page, record origin) of every live record, leftmost leaf first (§8.2)."""
+def _walk_leaf_records(
+    get_page: Callable[[int], bytes], root: int, warn: Warn
+) -> Iterator[tuple[bytes, int]]:
+    """(page, record origin) of every live record, leftmost leaf first (§8.2).
+
+    A record list or page chain that comes back to a place it has been stops there, warned.
+    """
     page_no = root
     seen: set[int] = {root}
     page = get_page(page_no)
     while _be(page, 64, 2) > 0:  # PAGE_LEVEL: descend through the first node pointer
         first = _next_rec(page, PAGE_NEW_INFIMUM)
         child = _be(page, first + 12, 4)
-        if child in seen or len(seen) > MAX_SDI_PAGES:
-            raise SdiError("SDI tree has a cycle")
+        if child in seen:
+            raise SdiError(f"SDI tree has a cycle: page {page_no} points down to page {child}")
         seen.add(child)
         page_no = child
         page = get_page(page_no)
@@ -67,19 +123,25 @@ def _walk_leaf_records(get_page: Callable[[int], bytes], root: int) -> Iterator[
         if _be(page, 24, 2) != FIL_PAGE_SDI:
             raise SdiError(f"page {page_no} in the SDI tree is not an SDI page")
         origin = _next_rec(page, PAGE_NEW_INFIMUM)
-        guard = 0
-        while guard < 10_000:
-            guard += 1
+        on_page: set[int] = set()
+        while True:
             status = _be(page, origin - 4, 2) & 0x7
             if status == REC_STATUS_SUPREMUM:
                 break
             if not 120 <= origin <= len(page) - 8 - SDI_RECORD_DATA:
                 raise SdiError(f"SDI page {page_no}: record pointer {origin} is outside the page")
+            if origin in on_page:
+                warn(f"SDI page {page_no}: the record list loops back to offset {origin}; stopped")
+                break
+            on_page.add(origin)
             if not page[origin - 5] & REC_INFO_DELETED:
                 yield page, origin
             origin = _next_rec(page, origin)
         nxt = _be(page, 12, 4)
-        if nxt == FIL_NULL or nxt in seen or len(seen) > MAX_SDI_PAGES:
+        if nxt == FIL_NULL:
+            return
+        if nxt in seen:
+            warn(f"SDI page {page_no}: the leaf chain loops back to page {nxt}; stopped")
             return
         seen.add(nxt)
         page_no = nxt
@@ -103,16 +165,20 @@ def _record_data(get_page: Callable[[int], bytes], page: bytes, origin: int) -> 
         raise SdiError(f"SDI record {hdr.sdi_id} has a broken external reference")
     data = bytearray(page[start : start + prefix_len])
     ref = BlobRef.parse(page[start + prefix_len : start + local_len])
-    remaining = (ref.length & 0xFFFFFFFF) - 0
+    remaining = min(ref.length & 0xFFFFFFFF, hdr.compressed_len - len(data))
     blob_page = ref.page_no
-    hops = 0
-    while remaining > 0 and blob_page != FIL_NULL and hops < MAX_SDI_PAGES:
-        hops += 1
+    chain: set[int] = set()
+    while remaining > 0 and blob_page != FIL_NULL:
+        if blob_page in chain:
+            raise SdiError(
+                f"SDI record {hdr.sdi_id}: its BLOB chain loops back to page {blob_page}"
+            )
+        chain.add(blob_page)
         bp = get_page(blob_page)
         if _be(bp, 24, 2) != FIL_PAGE_SDI_BLOB:
             raise SdiError(f"page {blob_page} in an SDI BLOB chain is not SDI_BLOB")
         lob = LobHeader.parse(bp[38:46])
-        part = bp[46 : 46 + lob.part_len]
+        part = bp[46 : 46 + min(lob.part_len, remaining)]
         data += part
         remaining -= len(part)
         blob_page = lob.next_page_no
@@ -121,52 +187,82 @@ def _record_data(get_page: Callable[[int], bytes], page: bytes, origin: int) -> 
     return bytes(data)
 
 
-def read_sdi(get_page: Callable[[int], bytes], root: int) -> list[SdiEntry]:
-    """Every SDI record of an uncompressed tablespace, in B-tree order."""
+def read_sdi(get_page: Callable[[int], bytes], root: int, warn: Warn = _ignore) -> list[SdiEntry]:
+    """Every SDI record of an uncompressed tablespace, in B-tree order.
+
+    ``warn`` is told, in one line, of each loop the walk stopped at.
+    """
     out: list[SdiEntry] = []
-    for page, origin in _walk_leaf_records(get_page, root):
+    budget = Budget()
+    for page, origin in _walk_leaf_records(get_page, root, warn):
         hdr = SdiRecord.parse(page[origin : origin + SDI_RECORD_DATA])
+        budget.allow_inflate(hdr.uncompressed_len, f"SDI record {hdr.sdi_id}")
         data = _record_data(get_page, page, origin)
-        out.append(_entry(hdr.sdi_type, hdr.sdi_id, data, hdr.uncompressed_len))
+        out.append(_entry(hdr.sdi_type, hdr.sdi_id, data, hdr.uncompressed_len, budget))
     return out
 
 
-def _entry(sdi_type: int, sdi_id: int, data: bytes, uncompressed_len: int) -> SdiEntry:
-    if uncompressed_len > MAX_SDI_RECORD:
-        raise SdiError(
-            f"SDI record {sdi_id} claims {uncompressed_len} bytes, over {MAX_SDI_RECORD}"
-        )
+def _entry(
+    sdi_type: int, sdi_id: int, data: bytes, uncompressed_len: int, budget: Budget
+) -> SdiEntry:
+    what = f"SDI record {sdi_id}"
+    budget.allow_inflate(uncompressed_len, what)
     try:
         text, _ = zlib_stream(data, uncompressed_len)
     except CodecError as exc:
-        raise SdiError(
-            f"SDI record {sdi_id} does not inflate to {uncompressed_len}: {exc}"
-        ) from None
+        raise SdiError(f"{what} does not inflate to its {uncompressed_len} bytes: {exc}") from None
+    budget.charge(text, what)
     if len(text) != uncompressed_len:
-        raise SdiError(f"SDI record {sdi_id} inflates to {len(text)}, not {uncompressed_len}")
+        raise SdiError(f"{what} inflates to {len(text)}, not {uncompressed_len}")
     try:
         obj = json.loads(text)
+    except RecursionError:
+        raise SdiError(f"{what} is JSON nested too deep") from None
     except ValueError as exc:
-        raise SdiError(f"SDI record {sdi_id} is not JSON: {exc}") from None
+        raise SdiError(f"{what} is not JSON: {exc}") from None
+    if _too_deep(obj, MAX_JSON_DEPTH):
+        raise SdiError(f"{what} is JSON nested deeper than {MAX_JSON_DEPTH} levels")
     if not isinstance(obj, dict) or not isinstance(obj.get("dd_object", {}), dict):
         raise SdiError(f"SDI record {sdi_id} is not a JSON object with a dd_object object")
     return SdiEntry(sdi_type, sdi_id, obj)
 
 
-def read_zip_sdi(get_page: Callable[[int], bytes], root: int, physical: int) -> list[SdiEntry]:
+def _too_deep(obj: Any, limit: int) -> bool:
+    """Does ``obj`` nest containers more than ``limit`` deep? (Iterative: no recursion.)"""
+    stack: list[tuple[Any, int]] = [(obj, 1)]
+    while stack:
+        item, depth = stack.pop()
+        if depth > limit:
+            return True
+        children = item.values() if isinstance(item, dict) else item
+        stack.extend((c, depth + 1) for c in children if isinstance(c, dict | list))
+    return False
+
+
+def read_zip_sdi(
+    get_page: Callable[[int], bytes],
+    root: int,
+    physical: int,
+    warn: Warn = _ignore,
+) -> list[SdiEntry]:
     """SDI records of a ROW_FORMAT=COMPRESSED tablespace, found by signature (§7.1, §8.3).
 
     A zip record keeps its data in the page's zlib stream, or, until the page is recompressed,
     in the modification log after it. DB_TRX_ID/DB_ROLL_PTR move to the page trailer, so the
     data reads type (4), id (8), uncompressed length (4), compressed length (4), zlib data.
-    Both places are scanned; a later copy of the same (type, id) replaces an earlier one.
+    Both places are scanned; a later copy of the same (type, id) replaces an earlier one. Each
+    page is visited once, a repeat being warned.
     """
     found: dict[tuple[int, int], SdiEntry] = {}
-    pending = [root]
+    pending = deque([root])
     seen: set[int] = set()
+    budget = Budget()
     while pending:
-        page_no = pending.pop(0)
-        if page_no in seen or page_no == FIL_NULL or len(seen) > MAX_SDI_PAGES:
+        page_no = pending.popleft()
+        if page_no == FIL_NULL:
+            continue
+        if page_no in seen:
+            warn(f"SDI page {page_no} is reached twice (a loop in the SDI tree); read once")
             continue
         seen.add(page_no)
         page = get_page(page_no)
@@ -178,7 +274,7 @@ def read_zip_sdi(get_page: Callable[[int], bytes], root: int, physical: int) -> 
             mlog = body if used is None else body[used:]
         except CodecError:
             stream, mlog = b"", body
-        for entry in (*_scan_stream(stream), *_scan_stream(mlog)):
+        for entry in (*_scan_stream(stream, budget), *_scan_stream(mlog, budget)):
             found[(entry.sdi_type, entry.sdi_id)] = entry
         if _be(page, 64, 2) > 0:
             # child page numbers of node pointers live in the uncompressed trailer
@@ -201,26 +297,30 @@ def _zip_node_children(page: bytes, physical: int) -> list[int]:
     ]
 
 
-def _scan_stream(stream: bytes) -> Iterator[SdiEntry]:
-    i = 20
+def _scan_stream(stream: bytes, budget: Budget) -> Iterator[SdiEntry]:
+    """Records found by signature: a zlib header (0x78, FCHECK) 20 bytes after the record's
+    start; candidates are found with ``bytes.find``, so a page of anything costs C time."""
     n = len(stream)
-    while i < n - 2:
+    i = stream.find(b"\x78", 20)
+    while 0 <= i < n - 2:
         cmf, flg = stream[i], stream[i + 1]
-        if cmf == 0x78 and (cmf * 256 + flg) % 31 == 0:
+        if (cmf * 256 + flg) % 31 == 0:
             ul = _be(stream, i - 8, 4)
             cl = _be(stream, i - 4, 4)
-            if 0 < cl <= n - i and 0 < ul <= MAX_SDI_RECORD:
+            if 0 < cl <= n - i and 0 < ul <= MAX_INFLATED:  # else not a record: skipped
+                sdi_type, sdi_id = _be(stream, i - 20, 4), _be(stream, i - 16, 8)
+                entry: SdiEntry | None
                 try:
-                    entry = _entry(
-                        _be(stream, i - 20, 4), _be(stream, i - 16, 8), stream[i : i + cl], ul
-                    )
+                    entry = _entry(sdi_type, sdi_id, stream[i : i + cl], ul, budget)
+                except SdiLimit:
+                    raise
                 except SdiError:
                     entry = None
                 if entry is not None and entry.sdi_type in (1, 2):
                     yield entry
-                    i += cl
+                    i = stream.find(b"\x78", i + cl)
                     continue
-        i += 1
+        i = stream.find(b"\x78", i + 1)
 
 
 def ibd2sdi_shape(entries: list[SdiEntry]) -> list[Any]:

@@ -340,5 +340,7 @@ def sdi(path: str) -> None:
         if ts.format.sdi_root is None:
             raise InputError(f"{path}: has no SDI (only MySQL 8.0+ tablespaces carry one)")
         entries = ts.sdi()
+        for warning in ts.sdi_warnings:
+            click.echo(f"ibdtool: warning: {path}: {warning}", err=True)
     _emit_json(ibd2sdi_shape(entries))
     _fail_if_truncated(path)
