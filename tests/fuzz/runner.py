@@ -1,0 +1,256 @@
+"""Run a reader on one file and say how it ended: ok, clean error, traceback, hang, over-limit.
+
+Two ways. :func:`run_cli` starts ``python -m ibdtool.cli COMMAND FILE`` as a script would,
+under an address-space limit (``RLIMIT_AS``) and a wall-clock timeout, and reads the child's
+own CPU time and peak RSS from ``wait4``. :func:`run_inprocess` calls the engine's entry points
+directly (the long run's throughput), with an interval timer for hangs and the CPU clock.
+
+The promise checked (README, "Hostile input"): a file under 2 MB is answered within
+:data:`CPU_LIMIT` seconds of CPU and :data:`RSS_LIMIT` bytes of memory; the answer is data
+(exit 0, or 1 for ``checksum`` and ``report --fail-on`` findings) or one line on stderr and
+exit 2 — never a traceback.
+"""
+
+from __future__ import annotations
+
+import enum
+import os
+import resource
+import signal
+import subprocess
+import sys
+import tempfile
+import time
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from tests.catalog import REPO
+
+CPU_LIMIT = 2.0  # seconds of CPU a command may spend on a file under 2 MB
+RSS_LIMIT = 200 << 20  # peak resident memory
+AS_LIMIT = 1 << 30  # RLIMIT_AS: a runaway allocation fails here instead of taking the machine
+HANG_AFTER = 30.0  # wall seconds: well past CPU_LIMIT even on a loaded machine
+
+
+class Outcome(enum.Enum):
+    OK = "ok"
+    CLEAN_ERROR = "clean error"
+    TRACEBACK = "traceback"
+    HANG = "hang"
+    OVER_LIMIT = "over-limit"
+
+    @property
+    def good(self) -> bool:
+        return self in (Outcome.OK, Outcome.CLEAN_ERROR)
+
+
+@dataclass(frozen=True)
+class Run:
+    """How one command ended on one file."""
+
+    command: tuple[str, ...]
+    outcome: Outcome
+    exit_code: int | None
+    cpu: float
+    rss: int
+    detail: str
+
+    def describe(self) -> str:
+        return (
+            f"{' '.join(self.command)}: {self.outcome.value} (exit {self.exit_code}, "
+            f"{self.cpu:.2f} s CPU, {self.rss >> 20} MiB): {self.detail}"
+        )
+
+
+#: every reader the CLI has, as run on one file (``report`` in its flat, streaming form too)
+CLI_COMMANDS: tuple[tuple[str, ...], ...] = (
+    ("inspect", "--json"),
+    ("pages", "--csv"),
+    ("checksum",),
+    ("sdi",),
+    ("simulate", "--json", "--sample", "64", "-a", "mariadb:zlib,mysql:lz4", "-b", "4096"),
+    ("report", "--format", "jsonl", "--jobs", "1"),
+)
+#: exit codes that are answers: 1 is "found" for checksum (invalid pages) and report flags
+ANSWER_CODES = {0, 1}
+
+
+def _limit_child() -> None:
+    resource.setrlimit(resource.RLIMIT_AS, (AS_LIMIT, AS_LIMIT))
+    resource.setrlimit(resource.RLIMIT_CORE, (0, 0))
+
+
+def _env() -> dict[str, str]:
+    env = {k: v for k, v in os.environ.items() if not k.startswith("PYTHON")}
+    env.update(
+        HOME="/tmp", NO_COLOR="1", PYTHONDONTWRITEBYTECODE="1", PYTHONPATH=str(REPO), COLUMNS="100"
+    )
+    return env
+
+
+def run_cli(command: tuple[str, ...], path: Path, hang_after: float = HANG_AFTER) -> Run:
+    """``python -m ibdtool.cli *command path`` under the limits, classified.
+
+    The child is reaped with ``wait4`` (not Popen's wait) to read its own CPU time and peak
+    RSS; its output goes to temporary files, so nothing blocks on a full pipe.
+    """
+    argv = [sys.executable, "-m", "ibdtool.cli", *command, str(path)]
+    with tempfile.TemporaryFile() as out, tempfile.TemporaryFile() as err:
+        proc = subprocess.Popen(
+            argv,
+            cwd=REPO,
+            env=_env(),
+            stdin=subprocess.DEVNULL,
+            stdout=out,
+            stderr=err,
+            preexec_fn=_limit_child,
+            start_new_session=True,
+        )
+        deadline = time.monotonic() + hang_after
+        while True:
+            pid, status, usage = os.wait4(proc.pid, os.WNOHANG)
+            if pid:
+                break
+            if time.monotonic() > deadline:
+                os.killpg(proc.pid, signal.SIGKILL)
+                os.wait4(proc.pid, 0)
+                proc.returncode = -signal.SIGKILL
+                detail = f"no answer in {hang_after:.0f} s"
+                return Run(command, Outcome.HANG, None, hang_after, 0, detail)
+            time.sleep(0.005)
+        proc.returncode = code = os.waitstatus_to_exitcode(status)
+        out.seek(0)
+        err.seek(0)
+        cpu = usage.ru_utime + usage.ru_stime
+        return _classify(command, code, out.read(), err.read(), cpu, usage.ru_maxrss * 1024)
+
+
+def _classify(
+    command: tuple[str, ...], code: int, out: bytes, err: bytes, cpu: float, rss: int
+) -> Run:
+    text = err.decode(errors="replace")
+    lines = [line for line in text.splitlines() if line.strip()]
+    errors = [line for line in lines if line.startswith("ibdtool: error: ")]
+    talk = all(line.startswith("ibdtool: ") for line in lines)
+
+    def run(outcome: Outcome, detail: str) -> Run:
+        return Run(command, outcome, code, cpu, rss, detail)
+
+    if "Traceback (most recent call last)" in text:
+        return run(Outcome.TRACEBACK, lines[-1] if lines else "")
+    if "out of memory" in text or code in (-signal.SIGKILL, -signal.SIGSEGV, -signal.SIGABRT):
+        return run(Outcome.OVER_LIMIT, lines[-1] if lines else f"killed by signal {-code}")
+    if cpu > CPU_LIMIT or rss > RSS_LIMIT:
+        return run(Outcome.OVER_LIMIT, f"{cpu:.2f} s CPU, {rss >> 20} MiB")
+    if code == 2 and len(errors) == 1 and talk:
+        return run(Outcome.CLEAN_ERROR, errors[0])
+    if code in ANSWER_CODES and not errors and talk:
+        return run(Outcome.OK, f"{len(out)} bytes out")
+    return run(Outcome.TRACEBACK, f"exit {code} with stderr {text[-300:]!r}")
+
+
+# --- in-process ------------------------------------------------------------------------------
+
+
+class Hang(Exception):
+    """Raised by the interval timer inside a reader that did not come back."""
+
+
+@contextmanager
+def _alarm(seconds: float) -> Iterator[None]:
+    def fire(signum: int, frame: object) -> None:
+        raise Hang(f"no answer in {seconds:.0f} s")
+
+    old = signal.signal(signal.SIGALRM, fire)
+    signal.setitimer(signal.ITIMER_REAL, seconds)
+    try:
+        yield
+    finally:
+        signal.setitimer(signal.ITIMER_REAL, 0)
+        signal.signal(signal.SIGALRM, old)
+
+
+def _sdi(path: Path) -> Any:
+    from ibdtool.tablespace import Tablespace
+    from parsers.sdi import ibd2sdi_shape
+
+    with Tablespace(path) as ts:
+        import json
+
+        return json.dumps(ibd2sdi_shape(ts.sdi()), indent=2, default=str)
+
+
+def _inspect(path: Path) -> Any:
+    from ibdtool.inspect import inspect_path
+
+    return inspect_path(path).to_json()
+
+
+def _checksum(path: Path) -> Any:
+    from ibdtool.checkscan import check_file
+
+    return check_file(str(path), jobs=1)
+
+
+def _pages(path: Path) -> Any:
+    from ibdtool.pagerows import page_rows
+
+    return sum(1 for _ in page_rows(str(path)))
+
+
+def _layouts(path: Path) -> Any:
+    """The page view of every page: both images laid out by their families."""
+    from ibdtool.tablespace import Tablespace
+    from parsers.pages import logical_layout, stored_layout
+
+    with Tablespace(path) as ts:
+        for n in range(ts.n_pages):
+            info, raw, page = ts.page_with_data(n)
+            stored_layout(raw, info, ts.format)
+            logical_layout(page, info, ts.format)
+            ts.free_map  # noqa: B018 — the XDES walk
+
+
+#: in-process entry points: name -> function of the path
+ENTRY_POINTS: dict[str, Callable[[Path], Any]] = {
+    "inspect": _inspect,
+    "checksum": _checksum,
+    "pages": _pages,
+    "sdi": _sdi,
+    "layouts": _layouts,
+}
+
+
+def run_inprocess(name: str, path: Path, hang_after: float = HANG_AFTER) -> Run:
+    """``ENTRY_POINTS[name](path)`` in this process; an ``InputError`` is a clean error."""
+    from ibdtool.errors import InputError
+
+    start = time.process_time()
+    command = (name,)
+    try:
+        with _alarm(hang_after):
+            ENTRY_POINTS[name](path)
+    except InputError as exc:
+        outcome, detail = Outcome.CLEAN_ERROR, exc.message
+        if "\n" in exc.message:
+            outcome = Outcome.TRACEBACK
+    except Hang as exc:
+        return Run(command, Outcome.HANG, None, hang_after, 0, str(exc))
+    except MemoryError:
+        outcome, detail = Outcome.OVER_LIMIT, "MemoryError"
+    except (Exception, RecursionError) as exc:
+        tb = exc.__traceback__
+        while tb is not None and tb.tb_next is not None:
+            tb = tb.tb_next
+        where = f"{tb.tb_frame.f_code.co_filename}:{tb.tb_lineno}" if tb else "?"
+        outcome, detail = Outcome.TRACEBACK, f"{type(exc).__name__}: {exc} at {where}"
+    else:
+        outcome, detail = Outcome.OK, ""
+    cpu = time.process_time() - start
+    if outcome.good and cpu > CPU_LIMIT:
+        outcome, detail = Outcome.OVER_LIMIT, f"{cpu:.2f} s CPU"
+    rss = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024
+    return Run(command, outcome, None, cpu, rss, detail)
