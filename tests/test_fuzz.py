@@ -1,101 +1,50 @@
-"""Deterministic robustness: damaged real tablespaces may only ever raise ``InputError``.
+"""Robustness: damaged real tablespaces get an answer or one clean error, in bounded time.
 
-Real corpus files of every layout (MySQL 8 plain, MySQL 5.7 type-14 zlib, MariaDB full_crc32
-lz4, MariaDB classic page_compressed zlib, ROW_FORMAT=COMPRESSED KEY_BLOCK_SIZE=8) are damaged
-with a seeded RNG: random bytes, hostile page headers (full_crc32 compressed markers with tiny or
-oversized sizes, MySQL type 14 and MariaDB 34354 with impossible metadata), hostile index
-headers, random FSP flags, SDI roots pointing to themselves or out of the file, crafted SDI
-records, truncation. Every case runs the in-process API: ``inspect_path``, ``check_file``,
-``page_rows`` and ``Tablespace.sdi``. A page whose header lies must come back as an invalid page
-with a ``problem``; the rest of the file must still be read.
+The harness lives in :mod:`tests.fuzz` (originals, mutators, crafted files, the runner). Here:
+
+* a short seeded fuzz pass (hypothesis, derandomized): every real file of
+  :data:`~tests.fuzz.originals.FUZZ_FILES` damaged by the mutators, every in-process reader run
+  on each case, anything but an answer or an ``InputError`` (a traceback, a hang, over 2 s of
+  CPU) fails and is shrunk to its smallest form; and a sample of cases run through every CLI
+  command in a subprocess under the time and memory limits;
+* a regression test per class of bug fixed, on the small hostile files of :mod:`tests.fuzz.crafts`;
+* the older targeted checks: a page whose header lies is the only invalid page, the rest of the
+  file is still read; crafted SDI records are refused or read once.
+
+The long run (100,000+ inputs) is ``bench/fuzz_long.py``.
 """
 
 from __future__ import annotations
 
 import random
-import traceback
 import zlib
 from collections.abc import Callable
-from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
 
 import pytest
+from hypothesis import HealthCheck, Phase, given, settings
 
 from ibdtool.checkscan import check_file
 from ibdtool.errors import InputError
-from ibdtool.inspect import inspect_path
-from ibdtool.pagerows import page_rows
 from ibdtool.tablespace import Tablespace
-from parsers.space import sdi_offset
-from tests.conftest import corpus_file
+from tests.fuzz.crafts import CRAFTS, craft
+from tests.fuzz.mutators import HOSTILE_TYPES, RandomChooser, mutate, put
+from tests.fuzz.originals import FILES, FUZZ_FILES, Original, original, path_of
+from tests.fuzz.runner import CLI_COMMANDS, ENTRY_POINTS, Outcome, run_cli, run_inprocess
+from tests.fuzz.strategies import damaged
 
-FILES = {
-    "mysql8-plain": "mysql-made/mysql8015-t_plain_1k.ibd",
-    "mysql57-zlib14": "mysql-made/mysql5722-t_zlib_1k.ibd",
-    "mariadb-fcrc32-lz4": "mariadb-10.11/p16k-pc_lz4-1000rows.ibd",
-    "mariadb-classic-zlib": "mariadb-10.11/p16k-crc32_pc_zlib-1000rows.ibd",
-    "mysql8-zip-kbs8": "mysql-made/mysql8015-t_kbs8_1k.ibd",
-}
-CASES_PER_FILE = 60  # 300 random cases in all
-VICTIM = 4  # the first index page in every file above
+VICTIM = 4  # the first index page in every file of FILES
 SDI_RECORD_DATA = 33  # §8.3: the JSON's zlib stream follows 33 bytes after the record origin
-
-# stored FIL_PAGE_TYPE values with hostile metadata, written over a real page
-HOSTILE_TYPES = {
-    "fcrc32-marker-255": 0x80FF,  # compressed image of 0x7F00 bytes (past the page)
-    "fcrc32-marker-1": 0x8001,  # compressed image of 256 bytes
-    "fcrc32-marker-0": 0x8000,  # compressed image of 0 bytes
-    "all-ones": 0xFFFF,
-    "mysql-compressed": 14,
-    "mysql-encrypted": 15,
-    "mariadb-page-compressed": 34354,
-    "mariadb-page-compressed-encrypted": 37401,
-    "sdi": 17853,
-    "sdi-blob": 18,
-}
+EXAMPLES_PER_FILE = 12  # x 10 files x 5 readers: about 40 s on two busy cores
+CLI_SAMPLES = 4  # damaged files run through every CLI command
 
 
-@dataclass(frozen=True)
-class Original:
-    """A corpus file's bytes and the geometry the mutators need."""
+def run_everything(path: Path) -> dict[str, object]:
+    """Every in-process reader on ``path``: an ``InputError`` is an answer, anything else raises."""
+    from ibdtool.inspect import inspect_path
+    from ibdtool.pagerows import page_rows
 
-    data: bytes
-    physical: int
-    logical: int
-    n_pages: int
-    sdi_root: int | None
-
-    @property
-    def sdi_pointer(self) -> int:
-        """Offset of the SDI version (then root page number) on page 0 (§4.1)."""
-        return sdi_offset(self.logical, self.physical)
-
-
-_ORIGINALS: dict[str, Original] = {}
-
-
-def original(kind: str) -> Original:
-    if kind not in _ORIGINALS:
-        path = corpus_file(FILES[kind])
-        with Tablespace(path) as ts:
-            _ORIGINALS[kind] = Original(
-                path.read_bytes(),
-                ts.physical_size,
-                ts.logical_size,
-                ts.n_pages,
-                ts.format.sdi_root,
-            )
-    return _ORIGINALS[kind]
-
-
-def put(data: bytearray, offset: int, value: int, size: int) -> None:
-    data[offset : offset + size] = value.to_bytes(size, "big")
-
-
-def run_everything(path: Path) -> dict[str, Any]:
-    """Every entry point on ``path``; an ``InputError`` is an answer, anything else escapes."""
-    out: dict[str, Any] = {}
+    out: dict[str, object] = {}
     for name, fn in (
         ("inspect", lambda: inspect_path(path)),
         ("checksum", lambda: check_file(str(path), jobs=1)),
@@ -110,154 +59,90 @@ def run_everything(path: Path) -> dict[str, Any]:
     return out
 
 
-def _sdi(path: Path) -> Any:
+def _sdi(path: Path) -> object:
     with Tablespace(path) as ts:
         return ts.sdi()
 
 
-# --- mutators: each damages ``data`` and returns a short description ---------------------------
-
-Mutator = Callable[[bytearray, Original, random.Random], str]
+# --- the seeded fuzz pass --------------------------------------------------------------------
 
 
-def random_bytes(data: bytearray, o: Original, rng: random.Random) -> str:
-    page = rng.randrange(o.n_pages)
-    n = rng.choice((1, 3, 50, 400))
-    for _ in range(n):
-        data[page * o.physical + rng.randrange(o.physical)] = rng.randrange(256)
-    return f"{n} random bytes in page {page}"
+@pytest.mark.parametrize("kind", sorted(FUZZ_FILES))
+def test_damaged_files_answer_cleanly(kind: str, tmp_path: Path) -> None:
+    """Each reader answers or refuses in one line, within the CPU limit; hypothesis shrinks a
+    failure to its fewest mutations."""
+    path = tmp_path / f"{kind}.ibd"
 
-
-def random_run(data: bytearray, o: Original, rng: random.Random) -> str:
-    page = rng.randrange(o.n_pages)
-    start = page * o.physical + rng.randrange(o.physical)
-    n = rng.randrange(1, 2000)
-    data[start : start + n] = rng.randbytes(len(data[start : start + n]))
-    return f"{n} random bytes at {start}"
-
-
-def hostile_type(data: bytearray, o: Original, rng: random.Random) -> str:
-    page = rng.randrange(1, o.n_pages)
-    name, value = rng.choice(sorted(HOSTILE_TYPES.items()))
-    put(data, page * o.physical + 24, value, 2)
-    return f"page {page} type {name}"
-
-
-def hostile_mysql_compressed(data: bytearray, o: Original, rng: random.Random) -> str:
-    """Type 14 with version 1/2 and sizes 0, 1, 65535 or the page's (§2.1 metadata at 26)."""
-    page = rng.randrange(1, o.n_pages)
-    base = page * o.physical
-    put(data, base + 24, 14, 2)
-    version, algo = rng.choice((1, 2, 0, 255)), rng.choice((1, 2, 0, 7))
-    orig, comp = (rng.choice((0, 1, 65535, o.logical - 38, o.physical)) for _ in range(2))
-    data[base + 26], data[base + 27] = version, algo
-    put(data, base + 28, rng.choice((17855, 0, 0xFFFF)), 2)
-    put(data, base + 30, orig, 2)
-    put(data, base + 32, comp, 2)
-    return f"page {page} type 14 v{version} algo {algo} sizes {orig}/{comp}"
-
-
-def hostile_mariadb_compressed(data: bytearray, o: Original, rng: random.Random) -> str:
-    """34354 with unknown or real algorithm ids and lengths past the page (§3.1)."""
-    page = rng.randrange(1, o.n_pages)
-    base = page * o.physical
-    put(data, base + 24, 34354, 2)
-    algo = rng.choice((0, 1, 2, 3, 4, 5, 6, 7, 255, 1 << 40))
-    length = rng.choice((0, 1, 2, 65535, o.physical - 40, o.physical - 39))
-    put(data, base + 26, algo, 8)
-    put(data, base + 38, length, 2)
-    return f"page {page} type 34354 algo {algo} length {length}"
-
-
-def hostile_fcrc32_size(data: bytearray, o: Original, rng: random.Random) -> str:
-    """A full_crc32 compressed marker whose size is tiny, exactly the page, or past it."""
-    page = rng.randrange(1, o.n_pages)
-    size_units = rng.choice((0, 1, 2, o.physical >> 8, (o.physical >> 8) - 1, 0x7FFF))
-    put(data, page * o.physical + 24, 0x8000 | size_units, 2)
-    return f"page {page} fcrc32 marker size {size_units << 8}"
-
-
-def hostile_index_header(data: bytearray, o: Original, rng: random.Random) -> str:
-    page = rng.randrange(1, o.n_pages)
-    base = page * o.physical
-    field = rng.choice((38, 40, 42, 44, 46, 48, 50, 52, 54, 64))  # §5.1, 2-byte fields
-    value = rng.choice((0, 1, 0x7FFF, 0x8000, 0xFFFF, o.logical))
-    put(data, base + field, value, 2)
-    return f"page {page} index header +{field - 38} = {value}"
-
-
-def random_flags(data: bytearray, o: Original, rng: random.Random) -> str:
-    value = rng.choice((rng.getrandbits(32), rng.getrandbits(17), rng.getrandbits(8)))
-    put(data, 54, value, 4)
-    return f"FSP flags 0x{value:x}"
-
-
-def sdi_root_pointer(data: bytearray, o: Original, rng: random.Random) -> str:
-    root = rng.choice((0, 1, 2, 3, o.n_pages - 1, o.n_pages, o.n_pages + 7, 0xFFFFFFFF))
-    put(data, o.sdi_pointer, rng.choice((1, 1, 1, 2)), 4)
-    put(data, o.sdi_pointer + 4, root, 4)
-    return f"SDI root pointer {root}"
-
-
-def sdi_self_loop(data: bytearray, o: Original, rng: random.Random) -> str:
-    root = o.sdi_root or 3
-    base = root * o.physical
-    how = rng.choice(("next", "level", "both"))
-    if how in ("next", "both"):
-        put(data, base + 12, root, 4)  # FIL_PAGE_NEXT
-    if how in ("level", "both"):
-        put(data, base + 64, rng.choice((1, 2, 0xFFFF)), 2)  # PAGE_LEVEL: descend ...
-        first = (99 + int.from_bytes(data[base + 97 : base + 99], "big")) & 0xFFFF
-        if first + 16 <= o.physical:
-            put(data, base + first + 12, root, 4)  # ... into the root itself
-    return f"SDI root {root} points to itself ({how})"
-
-
-def truncate(data: bytearray, o: Original, rng: random.Random) -> str:
-    cut = rng.randrange(len(data))
-    del data[cut:]
-    return f"truncated at {cut}"
-
-
-MUTATORS: list[tuple[Mutator, int]] = [
-    (random_bytes, 6),
-    (random_run, 3),
-    (hostile_type, 4),
-    (hostile_mysql_compressed, 3),
-    (hostile_mariadb_compressed, 3),
-    (hostile_fcrc32_size, 3),
-    (hostile_index_header, 3),
-    (random_flags, 2),
-    (sdi_root_pointer, 2),
-    (sdi_self_loop, 2),
-]
-
-
-@pytest.mark.parametrize("kind", sorted(FILES))
-def test_random_damage_raises_only_input_error(kind: str, tmp_path: Path) -> None:
-    o = original(kind)
-    rng = random.Random(f"ibdtool-fuzz-{kind}")
-    mutators, weights = zip(*MUTATORS, strict=True)
-    failures: list[str] = []
-    for case in range(CASES_PER_FILE):
-        data = bytearray(o.data)
-        done = [
-            rng.choices(mutators, weights)[0](data, o, rng) for _ in range(rng.choice((1, 1, 2, 4)))
-        ]
-        if rng.random() < 0.1:  # last: the other mutators expect whole pages
-            done.append(truncate(data, o, rng))
-        path = tmp_path / f"{kind}-{case}.ibd"
-        path.write_bytes(bytes(data))
-        try:
-            run_everything(path)
-        except Exception as exc:
-            where = "".join(traceback.format_exception(exc, limit=-2))
-            failures.append(f"case {case} ({'; '.join(done)}): {where}")
-        else:
-            path.unlink()
-    assert not failures, f"{len(failures)} of {CASES_PER_FILE} cases raised:\n" + "\n".join(
-        failures[:5]
+    @settings(
+        max_examples=EXAMPLES_PER_FILE,
+        derandomize=True,
+        database=None,
+        deadline=None,
+        phases=[Phase.generate, Phase.shrink],
+        suppress_health_check=list(HealthCheck),
     )
+    @given(damaged(kind))
+    def check(case: tuple[bytes, list[str]]) -> None:
+        data, done = case
+        path.write_bytes(data)
+        runs = [run_inprocess(name, path) for name in ENTRY_POINTS]
+        bad = [r.describe() for r in runs if not r.outcome.good]
+        assert not bad, f"{'; '.join(done)}:\n" + "\n".join(bad)
+
+    check()
+
+
+def test_damaged_files_through_the_cli(tmp_path: Path) -> None:
+    """A seeded sample of damaged files through every CLI command, as scripts run it: a
+    subprocess under RLIMIT_AS, its own CPU time and peak RSS read back."""
+    rng = random.Random("ibdtool-fuzz-cli")
+    failures: list[str] = []
+    for case in range(CLI_SAMPLES):
+        kind = rng.choice(sorted(FUZZ_FILES))
+        data, done = mutate(original(kind), RandomChooser(rng))
+        path = tmp_path / f"{kind}-{case}.ibd"
+        path.write_bytes(data)
+        for command in CLI_COMMANDS:
+            run = run_cli(command, path)
+            if not run.outcome.good:
+                failures.append(f"{kind} ({'; '.join(done)}): {run.describe()}")
+    assert not failures, "\n".join(failures)
+
+
+# --- regression: one crafted file per class of bug fixed --------------------------------------
+
+
+@pytest.mark.parametrize("name", sorted(CRAFTS))
+def test_crafted_hostile_file(name: str, tmp_path: Path) -> None:
+    """``sdi`` reads the file once (a loop is a warning) or refuses it in one line, and
+    ``inspect`` still reports it, each within 2 s of CPU and 200 MB."""
+    c = CRAFTS[name]
+    path = tmp_path / f"{name}.ibd"
+    path.write_bytes(craft(name))
+    sdi = run_cli(("sdi",), path)
+    if c.sdi == "ok":
+        assert sdi.outcome is Outcome.OK, sdi.describe()
+    else:
+        assert sdi.outcome is Outcome.CLEAN_ERROR, sdi.describe()
+    assert c.expect in sdi.detail or c.sdi == "ok", sdi.describe()
+    inspect = run_cli(("inspect", "--json"), path)
+    assert inspect.outcome is Outcome.OK, inspect.describe()
+
+
+@pytest.mark.parametrize("name", ["record-points-to-itself", "leaf-chain-loops"])
+def test_sdi_loop_is_read_once_and_warned(name: str, tmp_path: Path) -> None:
+    """The looping chain gives each record once (compared with the undamaged file's records:
+    a prefix of them, in order) and says where it stopped."""
+    path = tmp_path / f"{name}.ibd"
+    path.write_bytes(craft(name))
+    with Tablespace(path) as ts:
+        got = ts.sdi()
+        warnings = ts.sdi_warnings
+    with Tablespace(path_of("mysql8-plain")) as ts:
+        clean = ts.sdi()
+    assert got and got == clean[: len(got)]
+    assert len({(e.sdi_type, e.sdi_id) for e in got}) == len(got)
+    assert len(warnings) == 1 and CRAFTS[name].expect in warnings[0], warnings
 
 
 @pytest.mark.parametrize("hostile", sorted(HOSTILE_TYPES))
@@ -337,10 +222,10 @@ def test_originals_are_clean() -> None:
     """The baseline the victim tests compare with: no invalid page, no problem."""
     for kind in FILES:
         o = original(kind)
-        with Tablespace(corpus_file(FILES[kind])) as ts:
+        with Tablespace(path_of(kind)) as ts:
             victim = ts.page(VICTIM)
         assert victim.index is not None, kind  # an index page, not an empty one
-        result = check_file(str(corpus_file(FILES[kind])), jobs=1)
+        result = check_file(str(path_of(kind)), jobs=1)
         assert result.invalid_pages == [], kind
         assert result.pages == o.n_pages
 
@@ -418,7 +303,7 @@ def test_hostile_sdi(craft: str, tmp_path: Path) -> None:
     if refused:
         assert isinstance(got["sdi"], InputError), got["sdi"]
     else:  # read once, not once per visit of the looping page
-        with Tablespace(corpus_file(FILES["mysql8-plain"])) as ts:
+        with Tablespace(path_of("mysql8-plain")) as ts:
             assert got["sdi"] == ts.sdi()
     # inspect still reports the file; a damaged SDI is only a warning there
     result = got["inspect"]

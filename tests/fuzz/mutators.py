@@ -469,3 +469,16 @@ def mutate(o: Original, c: Chooser) -> tuple[bytes, list[str]]:
     if c.integer(0, 9) == 0:  # last: the other mutators aim at whole pages
         done.append(truncate(data, o, c))
     return bytes(data), done
+
+
+def warm() -> None:
+    """Build every cached bomb and JSON document now (a long run then measures only inputs)."""
+    for how in ("zlib", "lzma"):
+        for size in BOMB_SIZES:
+            _compressed_zeros(how, size)
+    _compressed_zeros("zlib", 1 << 20)
+    for kind in ("spaces", "zeros", "objects"):
+        for size in (1 << 20, 8 << 20, 15 << 20):
+            hostile_json(kind, size)
+    for depth in (50, 101, 500, 990, 3000, 100_000):
+        hostile_json("deep", depth)
