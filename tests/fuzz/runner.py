@@ -71,7 +71,7 @@ CLI_COMMANDS: tuple[tuple[str, ...], ...] = (
     ("pages", "--csv"),
     ("checksum",),
     ("sdi",),
-    ("simulate", "--json", "--sample", "64", "-a", "mariadb:zlib,mysql:lz4", "-b", "4096"),
+    ("simulate", "--json"),
     ("report", "--format", "jsonl", "--jobs", "1"),
 )
 #: exit codes that are answers: 1 is "found" for checksum (invalid pages) and report flags
@@ -214,6 +214,13 @@ def _layouts(path: Path) -> Any:
             ts.free_map  # noqa: B018 — the XDES walk
 
 
+def _simulate(path: Path) -> Any:
+    """Every default scenario on a sample of pages, in this process (zip pages rebuilt)."""
+    from ibdtool.simulate import simulate
+
+    return simulate(path, sample=24, jobs=1).to_json()
+
+
 #: in-process entry points: name -> function of the path
 ENTRY_POINTS: dict[str, Callable[[Path], Any]] = {
     "inspect": _inspect,
@@ -221,6 +228,7 @@ ENTRY_POINTS: dict[str, Callable[[Path], Any]] = {
     "pages": _pages,
     "sdi": _sdi,
     "layouts": _layouts,
+    "simulate": _simulate,
 }
 
 
