@@ -256,13 +256,16 @@ def read_zip_sdi(
     found: dict[tuple[int, int], SdiEntry] = {}
     pending = deque([root])
     seen: set[int] = set()
+    looped = False
     budget = Budget()
     while pending:
         page_no = pending.popleft()
         if page_no == FIL_NULL:
             continue
         if page_no in seen:
-            warn(f"SDI page {page_no} is reached twice (a loop in the SDI tree); read once")
+            if not looped:  # once: a node page may point at every page again and again
+                warn(f"SDI page {page_no} is reached twice (a loop in the SDI tree); read once")
+                looped = True
             continue
         seen.add(page_no)
         page = get_page(page_no)

@@ -131,6 +131,19 @@ def zip_pages_of_zeros(data: bytearray, o: Original) -> None:
         data[base + 94 : base + 94 + len(stream)] = stream
 
 
+def zip_node_points_to_itself(data: bytearray, o: Original) -> None:
+    """A zip SDI root made a node page whose 200 child pointers and next page are all itself:
+    read once, warned once (not 200 times)."""
+    assert o.sdi_root is not None
+    base = o.sdi_root * o.physical
+    put(data, base + 64, 1, 2)  # PAGE_LEVEL 1
+    put(data, base + 42, 0x8000 | 202, 2)  # PAGE_N_HEAP: 200 user records
+    put(data, base + 12, o.sdi_root, 4)
+    dir_start = base + o.physical - 2 * 200
+    for k in range(200):
+        put(data, dir_start - 4 * (k + 1), o.sdi_root, 4)
+
+
 CRAFTS: dict[str, Craft] = {
     "record-points-to-itself": Craft(
         "mysql8-plain", record_points_to_itself, "ok", "record list loops back"
@@ -150,6 +163,9 @@ CRAFTS: dict[str, Craft] = {
     "json-500-deep": Craft("mysql8-plain", json_500_deep, "error", "nested deeper than 100"),
     "zip-stream-bomb": Craft("mysql8-zip-kbs8", zip_stream_bomb, "ok", ""),
     "zip-pages-of-zeros": Craft("mysql8-zip-kbs8", zip_pages_of_zeros, "ok", ""),
+    "zip-node-points-to-itself": Craft(
+        "mysql8-zip-kbs8", zip_node_points_to_itself, "ok", "reached twice"
+    ),
 }
 
 
