@@ -52,7 +52,7 @@ def worker(seed: int, count: int, sample_every: int, first: int) -> None:
         run_cli,
         run_inprocess,
     )
-    from tests.fuzz.strategies import damaged
+    from tests.fuzz.strategies import Case, damaged
 
     warm()
     kinds = sorted(FUZZ_FILES)
@@ -74,7 +74,7 @@ def worker(seed: int, count: int, sample_every: int, first: int) -> None:
         (OUT / f"input-{n}.ibd").write_bytes(data)
         (OUT / f"input-{n}.txt").write_text(f"{what}\n" + "\n".join(done) + "\n")
 
-    cases = st.sampled_from(kinds).flatmap(lambda k: damaged(k).map(lambda c: (k, c)))
+    cases = st.sampled_from(kinds).flatmap(damaged)
 
     @hseed(seed)
     @settings(
@@ -85,10 +85,10 @@ def worker(seed: int, count: int, sample_every: int, first: int) -> None:
         suppress_health_check=list(HealthCheck),
     )
     @given(cases)
-    def one(case: tuple[str, tuple[bytes, list[str]]]) -> None:
+    def one(case: Case) -> None:
         if state["n"] >= count:
             return
-        kind, (data, done) = case
+        kind, data, done = case.kind, case.data, list(case.done)
         current.write_bytes(data)
         (OUT / f"current-{os.getpid()}.txt").write_text(kind + "\n" + "\n".join(done) + "\n")
         name = names[state["n"] % len(names)]

@@ -31,7 +31,7 @@ from tests.fuzz.crafts import CRAFTS, craft
 from tests.fuzz.mutators import HOSTILE_TYPES, RandomChooser, mutate, put
 from tests.fuzz.originals import FILES, FUZZ_FILES, Original, original, path_of
 from tests.fuzz.runner import CLI_COMMANDS, ENTRY_POINTS, Outcome, run_cli, run_inprocess
-from tests.fuzz.strategies import damaged
+from tests.fuzz.strategies import Case, damaged
 
 VICTIM = 4  # the first index page in every file of FILES
 SDI_RECORD_DATA = 33  # §8.3: the JSON's zlib stream follows 33 bytes after the record origin
@@ -84,12 +84,11 @@ def test_damaged_files_answer_cleanly(kind: str, tmp_path: Path) -> None:
         suppress_health_check=list(HealthCheck),
     )
     @given(damaged(kind))
-    def check(case: tuple[bytes, list[str]]) -> None:
-        data, done = case
-        path.write_bytes(data)
+    def check(case: Case) -> None:
+        path.write_bytes(case.data)
         runs = [run_inprocess(name, path) for name in CI_READERS]
         bad = [r.describe() for r in runs if not r.outcome.good]
-        assert not bad, f"{'; '.join(done)}:\n" + "\n".join(bad)
+        assert not bad, f"{case!r}:\n" + "\n".join(bad)
 
     check()
 

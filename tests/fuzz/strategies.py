@@ -7,6 +7,7 @@ mutations with the smallest choices before it is reported.
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
+from dataclasses import dataclass
 from typing import Any, TypeVar
 
 from hypothesis import strategies as st
@@ -30,7 +31,20 @@ class DrawChooser:
         return options[self.draw(st.integers(0, len(options) - 1))]
 
 
+@dataclass(frozen=True)
+class Case:
+    """A damaged copy of a real file; shown by what was done to it, not by its bytes."""
+
+    kind: str
+    data: bytes
+    done: tuple[str, ...]
+
+    def __repr__(self) -> str:
+        return f"Case({self.kind}: {'; '.join(self.done)})"
+
+
 @st.composite
-def damaged(draw: Callable[[st.SearchStrategy[Any]], Any], kind: str) -> tuple[bytes, list[str]]:
-    """(bytes, what was done) of a damaged copy of the original ``kind``."""
-    return mutate(original(kind), DrawChooser(draw))
+def damaged(draw: Callable[[st.SearchStrategy[Any]], Any], kind: str) -> Case:
+    """A damaged copy of the original ``kind``."""
+    data, done = mutate(original(kind), DrawChooser(draw))
+    return Case(kind, data, tuple(done))
