@@ -233,13 +233,17 @@ def _write(
     classes = ("ok", "clean error", "traceback", "hang", "over-limit")
     rows = "\n".join(f"| {c} | {total.get(c, 0):,} | {cli_total.get(c, 0):,} |" for c in classes)
     rest = args.inputs - done
+    from tests.fuzz.runner import CLI_COMMANDS, ENTRY_POINTS
+
+    readers = " / ".join(ENTRY_POINTS)
+    commands = ", ".join(f"`{' '.join(c)}`" for c in CLI_COMMANDS)
     body = f"""
 Inputs: **{done:,}** damaged copies of the {len(_kinds())} real files of `tests/fuzz/originals.py`
 (seeds {args.seed}–{next_seed - 1}, chunks of {args.chunk}, {args.parallel} workers), each read
 in-process by one of
-inspect / checksum / pages / sdi / page layouts in turn; one in {args.sample_every} also
-through a CLI command (`inspect`, `pages`, `checksum`, `sdi`, `simulate`, `report`) in a
-subprocess under RLIMIT_AS 1 GiB. Limits per run: 2 s of CPU, 200 MB RSS, 30 s wall (hang).
+{readers} in turn; one in {args.sample_every} also
+through a CLI command ({commands}) in a subprocess under RLIMIT_AS 1 GiB.
+Limits per run: 2 s of CPU, 200 MB RSS, 30 s wall (hang).
 {elapsed / 60:.0f} minutes, {done / max(elapsed, 1e-9):.1f} inputs/s; workers that died: {crashes}.
 
 | class | in-process runs | CLI runs |
