@@ -37,7 +37,6 @@ WORKER_AS = 3 << 30  # the worker's own cap; each input is also checked against 
 
 def worker(seed: int, count: int, sample_every: int, first: int) -> None:
     """Run ``count`` inputs; print one JSON line per 50 inputs and at the end."""
-    sys.path.insert(0, str(REPO))
     from hypothesis import HealthCheck, Phase, given, settings
     from hypothesis import seed as hseed
     from hypothesis import strategies as st
@@ -262,7 +261,6 @@ Command: `.venv/bin/python bench/fuzz_long.py --inputs {args.inputs} --seed {arg
 
 
 def _kinds() -> list[str]:
-    sys.path.insert(0, str(REPO))
     from tests.fuzz.originals import FUZZ_FILES
 
     return sorted(FUZZ_FILES)
@@ -279,6 +277,7 @@ def main() -> None:
     parser.add_argument("--worker", action="store_true", help=argparse.SUPPRESS)
     parser.add_argument("--first", type=int, default=0, help=argparse.SUPPRESS)
     args = parser.parse_args()
+    sys.path.insert(0, str(REPO))  # tests.fuzz, run as a script from anywhere
     if args.worker:
         worker(args.seed, args.inputs, args.sample_every, args.first)
     else:
