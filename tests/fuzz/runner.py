@@ -73,6 +73,7 @@ CLI_COMMANDS: tuple[tuple[str, ...], ...] = (
     ("sdi",),
     ("simulate", "--json"),
     ("report", "--format", "jsonl", "--jobs", "1"),
+    ("records", "--json"),
 )
 #: exit codes that are answers: 1 is "found" for checksum (invalid pages) and report flags
 ANSWER_CODES = {0, 1}
