@@ -201,6 +201,7 @@ def inspect(paths: tuple[str, ...], as_json: bool, no_sdi: bool) -> None:
 )
 @click.option("--json", "as_json", is_flag=True, help="JSON lines, one object per page.")
 @click.option("--csv", "as_csv", is_flag=True, help="CSV with a header row.")
+@click.option("--wide", is_flag=True, help="Text: every column, however wide the terminal.")
 def pages(
     path: str,
     types: tuple[str, ...],
@@ -208,6 +209,7 @@ def pages(
     stop: int | None,
     as_json: bool,
     as_csv: bool,
+    wide: bool,
 ) -> None:
     """One row per page: type, compression, sizes, allocation, checksum, index fields."""
     from ibdtool.cli.render_plain import write_rows
@@ -216,7 +218,7 @@ def pages(
     if as_json and as_csv:
         raise click.UsageError("choose one of --json and --csv")
     rows = page_rows(path, types=types, start=start, stop=None if stop is None else stop + 1)
-    write_rows(rows, "json" if as_json else "csv" if as_csv else "text")
+    write_rows(rows, "json" if as_json else "csv" if as_csv else "text", wide)
     _fail_if_truncated(path)
 
 
@@ -276,6 +278,7 @@ def checksum(paths: tuple[str, ...], jobs: int | None, quiet: bool) -> None:
 @click.option("--jobs", "-j", type=click.IntRange(min=1), help="Processes (default: all cores).")
 @click.option("--json", "as_json", is_flag=True, help="One JSON object per file (list if several).")
 @click.option("--csv", "as_csv", is_flag=True, help="One CSV row per algorithm and block size.")
+@click.option("--wide", is_flag=True, help="Table: every column, however wide the terminal.")
 def simulate(
     paths: tuple[str, ...],
     algorithms: tuple[str, ...],
@@ -286,6 +289,7 @@ def simulate(
     jobs: int | None,
     as_json: bool,
     as_csv: bool,
+    wide: bool,
 ) -> None:
     """Predict what page compression would allocate, per algorithm and filesystem block size."""
     from ibdtool import simulate as sim
@@ -321,7 +325,7 @@ def simulate(
         write_simulation_csv(results)
     else:
         for r in results:
-            print_simulation(r)
+            print_simulation(r, wide)
     if failed:
         sys.exit(ExitCode.BAD_INPUT)
 

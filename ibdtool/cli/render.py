@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import csv
 import sys
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
 from typing import TYPE_CHECKING, Any
 
@@ -27,6 +27,7 @@ from ibdtool.recommend import recommendations
 from ibdtool.text import ci_text, human_bytes
 
 if TYPE_CHECKING:
+    from ibdtool.cli.fit import Col
     from ibdtool.inspect import InspectResult
     from ibdtool.simulate import SimResult
 
@@ -50,6 +51,62 @@ def out() -> Console:
         if not _out.is_terminal:
             _out = PipeConsole(highlight=False, soft_wrap=False, width=160)
     return _out
+
+
+def table_console(wide: bool = False) -> Console:
+    """stdout for tables sized by :mod:`ibdtool.cli.fit`: as wide as ``COLUMNS`` or the
+    terminal, unbounded on a pipe or with ``--wide`` (no cell is ever squeezed by Rich)."""
+    from ibdtool.cli.fit import table_width
+
+    width = None if wide else table_width()
+    con = out()
+    return PipeConsole(
+        width=width or 10_000,
+        highlight=False,
+        soft_wrap=False,
+        force_terminal=con.is_terminal,
+        no_color=con.no_color,
+    )
+
+
+def fitted(
+    title: str | None,
+    cols: Sequence[Col],
+    texts: Sequence[Sequence[str]],
+    wide: bool = False,
+    style: Callable[[int, str, str], Any] | None = None,
+) -> Table:
+    """A Rich table of ``texts`` (cell strings per row) with the columns that fit the terminal
+    (:func:`ibdtool.cli.fit.fit_columns`), a caption naming the hidden ones; no cell is cut.
+    ``style(row, key, text)`` may turn a cell into styled Rich text."""
+    from rich import box
+
+    from ibdtool.cli.fit import fill, fit_columns, table_width
+
+    fit = fit_columns(cols, texts, None if wide else table_width(), wide)
+    t = Table(
+        title=title,
+        box=box.SIMPLE_HEAD,
+        pad_edge=False,
+        title_justify="left",
+        caption=fit.footer(),
+        caption_justify="left",
+        caption_style="dim",
+    )
+    widths: list[int | None] = list(fit.widths) if fit.widths else [None] * len(fit.shown)
+    for i, name, w in zip(fit.shown, fit.titles, widths, strict=True):
+        justify: Any = "right" if cols[i].numeric else "left"
+        t.add_column(name, justify=justify, no_wrap=True, width=w)
+    for n, row in enumerate(texts):
+        cells: list[Any] = []
+        for i, w in zip(fit.shown, widths, strict=True):
+            value = row[i]
+            sep = cols[i].wrap
+            if sep and w is not None:
+                value = fill(value, w, sep)
+            cells.append(style(n, cols[i].key, value) if style else value)
+        t.add_row(*cells)
+    return t
 
 
 def err() -> Console:
@@ -122,9 +179,11 @@ def inspect_grid(r: InspectResult) -> Table:
     return grid
 
 
-def print_simulation(r: SimResult) -> None:
-    """The simulate table, then the recommendation lines."""
+def print_simulation(r: SimResult, wide: bool = False) -> None:
+    """The simulate table (the columns that fit), then the recommendation lines."""
     from rich import box
+
+    from ibdtool.cli.fit import Col
 
     con = out()
     con.print(Text(r.path, style="bold underline"))
@@ -132,29 +191,34 @@ def print_simulation(r: SimResult) -> None:
     current = current_state_text(r)
     if current:
         con.print(current)
-    table = Table(box=box.SIMPLE_HEAD, pad_edge=False)
-    table.add_column("algorithm")
-    table.add_column("block", justify="right")
-    table.add_column("predicted", justify="right")
-    table.add_column("95% CI", justify="right")
-    table.add_column("saving", justify="right")
-    table.add_column("µs/page c/d", justify="right")
-    for res in r.results:
-        saving = Text(f"{res.saving_pct:.1f}%", style="green" if res.saving_pct > 0 else "red")
-        cpu = (
-            "-"
-            if res.compress_us is None
-            else f"{res.compress_us:.0f}/{res.decompress_us or 0:.0f}"
-        )
-        table.add_row(
+    cols = [
+        Col("algorithm", "algorithm", 0),
+        Col("block", "block", 0, numeric=True),
+        Col("predicted", "predicted", 0, numeric=True),
+        Col("ci", "95% CI", 2, numeric=True, short="CI"),
+        Col("saving", "saving", 1, numeric=True),
+        Col("cpu", "µs/page c/d", 3, numeric=True, short="µs c/d"),
+    ]
+    texts = [
+        [
             scenario_label(res.scenario),
             res.block.label,
             human_bytes(res.predicted),
             ci_text(res.ci95, res.predicted),
-            saving,
-            cpu,
-        )
-    con.print(table)
+            f"{res.saving_pct:.1f}%",
+            "-"
+            if res.compress_us is None
+            else f"{res.compress_us:.0f}/{res.decompress_us or 0:.0f}",
+        ]
+        for res in r.results
+    ]
+
+    def style(row: int, key: str, value: str) -> Any:
+        if key == "saving":
+            return Text(value, style="green" if r.results[row].saving_pct > 0 else "red")
+        return value
+
+    con.print(fitted(None, cols, texts, wide, style))
     if any(x.scenario.server == "what-if" for x in r.results):
         con.print("[dim]what-if rows are not an InnoDB option: they show the data's headroom[/]")
     if r.row_compressed:

@@ -46,9 +46,14 @@ def print_checksum(r: CheckResult) -> None:
                    f"  invalid pages: {shown}{more}", color=color)  # fmt: skip
 
 
-def write_rows(rows: Iterable[dict[str, Any]], fmt: str) -> None:
+def write_rows(rows: Iterable[dict[str, Any]], fmt: str, wide: bool = False) -> None:
     """Stream rows to stdout as aligned text, JSON lines or CSV (``ibdtool pages``: a line a
-    page, so JSON lines go out a thousand at a time through one reused encoder)."""
+    page, so JSON lines go out a thousand at a time through one reused encoder).
+
+    Text keeps the columns that fit the terminal (by :data:`PAGE_PRIORITY`; ``wide`` keeps
+    all) and ends with a line naming the ones it hid."""
+    from ibdtool.cli.fit import table_width
+
     w = sys.stdout.write
     writer: Any = None
     if fmt == "json":
@@ -64,6 +69,7 @@ def write_rows(rows: Iterable[dict[str, Any]], fmt: str) -> None:
             if batch:
                 w("\n".join(batch) + "\n")
         return
+    columns = page_columns(None if wide else table_width())
     for row in rows:
         if fmt == "csv":
             if writer is None:
@@ -73,16 +79,23 @@ def write_rows(rows: Iterable[dict[str, Any]], fmt: str) -> None:
         else:
             if writer is None:
                 writer = True
-                w(_text_line(row, header=True))
-            w(_text_line(row))
+                w(_text_line(row, columns, header=True))
+            w(_text_line(row, columns))
+    hidden = [name for name, _w in _TEXT_COLUMNS if (name, _w) not in columns]
+    if fmt == "text" and hidden:
+        import textwrap
+
+        footer = f"hidden: {', '.join(hidden)} — use --wide"
+        lines = textwrap.wrap(footer, table_width() or len(footer), break_on_hyphens=False)
+        w("\n".join(lines) + "\n")
 
 
 _TEXT_COLUMNS = (
     ("page", 7),
     ("type", 16),
     ("compression", 11),
-    ("compressed_size", 10),
-    ("stored_size", 10),
+    ("compressed_size", 15),
+    ("stored_size", 11),
     ("allocated", 9),
     ("checksum", 15),
     ("lsn", 12),
@@ -92,11 +105,27 @@ _TEXT_COLUMNS = (
     ("fill", 5),
     ("problem", 0),
 )
+#: which page columns a narrow terminal drops first (the last ones here)
+PAGE_PRIORITY = (
+    "page", "type", "problem", "compression", "allocated", "checksum", "stored_size",
+    "compressed_size", "n_recs", "index_id", "level", "fill", "lsn",
+)  # fmt: skip
 
 
-def _text_line(row: dict[str, Any], header: bool = False) -> str:
+def page_columns(width: int | None) -> list[tuple[str, int]]:
+    """The page columns that fit ``width`` cells (all when None), in their usual order."""
+    keep = list(_TEXT_COLUMNS)
+    drop = [c for name in reversed(PAGE_PRIORITY) for c in keep if c[0] == name]
+    while width is not None and sum(max(w, len(n)) + 1 for n, w in keep) - 1 > width:
+        if len(drop) <= 2:
+            break
+        keep.remove(drop.pop(0))
+    return keep
+
+
+def _text_line(row: dict[str, Any], columns: list[tuple[str, int]], header: bool = False) -> str:
     cells = []
-    for name, width in _TEXT_COLUMNS:
+    for name, width in columns:
         value = name.upper() if header else row.get(name)
         text = "" if value is None else str(value)
         if name == "checksum" and not header and row.get("valid") is False:

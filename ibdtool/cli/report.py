@@ -157,9 +157,11 @@ def _meta(paths: tuple[str, ...], opts: rp.ScanOptions, jobs: int, fail_on: list
     help=f"Flag files with more extents per GiB than this (and at least "
     f"{rp.FRAGMENTED_MIN_EXTENTS:,} extents) as fragmented.",
 )
+@click.option("--wide", is_flag=True, help="Table: every column, however wide the terminal.")
 def report(
     paths: tuple[str, ...],
     fmt: str,
+    wide: bool,
     simulate: bool,
     sample: int,
     compare_path: str | None,
@@ -236,7 +238,7 @@ def report(
             }
         doc = rp.document(rows, totals, meta, compare)
         if fmt == "table":
-            rf.print_table(doc)
+            rf.print_table(doc, wide)
         else:
             rf.WRITERS[fmt](doc, sys.stdout)
             sys.stdout.flush()

@@ -371,47 +371,77 @@ def _md_changes(compare: dict[str, Any]) -> list[str]:
 # --- Rich table (the terminal) ---------------------------------------------------------------
 
 
-def print_table(doc: dict[str, Any]) -> None:
-    from rich import box
-    from rich.table import Table
+#: per column key: (priority, short title); priority 0 is never dropped, higher goes first
+TERMINAL_COLUMNS: dict[str, tuple[int, str | None]] = {
+    "tablespace": (0, None),
+    "schema": (0, None),
+    "name": (0, None),
+    "allocated_size": (1, "Alloc"),
+    "logical_size": (2, None),
+    "flags": (3, None),
+    "flagged": (3, None),
+    "predicted_allocated": (4, "Predicted"),
+    "saving_pct": (5, None),
+    "compression": (6, "Compr."),
+    "checksum_invalid": (7, "Bad"),
+    "files": (2, None),
+    "status": (1, None),
+    "logical_delta": (2, "Logical Δ"),
+    "allocated_delta": (1, "Alloc Δ"),
+    "allocated_new": (4, "Alloc now"),
+    "what": (3, None),
+    "row_format": (8, "Row fmt"),
+    "format": (9, None),
+    "unpunched_pages": (10, "Unpunch."),
+    "extents": (11, "Ext."),
+}
+#: text columns that may wrap, and what separates their items
+_WRAPS = {"flags": ", ", "compression": " + ", "what": "; ", "flagged": ", "}
+
+
+def print_table(doc: dict[str, Any], wide: bool = False) -> None:
+    """The report as Rich tables that fit the terminal (columns dropped by priority, said in a
+    footer; ``wide`` keeps them all); on a pipe every column at its natural width."""
     from rich.text import Text
 
-    from ibdtool.cli.render import PipeConsole, out
+    from ibdtool.cli.render import table_console
 
-    con = out()
-    if not con.is_terminal:  # a file or a pipe: natural widths, no squeezing into 80 columns
-        con = PipeConsole(width=1000, highlight=False, soft_wrap=False)
-
-    def table(title: str, columns: list[Column], items: list[dict[str, Any]]) -> Table:
-        t = Table(title=title, box=box.SIMPLE_HEAD, pad_edge=False, title_justify="left")
-        for key, name, numeric, _text, _raw in columns:
-            wrap = key in ("flags", "compression", "what", "flagged")
-            t.add_column(name, justify="right" if numeric else "left", no_wrap=not wrap)
-        for it in items:
-            cells: list[Any] = []
-            for key, _name, _numeric, text, _raw in columns:
-                value = text(it)
-                if key == "flags" and value:
-                    cells.append(Text(value, style="red" if it.get("error") else "yellow"))
-                elif key == "checksum_invalid" and value not in ("", "0"):
-                    cells.append(Text(value, style="bold red"))
-                else:
-                    cells.append(value)
-            t.add_row(*cells)
-        return t
-
-    con.print(table("Tablespaces", row_columns(doc), doc["tablespaces"]))
+    con = table_console(wide)
+    con.print(fitted_table("Tablespaces", row_columns(doc), doc["tablespaces"], wide))
     for row in doc["tablespaces"]:
         note = sdi_note(row)
         if note:
             con.print(Text(f"{row['name']}: {note}", style="dim"))
-    con.print(table("Schemas", schema_columns(doc), doc["totals"]["by_schema"]))
+    con.print(fitted_table("Schemas", schema_columns(doc), doc["totals"]["by_schema"], wide))
     con.print(Text(headline(doc), style="bold"))
     compare = doc.get("compare")
     if compare:
         con.print()
-        con.print(table("Changes", CHANGE_COLUMNS, compare["changes"]))
+        con.print(fitted_table("Changes", CHANGE_COLUMNS, compare["changes"], wide))
         con.print(Text(compare_headline(compare), style="bold"))
+
+
+def fitted_table(title: str, columns: list[Column], items: list[dict[str, Any]], wide: bool) -> Any:
+    """One Rich table of ``items`` with the columns that fit (and a caption naming the rest)."""
+    from rich.text import Text
+
+    from ibdtool.cli.fit import Col
+    from ibdtool.cli.render import fitted
+
+    cols = []
+    for key, name, numeric, _text, _raw in columns:
+        priority, short = TERMINAL_COLUMNS.get(key, (5, None))
+        cols.append(Col(key, name, priority, numeric=numeric, short=short, wrap=_WRAPS.get(key)))
+    texts = [[text(it) for _key, _name, _numeric, text, _raw in columns] for it in items]
+
+    def style(row: int, key: str, value: str) -> Any:
+        if key == "flags" and value:
+            return Text(value, style="red" if items[row].get("error") else "yellow")
+        if key == "checksum_invalid" and value not in ("", "0"):
+            return Text(value, style="bold red")
+        return value
+
+    return fitted(title, cols, texts, wide, style)
 
 
 # --- HTML ------------------------------------------------------------------------------------
