@@ -354,7 +354,9 @@ def test_several_paths_one_bad(tmp_path: Path) -> None:
     assert proc.returncode == 2, proc
     assert_one_error(proc, bad, "not an InnoDB tablespace")
     docs = json.loads(proc.stdout)
-    assert [d["path"] for d in docs] == [str(good1), str(good2)]
+    # one JSON convention (README "Machine output"): the failed file is an error object in place
+    assert [d["path"] for d in docs] == [str(good1), str(bad), str(good2)]
+    assert docs[1]["error"].startswith(f"{bad}: not an InnoDB tablespace")
 
     proc = ibdtool("checksum", good1, missing, good2)
     assert proc.returncode == 2, proc

@@ -122,17 +122,35 @@ def _emit_json(obj: Any) -> None:
     sys.stdout.write(json.dumps(obj, indent=2, default=str) + "\n")
 
 
-def _run_each(paths: Sequence[str], fn: Callable[[str], Any]) -> tuple[list[Any], bool]:
-    """Run ``fn`` on every path; report each failure on one line and go on."""
-    results: list[Any] = []
-    failed = False
+#: per path: (path, result, None) or (path, None, error message)
+Outcome = tuple[str, Any, str | None]
+
+
+def _outcomes(paths: Sequence[str], fn: Callable[[str], Any]) -> list[Outcome]:
+    """``fn`` on every path, in order; each failure is one line on stderr and the scan goes on."""
+    outcomes: list[Outcome] = []
     for path in paths:
         try:
-            results.append(fn(path))
+            outcomes.append((path, fn(path), None))
         except InputError as exc:
             click.echo(f"ibdtool: error: {exc.message}", err=True)
-            failed = True
-    return results, failed
+            outcomes.append((path, None, exc.message))
+    return outcomes
+
+
+def _emit_json_docs(
+    paths: Sequence[str], outcomes: list[Outcome], to_json: Callable[[Any], Any]
+) -> None:
+    """The ``--json`` convention: one document on stdout — the object for one path, a list in
+    the order of the paths for several, where a file that failed is ``{"path", "error"}``
+    (the exit status still says so). Nothing on stdout when no file could be read."""
+    if all(error is not None for _p, _r, error in outcomes):
+        return
+    docs = [
+        {"path": path, "error": error} if error is not None else to_json(result)
+        for path, result, error in outcomes
+    ]
+    _emit_json(docs[0] if len(paths) == 1 else docs)
 
 
 def _fail_if_truncated(path: str) -> None:
@@ -152,7 +170,11 @@ def _fail_if_truncated(path: str) -> None:
 @main.command()
 @click.argument("paths", nargs=-1, required=True, type=_PATH)
 @click.option(
-    "--json", "as_json", is_flag=True, help="One JSON object per file (a list if several)."
+    "--json",
+    "as_json",
+    is_flag=True,
+    help="One JSON document: an object, or a list if several files (failures as "
+    '{"path", "error"}).',
 )
 @click.option("--no-sdi", is_flag=True, help="Do not read the SDI (MySQL 8 dictionary).")
 def inspect(paths: tuple[str, ...], as_json: bool, no_sdi: bool) -> None:
@@ -167,11 +189,12 @@ def inspect(paths: tuple[str, ...], as_json: bool, no_sdi: bool) -> None:
         with progress_for(path, enabled=True) as progress:
             return inspect_path(path, with_sdi=not no_sdi, progress=progress)
 
-    results, failed = _run_each(paths, one)
+    outcomes = _outcomes(paths, one)
+    results = [r for _p, r, e in outcomes if e is None]
+    failed = len(results) < len(outcomes)
     truncated = [r for r in results if r.trailing_bytes]
-    if as_json and results:  # nothing on stdout when no file could be read
-        docs = [r.to_json() for r in results]
-        _emit_json(docs[0] if len(paths) == 1 and docs else docs)
+    if as_json:
+        _emit_json_docs(paths, outcomes, lambda r: r.to_json())
     else:
         from ibdtool.cli.render import print_inspect
 
@@ -199,7 +222,13 @@ def inspect(paths: tuple[str, ...], as_json: bool, no_sdi: bool) -> None:
 @click.option(
     "--to", "stop", type=click.IntRange(min=0), default=None, help="Last page (inclusive)."
 )
-@click.option("--json", "as_json", is_flag=True, help="JSON lines, one object per page.")
+@click.option(
+    "--jsonl",
+    "--json",
+    "as_json",
+    is_flag=True,
+    help="JSON lines, one object per page as it is read (--json is the same: pages stream).",
+)
 @click.option("--csv", "as_csv", is_flag=True, help="CSV with a header row.")
 @click.option("--wide", is_flag=True, help="Text: every column, however wide the terminal.")
 def pages(
@@ -216,7 +245,7 @@ def pages(
     from ibdtool.pagerows import page_rows
 
     if as_json and as_csv:
-        raise click.UsageError("choose one of --json and --csv")
+        raise click.UsageError("choose one of --jsonl and --csv")
     rows = page_rows(path, types=types, start=start, stop=None if stop is None else stop + 1)
     write_rows(rows, "json" if as_json else "csv" if as_csv else "text", wide)
     _fail_if_truncated(path)
@@ -231,15 +260,26 @@ def pages(
     "--jobs", "-j", type=click.IntRange(min=1), default=None, help="Processes (default: all cores)."
 )
 @click.option("--quiet", "-q", is_flag=True, help="Print nothing; only the exit status.")
-def checksum(paths: tuple[str, ...], jobs: int | None, quiet: bool) -> None:
+@click.option(
+    "--json",
+    "as_json",
+    is_flag=True,
+    help="One JSON document: an object, or a list if several files (failures as "
+    '{"path", "error"}).',
+)
+def checksum(paths: tuple[str, ...], jobs: int | None, quiet: bool, as_json: bool) -> None:
     """Verify every page like innochecksum: exit 0 if all verify, 1 if any does not."""
     from ibdtool.checkscan import check_file
-    from ibdtool.cli.render_plain import print_checksum
+    from ibdtool.cli.render_plain import checksum_json, print_checksum
 
-    results, failed = _run_each(paths, lambda p: check_file(p, jobs=jobs))
+    outcomes = _outcomes(paths, lambda p: check_file(p, jobs=jobs))
+    results = [r for _p, r, e in outcomes if e is None]
+    failed = len(results) < len(outcomes)
+    if as_json and not quiet:
+        _emit_json_docs(paths, outcomes, checksum_json)
     bad = False
     for r in results:
-        if not quiet:
+        if not quiet and not as_json:
             print_checksum(r)
         bad = bad or bool(r.invalid_pages)
         if r.trailing_bytes:
@@ -276,7 +316,12 @@ def checksum(paths: tuple[str, ...], jobs: int | None, quiet: bool) -> None:
 @click.option("--full", is_flag=True, help="Simulate every page (default for small files).")
 @click.option("--seed", type=int, default=1, show_default=True, help="Seed of the sample.")
 @click.option("--jobs", "-j", type=click.IntRange(min=1), help="Processes (default: all cores).")
-@click.option("--json", "as_json", is_flag=True, help="One JSON object per file (list if several).")
+@click.option(
+    "--json",
+    "as_json",
+    is_flag=True,
+    help='One JSON document: an object, or a list if several (failures as {"path", "error"}).',
+)
 @click.option("--csv", "as_csv", is_flag=True, help="One CSV row per algorithm and block size.")
 @click.option("--wide", is_flag=True, help="Table: every column, however wide the terminal.")
 def simulate(
@@ -315,12 +360,13 @@ def simulate(
                 progress=(lambda done, total: bar(done, total)) if bar else None,
             )
 
-    results, failed = _run_each(paths, one)
+    outcomes = _outcomes(paths, one)
+    results = [r for _p, r, e in outcomes if e is None]
+    failed = len(results) < len(outcomes)
     if not results:
         pass  # nothing on stdout when no file could be read: errors are on stderr only
     elif as_json:
-        docs = [r.to_json() for r in results]
-        _emit_json(docs[0] if len(paths) == 1 else docs)
+        _emit_json_docs(paths, outcomes, lambda r: r.to_json())
     elif as_csv:
         write_simulation_csv(results)
     else:

@@ -26,6 +26,22 @@ def _color() -> bool:
     return sys.stdout.isatty() and not os.environ.get("NO_COLOR")
 
 
+def checksum_json(r: CheckResult) -> dict[str, object]:
+    """``checksum --json`` for one file: counts, the invalid pages, pages by algorithm."""
+    return {
+        "path": r.path,
+        "pages": r.pages,
+        "verified": r.pages - r.unverifiable,
+        "valid": r.valid,
+        "empty": r.empty,
+        "invalid": len(r.invalid_pages),
+        "unverifiable": r.unverifiable,
+        "invalid_pages": list(r.invalid_pages),
+        "by_algorithm": dict(sorted(r.by_algorithm.items())),
+        "trailing_bytes": r.trailing_bytes,
+    }
+
+
 def print_checksum(r: CheckResult) -> None:
     color = _color()
     by = ", ".join(f"{k} {v}" for k, v in sorted(r.by_algorithm.items(), key=lambda kv: -kv[1]))
