@@ -17,8 +17,9 @@ import json
 import os
 import re
 import stat
-from collections.abc import Iterable, Iterator
+from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass, replace
+from functools import partial
 from pathlib import Path
 from types import TracebackType
 from typing import Any
@@ -370,8 +371,14 @@ def no_simulation(row: dict[str, Any], note: str | None) -> dict[str, Any]:
     }
 
 
-def simulation_for(t: Target, row: dict[str, Any], opts: ScanOptions) -> dict[str, Any]:
-    """The best page-compression prediction for this file's server and filesystem (sampled)."""
+def simulation_for(
+    t: Target,
+    row: dict[str, Any],
+    opts: ScanOptions,
+    progress: Callable[[int, int], None] | None = None,
+) -> dict[str, Any]:
+    """The best page-compression prediction for this file's server and filesystem (sampled);
+    ``progress(pages_done, pages)`` as the sampled pages are simulated."""
     from ibdtool.simulate import simulate
 
     out = no_simulation(row, None)
@@ -390,6 +397,7 @@ def simulation_for(t: Target, row: dict[str, Any], opts: ScanOptions) -> dict[st
             seed=opts.seed,
             jobs=opts.file_jobs,
             row_compressed=False,
+            progress=progress,
         )
     except InputError as exc:
         out["note"] = exc.message.removeprefix(f"{t.path}: ")
@@ -409,8 +417,16 @@ def simulation_for(t: Target, row: dict[str, Any], opts: ScanOptions) -> dict[st
     return out
 
 
-def scan_one(t: Target, opts: ScanOptions) -> dict[str, Any]:
-    """Inspect one file into a row; any failure becomes an error row, never an exception."""
+#: share of a file's progress given to the inspect pass when ``--simulate`` follows it
+INSPECT_SHARE = 0.1
+
+
+def scan_one(
+    t: Target, opts: ScanOptions, progress: Callable[[float], None] | None = None
+) -> dict[str, Any]:
+    """Inspect one file into a row; any failure becomes an error row, never an exception.
+
+    ``progress(fraction)`` (0–1) is called as the simulation goes through the file's pages."""
     if t.error:
         return error_row(t, t.error)
     try:
@@ -424,11 +440,25 @@ def scan_one(t: Target, opts: ScanOptions) -> dict[str, Any]:
     except Exception as exc:  # a parser bug must not end a 4,000-file report
         return error_row(t, f"{t.path}: unexpected {type(exc).__name__}: {exc} (please report)")
     if opts.simulate:
+        if progress:
+            progress(INSPECT_SHARE)
         try:
-            row["simulation"] = simulation_for(t, row, opts)
+            row["simulation"] = simulation_for(t, row, opts, _share(progress))
         except Exception as exc:
             row["simulation"] = no_simulation(row, f"unexpected {type(exc).__name__}: {exc}")
     return row
+
+
+def _share(progress: Callable[[float], None] | None) -> Callable[[int, int], None] | None:
+    """Pages simulated as the part of a file's progress after the inspect pass."""
+    if progress is None:
+        return None
+    report = progress
+
+    def on_pages(done: int, total: int) -> None:
+        report(INSPECT_SHARE + (1 - INSPECT_SHARE) * done / max(1, total))
+
+    return on_pages
 
 
 def _scan_star(args: tuple[Target, ScanOptions]) -> tuple[int, dict[str, Any]]:
@@ -459,6 +489,9 @@ class Scanner:
         self.cores = max(1, jobs)
         self.opts = opts
         self._pool: Any = None
+        #: ``(target, fraction)`` while a big file is scanned in this process (the small ones
+        #: go whole to the workers)
+        self.on_progress: Callable[[Target, float], None] | None = None
 
     def __enter__(self) -> Scanner:
         workers = min(self.cores, len(self.small))
@@ -481,7 +514,8 @@ class Scanner:
     def __iter__(self) -> Iterator[tuple[int, dict[str, Any]]]:
         whole = replace(self.opts, file_jobs=self.cores)
         for t in self.big:
-            yield t.size, scan_one(t, whole)
+            cb = self.on_progress
+            yield t.size, scan_one(t, whole, None if cb is None else partial(cb, t))
         work = [(t, replace(self.opts, file_jobs=1)) for t in self.small]
         if self._pool is None:
             yield from map(_scan_star, work)

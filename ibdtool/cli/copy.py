@@ -257,7 +257,7 @@ def _progress_adapter(bar: Callable[..., None]) -> Callable[[Any], None]:
                 info += f" · sent {human_bytes(ev.sent)}"
             if ev.dest_allocated:
                 info += f" · allocated there {human_bytes(ev.dest_allocated)}"
-            bar(ev.done, ev.total, info=info)
+            bar(ev.done, ev.total, info=info, moved=ev.read)
         elif ev.phase == "check":
             bar(ev.done, ev.total, info="checking every page checksum")
         else:

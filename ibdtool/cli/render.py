@@ -24,7 +24,7 @@ from ibdtool.describe import (
     simulation_heading,
 )
 from ibdtool.recommend import recommendations
-from ibdtool.text import ci_text, human_bytes
+from ibdtool.text import ci_text, hms, human_bytes
 
 if TYPE_CHECKING:
     from ibdtool.cli.fit import Col
@@ -116,46 +116,95 @@ def err() -> Console:
     return _err
 
 
+def progress_columns(byte_units: bool) -> list[Any]:
+    """The columns every ibdtool bar shares: sizes in IEC units (MiB), a rate in MiB/s, and
+    an ETA that says "unknown" until there is one."""
+    from rich.progress import DownloadColumn, MofNCompleteColumn, ProgressColumn, Task
+
+    class Rate(ProgressColumn):
+        """Bytes per second in IEC units; ``task.fields["rate"]`` when the caller measures
+        its own (bytes really moved, not the holes skipped)."""
+
+        def render(self, task: Task) -> Text:
+            rate = task.fields.get("rate")
+            speed = rate if rate is not None else task.speed
+            return Text(
+                "?" if speed is None else f"{human_bytes(int(speed))}/s", "progress.data.speed"
+            )
+
+    class Eta(ProgressColumn):
+        def render(self, task: Task) -> Text:
+            if task.finished:
+                return Text("done", "progress.elapsed")
+            left = task.time_remaining
+            return Text("ETA unknown" if left is None else f"ETA {hms(left)}", "progress.remaining")
+
+    count: list[Any] = (
+        [DownloadColumn(binary_units=True), Rate()] if byte_units else [MofNCompleteColumn()]
+    )
+    return [*count, Eta()]
+
+
+class RateMeter:
+    """Bytes per second over the last few seconds, from cumulative counts."""
+
+    WINDOW = 5.0
+
+    def __init__(self) -> None:
+        self.samples: list[tuple[float, int]] = []
+
+    def add(self, moved: int, now: float | None = None) -> float | None:
+        """Record ``moved`` bytes so far (at ``now``, monotonic seconds); the rate, or None
+        while there is too little to tell."""
+        import time
+
+        now = time.monotonic() if now is None else now
+        self.samples.append((now, moved))
+        while len(self.samples) > 2 and now - self.samples[1][0] > self.WINDOW:
+            self.samples.pop(0)
+        (t0, m0), (t1, m1) = self.samples[0], self.samples[-1]
+        return (m1 - m0) / (t1 - t0) if t1 - t0 >= 0.2 else None
+
+
 @contextmanager
 def progress_for(
     label: str, enabled: bool = True, total: int | None = None, byte_units: bool = False
 ) -> Iterator[Callable[..., None] | None]:
     """A Rich progress callback on a terminal, else None.
 
-    ``update(done, of=None, info=None, label=None)``; ``info`` is shown after the bar (e.g.
-    bytes sent), ``label`` replaces the description; ``byte_units`` shows sizes and a rate.
+    ``update(done, of=None, info=None, label=None, moved=None)``; ``info`` is shown after the bar
+    (e.g. bytes sent), ``label`` replaces the description; ``byte_units`` shows sizes and a
+    rate; ``moved`` (bytes really read or sent) is what the rate counts when ``done`` includes
+    holes that cost nothing.
     """
     if not enabled or not sys.stderr.isatty():
         yield None
         return
-    from rich.progress import (
-        BarColumn,
-        DownloadColumn,
-        MofNCompleteColumn,
-        Progress,
-        TextColumn,
-        TimeRemainingColumn,
-        TransferSpeedColumn,
-    )
+    from rich.progress import BarColumn, Progress, TextColumn
 
-    count = (DownloadColumn(), TransferSpeedColumn()) if byte_units else (MofNCompleteColumn(),)
+    meter = RateMeter()
     with Progress(
         "[progress.description]{task.description}",
         BarColumn(),
-        *count,
-        TimeRemainingColumn(),
+        *progress_columns(byte_units),
         TextColumn("{task.fields[info]}"),
         console=err(),
         transient=True,
     ) as progress:
-        task = progress.add_task(label, total=total, info="")
+        task = progress.add_task(label, total=total, info="", rate=None)
 
         def update(
-            done: int, of: int | None = None, info: str | None = None, label: str | None = None
+            done: int,
+            of: int | None = None,
+            info: str | None = None,
+            label: str | None = None,
+            moved: int | None = None,
         ) -> None:
             fields: dict[str, Any] = {} if info is None else {"info": info}
             if label is not None:
                 fields["description"] = label
+            if moved is not None:
+                fields["rate"] = meter.add(moved)
             progress.update(task, completed=done, total=of if of is not None else total, **fields)
 
         yield update

@@ -54,36 +54,33 @@ def _cores() -> int:
 
 
 @contextmanager
-def _progress(files: int, total_bytes: int) -> Iterator[Callable[[int, int], None] | None]:
-    """Files and bytes done, on stderr, only when stderr is a terminal."""
+def _progress(files: int, total_bytes: int) -> Iterator[Callable[[int, int, str], None] | None]:
+    """Files and bytes done, on stderr, only when stderr is a terminal; ``update(files,
+    bytes, info)`` where bytes may count a share of the big file being scanned."""
     if not sys.stderr.isatty():
         yield None
         return
-    from rich.progress import (
-        BarColumn,
-        DownloadColumn,
-        Progress,
-        TextColumn,
-        TimeRemainingColumn,
-        TransferSpeedColumn,
-    )
+    from rich.progress import BarColumn, Progress, TextColumn
 
-    from ibdtool.cli.render import err
+    from ibdtool.cli.render import err, progress_columns
 
     with Progress(
         TextColumn("report"),
         BarColumn(),
         TextColumn("{task.fields[files]}"),
-        DownloadColumn(),
-        TransferSpeedColumn(),
-        TimeRemainingColumn(),
+        *progress_columns(byte_units=True),
+        TextColumn("{task.fields[info]}"),
         console=err(),
         transient=True,
     ) as progress:
-        task = progress.add_task("report", total=total_bytes or 1, files=f"0/{files:,} files")
+        task = progress.add_task(
+            "report", total=total_bytes or 1, files=f"0/{files:,} files", info=""
+        )
 
-        def update(done_files: int, done_bytes: int) -> None:
-            progress.update(task, completed=done_bytes, files=f"{done_files:,}/{files:,} files")
+        def update(done_files: int, done_bytes: int, info: str = "") -> None:
+            progress.update(
+                task, completed=done_bytes, files=f"{done_files:,}/{files:,} files", info=info
+            )
 
         yield update
 
@@ -207,6 +204,15 @@ def report(
         rp.Scanner(targets, opts, jobs) as scanner,
         _progress(len(targets), sum(t.size for t in targets)) as bar,
     ):
+        if bar:
+            show = bar
+
+            def inside(target: rp.Target, fraction: float) -> None:
+                # a big file moves the bar by its pages, not only when it is done
+                info = f"{os.path.basename(target.path)} {100 * fraction:.0f}%"
+                show(done_files, done_bytes + int(fraction * target.size), info)
+
+            scanner.on_progress = inside
         for size, row in scanner:
             totals.add(row)
             if row.get("error") and len(errors) < MAX_LISTED_ERRORS:
@@ -221,7 +227,7 @@ def report(
             done_files += 1
             done_bytes += size
             if bar:
-                bar(done_files, done_bytes)
+                bar(done_files, done_bytes, "")
     dropped = comparer.dropped() if comparer else []
     if stream:
         for c in dropped:
