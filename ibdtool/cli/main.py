@@ -15,13 +15,14 @@ from typing import Any, ClassVar, NoReturn, TypeVar
 
 import click
 
+from ibdtool.cli.complete import TablespacePath, complete_algorithms, complete_block_sizes
 from ibdtool.errors import ExitCode, IbdtoolError, InputError
 from parsers import codecs
 
 F = TypeVar("F", bound=Callable[..., Any])
 #: file arguments: existence and readability are checked when the file is opened, so that each
 #: problem is one ``ibdtool: error: <path>: …`` line, not a usage message
-_PATH = click.Path(readable=False)
+_PATH = TablespacePath(readable=False)
 
 
 def _fail(message: str, code: int = ExitCode.BAD_INPUT) -> NoReturn:
@@ -71,6 +72,7 @@ class IbdtoolGroup(click.Group):
         "report": "ibdtool.cli.report:report",
         "records": "ibdtool.cli.records:records",
         "tui": "ibdtool.cli.tui:tui",
+        "completion": "ibdtool.cli.complete:completion",
     }
 
     def list_commands(self, ctx: click.Context) -> list[str]:
@@ -304,12 +306,14 @@ def checksum(paths: tuple[str, ...], jobs: int | None, quiet: bool, as_json: boo
     "--algorithms",
     "-a",
     multiple=True,
+    shell_complete=complete_algorithms,
     help=f"{codecs.spellings()}, a bare codec for every server, or all (default).",
 )
 @click.option(
     "--block-sizes",
     "-b",
     multiple=True,
+    shell_complete=complete_block_sizes,
     help="512, 1k, 2k, 4k, 8k, 16k, 64k, ntfs:512..ntfs:4k, or all (default: the file's).",
 )
 @click.option("--sample", type=click.IntRange(min=1), help="Simulate N pages drawn at random.")

@@ -21,6 +21,7 @@ from typing import Any
 import click
 
 from ibdtool import report as rp
+from ibdtool.cli.complete import TablespacePath
 from ibdtool.errors import ExitCode, InputError
 
 MAX_LISTED_ERRORS = 20
@@ -106,7 +107,7 @@ def _meta(paths: tuple[str, ...], opts: rp.ScanOptions, jobs: int, fail_on: list
 
 
 @click.command()
-@click.argument("paths", nargs=-1, required=True, type=click.Path(readable=False))
+@click.argument("paths", nargs=-1, required=True, type=TablespacePath(readable=False))
 @click.option(
     "--format",
     "fmt",

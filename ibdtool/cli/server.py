@@ -18,6 +18,7 @@ from typing import Any, TypeVar
 
 import click
 
+from ibdtool.cli.complete import complete_targets
 from ibdtool.errors import ExitCode, InputError
 from parsers import codecs
 
@@ -288,6 +289,7 @@ def _confirm(plan: Any, server_label: str, yes: bool) -> None:
     "target_text",
     required=True,
     metavar="TARGET",
+    shell_complete=complete_targets,
     help=f"page:<codec>[:<level>] ({_MYSQL_CODECS}; MariaDB also {_MARIADB_ONLY}), "
     "row:<1|2|4|8|16> (ROW_FORMAT=COMPRESSED) or none.",
 )
