@@ -19,6 +19,9 @@ from ibdtool.cli.complete import TablespacePath, complete_algorithms, complete_b
 from ibdtool.errors import ExitCode, IbdtoolError, InputError
 from parsers import codecs
 
+#: the page map's colourings (ibdtool.pagemap.MODES, kept here so start-up imports nothing)
+MAP_MODES = ("type", "compression", "allocation", "index")
+
 F = TypeVar("F", bound=Callable[..., Any])
 #: file arguments: existence and readability are checked when the file is opened, so that each
 #: problem is one ``ibdtool: error: <path>: …`` line, not a usage message
@@ -179,11 +182,41 @@ def _fail_if_truncated(path: str) -> None:
     '{"path", "error"}).',
 )
 @click.option("--no-sdi", is_flag=True, help="Do not read the SDI (MySQL 8 dictionary).")
-def inspect(paths: tuple[str, ...], as_json: bool, no_sdi: bool) -> None:
+@click.option("--map", "show_map", is_flag=True, help="Draw the page map after the summary.")
+@click.option(
+    "--map-by",
+    type=click.Choice(MAP_MODES),
+    default="type",
+    show_default=True,
+    help="Colour the page map by page type, compression, allocation on disk or index.",
+)
+@click.option(
+    "--map-svg",
+    "map_svg",
+    type=click.Path(dir_okay=False),
+    help="Write the page map as SVG to this new file (never overwrites; one path only).",
+)
+def inspect(
+    paths: tuple[str, ...],
+    as_json: bool,
+    no_sdi: bool,
+    show_map: bool,
+    map_by: str,
+    map_svg: str | None,
+) -> None:
     """Summary of each tablespace: format, pages, compression, checksums, disk use."""
     from ibdtool.inspect import inspect_path
 
+    if map_svg and len(paths) > 1:
+        raise click.UsageError("--map-svg takes one tablespace")
+    maps: dict[str, Any] = {}
+
     def one(path: str) -> Any:
+        if show_map or map_svg:
+            from ibdtool.pagemap import map_path
+
+            result, maps[path] = map_path(path, map_by, with_sdi=not no_sdi)
+            return result
         if as_json:  # no progress, no tables: Rich is not even imported
             return inspect_path(path, with_sdi=not no_sdi)
         from ibdtool.cli.render import progress_for
@@ -198,10 +231,17 @@ def inspect(paths: tuple[str, ...], as_json: bool, no_sdi: bool) -> None:
     if as_json:
         _emit_json_docs(paths, outcomes, lambda r: r.to_json())
     else:
-        from ibdtool.cli.render import print_inspect
+        from ibdtool.cli.render import print_inspect, print_map
 
         for r in results:
             print_inspect(r)
+            if show_map:
+                print_map(maps[r.path])
+    if map_svg:
+        from ibdtool.pagemap import svg, write_new
+
+        for r in results:
+            write_new(map_svg, svg(maps[r.path], os.path.basename(r.path)))
     for r in truncated:
         click.echo(
             f"ibdtool: error: {r.path}: truncated: last page has {r.trailing_bytes} of "

@@ -29,6 +29,7 @@ from ibdtool.text import ci_text, hms, human_bytes
 if TYPE_CHECKING:
     from ibdtool.cli.fit import Col
     from ibdtool.inspect import InspectResult
+    from ibdtool.pagemap import PageMap
     from ibdtool.simulate import SimResult
 
 _out: Console | None = None
@@ -215,6 +216,26 @@ def print_inspect(r: InspectResult) -> None:
     con = out()
     con.print(Text(r.path, style="bold underline"))
     con.print(inspect_grid(r))
+    con.print()
+
+
+MAP_ROWS = 16  # the most rows a terminal page map takes; more pages share a cell
+
+
+def print_map(pm: PageMap) -> None:
+    """The page map as coloured glyphs, as wide as the terminal, then its legend."""
+    from ibdtool.cli.fit import table_width
+
+    con = out()
+    width = max(8, (table_width() or con.width) - 2)
+    per_cell, rows = pm.cells(width, MAP_ROWS)
+    unit = "1 cell = 1 page" if per_cell == 1 else f"1 cell = {per_cell:,} pages"
+    con.print(Text(f"Page map by {pm.mode}", style="bold"))
+    for row in rows:
+        con.print(Text.assemble(*((c.glyph, c.color) for c in row)))
+    for c in pm.legend():
+        con.print(Text.assemble((c.glyph, c.color), f" {c.label} {c.pages:,}"))
+    con.print(Text(unit, style="dim"))
     con.print()
 
 

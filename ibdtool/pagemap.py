@@ -1,0 +1,160 @@
+"""A tablespace's page map as a static picture: one category per page, cells, a legend, an SVG.
+
+``inspect --map`` draws it in the terminal and ``--map-svg FILE`` writes it as SVG. A page's
+category depends on the colouring (``--map-by``): its real type, its compression algorithm,
+what the filesystem allocates for its slot, or the index it belongs to. Each category has a
+colour and a glyph of its own, so the map also reads without colour (``NO_COLOR``, a printout).
+When the file has more pages than the picture has cells, one cell stands for several pages
+and shows the category most of them have; the legend still counts pages, not cells.
+Rich-free: the CLI turns :class:`Cell` rows into styled text.
+"""
+
+from __future__ import annotations
+
+import os
+from collections import Counter
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING
+from xml.sax.saxutils import escape
+
+if TYPE_CHECKING:
+    from ibdtool.inspect import InspectResult
+    from parsers.page import PageInfo
+
+MODES = ("type", "compression", "allocation", "index")
+#: glyphs given to categories in legend order; letters when the blocks run out
+GLYPHS = "█▓▒░▚▞▙▟▛▜" + "ABCDEFGHIJKLMNOPQRSTUVWXYZ"
+
+_TYPE_COLORS = {
+    "INDEX": "#4f8fdd", "SDI": "#b36bd4", "RTREE": "#3fb0bd", "FSP_HDR": "#e0b251",
+    "XDES": "#c8913f", "INODE": "#7fb95a", "IBUF_BITMAP": "#6fb3a8", "UNDO_LOG": "#a5ad52",
+    "SYS": "#9090c8", "TRX_SYS": "#8080b8", "ALLOCATED": "#5a5a5a", "ENCRYPTED": "#f08020",
+    "BLOB": "#d07aa0", "LOB_FIRST": "#c86a96", "LOB_DATA": "#d98cb0", "DOUBLEWRITE": "#7a7aa0",
+}  # fmt: skip
+_COMPRESSION_COLORS = {
+    "none": "#6a6a6a", "zlib": "#4f8fdd", "lz4": "#5fb85f", "lzo": "#d0a040", "lzma": "#b36bd4",
+    "bzip2": "#d06060", "snappy": "#3fb0bd", "zip": "#e08a3c",
+}  # fmt: skip
+_ALLOCATION_COLORS = {"hole": "#3a3a3a", "partly allocated": "#d8b040", "allocated": "#4f8fdd"}
+_PALETTE = ("#4f8fdd", "#5fb85f", "#d0a040", "#b36bd4", "#d06060", "#3fb0bd", "#e08a3c",
+            "#9090c8", "#a5ad52", "#d07aa0")  # fmt: skip
+_OTHER = "#e05050"
+
+
+@dataclass(frozen=True)
+class Category:
+    label: str
+    color: str
+    glyph: str
+    pages: int
+
+
+@dataclass
+class PageMap:
+    """The category of every page (``labels[page_no]``) under one colouring."""
+
+    mode: str
+    labels: list[str] = field(default_factory=list)
+
+    def legend(self) -> list[Category]:
+        """Categories, most pages first, each with its colour, glyph and page count."""
+        counts = Counter(self.labels)
+        ordered = sorted(counts.items(), key=lambda kv: (-kv[1], kv[0]))
+        return [
+            Category(label, _color(self.mode, label, i), GLYPHS[i % len(GLYPHS)], n)
+            for i, (label, n) in enumerate(ordered)
+        ]
+
+    def cells(self, width: int, max_rows: int) -> tuple[int, list[list[Category]]]:
+        """Rows of at most ``width`` cells, at most ``max_rows`` of them: the pages per cell
+        and each cell's category (the one most of its pages have)."""
+        n = len(self.labels)
+        per_cell = max(1, -(-n // max(1, width * max_rows)))
+        by_label = {c.label: c for c in self.legend()}
+        cells = []
+        for start in range(0, n, per_cell):
+            chunk = self.labels[start : start + per_cell]
+            top = Counter(chunk).most_common(1)[0][0]
+            cells.append(by_label[top])
+        return per_cell, [cells[i : i + width] for i in range(0, len(cells), width)]
+
+
+def _color(mode: str, label: str, i: int) -> str:
+    table = {"type": _TYPE_COLORS, "compression": _COMPRESSION_COLORS}.get(mode)
+    if mode == "allocation":
+        return _ALLOCATION_COLORS.get(label, _OTHER)
+    if table is not None:
+        return table.get(label, _PALETTE[i % len(_PALETTE)])
+    return "#5a5a5a" if label == "not an index page" else _PALETTE[i % len(_PALETTE)]
+
+
+def label_of(info: PageInfo, mode: str) -> str:
+    """A page's category under ``mode`` (allocation is filled from the filesystem instead)."""
+    if mode == "type":
+        return info.type_name
+    if mode == "compression":
+        return info.compression.value
+    if mode == "index":
+        return "not an index page" if info.index is None else f"index {info.index.index_id}"
+    return ""
+
+
+def map_path(path: str, mode: str, with_sdi: bool = True) -> tuple[InspectResult, PageMap]:
+    """Inspect ``path`` and collect its page map under ``mode`` in the same pass."""
+    from ibdtool.inspect import inspect
+    from ibdtool.tablespace import Tablespace
+
+    pm = PageMap(mode)
+
+    def on_page(info: PageInfo) -> None:
+        pm.labels.append(label_of(info, mode))
+
+    with Tablespace(path) as ts:
+        result = inspect(ts, with_sdi=with_sdi, on_page=on_page, jobs=1)
+        if mode == "allocation":
+            size = ts.physical_size
+            per_page = ts.allocation.per_page_allocated(size, len(pm.labels), 0)
+            pm.labels = [
+                "hole" if a == 0 else "allocated" if a >= size else "partly allocated"
+                for a in per_page
+            ]
+    return result, pm
+
+
+def svg(pm: PageMap, title: str, width: int = 128, cell: int = 8) -> str:
+    """The map as a standalone SVG: ``width`` cells a row, a legend under it."""
+    per_cell, rows = pm.cells(width, max(1, -(-len(pm.labels) // width)))
+    legend = pm.legend()
+    w = width * cell
+    h_map = len(rows) * cell
+    top = 24
+    height = top + h_map + 12 + 18 * len(legend)
+    parts = [
+        f'<svg xmlns="http://www.w3.org/2000/svg" width="{w + 16}" height="{height}" '
+        f'viewBox="0 0 {w + 16} {height}" font-family="sans-serif" font-size="12">',
+        f'<text x="8" y="16">{escape(title)} — page map by {escape(pm.mode)}'
+        f"{'' if per_cell == 1 else f' (1 cell = {per_cell} pages)'}</text>",
+    ]
+    for y, row in enumerate(rows):
+        for x, c in enumerate(row):
+            parts.append(
+                f'<rect x="{8 + x * cell}" y="{top + y * cell}" width="{cell - 1}" '
+                f'height="{cell - 1}" fill="{c.color}" data-label="{escape(c.label)}"/>'
+            )
+    y0 = top + h_map + 12
+    for i, c in enumerate(legend):
+        y = y0 + 18 * i
+        parts.append(
+            f'<rect x="8" y="{y}" width="12" height="12" fill="{c.color}"/>'
+            f'<text x="26" y="{y + 10}">{escape(c.label)}: {c.pages} '
+            f"page{'' if c.pages == 1 else 's'}</text>"
+        )
+    parts.append("</svg>")
+    return "\n".join(parts) + "\n"
+
+
+def write_new(path: str, text: str) -> None:
+    """Write ``text`` to a file that must not exist yet, never through a symlink."""
+    fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW | os.O_CLOEXEC, 0o644)
+    with os.fdopen(fd, "w", encoding="utf-8") as f:
+        f.write(text)
