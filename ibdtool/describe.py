@@ -175,6 +175,7 @@ def recommendation_text(rec: Recommendation, page_size: int) -> Styled:
             "ntfs_unit": "NTFS frees space only in 16-cluster units",
             "block_too_large": f"{b.label} blocks are too large for {size_k(page_size)} pages",
             "row_compressed": "the file is already ROW_FORMAT=COMPRESSED",
+            "already_compressed": "the file is already compressed about as well",
             "incompressible": "the data does not compress",
         }[rec.nothing]
         return [

@@ -21,7 +21,9 @@ CHEAPEST_WITHIN = 5.0
 #: why a block size gains nothing: NTFS frees only whole compression units, a block at least
 #: half a page can never be freed, the file is already ROW_FORMAT=COMPRESSED, or the data
 #: itself does not compress
-Reason = Literal["ntfs_unit", "block_too_large", "row_compressed", "incompressible"]
+Reason = Literal[
+    "ntfs_unit", "block_too_large", "row_compressed", "already_compressed", "incompressible"
+]
 
 
 @dataclass(frozen=True)
@@ -67,6 +69,10 @@ def recommendations(r: SimResult) -> list[Recommendation]:
                 if b.size * 2 > r.page_size
                 else "row_compressed"
                 if r.zip_source
+                # the saving is measured against today's allocation: "does not compress" only
+                # when the uncompressed data does not shrink either
+                else "already_compressed"
+                if best.predicted * 100 < r.logical_size * (100 - NOTHING_PCT)
                 else "incompressible"
             )
             out.append(Recommendation(b, best, None, why))
