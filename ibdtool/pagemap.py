@@ -14,7 +14,7 @@ from __future__ import annotations
 import os
 from collections import Counter
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 from xml.sax.saxutils import escape
 
 if TYPE_CHECKING:
@@ -119,6 +119,36 @@ def map_path(path: str, mode: str, with_sdi: bool = True) -> tuple[InspectResult
                 for a in per_page
             ]
     return result, pm
+
+
+def sampled_types(path: str, cells: int = 512) -> dict[str, Any]:
+    """A compact page-type map for reports: every page of a file up to ``cells`` pages, else
+    ``cells`` pages evenly spread (each cell the type of one page). ``{"pages", "per_cell",
+    "types": [names], "cells": [index into types, …]}``."""
+    from ibdtool.tablespace import Tablespace
+
+    with Tablespace(path) as ts:
+        n = ts.n_pages
+        if n <= cells:
+            names = [info.type_name for info in ts.pages(0, n)]
+        else:
+            names = []
+            for i in range(cells):
+                p = i * n // cells
+                names.extend(info.type_name for info in ts.pages(p, p + 1))
+    types = list(dict.fromkeys(names))
+    index = {t: i for i, t in enumerate(types)}
+    return {
+        "pages": n,
+        "per_cell": max(1.0, n / max(1, len(names))),
+        "types": types,
+        "cells": [index[t] for t in names],
+    }
+
+
+def type_color(name: str, i: int) -> str:
+    """The colour of a page type in the report's HTML (the same for every file)."""
+    return _TYPE_COLORS.get(name, _OTHER)
 
 
 def svg(pm: PageMap, title: str, width: int = 128, cell: int = 8) -> str:

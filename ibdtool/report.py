@@ -206,6 +206,8 @@ class ScanOptions:
     fragmented_min_extents: int = FRAGMENTED_MIN_EXTENTS
     #: processes for one file's pages (set by :class:`Scanner`)
     file_jobs: int = 1
+    #: add a sampled page-type map to each row (``report --map``, drawn by the HTML page)
+    page_map: bool = False
 
 
 _ALWAYS_PLAIN_TYPES = ("FSP_HDR", "XDES", "ALLOCATED")
@@ -439,6 +441,13 @@ def scan_one(
         return error_row(t, f"{t.path}: {exc.strerror or exc}")
     except Exception as exc:  # a parser bug must not end a 4,000-file report
         return error_row(t, f"{t.path}: unexpected {type(exc).__name__}: {exc} (please report)")
+    if opts.page_map:
+        from ibdtool.pagemap import sampled_types
+
+        try:
+            row["map"] = sampled_types(t.path)
+        except (InputError, OSError):
+            row["map"] = None
     if opts.simulate:
         if progress:
             progress(INSPECT_SHARE)

@@ -95,3 +95,31 @@ def test_a_cell_stands_for_several_pages_when_the_map_is_full() -> None:
     shown = Counter(c.label for row in rows for c in row)
     assert shown == {"INDEX": 90, "ALLOCATED": 10}
     assert {c.label: c.pages for c in pm.legend()} == {"INDEX": 900, "ALLOCATED": 100}
+
+
+def test_report_html_map_counts_each_files_pages_by_type() -> None:
+    from html.parser import HTMLParser
+
+    class Maps(HTMLParser):
+        def __init__(self) -> None:
+            super().__init__()
+            self.current: str | None = None
+            self.maps: dict[str, Counter[str]] = {}
+
+        def handle_starttag(self, tag: str, attrs: list[tuple[str, str | None]]) -> None:
+            a = dict(attrs)
+            if tag == "div" and a.get("class") == "map":
+                self.current = a["data-name"]
+                self.maps[self.current or ""] = Counter()
+            elif tag == "rect" and self.current is not None and "data-type" in a:
+                self.maps[self.current or ""][a["data-type"] or ""] += 1
+
+    folder = SAMPLES / "mysql80"
+    proc = run_ibdtool("report", folder, "--format", "html", "--map")
+    assert proc.returncode == 0, proc.stderr
+    parser = Maps()
+    parser.feed(proc.stdout)
+    files = sorted(folder.glob("*.ibd"))
+    assert len(parser.maps) == len(files)
+    for path in files:
+        assert parser.maps[f"mysql80/{path.name}"] == inspect_json(path)["page_types"], path

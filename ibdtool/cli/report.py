@@ -156,10 +156,18 @@ def _meta(paths: tuple[str, ...], opts: rp.ScanOptions, jobs: int, fail_on: list
     f"{rp.FRAGMENTED_MIN_EXTENTS:,} extents) as fragmented.",
 )
 @click.option("--wide", is_flag=True, help="Table: every column, however wide the terminal.")
+@click.option(
+    "--map",
+    "page_map",
+    is_flag=True,
+    help="Add each file's page-type map (up to 512 pages read per file): a 'map' per row, "
+    "drawn in the HTML page.",
+)
 def report(
     paths: tuple[str, ...],
     fmt: str,
     wide: bool,
+    page_map: bool,
     simulate: bool,
     sample: int,
     compare_path: str | None,
@@ -179,7 +187,12 @@ def report(
     from ibdtool.cli import report_formats as rf
 
     fail_on = _fail_on(fail_on_opt)
-    opts = rp.ScanOptions(simulate=simulate, sample=sample, fragmented_per_gib=fragmented_per_gib)
+    opts = rp.ScanOptions(
+        simulate=simulate,
+        sample=sample,
+        fragmented_per_gib=fragmented_per_gib,
+        page_map=page_map,
+    )
     targets = rp.discover(paths)
     if not targets:
         raise InputError(f"{', '.join(paths)}: no tablespaces found")

@@ -583,6 +583,56 @@ def schema_chart(by_schema: list[dict[str, Any]], width: int = 760) -> str:
     return "".join(parts)
 
 
+def page_map_svg(m: dict[str, Any], label: str, width: int = 512) -> str:
+    """One tablespace's sampled page-type map (``report --map``) as an inline SVG strip."""
+    from ibdtool.pagemap import type_color
+
+    cells = m["cells"]
+    cols = min(width, max(1, len(cells)))
+    size = max(2, min(8, 760 // cols))
+    rows = -(-len(cells) // cols)
+    colors = [type_color(t, i) for i, t in enumerate(m["types"])]
+    rects = "".join(
+        f'<rect x="{(i % cols) * size}" y="{(i // cols) * size}" width="{size - 1 or 1}" '
+        f'height="{size - 1 or 1}" fill="{colors[c]}" data-type="{_e(m["types"][c])}"/>'
+        for i, c in enumerate(cells)
+    )
+    return (
+        f'<svg xmlns="http://www.w3.org/2000/svg" class="pagemap" role="img" '
+        f'width="{cols * size}" height="{rows * size}" aria-label="{_e(label)} page map">'
+        f"{rects}</svg>"
+    )
+
+
+def _maps_section(doc: dict[str, Any]) -> str:
+    rows = [r for r in doc["tablespaces"] if r.get("map")]
+    if not rows:
+        return ""
+    from ibdtool.pagemap import type_color
+
+    seen: dict[str, str] = {}
+    items = []
+    for r in rows:
+        m = r["map"]
+        for i, t in enumerate(m["types"]):
+            seen.setdefault(t, type_color(t, i))
+        every = "every page" if m["per_cell"] == 1 else f"1 cell ≈ {m['per_cell']:.0f} pages"
+        items.append(
+            f'<div class="map" data-name="{_e(r.get("name"))}"><p>{_e(tablespace_label(r))} '
+            f'<span class="note">{m["pages"]:,} pages, {every}</span></p>'
+            f"{page_map_svg(m, tablespace_label(r))}</div>"
+        )
+    legend = " ".join(
+        f'<span><svg width="10" height="10"><rect width="10" height="10" fill="{c}"/></svg> '
+        f"{_e(t)}</span>"
+        for t, c in seen.items()
+    )
+    return (
+        '<section id="maps"><h2>Page maps by type</h2>'
+        f'<p class="note">{legend}</p>{"".join(items)}</section>'
+    )
+
+
 def write_html(doc: dict[str, Any], out: IO[str]) -> None:
     host = doc.get("host", "?")
     paths = ", ".join(doc.get("paths", []))
@@ -603,6 +653,9 @@ def write_html(doc: dict[str, Any], out: IO[str]) -> None:
         + (f'<ul class="note">{"".join(notes)}</ul>' if notes else "")
         + "</section>",
     ]
+    maps = _maps_section(doc)
+    if maps:
+        sections.append(maps)
     compare = doc.get("compare")
     if compare:
         sections.append(
