@@ -106,7 +106,7 @@ def fit_columns(
         col = cols[i]
         cells = [row[i] for row in rows]
         if col.wrap:
-            return max([_longest_item(title, " "), *(_longest_item(c, col.wrap) for c in cells)])
+            return max([cell_len(title), *(_longest_item(c, col.wrap) for c in cells)])
         return max([cell_len(title), *(_widest_line(c) for c in cells)])
 
     def natural(i: int, title: str) -> int:
