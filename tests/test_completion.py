@@ -17,7 +17,7 @@ from pathlib import Path
 import pytest
 
 from ibdtool.cli.report import FORMATS
-from ibdtool.server.plan import parse_target
+from ibdtool.server import parse_target
 from ibdtool.simulate import parse_algorithms
 from tests.catalog import REPO
 from tests.cli_runner import cli_env, run_ibdtool
