@@ -197,3 +197,31 @@ def verify_full_crc32(
     if check_lsn and mv[20:24] != mv[size - 8 : size - 4]:
         return False, ChecksumAlgo.INVALID, True
     return True, ChecksumAlgo.FULL_CRC32, False
+
+
+def verify_crypt_checksum(
+    page: bytes | memoryview, size: int, zip: bool, at: int
+) -> tuple[bool, ChecksumAlgo]:
+    """The checksum at ``at`` of a MariaDB classic encrypted page (§3.2), over its stored bytes.
+
+    fil_space_verify_crypt_checksum: the crc32 formula (zip: the zip crc32 or adler formula),
+    the innodb formula, or BUF_NO_CHECKSUM_MAGIC; no key is needed. The checksum at 0 is the
+    plaintext's and says nothing about the stored bytes.
+    """
+    mv = memoryview(page)[:size]
+    stored = _be32(mv, at)
+    if zip:
+        if stored == zip_crc32(mv, size):
+            return True, ChecksumAlgo.ZIP_CRC32
+        if stored == zip_adler(mv, size):
+            return True, ChecksumAlgo.ZIP_ADLER
+        if stored == BUF_NO_CHECKSUM_MAGIC:
+            return True, ChecksumAlgo.ZIP_NONE
+        return False, ChecksumAlgo.INVALID
+    if stored == crc32_page(mv, size):
+        return True, ChecksumAlgo.CRC32
+    if stored == innodb_new_checksum(mv, size):
+        return True, ChecksumAlgo.INNODB
+    if stored == BUF_NO_CHECKSUM_MAGIC:
+        return True, ChecksumAlgo.NONE
+    return False, ChecksumAlgo.INVALID

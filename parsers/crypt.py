@@ -42,7 +42,6 @@ from cryptography.hazmat.primitives.ciphers import Cipher, algorithms, modes
 
 from parsers import checksum
 from parsers.constants import (
-    BUF_NO_CHECKSUM_MAGIC,
     FIL_PAGE_COMPRESSED,
     FIL_PAGE_COMPRESSED_AND_ENCRYPTED,
     FIL_PAGE_DATA,
@@ -254,7 +253,7 @@ def mariadb_decrypt(data: bytes, key: bytes, iv: bytes, cipher: Cipher_) -> byte
     if whole < len(data):
         enc = Cipher(algorithms.AES(key), modes.ECB()).encryptor()
         mask = enc.update(iv) + enc.finalize()
-        out += bytes(a ^ b for a, b in zip(data[whole:], mask))
+        out += bytes(a ^ b for a, b in zip(data[whole:], mask, strict=False))
     return out
 
 
@@ -263,7 +262,9 @@ def mariadb_key_version(page: bytes | memoryview, full_crc32: bool) -> int:
     return int.from_bytes(page[at : at + 4], "big")
 
 
-def mariadb_encrypted(page: bytes | memoryview, full_crc32: bool, crypt: MariadbCrypt | None) -> bool:
+def mariadb_encrypted(
+    page: bytes | memoryview, full_crc32: bool, crypt: MariadbCrypt | None
+) -> bool:
     """Is this stored page encrypted (buf_page_decrypt_after_read's test)?"""
     if full_crc32:
         return mariadb_key_version(page, True) != 0
@@ -284,25 +285,6 @@ def fcrc32_image_size(page: bytes | memoryview, physical: int) -> int | None:
         return physical
     size = (ptype & 0x7FFF) << 8
     return size if 32 <= size < physical else None
-
-
-def verify_classic_encrypted(page: bytes | memoryview, physical: int, zip: bool) -> bool:
-    """The post-encryption checksum at 30 of a classic encrypted page (no key needed).
-
-    fil_space_verify_crypt_checksum: crc32 (zip: the zip crc32 or adler formula), the innodb
-    formula, or BUF_NO_CHECKSUM_MAGIC; 37401 pages carry none (checked after decompression).
-    """
-    if int.from_bytes(page[24:26], "big") == FIL_PAGE_PAGE_COMPRESSED_ENCRYPTED:
-        return True
-    stored = int.from_bytes(page[30:34], "big")
-    if stored == BUF_NO_CHECKSUM_MAGIC:
-        return True
-    if zip:
-        return stored in (checksum.zip_crc32(page, physical), checksum.zip_adler(page, physical))
-    return stored in (
-        checksum.crc32_page(page, physical),
-        checksum.innodb_new_checksum(page, physical),
-    )
 
 
 def mariadb_plain_image(
@@ -383,7 +365,11 @@ def mysql_decrypt(data: bytes, key: bytes, iv: bytes) -> bytes:
 
 def mysql_encrypted(page: bytes | memoryview) -> bool:
     ptype = int.from_bytes(page[24:26], "big")
-    return ptype in (FIL_PAGE_ENCRYPTED, FIL_PAGE_COMPRESSED_AND_ENCRYPTED, FIL_PAGE_ENCRYPTED_RTREE)
+    return ptype in (
+        FIL_PAGE_ENCRYPTED,
+        FIL_PAGE_COMPRESSED_AND_ENCRYPTED,
+        FIL_PAGE_ENCRYPTED_RTREE,
+    )
 
 
 def mysql_plain_image(

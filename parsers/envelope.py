@@ -28,13 +28,17 @@ from parsers.constants import (
     FIL_PAGE_COMPRESSED,
     FIL_PAGE_COMPRESSED_AND_ENCRYPTED,
     FIL_PAGE_DATA,
+    FIL_PAGE_DATA_END,
     FIL_PAGE_PAGE_COMPRESSED,
     FIL_PAGE_PAGE_COMPRESSED_ENCRYPTED,
+    FIL_PAGE_TYPE_FSP_HDR,
+    FIL_PAGE_TYPE_XDES,
     MYSQL_ENCRYPTED_TYPES,
     Algorithm,
 )
 from parsers.structs import (
     FCRC32_CHECKSUM_SIZE,
+    FCRC32_KEY_VERSION_OFFSET,
     FCRC32_SIZE_BITS,
     FCRC32_SIZE_UNIT,
     MARIADB_CLASSIC_COMP_OFFSET,
@@ -42,6 +46,8 @@ from parsers.structs import (
     MARIADB_CLASSIC_ENC_PAYLOAD,
     MARIADB_CLASSIC_FAST,
     MARIADB_CLASSIC_PAYLOAD,
+    MARIADB_CRYPT_CHECKSUM_OFFSET,
+    MARIADB_CRYPT_KEY_VERSION_OFFSET,
     MARIADB_FCRC32_PAYLOAD,
     MYSQL_COMPRESSION_META_OFFSET,
     MYSQL_META_FAST,
@@ -67,7 +73,9 @@ class Kind(StrEnum):
     MYSQL_COMPRESSED = "mysql_compressed"  # MySQL transparent compression, type 14 / 16 (§2)
     MARIADB_COMPRESSED = "mariadb_compressed"  # MariaDB classic page_compressed 34354/37401 (§3.1)
     FCRC32_COMPRESSED = "fcrc32_compressed"  # MariaDB full_crc32 page_compressed (§3.2)
-    ENCRYPTED = "encrypted"  # encrypted, not compressed: MySQL 15/17, full_crc32 key version
+    #: encrypted, not compressed: MySQL 15/17, a full_crc32 key version, a classic MariaDB key
+    #: version in a tablespace whose crypt data says so
+    ENCRYPTED = "encrypted"
 
 
 class Checksum(StrEnum):
@@ -76,6 +84,9 @@ class Checksum(StrEnum):
     PAGE = "page"  # the page's own crc32/innodb/none at 0 and in the trailer (§6.4)
     ZIP = "zip"  # the zip formula over the physical page (§6.5)
     FULL_CRC32 = "full_crc32"  # CRC-32C of [0, checksum_end - 4) at checksum_end - 4 (§6.6)
+    #: MariaDB classic encryption (§3.2): the page (zip: zip) formula over the stored, encrypted
+    #: bytes, stored at ``checksum_at`` (30); the one at 0 is the plaintext's
+    CRYPT = "crypt"
     INNER = "inner"  # none on the image: the decompressed page carries its own (§2.1, §3.1)
     NONE = "none"  # the image cannot be verified without the key (§2.2, §3.1 encrypted)
 
@@ -95,6 +106,10 @@ class PageGeometry(Protocol):
     def zip(self) -> bool: ...
     @property
     def vendor(self) -> Vendor: ...
+    @property
+    def crypt_encrypted(self) -> bool:
+        """MariaDB crypt data on page 0 says pages may be encrypted (classic rule, §3.2)."""
+        ...
 
 
 @dataclass(frozen=True, slots=True)
@@ -106,6 +121,7 @@ class Geometry:
     full_crc32: bool
     fcrc32_algorithm: Algorithm | None = None
     vendor: Vendor = Vendor.UNKNOWN
+    crypt_encrypted: bool = False
 
     @property
     def zip(self) -> bool:
@@ -121,6 +137,8 @@ class Envelope:
     checksum: Checksum
     #: bytes the checksum covers from 0 (FULL_CRC32: the CRC is in the last 4 of them)
     checksum_end: int | None = None
+    #: where that checksum is stored (CRYPT: 30; PAGE, ZIP: 0 and the trailer's own rule)
+    checksum_at: int = 0
     algorithm: Algorithm = Algorithm.NONE
     encrypted: bool = False
     #: bytes of the slot the image needs; None for a whole-slot page or an impossible size
@@ -191,6 +209,12 @@ def read_envelope(page: bytes | memoryview, geo: PageGeometry) -> Envelope:
         if stored_type & FIL_PAGE_COMPRESS_FCRC32_MARKER:
             return _fcrc32_compressed(page, stored_type, encrypted, geo)
         return _whole_slot(stored_type, physical, True, False, encrypted)
+    if (
+        geo.crypt_encrypted
+        and stored_type not in _NEVER_CLASSIC_ENCRYPTED
+        and key_version(page, False) != 0
+    ):
+        return _classic_encrypted(stored_type, physical, geo.zip)
     if stored_type in _SPECIAL_TYPES:
         vendor = geo.vendor
         if stored_type == FIL_PAGE_PAGE_COMPRESSED and vendor is not Vendor.MYSQL:
@@ -205,6 +229,24 @@ def read_envelope(page: bytes | memoryview, geo: PageGeometry) -> Envelope:
             return _whole_slot(stored_type, physical, False, False, True)
     return _whole_slot(stored_type, physical, False, geo.zip, False)
 
+
+def key_version(page: bytes | memoryview, full_crc32: bool) -> int:
+    """MariaDB: the key version a page was encrypted with, 0 if it is not (§3.2): at 0 in
+    full_crc32, at 26 (FIL_PAGE_FILE_FLUSH_LSN_OR_KEY_VERSION) in the classic format."""
+    at = FCRC32_KEY_VERSION_OFFSET if full_crc32 else MARIADB_CRYPT_KEY_VERSION_OFFSET
+    return int.from_bytes(page[at : at + 4], "big")
+
+
+#: Classic pages never encrypted even in an encrypted tablespace (buf_page_decrypt_after_read):
+#: extent descriptors, and page_compressed pages (37401 is their encrypted form, read below)
+_NEVER_CLASSIC_ENCRYPTED = frozenset(
+    {
+        FIL_PAGE_TYPE_FSP_HDR,
+        FIL_PAGE_TYPE_XDES,
+        FIL_PAGE_PAGE_COMPRESSED,
+        FIL_PAGE_PAGE_COMPRESSED_ENCRYPTED,
+    }
+)
 
 _SPECIAL_TYPES = frozenset(
     {FIL_PAGE_PAGE_COMPRESSED, FIL_PAGE_PAGE_COMPRESSED_ENCRYPTED, FIL_PAGE_COMPRESSED}
@@ -240,6 +282,21 @@ def _whole_slot(
         # §7.1: the zlib stream of an index page starts at PAGE_DATA; its length needs inflating
         return Envelope(Kind.ZIP, stored_type, Checksum.ZIP, physical, payload_offset=PAGE_DATA)
     return Envelope(Kind.PLAIN, stored_type, Checksum.PAGE, physical)
+
+
+@cache
+def _classic_encrypted(stored_type: int, physical: int, zip: bool) -> Envelope:
+    """§3.2 MariaDB classic encryption: a key version at 26, the checksum of the stored bytes
+    at 30, bytes 38 .. size - 8 encrypted (header and trailer stay plaintext), zip or not."""
+    return Envelope(
+        Kind.ENCRYPTED,
+        stored_type,
+        Checksum.CRYPT,
+        physical,
+        checksum_at=MARIADB_CRYPT_CHECKSUM_OFFSET,
+        encrypted=True,
+        encrypted_range=(FIL_PAGE_DATA, physical - FIL_PAGE_DATA_END),
+    )
 
 
 def _fcrc32_compressed(

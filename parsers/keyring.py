@@ -25,8 +25,7 @@ import re
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from construct import Bytes, Const, GreedyRange, Int32ub, Int64ul, Struct, this
-from construct import ConstructError
+from construct import Bytes, Const, ConstructError, GreedyRange, Int32ub, Int64ul, Struct, this
 from cryptography.hazmat.primitives import padding
 from cryptography.hazmat.primitives.ciphers import Cipher, algorithms, modes
 
@@ -60,7 +59,8 @@ MYSQL_KEY_RECORD = Struct(
     "key_type" / Bytes(this.key_type_len),
     "user_id" / Bytes(this.user_id_len),
     "key" / Bytes(this.key_len),
-    "padding" / Bytes(lambda c: c.pod_size - 40 - c.key_id_len - c.key_type_len - c.user_id_len - c.key_len),
+    "padding"
+    / Bytes(lambda c: c.pod_size - 40 - c.key_id_len - c.key_type_len - c.user_id_len - c.key_len),
 )
 
 #: The .cfp file FLUSH TABLES … FOR EXPORT writes next to an encrypted MySQL table.
@@ -214,7 +214,9 @@ def parse_mysql_keyring(data: bytes) -> Keyring:
     keys: dict[str, bytes] = {}
     for r in records:
         mask = MYSQL_OBFUSCATION * (len(r.key) // len(MYSQL_OBFUSCATION) + 1)
-        keys[r.key_id.decode(errors="replace")] = bytes(a ^ b for a, b in zip(r.key, mask))
+        keys[r.key_id.decode(errors="replace")] = bytes(
+            a ^ b for a, b in zip(r.key, mask, strict=False)
+        )
     return Keyring("mysql", mysql=keys)
 
 

@@ -248,6 +248,12 @@ def decode_page(
         # §3.2 / §6.6: key version at 0 (encrypted if not 0), CRC-32C at the end of the page
         encrypted = env.encrypted
         valid, algo, torn = checksum.verify_full_crc32(mv, physical, check_lsn=env.check_lsn)
+    elif env.checksum is Checksum.CRYPT:
+        # §3.2 classic encrypted page: the checksum at 30 covers the ciphertext (the one at 0
+        # is the plaintext's), as fil_space_verify_crypt_checksum and innochecksum check it
+        encrypted = True
+        valid, algo = checksum.verify_crypt_checksum(mv, physical, fmt.zip, env.checksum_at)
+        real_type = -1
     elif env.checksum is Checksum.NONE:
         # §2.2, §3.1: MySQL 15/16/17 and MariaDB 37401, header plaintext, body encrypted
         encrypted = True

@@ -13,6 +13,7 @@ from dataclasses import dataclass, field
 from parsers import checksum
 from parsers.codecs import CodecError
 from parsers.constants import FIL_PAGE_COMPRESSED, Algorithm
+from parsers.crypt import MariadbCrypt, MysqlEncryptionInfo, read_mariadb_crypt, read_mysql_info
 from parsers.envelope import Checksum, Geometry, Kind, read_envelope
 from parsers.errors import ParseError
 from parsers.flags import (
@@ -31,9 +32,7 @@ from parsers.inflate import inflate
 from parsers.structs import FSP_HEADER_OFFSET, FspHeader
 from parsers.vendor import Vendor
 
-MYSQL_ENCRYPTION_MAGICS = (b"lCA", b"lCB", b"lCC")  # §2.2
 MYSQL_ENCRYPTION_INFO_MAX_SIZE = 115
-MARIADB_CRYPT_MAGIC = bytes.fromhex("730E0C524574")  # §3.2
 VOTE_PAGES = 60
 
 
@@ -74,6 +73,9 @@ class SpaceFormat:
     sdi_root: int | None = None
     #: MySQL "lC?" magic or MariaDB crypt data found on page 0
     encryption_info: str | None = None
+    #: page 0's MariaDB crypt data / MySQL encryption info, decoded (parsers.crypt)
+    mariadb_crypt: MariadbCrypt | None = None
+    mysql_encryption: MysqlEncryptionInfo | None = None
     detected_by: str = "flags"
     warnings: tuple[str, ...] = field(default_factory=tuple)
 
@@ -88,6 +90,11 @@ class SpaceFormat:
     @property
     def fcrc32_algorithm(self) -> Algorithm | None:
         return self.flags.fcrc32_algorithm if self.full_crc32 else None
+
+    @property
+    def crypt_encrypted(self) -> bool:
+        """Page 0's MariaDB crypt data says the pages may be encrypted (§3.2, CRYPT_SCHEME_1)."""
+        return self.mariadb_crypt is not None and self.mariadb_crypt.encrypted
 
     @property
     def extent_pages(self) -> int:
@@ -239,13 +246,14 @@ def detect_format(read: Callable[[int, int], bytes], file_size: int) -> SpaceFor
     sdi_root: int | None = None
     enc_off = encryption_info_offset(logical, physical)
     encryption_info: str | None = None
-    if head[enc_off : enc_off + 3] in MYSQL_ENCRYPTION_MAGICS:
-        encryption_info = "mysql:" + head[enc_off : enc_off + 3].decode()
+    mysql_encryption = read_mysql_info(head, enc_off)
+    mariadb_crypt = None if mysql_encryption else read_mariadb_crypt(head, enc_off)
+    if mysql_encryption is not None:
+        encryption_info = "mysql:" + mysql_encryption.magic
         if vendor is Vendor.UNKNOWN:
             vendor = Vendor.MYSQL
-    elif head[38 + enc_off : 38 + enc_off + 6] == MARIADB_CRYPT_MAGIC:
-        scheme = head[38 + enc_off + 6] if len(head) > 38 + enc_off + 6 else 0
-        encryption_info = "mariadb:" + ("encrypted" if scheme else "unencrypted")
+    elif mariadb_crypt is not None:
+        encryption_info = "mariadb:" + ("encrypted" if mariadb_crypt.scheme else "unencrypted")
         vendor = Vendor.MARIADB
     if vendor is Vendor.MYSQL and flags.sdi:
         server_version = _be32(head, 8) or None
@@ -273,6 +281,8 @@ def detect_format(read: Callable[[int, int], bytes], file_size: int) -> SpaceFor
         server_version=server_version,
         sdi_root=sdi_root,
         encryption_info=encryption_info,
+        mariadb_crypt=mariadb_crypt,
+        mysql_encryption=mysql_encryption,
         detected_by=detected_by,
         warnings=tuple(warnings),
     )

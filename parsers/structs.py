@@ -90,6 +90,16 @@ MariaDBClassicEncCompHeader = Struct(
     "algorithm" / Int16ub,  # 40..41
 )
 MARIADB_CLASSIC_COMP_OFFSET = 26
+
+# --- §3.2 MariaDB classic (not full_crc32) encryption: bytes 26..33 of an encrypted page -----
+MariaDBClassicCryptHeader = Struct(
+    "key_version" / Int32ub,  # FIL_PAGE_FILE_FLUSH_LSN_OR_KEY_VERSION; 0: not encrypted
+    "post_enc_checksum" / Int32ub,  # checksum of the stored (encrypted) bytes, fil0crypt.cc
+)
+MARIADB_CRYPT_KEY_VERSION_OFFSET = 26
+MARIADB_CRYPT_CHECKSUM_OFFSET = MARIADB_CRYPT_KEY_VERSION_OFFSET + 4  # 30
+MARIADB_CRYPT_HEADER_END = MARIADB_CRYPT_KEY_VERSION_OFFSET + MariaDBClassicCryptHeader.sizeof()
+FCRC32_KEY_VERSION_OFFSET = 0  # full_crc32: the key version replaces the checksum at 0
 MARIADB_CLASSIC_PAYLOAD = MARIADB_CLASSIC_COMP_OFFSET + MariaDBClassicCompHeader.sizeof()  # 40
 MARIADB_CLASSIC_ENC_PAYLOAD = MARIADB_CLASSIC_COMP_OFFSET + MariaDBClassicEncCompHeader.sizeof()
 MARIADB_FCRC32_PAYLOAD = 26  # FIL_PAGE_COMP_ALGO, §3.2
