@@ -19,10 +19,12 @@ from pathlib import Path
 from types import TracebackType
 
 from ibdtool.allocation import Allocation, read_allocation
+from ibdtool.decrypt import page_decryptor
 from ibdtool.errors import InputError
 from ibdtool.openfile import open_regular
 from parsers.checksum import ChecksumAlgo
 from parsers.constants import FIL_PAGE_TYPE_XDES
+from parsers.keyring import Keyring
 from parsers.page import DOUBLEWRITE_NAME, PageInfo, decode_page
 from parsers.sdi import SdiEntry, SdiError, read_sdi, read_zip_sdi
 from parsers.space import SpaceFormat, detect_format
@@ -41,7 +43,9 @@ TRX_SYS_DOUBLEWRITE_MAGIC_N = 536853855
 class Tablespace:
     """A read-only view of one ``.ibd`` / ``ibdata`` / undo file."""
 
-    def __init__(self, path: str | os.PathLike[str]) -> None:
+    def __init__(self, path: str | os.PathLike[str], keyring: Keyring | None = None) -> None:
+        """Open ``path``; with ``keyring``, encrypted pages are decrypted (the key is checked
+        first: a wrong or missing key is an :class:`InputError`)."""
         self.path = Path(path)
         name = str(self.path)
         fd, st = open_regular(self.path)
@@ -70,6 +74,11 @@ class Tablespace:
         self.trailing_bytes = self.size % self.physical_size
         self._descriptor_cache: dict[int, bytes] = {}
         self.sdi_warnings: list[str] = []
+        try:
+            self.decryptor = page_decryptor(self.format, keyring, self.raw_page, self.n_pages, name)
+        except BaseException:
+            self.close()
+            raise
 
     # --- I/O -----------------------------------------------------------------------------------
 
@@ -126,7 +135,20 @@ class Tablespace:
         keep: list[bytes] | None,
         header_only: bool = False,
     ) -> PageInfo:
-        info = decode_page(buf, page_no, self.format, keep_page=keep, header_only=header_only)
+        dec = self.decryptor
+        if dec is not None and dec.encrypted(buf):
+            info = replace(
+                decode_page(
+                    dec.plain(buf, page_no),
+                    page_no,
+                    self.format,
+                    keep_page=keep,
+                    header_only=header_only,
+                ),
+                decrypted=True,
+            )
+        else:
+            info = decode_page(buf, page_no, self.format, keep_page=keep, header_only=header_only)
         if page_no in self.doublewrite_pages and not info.empty:
             # a copy of another page: not an index page of this tablespace, and a stale copy
             # that no longer verifies is not corruption (innochecksum skips these pages too)

@@ -88,7 +88,8 @@ class PageInfo:
     prev: int
     next: int
     empty: bool = False  # all-zero page
-    encrypted: bool = False
+    encrypted: bool = False  # stored encrypted and not decrypted: the body is unknowable
+    decrypted: bool = False  # stored encrypted, decoded from its plaintext (a key was given)
     torn: bool = False  # LSN copy in the trailer differs from the header
     index: IndexStats | None = None
     #: zip pages: length of the zlib stream at 94 (§7.2)
