@@ -34,6 +34,7 @@ from parsers.constants import (
 from parsers.crc32c_fast import crc32c
 from parsers.envelope import Kind, fcrc32_stored_size, read_envelope
 from parsers.inflate import inflate
+from parsers.keyring import Keyring
 from parsers.space import SpaceFormat
 
 PARALLEL_MIN_PAGES = 8192
@@ -199,11 +200,14 @@ def check_file(
     jobs: int | None = None,
     parallel_min: int = PARALLEL_MIN_PAGES,
     progress: Callable[[int], None] | None = None,
+    keyring: Keyring | None = None,
 ) -> CheckResult:
     """Verify every page of ``path`` (see module doc); files of ``parallel_min`` pages or more
     are split over ``jobs`` processes. ``progress(pages_done)`` is called by each process for
-    its own range. The result counts the pages really verified: all of them, or an error."""
-    with Tablespace(path) as ts:
+    its own range. The result counts the pages really verified: all of them, or an error.
+    With ``keyring``, encrypted pages are verified after decryption too (the plaintext's own
+    checksum)."""
+    with Tablespace(path, keyring) as ts:
         n = ts.n_pages
         result = CheckResult(str(path), 0, ts.physical_size, ts.trailing_bytes)
         jobs = jobs or os.cpu_count() or 1

@@ -43,6 +43,12 @@ class PageDecryptor:
             return crypt.mysql_encrypted(page)
         return crypt.mariadb_encrypted(page, self.fmt.full_crc32, self.fmt.mariadb_crypt)
 
+    def key_version(self, page: bytes | memoryview) -> int:
+        """MariaDB: the key version the page was encrypted with (MySQL has none: 0)."""
+        if self.fmt.mysql_encryption is not None:
+            return 0
+        return crypt.mariadb_key_version(page, self.fmt.full_crc32)
+
     def plain(self, page: bytes | memoryview, page_no: int) -> bytes:
         """The stored image of ``page`` as it would be unencrypted (see parsers.crypt)."""
         fmt = self.fmt

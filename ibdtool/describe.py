@@ -7,7 +7,7 @@ so the engine stays free of it.
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from ibdtool.recommend import CHEAPEST_WITHIN
 from ibdtool.text import human_bytes, plural, size_k
@@ -66,6 +66,31 @@ def _counts(counter: dict[str, int], total: int | None = None) -> Styled:
     return text
 
 
+def encryption_styled(enc: dict[str, Any]) -> Styled:
+    """The "Encryption" row: page 0's key information, then what became of the pages."""
+    if enc.get("vendor") == "mysql" and "master_key" in enc:
+        head = f"MySQL {enc['magic']} master key {enc['master_key']}"
+    elif "key_id" in enc:
+        head = (
+            f"MariaDB key id {enc['key_id']} scheme {enc['scheme']} min key version "
+            f"{enc['min_key_version']} mode {enc['encryption']} iv {enc['iv']}"
+        )
+    else:
+        head = "no key information on page 0"
+    out: Styled = [(head, "")]
+    n, done = enc["pages_encrypted"], enc["pages_decrypted"]
+    versions = enc.get("page_key_versions")
+    if versions:
+        out.append((f" · key versions {versions['min']}..{versions['max']}", ""))
+    out.append((f" · {n} pages encrypted", ""))
+    if done:
+        how = enc["decrypted_with"] + (f", {enc['cipher']}" if enc.get("cipher") else "")
+        out.append((f", {done} decrypted ({how})", "green"))
+    elif n:
+        out.append((" (no key: --keyring)", "yellow"))
+    return out
+
+
 def inspect_rows(r: InspectResult) -> list[tuple[str, Styled]]:
     """The inspect summary as ``(name, value)`` rows, as a DBA reads it top to bottom."""
     fmt = r.fmt
@@ -82,6 +107,8 @@ def inspect_rows(r: InspectResult) -> list[tuple[str, Styled]]:
     rows.append(("Row format", [(row_format, "")]))
     rows.append(("Pages", [(f"{r.pages}  ", ""), *_counts(r.page_types)]))
     rows.append(("Compression", _counts(r.compression, r.pages)))
+    if r.encryption is not None:
+        rows.append(("Encryption", encryption_styled(r.encryption)))
     chk: Styled = [(f"{r.checksum_valid} valid", "green")]
     by = {k: v for k, v in r.checksum_by_algo.items() if k not in ("empty", "invalid")}
     if by:

@@ -28,6 +28,7 @@ from parsers.constants import (
     MYSQL_ENCRYPTED_TYPES,
     Algorithm,
 )
+from parsers.keyring import Keyring
 from parsers.page import PageInfo
 from parsers.sdi import SdiEntry
 from parsers.space import SpaceFormat
@@ -147,6 +148,8 @@ class InspectResult:
     warnings: list[str]
     #: pages the extent descriptors call free: count, how many still hold data, bytes on disk
     free: dict[str, int] = field(default_factory=dict)
+    #: page 0's encryption info / crypt data and what the scan saw (None: not encrypted)
+    encryption: dict[str, Any] | None = None
 
     @property
     def checksum_valid(self) -> int:
@@ -227,6 +230,7 @@ class InspectResult:
             "problems": [{"page": n, "problem": p} for n, p in self.problems[:MAX_LISTED_PAGES]],
             "trailing_bytes": self.trailing_bytes,
             "warnings": self.warnings,
+            "encryption": self.encryption,
         }
 
 
@@ -264,6 +268,9 @@ class PageTally:
     free_pages: int = 0  # free by the extent descriptors
     free_with_data: int = 0  # ... yet not all zero: stale content of freed pages
     free_allocated: int = 0  # bytes the filesystem still holds for free pages
+    encrypted: int = 0  # pages stored encrypted (decrypted or not)
+    decrypted: int = 0
+    key_versions: set[int] = field(default_factory=set)
 
     def add(self, info: PageInfo, allocated: int, block: int, free: bool = False) -> None:
         n = info.page_no
@@ -273,6 +280,11 @@ class PageTally:
             self.free_allocated += allocated
         self.types[info.type_name] += 1
         self.comp[info.compression.value] += 1
+        if info.encrypted or info.decrypted:
+            self.encrypted += 1
+            self.decrypted += info.decrypted
+            if info.key_version:
+                self.key_versions.add(info.key_version)
         bad = info.checksum_valid is False
         self.chk[ChecksumAlgo.INVALID.value if bad else info.checksum_algo.value] += 1
         self.stored_types.add(info.stored_type)
@@ -312,6 +324,9 @@ class PageTally:
         self.free_pages += other.free_pages
         self.free_with_data += other.free_with_data
         self.free_allocated += other.free_allocated
+        self.encrypted += other.encrypted
+        self.decrypted += other.decrypted
+        self.key_versions |= other.key_versions
 
     def add_zero_run(self, info: PageInfo, count: int, free: int) -> None:
         """``count`` all-zero pages in holes (nothing allocated), ``free`` of them free, all
@@ -409,6 +424,7 @@ def inspect(
         except InputError as exc:
             warnings.append(exc.message)
         warnings.extend(f"{ts.path}: {w}" for w in ts.sdi_warnings)
+    encryption = encryption_summary(ts, tally)
     if ts.trailing_bytes:
         warnings.append(f"truncated: last page has {ts.trailing_bytes} of {ts.physical_size} bytes")
     return InspectResult(
@@ -433,9 +449,33 @@ def inspect(
         trailing_bytes=ts.trailing_bytes,
         warnings=warnings,
         free=free,
+        encryption=encryption,
     )
 
 
-def inspect_path(path: str | os.PathLike[str], **kw: Any) -> InspectResult:
-    with Tablespace(path) as ts:
+def encryption_summary(ts: Tablespace, tally: PageTally) -> dict[str, Any] | None:
+    """Page 0's key information (shown with or without a key) and the pages' encryption."""
+    fmt = ts.format
+    info = fmt.mysql_encryption or fmt.mariadb_crypt
+    if info is None and not tally.encrypted:
+        return None
+    doc: dict[str, Any] = info.as_dict() if info is not None else {"vendor": fmt.vendor.value}
+    versions = sorted(tally.key_versions)
+    dec = ts.decryptor
+    doc.update(
+        {
+            "pages_encrypted": tally.encrypted,
+            "pages_decrypted": tally.decrypted,
+            "page_key_versions": {"min": versions[0], "max": versions[-1]} if versions else None,
+            "decrypted_with": dec.source if dec is not None else None,
+            "cipher": dec.cipher.value if dec is not None and dec.cipher else None,
+        }
+    )
+    return doc
+
+
+def inspect_path(
+    path: str | os.PathLike[str], keyring: Keyring | None = None, **kw: Any
+) -> InspectResult:
+    with Tablespace(path, keyring) as ts:
         return inspect(ts, **kw)

@@ -8,6 +8,7 @@ from typing import Any
 from ibdtool.errors import InputError
 from ibdtool.tablespace import Tablespace
 from parsers.constants import MARIADB_TYPE_NAMES, MYSQL_TYPE_NAMES
+from parsers.keyring import Keyring
 from parsers.page import DOUBLEWRITE_NAME, ENCRYPTED_NAME, PageInfo
 
 KNOWN_TYPE_NAMES = sorted(
@@ -62,10 +63,15 @@ def page_row(info: PageInfo, allocated: int | None) -> dict[str, Any]:
 
 
 def page_rows(
-    path: str, *, types: Sequence[str] = (), start: int = 0, stop: int | None = None
+    path: str,
+    *,
+    types: Sequence[str] = (),
+    start: int = 0,
+    stop: int | None = None,
+    keyring: Keyring | None = None,
 ) -> Iterator[dict[str, Any]]:
     names, numbers = parse_type_filter(types)
-    with Tablespace(path) as ts:
+    with Tablespace(path, keyring) as ts:
         if start >= ts.n_pages:
             raise InputError(f"{path}: --from {start} is past the last page ({ts.n_pages - 1})")
         alloc = ts.allocation

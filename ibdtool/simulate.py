@@ -33,6 +33,7 @@ from parsers.constants import (
     Algorithm,
 )
 from parsers.envelope import read_envelope
+from parsers.keyring import Keyring
 from parsers.layout import MYSQL_HEADER, allocated_for_image, ntfs_allocated, server_stored_size
 from parsers.vendor import Vendor
 from parsers.zip_page import ZipPageError, zip_logical_image
@@ -544,13 +545,15 @@ def _batches(ts: Tablespace, page_nos: Sequence[int], size: int) -> Iterator[Seq
             yield range(i, min(end, i + step))
 
 
-def _worker(args: tuple[str, Sequence[int], SimConfig]) -> Accumulator:
-    path, page_nos, cfg = args
-    with Tablespace(path) as ts:
+def _worker(args: tuple[str, Sequence[int], SimConfig, Keyring | None]) -> Accumulator:
+    path, page_nos, cfg, keyring = args
+    with Tablespace(path, keyring) as ts:
         return scan_pages(ts, page_nos, cfg)
 
 
-def _worker_died(args: tuple[str, Sequence[int], SimConfig], why: str) -> Accumulator:
+def _worker_died(
+    args: tuple[str, Sequence[int], SimConfig, Keyring | None], why: str
+) -> Accumulator:
     raise InputError(f"{args[0]}: {why} while simulating pages {args[1][0]}..{args[1][-1]}")
 
 
@@ -713,13 +716,15 @@ def simulate(
     jobs: int | None = None,
     progress: Callable[[int, int], None] | None = None,
     row_compressed: bool = True,
+    keyring: Keyring | None = None,
 ) -> SimResult:
     """Simulate every scenario × block size on ``path`` (see module doc).
 
     ``row_compressed=False`` skips the ROW_FORMAT=COMPRESSED what-if (``row_compressed`` is
     then empty), which costs several deflates per index page (``ibdtool report`` does this).
+    ``keyring`` opens an encrypted tablespace (its pages are simulated decrypted).
     """
-    with Tablespace(path) as ts:
+    with Tablespace(path, keyring) as ts:
         alloc = ts.allocation
         blocks = list(blocks) if blocks else [BlockSpec(alloc.fs_block_size)]
         cfg = SimConfig(tuple(scenarios), tuple(blocks), ts.logical_size, _clustered_index_ids(ts))
@@ -760,7 +765,7 @@ def simulate(
             batches = [page_nos[i : i + step] for i in range(0, len(page_nos), step)]
             done = 0
             with WorkerPool(_worker, jobs, died=_worker_died, label=lambda a: a[0]) as pool:
-                for part in pool.map_unordered([(str(path), b, cfg) for b in batches]):
+                for part in pool.map_unordered([(str(path), b, cfg, keyring) for b in batches]):
                     acc.merge(part)
                     done += part.n
                     if progress:

@@ -95,6 +95,13 @@ class Tablespace:
             raise InputError(f"{self.path}: page {page_no} out of range 0..{self.n_pages - 1}")
         return self.read(page_no * self.physical_size, self.physical_size)
 
+    def stored_page(self, page_no: int) -> bytes:
+        """The stored page, decrypted (as the server would store it unencrypted) when a key
+        opened the tablespace."""
+        raw = self.raw_page(page_no)
+        dec = self.decryptor
+        return dec.plain(raw, page_no) if dec is not None and dec.encrypted(raw) else raw
+
     def close(self) -> None:
         if self._fd >= 0:
             os.close(self._fd)
@@ -146,6 +153,7 @@ class Tablespace:
                     header_only=header_only,
                 ),
                 decrypted=True,
+                key_version=dec.key_version(buf),
             )
         else:
             info = decode_page(buf, page_no, self.format, keep_page=keep, header_only=header_only)
@@ -346,7 +354,7 @@ class Tablespace:
         try:
             warn = self.sdi_warnings.append
             if self.format.zip:
-                return read_zip_sdi(self.raw_page, root, self.physical_size, warn)
+                return read_zip_sdi(self.stored_page, root, self.physical_size, warn)
             return read_sdi(self.logical_page, root, warn)
         except SdiError as exc:
             raise InputError(f"{self.path}: {exc}") from None

@@ -212,7 +212,7 @@ def read_envelope(page: bytes | memoryview, geo: PageGeometry) -> Envelope:
     if (
         geo.crypt_encrypted
         and stored_type not in _NEVER_CLASSIC_ENCRYPTED
-        and key_version(page, False) != 0
+        and read_key_version(page, False) != 0
     ):
         return _classic_encrypted(stored_type, physical, geo.zip)
     if stored_type in _SPECIAL_TYPES:
@@ -230,7 +230,7 @@ def read_envelope(page: bytes | memoryview, geo: PageGeometry) -> Envelope:
     return _whole_slot(stored_type, physical, False, geo.zip, False)
 
 
-def key_version(page: bytes | memoryview, full_crc32: bool) -> int:
+def read_key_version(page: bytes | memoryview, full_crc32: bool) -> int:
     """MariaDB: the key version a page was encrypted with, 0 if it is not (§3.2): at 0 in
     full_crc32, at 26 (FIL_PAGE_FILE_FLUSH_LSN_OR_KEY_VERSION) in the classic format."""
     at = FCRC32_KEY_VERSION_OFFSET if full_crc32 else MARIADB_CRYPT_KEY_VERSION_OFFSET

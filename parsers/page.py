@@ -27,12 +27,14 @@ from parsers.codecs import CodecError, partial_decompress, zlib_stream
 from parsers.constants import (
     FIL_PAGE_RTREE,
     FIL_PAGE_TYPE_ALLOCATED,
+    MYSQL_ENCRYPTED_TYPES,
     UNIV_ZIP_SIZE_MAX,
     Algorithm,
+    Vendor,
     index_types,
     page_type_name,
 )
-from parsers.envelope import Checksum, Envelope, Kind, read_envelope
+from parsers.envelope import Checksum, Envelope, Kind, read_envelope, read_key_version
 from parsers.errors import ParseError
 from parsers.inflate import inflate
 from parsers.space import SpaceFormat
@@ -90,6 +92,7 @@ class PageInfo:
     empty: bool = False  # all-zero page
     encrypted: bool = False  # stored encrypted and not decrypted: the body is unknowable
     decrypted: bool = False  # stored encrypted, decoded from its plaintext (a key was given)
+    key_version: int = 0  # MariaDB: the key version an encrypted page was written with
     torn: bool = False  # LSN copy in the trailer differs from the header
     index: IndexStats | None = None
     #: zip pages: length of the zlib stream at 94 (§7.2)
@@ -281,6 +284,9 @@ def decode_page(
     else:
         valid, algo, torn = checksum.verify_page(mv, physical)
 
+    key_version = 0
+    if encrypted and vendor is not Vendor.MYSQL and stored_type not in MYSQL_ENCRYPTED_TYPES:
+        key_version = read_key_version(mv, fmt.full_crc32)
     if encrypted and real_type != -1 and not fmt.full_crc32:
         real_type = -1
     if (
@@ -333,6 +339,7 @@ def decode_page(
         prev=prev,
         next=nxt,
         encrypted=encrypted,
+        key_version=key_version,
         torn=torn,
         index=index,
         zip_stream=zip_stream,

@@ -17,7 +17,9 @@ import click
 
 from ibdtool.cli.complete import TablespacePath, complete_algorithms, complete_block_sizes
 from ibdtool.errors import ExitCode, IbdtoolError, InputError
+from ibdtool.keyring_option import keyring_options
 from parsers import codecs
+from parsers.keyring import Keyring
 
 #: the page map's colourings (ibdtool.pagemap.MODES, kept here so start-up imports nothing)
 MAP_MODES = ("type", "compression", "allocation", "index")
@@ -196,6 +198,7 @@ def _fail_if_truncated(path: str) -> None:
     type=click.Path(dir_okay=False),
     help="Write the page map as SVG to this new file (never overwrites; one path only).",
 )
+@keyring_options
 def inspect(
     paths: tuple[str, ...],
     as_json: bool,
@@ -203,6 +206,7 @@ def inspect(
     show_map: bool,
     map_by: str,
     map_svg: str | None,
+    keyring: Keyring | None,
 ) -> None:
     """Summary of each tablespace: format, pages, compression, checksums, disk use."""
     from ibdtool.inspect import inspect_path
@@ -218,11 +222,11 @@ def inspect(
             result, maps[path] = map_path(path, map_by, with_sdi=not no_sdi)
             return result
         if as_json:  # no progress, no tables: Rich is not even imported
-            return inspect_path(path, with_sdi=not no_sdi)
+            return inspect_path(path, keyring, with_sdi=not no_sdi)
         from ibdtool.cli.render import progress_for
 
         with progress_for(path, enabled=True) as progress:
-            return inspect_path(path, with_sdi=not no_sdi, progress=progress)
+            return inspect_path(path, keyring, with_sdi=not no_sdi, progress=progress)
 
     outcomes = _outcomes(paths, one)
     results = [r for _p, r, e in outcomes if e is None]
@@ -273,6 +277,7 @@ def inspect(
 )
 @click.option("--csv", "as_csv", is_flag=True, help="CSV with a header row.")
 @click.option("--wide", is_flag=True, help="Text: every column, however wide the terminal.")
+@keyring_options
 def pages(
     path: str,
     types: tuple[str, ...],
@@ -281,6 +286,7 @@ def pages(
     as_json: bool,
     as_csv: bool,
     wide: bool,
+    keyring: Keyring | None,
 ) -> None:
     """One row per page: type, compression, sizes, allocation, checksum, index fields."""
     from ibdtool.cli.render_plain import write_rows
@@ -288,7 +294,9 @@ def pages(
 
     if as_json and as_csv:
         raise click.UsageError("choose one of --jsonl and --csv")
-    rows = page_rows(path, types=types, start=start, stop=None if stop is None else stop + 1)
+    rows = page_rows(
+        path, types=types, start=start, stop=None if stop is None else stop + 1, keyring=keyring
+    )
     write_rows(rows, "json" if as_json else "csv" if as_csv else "text", wide)
     _fail_if_truncated(path)
 
@@ -309,12 +317,15 @@ def pages(
     help="One JSON document: an object, or a list if several files (failures as "
     '{"path", "error"}).',
 )
-def checksum(paths: tuple[str, ...], jobs: int | None, quiet: bool, as_json: bool) -> None:
+@keyring_options
+def checksum(
+    paths: tuple[str, ...], jobs: int | None, quiet: bool, as_json: bool, keyring: Keyring | None
+) -> None:
     """Verify every page like innochecksum: exit 0 if all verify, 1 if any does not."""
     from ibdtool.checkscan import check_file
     from ibdtool.cli.render_plain import checksum_json, print_checksum
 
-    outcomes = _outcomes(paths, lambda p: check_file(p, jobs=jobs))
+    outcomes = _outcomes(paths, lambda p: check_file(p, jobs=jobs, keyring=keyring))
     results = [r for _p, r, e in outcomes if e is None]
     failed = len(results) < len(outcomes)
     if as_json and not quiet:
@@ -368,6 +379,7 @@ def checksum(paths: tuple[str, ...], jobs: int | None, quiet: bool, as_json: boo
 )
 @click.option("--csv", "as_csv", is_flag=True, help="One CSV row per algorithm and block size.")
 @click.option("--wide", is_flag=True, help="Table: every column, however wide the terminal.")
+@keyring_options
 def simulate(
     paths: tuple[str, ...],
     algorithms: tuple[str, ...],
@@ -379,6 +391,7 @@ def simulate(
     as_json: bool,
     as_csv: bool,
     wide: bool,
+    keyring: Keyring | None,
 ) -> None:
     """Predict what page compression would allocate, per algorithm and filesystem block size."""
     from ibdtool import simulate as sim
@@ -402,6 +415,7 @@ def simulate(
                 seed=seed,
                 jobs=jobs,
                 progress=(lambda done, total: bar(done, total)) if bar else None,
+                keyring=keyring,
             )
 
     outcomes = _outcomes(paths, one)
@@ -425,12 +439,13 @@ def simulate(
 
 @main.command()
 @click.argument("path", type=_PATH)
-def sdi(path: str) -> None:
+@keyring_options
+def sdi(path: str, keyring: Keyring | None) -> None:
     """The MySQL 8 SDI as JSON, in ibd2sdi's shape."""
     from ibdtool.tablespace import Tablespace
     from parsers.sdi import ibd2sdi_shape
 
-    with Tablespace(path) as ts:
+    with Tablespace(path, keyring) as ts:
         if ts.format.sdi_root is None:
             raise InputError(f"{path}: has no SDI (only MySQL 8.0+ tablespaces carry one)")
         entries = ts.sdi()

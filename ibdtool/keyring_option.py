@@ -1,0 +1,57 @@
+"""The ``--keyring`` / ``--keyring-filekey`` options, declared once for every command that reads
+pages (inspect, pages, checksum, simulate, sdi, tui).
+
+The decorated command receives ``keyring``: the :class:`~parsers.keyring.Keyring` read from
+the file, or None. A key file that cannot be read is a one-line error (exit 2).
+"""
+
+from __future__ import annotations
+
+import functools
+from collections.abc import Callable
+from typing import Any, TypeVar
+
+import click
+
+from ibdtool.errors import InputError
+from parsers.keyring import Keyring, KeyringError, read_keyring
+
+F = TypeVar("F", bound=Callable[..., Any])
+
+
+def load_keyring(path: str | None, filekey: str | None) -> Keyring | None:
+    """The keys of ``path`` (None without one); :class:`InputError` if it cannot be read."""
+    if path is None:
+        if filekey is not None:
+            raise InputError("--keyring-filekey needs --keyring")
+        return None
+    try:
+        return read_keyring(path, filekey)
+    except KeyringError as exc:
+        raise InputError(str(exc)) from None
+
+
+def keyring_options(fn: F) -> F:
+    """Add ``--keyring FILE`` and ``--keyring-filekey SECRET`` and pass ``keyring=``."""
+
+    @click.option(
+        "--keyring",
+        "keyring_path",
+        metavar="FILE",
+        type=click.Path(readable=False),
+        help="Keys of an encrypted tablespace: a MariaDB file_key_management key file, a MySQL "
+        "keyring_file, or the .cfp that FLUSH TABLES … FOR EXPORT wrote.",
+    )
+    @click.option(
+        "--keyring-filekey",
+        metavar="SECRET",
+        help="The secret of an encrypted MariaDB key file (file_key_management_filekey; "
+        "FILE:<path> reads it from a file).",
+    )
+    @functools.wraps(fn)
+    def wrapper(
+        *args: Any, keyring_path: str | None, keyring_filekey: str | None, **kw: Any
+    ) -> Any:
+        return fn(*args, keyring=load_keyring(keyring_path, keyring_filekey), **kw)
+
+    return wrapper  # type: ignore[return-value]
