@@ -316,7 +316,7 @@ def mariadb_plain_image(
         out[0:4] = bytes(4)
         out[FCRC32_ENCRYPTED_FROM : size - 4] = plain
         if checksum.full_crc32(mv, size) == int.from_bytes(mv[size - 4 : size], "big"):
-            out[size - 4 : size] = checksum.full_crc32(out, size).to_bytes(4, "big")
+            out[size - 4 : size] = checksum.full_crc32(memoryview(out), size).to_bytes(4, "big")
         return bytes(out)
     header_space = int.from_bytes(mv[34:38], "big")
     iv = mariadb_iv(header_space, page_no, lsn)

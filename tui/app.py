@@ -22,6 +22,7 @@ from textual.screen import Screen
 from ibdtool.errors import InputError
 from ibdtool.openfile import open_regular
 from ibdtool.server.connection import ConnectionOptions
+from parsers.keyring import Keyring
 from tui.commandlog import CommandLog, LogEntry
 from tui.messages import LogAdded
 from tui.screens.browser import BrowserScreen
@@ -48,10 +49,12 @@ class IbdtoolApp(App[None]):
         root: Path,
         open_file: Path | None = None,
         server: tuple[ConnectionOptions, str | None] | None = None,
+        keyring: Keyring | None = None,
     ) -> None:
         """``server``: connection options and ``--datadir``; the app then opens on the
-        server's tables instead of a directory."""
+        server's tables instead of a directory. ``keyring`` opens encrypted tablespaces."""
         super().__init__()
+        self.keyring = keyring
         self.root = root
         self.open_file = open_file
         self.server = server
@@ -162,16 +165,17 @@ def help_rows(screen: Screen) -> list[tuple[str, str, str]]:
 def create_app(
     path: str | os.PathLike[str] = ".",
     server: tuple[ConnectionOptions, str | None] | None = None,
+    keyring: Keyring | None = None,
 ) -> IbdtoolApp:
     """The app for a data directory, a folder of tablespaces, or one tablespace file; or,
     with ``server`` (connection options and ``--datadir``), for a live server's tables."""
     if server is not None:
-        return IbdtoolApp(Path(path), server=server)
+        return IbdtoolApp(Path(path), server=server, keyring=keyring)
     p = Path(path)
     if not p.exists():
         raise InputError(f"{p}: no such file or directory")
     if p.is_dir():
-        return IbdtoolApp(p)
+        return IbdtoolApp(p, keyring=keyring)
     fd, _ = open_regular(p)  # a FIFO, socket or device: one line, before the screen is taken
     os.close(fd)
-    return IbdtoolApp(p.parent, open_file=p)
+    return IbdtoolApp(p.parent, open_file=p, keyring=keyring)

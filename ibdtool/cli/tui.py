@@ -17,6 +17,8 @@ from ibdtool.cli.server import (
     resolve_connection,
 )
 from ibdtool.errors import IbdtoolError
+from ibdtool.keyring_option import keyring_options
+from parsers.keyring import Keyring
 
 
 @click.command(cls=ClientCommand, context_settings=CLIENT_CONTEXT)
@@ -28,7 +30,8 @@ from ibdtool.errors import IbdtoolError
     help="Open a live server's tables (with the connection options below) instead of PATH.",
 )
 @connection_options
-def tui(path: str, use_server: bool, **kw: Any) -> None:
+@keyring_options
+def tui(path: str, use_server: bool, keyring: Keyring | None, **kw: Any) -> None:
     """Browse a data directory, a tablespace's page map, a page's bytes; simulate; convert.
 
     PATH is a data directory, any folder of tablespaces, or one tablespace file (default: the
@@ -38,7 +41,7 @@ def tui(path: str, use_server: bool, **kw: Any) -> None:
     from tui.app import create_app
 
     server = resolve_connection(kw) if use_server else None
-    app = create_app(path, server=server)
+    app = create_app(path, server=server, keyring=keyring)
     app.show_traceback = bool(click.get_current_context().find_root().params.get("traceback"))
     app.run()
     if app.return_code:

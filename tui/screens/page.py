@@ -87,7 +87,7 @@ stored image beside the decoded (decompressed) page, coloured by region.
         log = self.ibd_app.command_log
         try:
             with log.timed("file", f"pread page {page} of {self.path}") as run:
-                with Tablespace(self.path) as ts:
+                with Tablespace(self.path, self.ibd_app.keyring) as ts:
                     info, stored, logical = ts.page_with_data(page)
                     fmt = ts.format
                 run.detail = f"{len(stored)} bytes, {info.type_name}"

@@ -128,7 +128,13 @@ the blocks a filesystem allocates for the result are summed (a seeded sample wit
         )
         try:
             with self.ibd_app.command_log.timed("file", text) as run:
-                result = simulate(self.path, DEFAULT_SCENARIOS, blocks, progress=progress)
+                result = simulate(
+                    self.path,
+                    DEFAULT_SCENARIOS,
+                    blocks,
+                    progress=progress,
+                    keyring=self.ibd_app.keyring,
+                )
                 run.detail = (
                     "full scan"
                     if result.full

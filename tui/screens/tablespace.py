@@ -128,7 +128,7 @@ type, compression algorithm, stored size, allocation on disk or checksum.
         log = self.ibd_app.command_log
         try:
             with log.timed("file", f"open {self.path}") as run:
-                ts = Tablespace(self.path)
+                ts = Tablespace(self.path, self.ibd_app.keyring)
                 run.detail = f"{ts.n_pages:,} pages of {ts.physical_size} bytes"
             with ts:
                 allocated = os.stat(self.path).st_blocks * 512
