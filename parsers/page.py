@@ -287,7 +287,8 @@ def decode_page(
     key_version = 0
     if encrypted and vendor is not Vendor.MYSQL and stored_type not in MYSQL_ENCRYPTED_TYPES:
         key_version = read_key_version(mv, fmt.full_crc32)
-    if encrypted and real_type != -1 and not fmt.full_crc32:
+    if encrypted and real_type != -1:
+        # the header's type is plaintext, but nothing behind it can be read or checked
         real_type = -1
     if (
         encrypted

@@ -1,0 +1,282 @@
+"""Encrypted MariaDB tablespaces made by a real MariaDB 10.11 with file_key_management.
+
+Two servers: full_crc32 (the default) with the plugin's default cipher (aes_cbc) and a plain key
+file, and the classic format (``--innodb-checksum-algorithm=crc32``) with aes_ctr and a key file
+encrypted by ``openssl enc`` under a filekey. Each makes ENCRYPTED=YES tables (plain,
+PAGE_COMPRESSED=1, ROW_FORMAT=COMPRESSED) and their unencrypted twins with the same rows; the
+files are copied while FLUSH TABLES … FOR EXPORT holds them.
+
+Expected values come from the server (information_schema.INNODB_TABLESPACES_ENCRYPTION, the
+plugin's cipher setting), from innochecksum, and from the unencrypted twins.
+"""
+
+from __future__ import annotations
+
+import json
+import secrets
+import shutil
+import subprocess
+from collections.abc import Iterator
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from samples import servers
+from tests.server_fixtures import FAST, _need, ibdtool, make_table
+
+pytestmark = pytest.mark.xdist_group("mariadb_crypt")
+
+#: table -> (its options, its unencrypted twin)
+TABLES = {
+    "enc": ("ENCRYPTED=YES ENCRYPTION_KEY_ID=2", "twin"),
+    "pc": ("ENCRYPTED=YES PAGE_COMPRESSED=1", "pctwin"),
+    "zip": ("ENCRYPTED=YES ROW_FORMAT=COMPRESSED KEY_BLOCK_SIZE=8", "ziptwin"),
+}
+TWINS = {
+    "twin": "",
+    "pctwin": "PAGE_COMPRESSED=1",
+    "ziptwin": "ROW_FORMAT=COMPRESSED KEY_BLOCK_SIZE=8",
+}
+SECRET = "correct horse battery staple"
+
+
+@dataclass
+class Made:
+    """Copies of one server's tables and what the server said about them."""
+
+    name: str
+    dir: Path
+    keys: Path  # the key file the server read (plain or encrypted)
+    keyring_args: list[str]
+    cipher: str
+    checksum_algorithm: str
+    files: dict[str, Path] = field(default_factory=dict)
+    crypt: dict[str, dict[str, Any]] = field(default_factory=dict)  # INNODB_TABLESPACES_ENCRYPTION
+
+
+def _key_lines() -> str:
+    return "# made by the test\n1;" + secrets.token_hex(32) + "\n2;" + secrets.token_hex(16) + "\n"
+
+
+@pytest.fixture(scope="module", params=["full_crc32-cbc", "crc32-ctr-filekey"])
+def made(
+    request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory
+) -> Iterator[Made]:
+    _need("mariadb")
+    name = request.param
+    out = tmp_path_factory.mktemp(name)
+    plain_keys = out / "keys.txt"
+    plain_keys.write_text(_key_lines())
+    if name.endswith("filekey"):
+        keys = out / "keys.enc"
+        subprocess.run(
+            [
+                "openssl",
+                "enc",
+                "-aes-256-cbc",
+                "-md",
+                "sha1",
+                "-pass",
+                f"pass:{SECRET}",
+                "-in",
+                str(plain_keys),
+                "-out",
+                str(keys),
+            ],
+            check=True,
+            capture_output=True,
+        )
+        plugin = [
+            f"--file-key-management-filename={keys}",
+            f"--file-key-management-filekey={SECRET}",
+        ]
+        keyring_args = ["--keyring", str(keys), "--keyring-filekey", SECRET]
+    else:
+        keys = plain_keys
+        plugin = [f"--file-key-management-filename={keys}"]
+        keyring_args = ["--keyring", str(keys)]
+    cipher = "aes_ctr" if "-ctr" in name else "aes_cbc"
+    algo = "crc32" if name.startswith("crc32") else "full_crc32"
+    run = [
+        *FAST,
+        "--innodb-doublewrite=0",
+        "--plugin-load-add=file_key_management",
+        *plugin,
+        f"--file-key-management-encryption-algorithm={cipher}",
+        f"--innodb-checksum-algorithm={algo}",
+    ]
+    m = Made(name, out, keys, keyring_args, cipher, algo)
+    with servers.mariadb_server(run_options=run) as srv:
+        assert srv.query("SELECT @@file_key_management_encryption_algorithm")[0][0] == cipher
+        for table, (opts, _) in TABLES.items():
+            make_table(srv, "c", table, rows=700, options=opts)
+        for table, opts in TWINS.items():
+            make_table(srv, "c", table, rows=700, options=opts)
+        names = [*TABLES, *TWINS]
+        with srv.connect() as conn, conn.cursor() as cur:
+            cur.execute("FLUSH TABLES " + ", ".join(f"c.{t}" for t in names) + " FOR EXPORT")
+            try:
+                for t in names:
+                    m.files[t] = Path(shutil.copy(srv.file_path("c", t), out / f"{t}.ibd"))
+            finally:
+                cur.execute("UNLOCK TABLES")
+        rows = srv.query(
+            "SELECT NAME, ENCRYPTION_SCHEME, MIN_KEY_VERSION, CURRENT_KEY_ID "
+            "FROM information_schema.INNODB_TABLESPACES_ENCRYPTION WHERE NAME LIKE 'c/%'"
+        )
+        for tname, scheme, min_version, key_id in rows:
+            m.crypt[tname.split("/")[1]] = {
+                "scheme": int(scheme),
+                "min_key_version": int(min_version),
+                "key_id": int(key_id),
+            }
+    yield m
+
+
+def _inspect(path: Path, *extra: str) -> dict[str, Any]:
+    r = ibdtool("inspect", "--json", str(path), *extra)
+    assert r.returncode == 0, r.stderr
+    return dict(json.loads(r.stdout))
+
+
+def _innochecksum_ok(path: Path) -> bool:
+    if shutil.which("innochecksum") is None:
+        pytest.fail("innochecksum is needed (scripts/setup.sh --test)")
+    return subprocess.run(["innochecksum", str(path)], capture_output=True).returncode == 0
+
+
+@pytest.mark.parametrize("table", list(TABLES))
+def test_checksum_with_and_without_the_key_agrees_with_innochecksum(made: Made, table: str) -> None:
+    path = made.files[table]
+    assert _innochecksum_ok(path)
+    with_key = ibdtool("checksum", str(path), *made.keyring_args)
+    assert with_key.returncode == 0, with_key.stdout + with_key.stderr
+    # without the key the stored checksums are still verified: no false alarm
+    without = ibdtool("checksum", str(path))
+    assert without.returncode == 0, without.stdout + without.stderr
+
+
+@pytest.mark.parametrize("table", list(TABLES))
+def test_inspect_with_the_key_shows_the_twins_page_types(made: Made, table: str) -> None:
+    doc = _inspect(made.files[table], *made.keyring_args)
+    twin = _inspect(made.files[TABLES[table][1]])
+    assert doc["page_types"] == twin["page_types"]
+    assert "ENCRYPTED" not in doc["page_types"]
+    assert doc["checksum"]["invalid"] == 0 and doc["checksum"]["unverifiable"] == 0
+    assert doc["full_crc32"] is (made.checksum_algorithm == "full_crc32" and table != "zip")
+    enc = doc["encryption"]
+    assert enc["pages_encrypted"] > 0
+    assert enc["pages_decrypted"] == enc["pages_encrypted"]
+    assert enc["cipher"] == made.cipher
+    server = made.crypt[table]
+    assert (enc["scheme"], enc["key_id"], enc["min_key_version"]) == (
+        server["scheme"],
+        server["key_id"],
+        server["min_key_version"],
+    )
+    assert enc["page_key_versions"] == {"min": 1, "max": 1}  # file_key_management: version 1
+    assert twin["encryption"] is None
+
+
+@pytest.mark.parametrize("table", list(TABLES))
+def test_inspect_without_the_key_shows_crypt_data_and_encrypted_pages(
+    made: Made, table: str
+) -> None:
+    doc = _inspect(made.files[table])
+    enc = doc["encryption"]
+    assert (enc["scheme"], enc["key_id"]) == (
+        made.crypt[table]["scheme"],
+        made.crypt[table]["key_id"],
+    )
+    assert len(bytes.fromhex(enc["iv"])) == 16
+    assert enc["pages_decrypted"] == 0 and enc["decrypted_with"] is None
+    assert doc["page_types"]["ENCRYPTED"] == enc["pages_encrypted"] > 0
+    text = ibdtool("inspect", str(made.files[table]))
+    assert text.returncode == 0 and f"key id {enc['key_id']}" in text.stdout
+
+
+def test_pages_with_the_key_match_the_twin_row_by_row(made: Made) -> None:
+    got = ibdtool("pages", "--json", str(made.files["enc"]), *made.keyring_args)
+    twin = ibdtool("pages", "--json", str(made.files["twin"]))
+    assert got.returncode == 0 and twin.returncode == 0, got.stderr + twin.stderr
+    rows = [json.loads(line) for line in got.stdout.splitlines()]
+    twin_rows = [json.loads(line) for line in twin.stdout.splitlines()]
+    assert [(r["page"], r["type"], r["n_recs"]) for r in rows] == [
+        (r["page"], r["type"], r["n_recs"]) for r in twin_rows
+    ]
+
+
+def test_a_wrong_key_is_one_line_and_exit_2(made: Made, tmp_path: Path) -> None:
+    wrong = tmp_path / "wrong.txt"
+    wrong.write_text(_key_lines())  # the same ids, other keys
+    for table in TABLES:
+        for command in ("checksum", "inspect", "pages"):
+            r = ibdtool(command, str(made.files[table]), "--keyring", str(wrong))
+            assert r.returncode == 2, (command, table, r.stdout, r.stderr)
+            assert r.stdout == ""
+            lines = r.stderr.splitlines()
+            assert len(lines) == 1 and "wrong key" in lines[0], r.stderr
+
+
+def test_a_missing_key_id_is_one_line_and_exit_2(made: Made, tmp_path: Path) -> None:
+    only_one = tmp_path / "one.txt"
+    only_one.write_text("1;" + secrets.token_hex(32) + "\n")
+    r = ibdtool("checksum", str(made.files["enc"]), "--keyring", str(only_one))
+    assert r.returncode == 2
+    assert r.stderr.splitlines() == [
+        f"ibdtool: error: {made.files['enc']}: key id 2 is not in the key file"
+    ]
+
+
+def test_a_damaged_encrypted_page_is_found_with_and_without_the_key(
+    made: Made, tmp_path: Path
+) -> None:
+    for table in ("enc", "zip"):
+        src = made.files[table]
+        bad = tmp_path / f"{table}-bad.ibd"
+        data = bytearray(src.read_bytes())
+        doc = _inspect(src)
+        psize = doc["physical_page_size"]
+        page = 3  # the clustered index root: encrypted in every format
+        data[page * psize + 200] ^= 0x40  # one bit of the ciphertext
+        bad.write_bytes(bytes(data))
+        assert not _innochecksum_ok(bad)
+        for extra in ([], made.keyring_args):
+            r = ibdtool("checksum", str(bad), *extra)
+            assert r.returncode == 1, (table, extra, r.stdout, r.stderr)
+            assert f"invalid pages: {page}" in r.stdout
+
+
+def test_a_filekey_is_needed_exactly_for_an_encrypted_key_file(made: Made) -> None:
+    target = str(made.files["enc"])
+    if not made.name.endswith("filekey"):
+        r = ibdtool("checksum", target, "--keyring", str(made.keys), "--keyring-filekey", "x")
+        assert r.returncode == 2 and len(r.stderr.splitlines()) == 1
+        assert "not encrypted" in r.stderr
+        return
+    r = ibdtool("checksum", target, "--keyring", str(made.keys))
+    assert r.returncode == 2 and len(r.stderr.splitlines()) == 1
+    assert "encrypted" in r.stderr
+    r = ibdtool("checksum", target, "--keyring", str(made.keys), "--keyring-filekey", "nope")
+    assert r.returncode == 2 and len(r.stderr.splitlines()) == 1
+    assert "wrong filekey" in r.stderr
+    secret_file = made.dir / "secret"
+    secret_file.write_text(SECRET + "\n")
+    r = ibdtool(
+        "checksum", target, "--keyring", str(made.keys), "--keyring-filekey", f"FILE:{secret_file}"
+    )
+    assert r.returncode == 0, r.stderr
+
+
+def test_simulate_with_the_key_reads_the_plaintext(made: Made) -> None:
+    got = ibdtool(
+        "simulate", "--json", "-a", "mariadb:zlib", str(made.files["enc"]), *made.keyring_args
+    )
+    twin = ibdtool("simulate", "--json", "-a", "mariadb:zlib", str(made.files["twin"]))
+    assert got.returncode == 0 and twin.returncode == 0, got.stderr + twin.stderr
+    a = json.loads(got.stdout)["results"][0]["predicted_allocated"]
+    b = json.loads(twin.stdout)["results"][0]["predicted_allocated"]
+    # the same rows in the same page layout: only headers (LSNs, ids) differ
+    assert abs(a - b) <= 0.02 * b
