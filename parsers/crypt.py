@@ -198,6 +198,9 @@ def read_mysql_info(page0: bytes, info_offset: int) -> MysqlEncryptionInfo | Non
     if version < 3 and raw[7:11] == b"\0\0\0\0":
         # lCA/lCB: the master key id may have been written in 8 bytes (os0enc.cc)
         raw = raw[:7] + raw[11:]
+    need = (MYSQL_ENCRYPTION_INFO_V1 if version == 1 else MYSQL_ENCRYPTION_INFO).sizeof()
+    if len(raw) < need:
+        return None  # a page 0 cut short
     if version == 1:
         v1 = MYSQL_ENCRYPTION_INFO_V1.parse(raw)
         return MysqlEncryptionInfo(

@@ -2,7 +2,8 @@
 # Set up ibdtool on a fresh Debian machine: system packages, then a venv in .venv with ibdtool.
 #   scripts/setup.sh          what running ibdtool needs (python-lzo builds against liblzo2)
 #   scripts/setup.sh --test   also what the tests need: MariaDB 10.11 with its codec plugins,
-#                             innochecksum, filefrag, the MySQL 8.0.15/5.7.22 tarballs (Maven),
+#                             innochecksum, filefrag, openssl (encrypted key files), the MySQL
+#                             8.0.15/5.7.22 tarballs (Maven),
 #                             and the dev tools (pytest, ruff, mypy, import-linter)
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -16,7 +17,7 @@ if [ "$want_test" -eq 1 ]; then
   packages+=(mariadb-server mariadb-client mariadb-plugin-provider-lz4 mariadb-plugin-provider-lzo
              mariadb-plugin-provider-lzma mariadb-plugin-provider-bzip2
              mariadb-plugin-provider-snappy e2fsprogs util-linux coreutils maven unzip
-             openssh-server openssh-client chromium tmux)
+             openssh-server openssh-client chromium tmux openssl)
 fi
 missing=()
 for p in "${packages[@]}"; do
