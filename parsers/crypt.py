@@ -64,6 +64,7 @@ MYSQL_MASTER_KEY_PREFIX = "INNODBKey"
 #: Encryption::DEFAULT_MASTER_KEY, used while no keyring master key exists (master key id 0)
 MYSQL_DEFAULT_MASTER_KEY = b"DefaultMasterKey".ljust(MYSQL_KEY_LEN, b"\0")
 AES_BLOCK = 16
+MYSQL_MIN_ENCRYPTION_LEN = 2 * AES_BLOCK + FIL_PAGE_DATA
 FCRC32_KEY_VERSION = 0  # full_crc32: key version at 0
 KEY_VERSION_OFFSET = 26  # classic: FIL_PAGE_FILE_FLUSH_LSN_OR_KEY_VERSION
 FCRC32_ENCRYPTED_FROM = 26
@@ -380,15 +381,19 @@ def mysql_plain_image(
 ) -> bytes:
     """The stored image of an encrypted MySQL page (type 15/16/17) as it was before encryption.
 
-    A type-16 image was encrypted over its write length, ``38 + compressed size`` rounded up
-    to the filesystem block the server wrote with (``block_size``, not recorded on disk).
+    A type-16 image with compression meta version 1 was encrypted over its write length,
+    ``38 + compressed size`` rounded up to the filesystem block the server wrote with
+    (``block_size``, not recorded on disk); version 2 over the image, at least 70 bytes.
     """
     mv = memoryview(page)
     ptype = int.from_bytes(mv[24:26], "big")
     end = physical
     if ptype == FIL_PAGE_COMPRESSED_AND_ENCRYPTED:
         z_len = int.from_bytes(mv[32:34], "big")
-        end = -(-(FIL_PAGE_DATA + z_len) // block_size) * block_size
+        if mv[26] == 1:  # compression meta version 1: the write length, whole blocks
+            end = -(-(FIL_PAGE_DATA + z_len) // block_size) * block_size
+        else:  # version 2: the image itself, at least two AES blocks
+            end = max(FIL_PAGE_DATA + z_len, MYSQL_MIN_ENCRYPTION_LEN)
         if end > physical:
             raise CryptError(f"compressed length {z_len} exceeds the page")
     out = bytearray(mv)
