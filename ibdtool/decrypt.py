@@ -19,6 +19,7 @@ from dataclasses import dataclass
 from ibdtool.errors import InputError
 from parsers import crypt
 from parsers.crypt import Cipher_, CryptError
+from parsers.envelope import Envelope, read_envelope, read_key_version
 from parsers.keyring import Keyring
 from parsers.page import decode_page
 from parsers.space import SpaceFormat
@@ -38,47 +39,40 @@ class PageDecryptor:
     iv: bytes = b""
     cipher: Cipher_ | None = None  # MariaDB only
 
-    def encrypted(self, page: bytes | memoryview) -> bool:
-        if self.fmt.mysql_encryption is not None:
-            return crypt.mysql_encrypted(page)
-        return crypt.mariadb_encrypted(page, self.fmt.full_crc32, self.fmt.mariadb_crypt)
-
     def key_version(self, page: bytes | memoryview) -> int:
         """MariaDB: the key version the page was encrypted with (MySQL has none: 0)."""
         if self.fmt.mysql_encryption is not None:
             return 0
-        return crypt.mariadb_key_version(page, self.fmt.full_crc32)
+        return read_key_version(page, self.fmt.full_crc32)
 
-    def plain(self, page: bytes | memoryview, page_no: int) -> bytes:
-        """The stored image of ``page`` as it would be unencrypted (see parsers.crypt)."""
+    def decrypt(self, page: bytes | memoryview, page_no: int) -> bytes | None:
+        """The stored image of ``page`` as it would be unencrypted (see parsers.crypt); None
+        when its envelope says it is not encrypted, or is damaged (the decoder reports that)."""
+        env = read_envelope(page, self.fmt)
+        if not env.encrypted or env.problem is not None:
+            return None
+        return self.plain(page, env, page_no)
+
+    def plain(self, page: bytes | memoryview, env: Envelope, page_no: int) -> bytes:
+        """Decrypt the encrypted ``page`` whose envelope is ``env``."""
         fmt = self.fmt
         if fmt.mysql_encryption is not None:
-            if int.from_bytes(page[24:26], "big") == crypt.FIL_PAGE_COMPRESSED_AND_ENCRYPTED:
-                return self._mysql_compressed(page, page_no)
-            return crypt.mysql_plain_image(
-                page, physical=fmt.physical_size, key=self.key, iv=self.iv
-            )
+            if env.encrypted_to_write_block:
+                return self._mysql_write_length(page, env, page_no)
+            return crypt.mysql_plain_image(page, env, key=self.key, iv=self.iv)
         assert self.cipher is not None
         return crypt.mariadb_plain_image(
-            page,
-            physical=fmt.physical_size,
-            full_crc32=fmt.full_crc32,
-            space_id=fmt.space_id,
-            key=self.key,
-            cipher=self.cipher,
+            page, env, space_id=fmt.space_id, key=self.key, cipher=self.cipher
         )
 
-    def _mysql_compressed(self, page: bytes | memoryview, page_no: int) -> bytes:
-        """Type 16: the write length depends on the block size; keep the one that verifies."""
+    def _mysql_write_length(self, page: bytes | memoryview, env: Envelope, page_no: int) -> bytes:
+        """Type 16, metadata version 1: the ciphertext ends at the write length, which depends
+        on the block size the server wrote with; keep the one whose plaintext verifies."""
         first: bytes | None = None
         for block in MYSQL_BLOCK_SIZES:
             try:
                 image = crypt.mysql_plain_image(
-                    page,
-                    physical=self.fmt.physical_size,
-                    key=self.key,
-                    iv=self.iv,
-                    block_size=block,
+                    page, env, key=self.key, iv=self.iv, block_size=block
                 )
             except CryptError:
                 continue
@@ -161,11 +155,12 @@ def _mariadb(
     probed = 0
     for page_no in range(1, n_pages):
         page = read_page(page_no)
-        if not crypt.mariadb_encrypted(page, fmt.full_crc32, crypt_data):
+        env = read_envelope(page, fmt)
+        if not env.encrypted or env.problem is not None:
             continue
         for cipher, dec in candidates.items():
             try:
-                image = dec.plain(page, page_no)
+                image = dec.plain(page, env, page_no)
             except CryptError:
                 continue
             if _verifies(image, page_no, fmt):

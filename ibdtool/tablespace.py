@@ -100,7 +100,8 @@ class Tablespace:
         opened the tablespace."""
         raw = self.raw_page(page_no)
         dec = self.decryptor
-        return dec.plain(raw, page_no) if dec is not None and dec.encrypted(raw) else raw
+        plain = dec.decrypt(raw, page_no) if dec is not None else None
+        return raw if plain is None else plain
 
     def close(self) -> None:
         if self._fd >= 0:
@@ -143,15 +144,11 @@ class Tablespace:
         header_only: bool = False,
     ) -> PageInfo:
         dec = self.decryptor
-        if dec is not None and dec.encrypted(buf):
+        plain = dec.decrypt(buf, page_no) if dec is not None else None
+        if dec is not None and plain is not None:
+            # the plaintext is a stored page again: its own envelope, checksum and decompression
             info = replace(
-                decode_page(
-                    dec.plain(buf, page_no),
-                    page_no,
-                    self.format,
-                    keep_page=keep,
-                    header_only=header_only,
-                ),
+                decode_page(plain, page_no, self.format, keep_page=keep, header_only=header_only),
                 decrypted=True,
                 key_version=dec.key_version(buf),
             )

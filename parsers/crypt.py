@@ -10,12 +10,10 @@ MariaDB (storage/innobase/fil/fil0crypt.cc, sql/encryption.cc, mysys_ssl/my_cryp
 * The cipher is the key plugin's: file_key_management's default ``aes_cbc`` (a tail that is not
   a whole block is XORed with AES-ECB of the IV) or ``aes_ctr``. It is not written anywhere, so
   a reader tries both and keeps the one whose plaintext verifies.
-* full_crc32: bytes [26, size-4) are encrypted, ``size`` the stored image (page or compressed
-  image); the key version sits at 0 and the CRC-32C covers the ciphertext. Classic: the key
-  version at 26, the post-encryption checksum at 30 (crc32 formula, zip formula on
-  ROW_FORMAT=COMPRESSED); bytes [38, size-8) are encrypted and the checksum at 0 is the
-  plaintext's. Page-compressed (37401): the compressed length at 38, the algorithm at 40, only
-  the payload at 42 is encrypted.
+* Which pages are encrypted, which bytes are ciphertext and what the stored checksum covers
+  is the page's envelope (:mod:`parsers.envelope`, one rule for every reader): full_crc32
+  (key version at 0, CRC-32C over the ciphertext), classic (key version at 26, the checksum of
+  the stored bytes at 30, the one at 0 the plaintext's), page_compressed 37401 (the payload).
 
 MySQL (storage/innobase/os/os0enc.cc):
 
@@ -23,9 +21,10 @@ MySQL (storage/innobase/os/os0enc.cc):
   (``lCB``, ``lCC``), then the tablespace key and IV (32 + 32 bytes) AES-256-ECB encrypted with
   the master key ``INNODBKey-<uuid>-<id>``, then CRC-32C of the plaintext key and IV.
   Master key id 0 means the built-in default key (``DefaultMasterKey``).
-* Pages of type 15/16/17: bytes [38, end) are AES-256-CBC with the tablespace key and the first
-  16 bytes of its IV; when the length is not whole blocks, the last 32 bytes were encrypted a
-  second time after the rest. The original type is at 28 (15), RTREE (17), or type 14 (16).
+* Pages of type 15/16/17: the envelope's ciphertext is AES-256-CBC with the tablespace key and
+  the first 16 bytes of its IV; when the length is not whole blocks, the last 32 bytes were
+  encrypted a second time after the rest. The original type is at 28 (15), RTREE (17), or
+  type 14 (16).
 
 Each ``*_plain_image`` function returns the stored image as the server would have written it
 unencrypted, so the ordinary decoder then reads it (decompression, the plaintext's checksum).
@@ -48,13 +47,23 @@ from parsers.constants import (
     FIL_PAGE_ENCRYPTED,
     FIL_PAGE_ENCRYPTED_RTREE,
     FIL_PAGE_PAGE_COMPRESSED,
-    FIL_PAGE_PAGE_COMPRESSED_ENCRYPTED,
     FIL_PAGE_RTREE,
-    FIL_PAGE_TYPE_FSP_HDR,
-    FIL_PAGE_TYPE_XDES,
 )
 from parsers.crc32c_fast import crc32c
+from parsers.envelope import Checksum, Envelope, Kind
 from parsers.errors import ParseError
+from parsers.structs import (
+    FCRC32_KEY_VERSION_OFFSET,
+    FIL_HEADER_FAST,
+    MARIADB_CLASSIC_COMP_OFFSET,
+    MARIADB_CLASSIC_ENC_FAST,
+    MARIADB_CLASSIC_FAST,
+    MARIADB_CLASSIC_PAYLOAD,
+    MARIADB_CRYPT_HEADER_END,
+    MARIADB_CRYPT_KEY_VERSION_OFFSET,
+    MYSQL_COMPRESSION_META_OFFSET,
+    MYSQL_META_FAST,
+)
 
 MARIADB_CRYPT_MAGIC = bytes.fromhex("730E0C524574")
 MYSQL_MAGICS = {b"lCA": 1, b"lCB": 2, b"lCC": 3}
@@ -64,12 +73,6 @@ MYSQL_MASTER_KEY_PREFIX = "INNODBKey"
 #: Encryption::DEFAULT_MASTER_KEY, used while no keyring master key exists (master key id 0)
 MYSQL_DEFAULT_MASTER_KEY = b"DefaultMasterKey".ljust(MYSQL_KEY_LEN, b"\0")
 AES_BLOCK = 16
-MYSQL_MIN_ENCRYPTION_LEN = 2 * AES_BLOCK + FIL_PAGE_DATA
-FCRC32_KEY_VERSION = 0  # full_crc32: key version at 0
-KEY_VERSION_OFFSET = 26  # classic: FIL_PAGE_FILE_FLUSH_LSN_OR_KEY_VERSION
-FCRC32_ENCRYPTED_FROM = 26
-CLASSIC_COMP_HEADER = FIL_PAGE_DATA + 4  # 37401: length and algorithm before the payload
-FIL_PAGE_DATA_END = 8
 
 # --- page 0 -----------------------------------------------------------------------------------
 
@@ -261,89 +264,59 @@ def mariadb_decrypt(data: bytes, key: bytes, iv: bytes, cipher: Cipher_) -> byte
     return out
 
 
-def mariadb_key_version(page: bytes | memoryview, full_crc32: bool) -> int:
-    at = FCRC32_KEY_VERSION if full_crc32 else KEY_VERSION_OFFSET
-    return int.from_bytes(page[at : at + 4], "big")
-
-
-def mariadb_encrypted(
-    page: bytes | memoryview, full_crc32: bool, crypt: MariadbCrypt | None
-) -> bool:
-    """Is this stored page encrypted (buf_page_decrypt_after_read's test)?"""
-    if full_crc32:
-        return mariadb_key_version(page, True) != 0
-    if crypt is None or not crypt.encrypted:
-        return False
-    ptype = int.from_bytes(page[24:26], "big")
-    if ptype == FIL_PAGE_PAGE_COMPRESSED_ENCRYPTED:
-        return True
-    if ptype in (FIL_PAGE_TYPE_FSP_HDR, FIL_PAGE_TYPE_XDES, FIL_PAGE_PAGE_COMPRESSED):
-        return False
-    return mariadb_key_version(page, False) != 0
-
-
-def fcrc32_image_size(page: bytes | memoryview, physical: int) -> int | None:
-    """Bytes of the stored full_crc32 image (page, or compressed image); None if impossible."""
-    ptype = int.from_bytes(page[24:26], "big")
-    if not ptype & 0x8000:
-        return physical
-    size = (ptype & 0x7FFF) << 8
-    return size if 32 <= size < physical else None
+def _ciphertext(env: Envelope, page_no: int) -> tuple[int, int]:
+    """The envelope's ciphertext range; :class:`CryptError` when it has none (damage)."""
+    if env.problem is not None:
+        raise CryptError(f"page {page_no}: {env.problem}")
+    if env.encrypted_range is None:
+        raise CryptError(f"page {page_no}: no ciphertext range in its {env.kind.value} envelope")
+    return env.encrypted_range
 
 
 def mariadb_plain_image(
-    page: bytes | memoryview,
-    *,
-    physical: int,
-    full_crc32: bool,
-    space_id: int,
-    key: bytes,
-    cipher: Cipher_,
+    page: bytes | memoryview, env: Envelope, *, space_id: int, key: bytes, cipher: Cipher_
 ) -> bytes:
     """The stored image of an encrypted MariaDB page as it would be unencrypted.
 
+    The ciphertext and checksum scope are ``env``'s (:func:`parsers.envelope.read_envelope`).
     full_crc32: key version 0, the plaintext, and a CRC-32C of the plaintext image only if the
     stored CRC verified (so the decoder's verdict stays the stored page's). Classic: key version
     and post-encryption checksum zeroed (no checksum covers 26..33); a 37401 page becomes the
     34354 page MariaDB writes unencrypted (algorithm at 26, payload at 40).
     """
     mv = memoryview(page)
-    page_no = int.from_bytes(mv[4:8], "big")
-    lsn = int.from_bytes(mv[16:24], "big")
-    if full_crc32:
-        size = fcrc32_image_size(mv, physical)
-        if size is None:
-            raise CryptError(f"page {page_no}: impossible compressed size in the type word")
+    fil = FIL_HEADER_FAST.unpack_from(mv, 0)
+    page_no, lsn, header_space = fil[1], fil[4], fil[7]
+    start, end = _ciphertext(env, page_no)
+    if env.checksum is Checksum.FULL_CRC32:
+        crc_end = env.checksum_end if env.checksum_end is not None else len(mv)
         iv = mariadb_iv(space_id, page_no, lsn)
-        plain = mariadb_decrypt(bytes(mv[FCRC32_ENCRYPTED_FROM : size - 4]), key, iv, cipher)
         out = bytearray(mv)
-        out[0:4] = bytes(4)
-        out[FCRC32_ENCRYPTED_FROM : size - 4] = plain
-        if checksum.full_crc32(mv, size) == int.from_bytes(mv[size - 4 : size], "big"):
-            out[size - 4 : size] = checksum.full_crc32(memoryview(out), size).to_bytes(4, "big")
+        out[FCRC32_KEY_VERSION_OFFSET : FCRC32_KEY_VERSION_OFFSET + 4] = bytes(4)
+        out[start:end] = mariadb_decrypt(bytes(mv[start:end]), key, iv, cipher)
+        if checksum.full_crc32(mv, crc_end) == int.from_bytes(mv[crc_end - 4 : crc_end], "big"):
+            crc = checksum.full_crc32(memoryview(out), crc_end)
+            out[crc_end - 4 : crc_end] = crc.to_bytes(4, "big")
         return bytes(out)
-    header_space = int.from_bytes(mv[34:38], "big")
     iv = mariadb_iv(header_space, page_no, lsn)
-    ptype = int.from_bytes(mv[24:26], "big")
-    if ptype == FIL_PAGE_PAGE_COMPRESSED_ENCRYPTED:
-        length = int.from_bytes(mv[FIL_PAGE_DATA : FIL_PAGE_DATA + 2], "big")
-        algorithm = int.from_bytes(mv[FIL_PAGE_DATA + 2 : FIL_PAGE_DATA + 4], "big")
-        if CLASSIC_COMP_HEADER + length > physical:
-            raise CryptError(f"page {page_no}: compressed length {length} exceeds the page")
-        payload = bytes(mv[CLASSIC_COMP_HEADER : CLASSIC_COMP_HEADER + length])
-        out = bytearray(physical)
-        out[0:24] = mv[0:24]
+    plain = mariadb_decrypt(bytes(mv[start:end]), key, iv, cipher)
+    if env.kind is Kind.MARIADB_COMPRESSED:
+        # 37401 -> 34354: the 8-byte algorithm id at 26, the length at 38, the payload at 40
+        head = MARIADB_CLASSIC_ENC_FAST.unpack_from(mv, MARIADB_CLASSIC_COMP_OFFSET)
+        algorithm_id = head[-1]
+        out = bytearray(len(mv))
+        out[:MARIADB_CLASSIC_COMP_OFFSET] = mv[:MARIADB_CLASSIC_COMP_OFFSET]
         out[24:26] = FIL_PAGE_PAGE_COMPRESSED.to_bytes(2, "big")
-        out[26:34] = algorithm.to_bytes(8, "big")
-        out[34:40] = mv[34:40]
-        out[FIL_PAGE_DATA + 2 : FIL_PAGE_DATA + 2 + length] = mariadb_decrypt(
-            payload, key, iv, cipher
+        MARIADB_CLASSIC_FAST.pack_into(
+            out, MARIADB_CLASSIC_COMP_OFFSET, algorithm_id, header_space, end - start
         )
+        out[MARIADB_CLASSIC_PAYLOAD : MARIADB_CLASSIC_PAYLOAD + len(plain)] = plain
         return bytes(out)
     out = bytearray(mv)
-    out[26:34] = bytes(8)
-    end = physical - FIL_PAGE_DATA_END
-    out[FIL_PAGE_DATA:end] = mariadb_decrypt(bytes(mv[FIL_PAGE_DATA:end]), key, iv, cipher)
+    out[MARIADB_CRYPT_KEY_VERSION_OFFSET:MARIADB_CRYPT_HEADER_END] = bytes(
+        MARIADB_CRYPT_HEADER_END - MARIADB_CRYPT_KEY_VERSION_OFFSET
+    )
+    out[start:end] = plain
     return bytes(out)
 
 
@@ -367,42 +340,37 @@ def mysql_decrypt(data: bytes, key: bytes, iv: bytes) -> bytes:
     return cbc(staged[:whole]) + staged[whole:]
 
 
-def mysql_encrypted(page: bytes | memoryview) -> bool:
-    ptype = int.from_bytes(page[24:26], "big")
-    return ptype in (
-        FIL_PAGE_ENCRYPTED,
-        FIL_PAGE_COMPRESSED_AND_ENCRYPTED,
-        FIL_PAGE_ENCRYPTED_RTREE,
-    )
-
-
 def mysql_plain_image(
-    page: bytes | memoryview, *, physical: int, key: bytes, iv: bytes, block_size: int = 4096
+    page: bytes | memoryview,
+    env: Envelope,
+    *,
+    key: bytes,
+    iv: bytes,
+    block_size: int = 4096,
 ) -> bytes:
     """The stored image of an encrypted MySQL page (type 15/16/17) as it was before encryption.
 
-    A type-16 image with compression meta version 1 was encrypted over its write length,
-    ``38 + compressed size`` rounded up to the filesystem block the server wrote with
-    (``block_size``, not recorded on disk); version 2 over the image, at least 70 bytes.
+    The ciphertext is ``env``'s; a type-16 page with compression metadata version 1 was
+    encrypted to its write length, for which ``block_size`` (not recorded on disk) is assumed.
+    The type goes back to the original at 28 (15), RTREE (17) or 14 (16).
     """
     mv = memoryview(page)
-    ptype = int.from_bytes(mv[24:26], "big")
-    end = physical
-    if ptype == FIL_PAGE_COMPRESSED_AND_ENCRYPTED:
-        z_len = int.from_bytes(mv[32:34], "big")
-        if mv[26] == 1:  # compression meta version 1: the write length, whole blocks
-            end = -(-(FIL_PAGE_DATA + z_len) // block_size) * block_size
-        else:  # version 2: the image itself, at least two AES blocks
-            end = max(FIL_PAGE_DATA + z_len, MYSQL_MIN_ENCRYPTION_LEN)
-        if end > physical:
-            raise CryptError(f"compressed length {z_len} exceeds the page")
+    page_no = FIL_HEADER_FAST.unpack_from(mv, 0)[1]
+    if env.encrypted_to_write_block and env.problem is None:
+        rng = env.written_encrypted_range(block_size, len(mv))
+        if rng is None:
+            raise CryptError(f"page {page_no}: a write in {block_size}-byte blocks overruns it")
+        start, end = rng
+    else:
+        start, end = _ciphertext(env, page_no)
     out = bytearray(mv)
-    out[FIL_PAGE_DATA:end] = mysql_decrypt(bytes(mv[FIL_PAGE_DATA:end]), key, iv)
-    if ptype == FIL_PAGE_ENCRYPTED:
-        out[24:26] = mv[28:30]
+    out[start:end] = mysql_decrypt(bytes(mv[start:end]), key, iv)
+    if env.stored_type == FIL_PAGE_ENCRYPTED:
+        original = MYSQL_META_FAST.unpack_from(mv, MYSQL_COMPRESSION_META_OFFSET)[2]
+        out[24:26] = original.to_bytes(2, "big")
         out[28:30] = b"\0\0"
-    elif ptype == FIL_PAGE_ENCRYPTED_RTREE:
+    elif env.stored_type == FIL_PAGE_ENCRYPTED_RTREE:
         out[24:26] = FIL_PAGE_RTREE.to_bytes(2, "big")
-    elif ptype == FIL_PAGE_COMPRESSED_AND_ENCRYPTED:
+    elif env.stored_type == FIL_PAGE_COMPRESSED_AND_ENCRYPTED:
         out[24:26] = FIL_PAGE_COMPRESSED.to_bytes(2, "big")
     return bytes(out)

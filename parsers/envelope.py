@@ -10,9 +10,15 @@ the field layout, ``checksum``'s fast path and the page-state count of ``server`
 A number the format cannot hold (a size past the page, below the format's minimum) is damage:
 the envelope then has a ``problem`` and no ``stored_size``, so no caller sums it.
 
-Decryption and partial decompression start from here: ``encrypted_range`` names the ciphertext
-(after decrypting it, read the envelope of the plaintext again: the full_crc32 length byte lies
-inside the ciphertext) and ``payload_offset``/``payload_length`` the compressed stream.
+Decryption (:mod:`parsers.crypt`) and partial decompression start from here:
+``encrypted_range`` names the ciphertext (after decrypting it, read the envelope of the
+plaintext again: the full_crc32 length byte lies inside the ciphertext) and
+``payload_offset``/``payload_length`` the compressed stream. Which pages are encrypted is this
+module's rule too: full_crc32's key version at 0; MySQL types 15/16/17; MariaDB 37401; and, in a
+classic tablespace whose page-0 crypt data says so (``crypt_encrypted``), a key version at 26,
+the checksum of the stored bytes then at 30 (:attr:`Checksum.CRYPT`). A MySQL type-16 page of
+metadata version 1 is encrypted to its write length, which needs the filesystem block size
+(:meth:`Envelope.written_encrypted_range`).
 """
 
 from __future__ import annotations
@@ -61,6 +67,9 @@ HEADER_BYTES = MARIADB_CLASSIC_ENC_PAYLOAD
 
 #: The smallest full_crc32 image: header, at least one payload byte and the CRC, in whole units.
 FCRC32_MIN_STORED = FCRC32_SIZE_UNIT
+#: Encryption::MIN_ENCRYPTION_LEN: MySQL encrypts at least two AES blocks after the header
+MYSQL_MIN_ENCRYPTION_LEN = 2 * 16 + FIL_PAGE_DATA
+MYSQL_META_VERSION_1 = 1  # Compression::FIL_PAGE_VERSION_1
 _FCRC32_UNITS = (1 << FCRC32_SIZE_BITS) - 1
 _FCRC32_SHIFT = FCRC32_SIZE_UNIT.bit_length() - 1
 
@@ -148,7 +157,10 @@ class Envelope:
     payload_length: int | None = None
     #: [start, end) of the ciphertext, as far as FORMATS.md establishes it
     encrypted_range: tuple[int, int] | None = None
-    original_type: int | None = None  # type 14: the page type before compression (§2.1)
+    #: MySQL type 16, compression metadata version 1: the ciphertext runs from the payload to
+    #: the write length, a filesystem block size not on disk (:meth:`written_encrypted_range`)
+    encrypted_to_write_block: bool = False
+    original_type: int | None = None  # type 14/16: the page type before compression (§2.1)
     problem: str | None = None  # the header holds numbers the format cannot
 
     @property
@@ -159,6 +171,16 @@ class Envelope:
     def check_lsn(self) -> bool:
         """Does the checksum verdict include the LSN copy in the trailer (§6.4, §6.6)?"""
         return self.kind is Kind.PLAIN and not self.encrypted
+
+    def written_encrypted_range(self, block_size: int, physical: int) -> tuple[int, int] | None:
+        """The ciphertext had the page been written in ``block_size`` blocks: ``encrypted_range``
+        unless :attr:`encrypted_to_write_block`; None when that write would not fit the page."""
+        if not self.encrypted_to_write_block:
+            return self.encrypted_range
+        if self.payload_offset is None or self.payload_end is None:
+            return None
+        end = -(-self.payload_end // block_size) * block_size
+        return (self.payload_offset, end) if end <= physical else None
 
     @property
     def payload_end(self) -> int | None:
@@ -420,12 +442,21 @@ def _mysql_compressed_encrypted(
 ) -> Envelope:
     """§2.2 type 16: a type-14 page whose body is encrypted; its metadata stays plaintext.
 
-    Which bytes are ciphertext is not established (FORMATS.md §11), so no ``encrypted_range``.
+    The ciphertext starts at 38 (Encryption::encrypt, checked against MySQL 8.0.33). With
+    compression metadata version 2 it is the image, at least :data:`MYSQL_MIN_ENCRYPTION_LEN`
+    bytes; with version 1 it runs to the write length, the image rounded up to the filesystem
+    block the server wrote with, which is not on disk: no ``encrypted_range`` then, but
+    :meth:`Envelope.written_encrypted_range` for a block size.
     """
-    _version, algorithm_id, original_type, _size, length = MYSQL_META_FAST.unpack_from(
+    version, algorithm_id, original_type, _size, length = MYSQL_META_FAST.unpack_from(
         page, MYSQL_COMPRESSION_META_OFFSET
     )
     size_ok = length > 0 and FIL_PAGE_DATA + length <= physical
+    rounded = version == MYSQL_META_VERSION_1
+    encrypted_range: tuple[int, int] | None = None
+    if size_ok and not rounded:
+        end = max(FIL_PAGE_DATA + length, MYSQL_MIN_ENCRYPTION_LEN)
+        encrypted_range = (FIL_PAGE_DATA, end) if end <= physical else None
     return Envelope(
         Kind.MYSQL_COMPRESSED,
         stored_type,
@@ -435,6 +466,8 @@ def _mysql_compressed_encrypted(
         stored_size=FIL_PAGE_DATA + length if size_ok else None,
         payload_offset=FIL_PAGE_DATA,
         payload_length=length if size_ok else None,
+        encrypted_range=encrypted_range,
+        encrypted_to_write_block=size_ok and rounded,
         original_type=original_type,
         problem=None if size_ok else f"compressed length {length} out of range",
     )

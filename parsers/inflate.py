@@ -5,7 +5,8 @@ its original type put back, then the inflated body. MariaDB (§3.1, §3.2) compr
 page. zlib streams report the bytes they really consumed, the payload length InnoDB would give.
 Every payload is inflated through the codec registry (:mod:`parsers.codecs`), whose calls are
 capped at the page: a stream that would inflate past it is an error, never a bigger buffer.
-Encrypted images must be decrypted first (there is no decryption yet: they raise).
+Encrypted images must be decrypted first (:mod:`parsers.crypt`, with the key); without it
+they raise, and the decrypted image, a stored page again, is read through its own envelope.
 """
 
 from __future__ import annotations
@@ -21,7 +22,7 @@ def inflate(page: bytes | memoryview, env: Envelope, logical_size: int) -> tuple
     if env.problem is not None:
         raise CodecError(env.problem)
     if env.encrypted:
-        raise CodecError("the image is encrypted")
+        raise CodecError("the image is encrypted: decrypt it with its key first (--keyring)")
     start, end = env.payload_offset, env.payload_end
     if not env.compressed or start is None or end is None:
         raise CodecError(f"{env.kind.value} page has no compressed payload")

@@ -16,6 +16,7 @@ import json
 import secrets
 import shutil
 import subprocess
+from collections import Counter
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -23,6 +24,11 @@ from typing import Any
 
 import pytest
 
+from ibdtool.tablespace import Tablespace
+from parsers.codecs import CodecError
+from parsers.envelope import read_envelope
+from parsers.inflate import inflate
+from parsers.keyring import read_keyring
 from samples import servers
 from tests.server_fixtures import FAST, _need, ibdtool, make_table
 
@@ -280,3 +286,49 @@ def test_simulate_with_the_key_reads_the_plaintext(made: Made) -> None:
     b = json.loads(twin.stdout)["results"][0]["predicted_allocated"]
     # the same rows in the same page layout: only headers (LSNs, ids) differ
     assert abs(a - b) <= 0.02 * b
+
+
+def _inflated_types(path: Path, keyring_for: Made | None) -> Counter[int]:
+    """Page types inside the page_compressed images of ``path``, each decrypted (with the key
+    of ``keyring_for``) and inflated by its envelope; without a key inflate must refuse."""
+    keyring = None
+    if keyring_for is not None:
+        secret = SECRET if keyring_for.name.endswith("filekey") else None
+        keyring = read_keyring(keyring_for.keys, secret)
+    types: Counter[int] = Counter()
+    with Tablespace(path, keyring) as ts:
+        fmt, dec = ts.format, ts.decryptor
+        for n in range(ts.n_pages):
+            raw = ts.raw_page(n)
+            env = read_envelope(raw, fmt)
+            if not env.compressed:
+                continue
+            if env.encrypted:
+                assert env.encrypted_range is not None and env.problem is None, n
+                with pytest.raises(CodecError, match=r"encrypted.*key"):
+                    inflate(raw, env, fmt.logical_size)
+                assert dec is not None
+                plain = dec.decrypt(raw, n)
+                assert plain is not None, n
+                env = read_envelope(plain, fmt)
+                assert not env.encrypted and env.compressed and env.problem is None, n
+                raw = plain
+            page, _ = inflate(raw, env, fmt.logical_size)
+            types[int.from_bytes(page[24:26], "big")] += 1
+    return types
+
+
+def test_inflate_needs_the_key_and_decrypted_images_inflate_like_the_twins(made: Made) -> None:
+    """The envelope names the ciphertext of every page_compressed image (37401, or full_crc32
+    with a key version); inflate refuses it without the key, and once decrypted the image is
+    read by its own envelope and inflates to the pages of the unencrypted twin."""
+    with Tablespace(made.files["pc"]) as ts:
+        encrypted = [
+            n
+            for n in range(ts.n_pages)
+            if (e := read_envelope(ts.raw_page(n), ts.format)).compressed and e.encrypted
+        ]
+    assert encrypted, "no encrypted page_compressed image to test"
+    got = _inflated_types(made.files["pc"], made)
+    assert sum(got.values()) >= len(encrypted)
+    assert got == _inflated_types(made.files["pctwin"], None)

@@ -17,10 +17,15 @@ import pytest
 from ibdtool.tablespace import Tablespace
 from parsers import checksum
 from parsers.codecs import FCRC32_LENGTH_BYTE
-from parsers.constants import FIL_PAGE_PAGE_COMPRESSED, Algorithm
+from parsers.constants import (
+    FIL_PAGE_COMPRESSED_AND_ENCRYPTED,
+    FIL_PAGE_PAGE_COMPRESSED,
+    Algorithm,
+)
 from parsers.crc32c_fast import crc32c
 from parsers.envelope import (
     HEADER_BYTES,
+    Checksum,
     Geometry,
     Kind,
     fcrc32_declared_size,
@@ -29,12 +34,18 @@ from parsers.envelope import (
 )
 from parsers.flags import PAGE_SIZES
 from parsers.inflate import inflate
-from parsers.layout import mariadb_fcrc32_stored_size
+from parsers.layout import mariadb_fcrc32_stored_size, mysql_write_size
 from parsers.structs import (
     FCRC32_SIZE_UNIT,
     MARIADB_CLASSIC_FAST,
+    MARIADB_CRYPT_CHECKSUM_OFFSET,
+    MARIADB_CRYPT_KEY_VERSION_OFFSET,
+    MYSQL_COMPRESSION_META_OFFSET,
+    MYSQL_META_FAST,
     Fcrc32CompressedType,
     MariaDBClassicCompHeader,
+    MariaDBClassicCryptHeader,
+    MariaDBClassicEncCompHeader,
 )
 from tests.catalog import CatalogEntry, load_catalog
 from tests.conftest import require_corpus
@@ -133,6 +144,7 @@ def test_no_header_yields_an_impossible_size() -> None:
             logical,
             rng.random() < 0.5,
             rng.choice((None, *Algorithm)),
+            crypt_encrypted=rng.random() < 0.3,
         )
         head = bytearray(rng.randbytes(HEADER_BYTES))
         if rng.random() < 0.7:
@@ -142,3 +154,59 @@ def test_no_header_yields_an_impossible_size() -> None:
             assert 0 < env.stored_size <= physical, (env, geo)
         if env.payload_end is not None:
             assert env.payload_end <= physical, (env, geo)
+        if env.encrypted_range is not None:
+            start, end = env.encrypted_range
+            assert 0 < start < end <= physical, (env, geo)
+        for block in (512, 4096, 65536):
+            written = env.written_encrypted_range(block, physical)
+            if written is not None:
+                assert 0 < written[0] < written[1] <= physical, (env, geo)
+
+
+def test_classic_crypt_bytes_follow_their_declarations() -> None:
+    """The key version and post-encryption checksum the envelope reads are the declared fields
+    at 26..33 (§1.1 FIL_PAGE_FILE_FLUSH_LSN_OR_KEY_VERSION), as 37401's header declares them."""
+    enc_fields = [sub.name for sub in MariaDBClassicEncCompHeader.subcons]
+    crypt_fields = [sub.name for sub in MariaDBClassicCryptHeader.subcons]
+    assert enc_fields[: len(crypt_fields)] == crypt_fields
+    assert MARIADB_CRYPT_CHECKSUM_OFFSET - MARIADB_CRYPT_KEY_VERSION_OFFSET == 4
+    rng = random.Random("ibdtool-crypt")
+    for _ in range(2000):
+        head = bytearray(rng.randbytes(HEADER_BYTES))
+        head[24:26] = rng.choice((0, 2, 3, 17855)).to_bytes(2, "big")
+        parsed = MariaDBClassicCryptHeader.parse(bytes(head[26:34]))
+        for crypt in (False, True):
+            env = read_envelope(bytes(head), Geometry(16384, 16384, False, crypt_encrypted=crypt))
+            assert env.encrypted is (crypt and parsed.key_version != 0)
+            assert (env.checksum is Checksum.CRYPT) is env.encrypted
+            if env.encrypted:
+                assert env.checksum_at == MARIADB_CRYPT_CHECKSUM_OFFSET
+                assert env.encrypted_range == (38, 16384 - 8)  # header and trailer stay plain
+
+
+def test_mysql_type16_ciphertext_ends_where_the_server_writes() -> None:
+    """Type 16, metadata version 1: the ciphertext ends at the write length that MySQL's write
+    rule (:func:`parsers.layout.mysql_write_size`, computed forward) gives for each block."""
+    rng = random.Random("ibdtool-type16")
+    checked = 0
+    for _ in range(5000):
+        physical = rng.choice((4096, 8192, 16384, 32768, 65536))
+        head = bytearray(HEADER_BYTES)
+        head[24:26] = FIL_PAGE_COMPRESSED_AND_ENCRYPTED.to_bytes(2, "big")
+        length = rng.randrange(1, physical)
+        version = rng.choice((1, 2))
+        MYSQL_META_FAST.pack_into(
+            head, MYSQL_COMPRESSION_META_OFFSET, version, 1, 17855, physical - 38, length
+        )
+        env = read_envelope(bytes(head), Geometry(physical, physical, False))
+        for block in (512, 1024, 4096, 8192):
+            written = mysql_write_size(length, physical, block)
+            if written is None or env.problem is not None:
+                continue
+            got = env.written_encrypted_range(block, physical)
+            if version == 1:
+                assert got == (38, written), (length, block)
+            else:  # version 2: the image, at least two AES blocks
+                assert got == (38, max(38 + length, 70)), (length, block)
+            checked += 1
+    assert checked > 1000
