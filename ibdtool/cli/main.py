@@ -16,8 +16,8 @@ from typing import Any, ClassVar, NoReturn, TypeVar
 import click
 
 from ibdtool.cli.complete import TablespacePath, complete_algorithms, complete_block_sizes
+from ibdtool.cli.keyring_option import keyring_options
 from ibdtool.errors import ExitCode, IbdtoolError, InputError
-from ibdtool.keyring_option import keyring_options
 from parsers import codecs
 from parsers.keyring import Keyring
 

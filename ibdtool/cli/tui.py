@@ -10,6 +10,7 @@ from typing import Any
 
 import click
 
+from ibdtool.cli.keyring_option import keyring_options
 from ibdtool.cli.server import (
     CLIENT_CONTEXT,
     ClientCommand,
@@ -17,7 +18,6 @@ from ibdtool.cli.server import (
     resolve_connection,
 )
 from ibdtool.errors import IbdtoolError
-from ibdtool.keyring_option import keyring_options
 from parsers.keyring import Keyring
 
 
