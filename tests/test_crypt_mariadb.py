@@ -30,7 +30,8 @@ from parsers.envelope import read_envelope
 from parsers.inflate import inflate
 from parsers.keyring import read_keyring
 from samples import servers
-from tests.server_fixtures import FAST, _need, ibdtool, make_table
+from tests.cli_runner import run_ibdtool
+from tests.server_fixtures import FAST, _need, make_table
 
 pytestmark = pytest.mark.xdist_group("mariadb_crypt")
 
@@ -142,7 +143,7 @@ def made(
 
 
 def _inspect(path: Path, *extra: str) -> dict[str, Any]:
-    r = ibdtool("inspect", "--json", str(path), *extra)
+    r = run_ibdtool("inspect", "--json", str(path), *extra)
     assert r.returncode == 0, r.stderr
     return dict(json.loads(r.stdout))
 
@@ -157,10 +158,10 @@ def _innochecksum_ok(path: Path) -> bool:
 def test_checksum_with_and_without_the_key_agrees_with_innochecksum(made: Made, table: str) -> None:
     path = made.files[table]
     assert _innochecksum_ok(path)
-    with_key = ibdtool("checksum", str(path), *made.keyring_args)
+    with_key = run_ibdtool("checksum", str(path), *made.keyring_args)
     assert with_key.returncode == 0, with_key.stdout + with_key.stderr
     # without the key the stored checksums are still verified: no false alarm
-    without = ibdtool("checksum", str(path))
+    without = run_ibdtool("checksum", str(path))
     assert without.returncode == 0, without.stdout + without.stderr
 
 
@@ -199,13 +200,13 @@ def test_inspect_without_the_key_shows_crypt_data_and_encrypted_pages(
     assert len(bytes.fromhex(enc["iv"])) == 16
     assert enc["pages_decrypted"] == 0 and enc["decrypted_with"] is None
     assert doc["page_types"]["ENCRYPTED"] == enc["pages_encrypted"] > 0
-    text = ibdtool("inspect", str(made.files[table]))
+    text = run_ibdtool("inspect", str(made.files[table]))
     assert text.returncode == 0 and f"key id {enc['key_id']}" in text.stdout
 
 
 def test_pages_with_the_key_match_the_twin_row_by_row(made: Made) -> None:
-    got = ibdtool("pages", "--json", str(made.files["enc"]), *made.keyring_args)
-    twin = ibdtool("pages", "--json", str(made.files["twin"]))
+    got = run_ibdtool("pages", "--json", str(made.files["enc"]), *made.keyring_args)
+    twin = run_ibdtool("pages", "--json", str(made.files["twin"]))
     assert got.returncode == 0 and twin.returncode == 0, got.stderr + twin.stderr
     rows = [json.loads(line) for line in got.stdout.splitlines()]
     twin_rows = [json.loads(line) for line in twin.stdout.splitlines()]
@@ -219,7 +220,7 @@ def test_a_wrong_key_is_one_line_and_exit_2(made: Made, tmp_path: Path) -> None:
     wrong.write_text(_key_lines())  # the same ids, other keys
     for table in TABLES:
         for command in ("checksum", "inspect", "pages"):
-            r = ibdtool(command, str(made.files[table]), "--keyring", str(wrong))
+            r = run_ibdtool(command, str(made.files[table]), "--keyring", str(wrong))
             assert r.returncode == 2, (command, table, r.stdout, r.stderr)
             assert r.stdout == ""
             lines = r.stderr.splitlines()
@@ -229,7 +230,7 @@ def test_a_wrong_key_is_one_line_and_exit_2(made: Made, tmp_path: Path) -> None:
 def test_a_missing_key_id_is_one_line_and_exit_2(made: Made, tmp_path: Path) -> None:
     only_one = tmp_path / "one.txt"
     only_one.write_text("1;" + secrets.token_hex(32) + "\n")
-    r = ibdtool("checksum", str(made.files["enc"]), "--keyring", str(only_one))
+    r = run_ibdtool("checksum", str(made.files["enc"]), "--keyring", str(only_one))
     assert r.returncode == 2
     assert r.stderr.splitlines() == [
         f"ibdtool: error: {made.files['enc']}: key id 2 is not in the key file"
@@ -250,7 +251,7 @@ def test_a_damaged_encrypted_page_is_found_with_and_without_the_key(
         bad.write_bytes(bytes(data))
         assert not _innochecksum_ok(bad)
         for extra in ([], made.keyring_args):
-            r = ibdtool("checksum", str(bad), *extra)
+            r = run_ibdtool("checksum", str(bad), *extra)
             assert r.returncode == 1, (table, extra, r.stdout, r.stderr)
             assert f"invalid pages: {page}" in r.stdout
 
@@ -258,29 +259,29 @@ def test_a_damaged_encrypted_page_is_found_with_and_without_the_key(
 def test_a_filekey_is_needed_exactly_for_an_encrypted_key_file(made: Made) -> None:
     target = str(made.files["enc"])
     if not made.name.endswith("filekey"):
-        r = ibdtool("checksum", target, "--keyring", str(made.keys), "--keyring-filekey", "x")
+        r = run_ibdtool("checksum", target, "--keyring", str(made.keys), "--keyring-filekey", "x")
         assert r.returncode == 2 and len(r.stderr.splitlines()) == 1
         assert "not encrypted" in r.stderr
         return
-    r = ibdtool("checksum", target, "--keyring", str(made.keys))
+    r = run_ibdtool("checksum", target, "--keyring", str(made.keys))
     assert r.returncode == 2 and len(r.stderr.splitlines()) == 1
     assert "encrypted" in r.stderr
-    r = ibdtool("checksum", target, "--keyring", str(made.keys), "--keyring-filekey", "nope")
+    r = run_ibdtool("checksum", target, "--keyring", str(made.keys), "--keyring-filekey", "nope")
     assert r.returncode == 2 and len(r.stderr.splitlines()) == 1
     assert "wrong filekey" in r.stderr
     secret_file = made.dir / "secret"
     secret_file.write_text(SECRET + "\n")
-    r = ibdtool(
+    r = run_ibdtool(
         "checksum", target, "--keyring", str(made.keys), "--keyring-filekey", f"FILE:{secret_file}"
     )
     assert r.returncode == 0, r.stderr
 
 
 def test_simulate_with_the_key_reads_the_plaintext(made: Made) -> None:
-    got = ibdtool(
+    got = run_ibdtool(
         "simulate", "--json", "-a", "mariadb:zlib", str(made.files["enc"]), *made.keyring_args
     )
-    twin = ibdtool("simulate", "--json", "-a", "mariadb:zlib", str(made.files["twin"]))
+    twin = run_ibdtool("simulate", "--json", "-a", "mariadb:zlib", str(made.files["twin"]))
     assert got.returncode == 0 and twin.returncode == 0, got.stderr + twin.stderr
     a = json.loads(got.stdout)["results"][0]["predicted_allocated"]
     b = json.loads(twin.stdout)["results"][0]["predicted_allocated"]

@@ -25,8 +25,8 @@ from parsers.keyring import (
     read_keyring,
 )
 from tests.catalog import load_catalog
+from tests.cli_runner import run_ibdtool
 from tests.conftest import corpus_file
-from tests.server_fixtures import ibdtool
 
 KEYRING = "percona-parser/tests/keyring_test"
 MASTER = "INNODBKey-0ca67a48-5da5-11f0-b0fe-bc24111003dd-1"
@@ -45,7 +45,7 @@ def _catalog(rel: str) -> Any:
 
 
 def _inspect(path: Path, *extra: str) -> dict[str, Any]:
-    r = ibdtool("inspect", "--json", str(path), *extra)
+    r = run_ibdtool("inspect", "--json", str(path), *extra)
     assert r.returncode == 0, r.stderr
     return dict(json.loads(r.stdout))
 
@@ -109,7 +109,7 @@ def test_every_encrypted_page_verifies_after_decryption(rel: str) -> None:
     assert doc["checksum"]["invalid"] == 0
     assert doc["checksum"]["valid"] == entry.checksums["crc32"] + entry.checksums["nomatch"]
     assert doc["sdi"] and doc["sdi"]["table"]  # the SDI is read from decrypted pages
-    r = ibdtool("checksum", str(path), "--keyring", str(corpus_file(KEYRING)))
+    r = run_ibdtool("checksum", str(path), "--keyring", str(corpus_file(KEYRING)))
     assert r.returncode == 0, r.stdout + r.stderr
 
 
@@ -126,9 +126,9 @@ def test_decrypted_zip_table_has_the_types_of_its_unencrypted_version() -> None:
 
 def test_sdi_of_an_encrypted_table_needs_the_key() -> None:
     path = corpus_file("percona-parser/tests/encrypted_test.ibd")
-    r = ibdtool("sdi", str(path))
+    r = run_ibdtool("sdi", str(path))
     assert r.returncode == 2 and "keyring" in r.stderr
-    r = ibdtool("sdi", str(path), "--keyring", str(corpus_file(KEYRING)))
+    r = run_ibdtool("sdi", str(path), "--keyring", str(corpus_file(KEYRING)))
     assert r.returncode == 0, r.stderr
     assert json.loads(r.stdout)[0] == "ibd2sdi"
 
@@ -137,7 +137,7 @@ def test_a_wrong_master_key_is_one_line_and_exit_2(tmp_path: Path) -> None:
     wrong = _keyring_file(tmp_path / "wrong", {MASTER: os.urandom(32)})
     path = corpus_file(ENCRYPTED[0])
     for command in ("inspect", "checksum", "pages"):
-        r = ibdtool(command, str(path), "--keyring", str(wrong))
+        r = run_ibdtool(command, str(path), "--keyring", str(wrong))
         assert r.returncode == 2 and r.stdout == ""
         assert len(r.stderr.splitlines()) == 1 and "wrong key" in r.stderr, r.stderr
 
@@ -145,7 +145,7 @@ def test_a_wrong_master_key_is_one_line_and_exit_2(tmp_path: Path) -> None:
 def test_a_keyring_without_the_master_key_names_it(tmp_path: Path) -> None:
     other = _keyring_file(tmp_path / "other", {"INNODBKey-someone-else-1": os.urandom(32)})
     path = corpus_file(ENCRYPTED[0])
-    r = ibdtool("checksum", str(path), "--keyring", str(other))
+    r = run_ibdtool("checksum", str(path), "--keyring", str(other))
     assert r.returncode == 2
     assert r.stderr.splitlines() == [
         f"ibdtool: error: {path}: master key {MASTER} is not in the keyring"
@@ -175,7 +175,7 @@ def test_a_cfp_transfer_key_opens_the_table_without_a_keyring(tmp_path: Path) ->
             }
         )
     )
-    r = ibdtool("checksum", str(path), "--keyring", str(cfp))
+    r = run_ibdtool("checksum", str(path), "--keyring", str(cfp))
     assert r.returncode == 0, r.stdout + r.stderr
     assert "0 invalid" in r.stdout and "unverifiable" not in r.stdout
     # a .cfp of another table: its key is not the one page 0 holds
@@ -189,7 +189,7 @@ def test_a_cfp_transfer_key_opens_the_table_without_a_keyring(tmp_path: Path) ->
             }
         )
     )
-    r = ibdtool("checksum", str(path), "--keyring", str(bad))
+    r = run_ibdtool("checksum", str(path), "--keyring", str(bad))
     assert r.returncode == 2 and "wrong key" in r.stderr and len(r.stderr.splitlines()) == 1
 
 
@@ -200,7 +200,7 @@ def test_a_damaged_keyring_file_is_one_line(tmp_path: Path) -> None:
     bad.write_bytes(bytes(data))
     with pytest.raises(ValueError, match="digest"):
         parse_mysql_keyring(bytes(data))
-    r = ibdtool("checksum", str(corpus_file(ENCRYPTED[0])), "--keyring", str(bad))
+    r = run_ibdtool("checksum", str(corpus_file(ENCRYPTED[0])), "--keyring", str(bad))
     assert r.returncode == 2 and r.stderr.splitlines() == [
         f"ibdtool: error: {bad}: damaged keyring_file (its SHA-256 digest does not match)"
     ]

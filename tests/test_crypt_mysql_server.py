@@ -18,7 +18,8 @@ from typing import Any
 import pytest
 
 from samples import servers
-from tests.server_fixtures import FAST, _need, ibdtool, make_table
+from tests.cli_runner import run_ibdtool
+from tests.server_fixtures import FAST, _need, make_table
 
 pytestmark = pytest.mark.xdist_group("mysql8033_crypt")
 
@@ -77,7 +78,7 @@ def made(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Made]:
 
 
 def _inspect(path: Path, *extra: str) -> dict[str, Any]:
-    r = ibdtool("inspect", "--json", str(path), *extra)
+    r = run_ibdtool("inspect", "--json", str(path), *extra)
     assert r.returncode == 0, r.stderr
     return dict(json.loads(r.stdout))
 
@@ -86,7 +87,7 @@ def _inspect(path: Path, *extra: str) -> dict[str, Any]:
 @pytest.mark.parametrize("key", ["keyring", "cfp"])
 def test_checksum_and_types_with_the_keyring_or_the_cfp(made: Made, table: str, key: str) -> None:
     keyfile = made.keyring if key == "keyring" else made.cfp[table]
-    r = ibdtool("checksum", str(made.files[table]), "--keyring", str(keyfile))
+    r = run_ibdtool("checksum", str(made.files[table]), "--keyring", str(keyfile))
     assert r.returncode == 0, r.stdout + r.stderr
     assert "unverifiable" not in r.stdout
     doc = _inspect(made.files[table], "--keyring", str(keyfile))
@@ -107,12 +108,12 @@ def test_without_a_key_page_0_names_the_servers_master_key(made: Made, table: st
     assert enc["master_key"] == f"INNODBKey-{made.server_uuid}-{enc['master_key_id']}"
     assert enc["magic"] == "lCC" and enc["pages_decrypted"] == 0
     assert doc["page_types"]["ENCRYPTED"] == enc["pages_encrypted"]
-    r = ibdtool("checksum", str(made.files[table]))
+    r = run_ibdtool("checksum", str(made.files[table]))
     assert r.returncode == 0 and "unverifiable" in r.stdout
 
 
 def test_another_tables_cfp_is_a_wrong_key(made: Made) -> None:
-    r = ibdtool("checksum", str(made.files["enc"]), "--keyring", str(made.cfp["zip"]))
+    r = run_ibdtool("checksum", str(made.files["enc"]), "--keyring", str(made.cfp["zip"]))
     assert r.returncode == 2 and r.stdout == ""
     lines = r.stderr.splitlines()
     assert len(lines) == 1 and "wrong key" in lines[0]

@@ -15,7 +15,7 @@ from pathlib import Path
 import pytest
 
 from parsers.keyring import KeyringError, parse_keyring, read_keyring
-from tests.server_fixtures import ibdtool
+from tests.cli_runner import run_ibdtool
 
 KEYS = (
     "# comment\n1;"
@@ -102,7 +102,7 @@ def test_cli_key_file_errors_are_one_line(tmp_path: Path) -> None:
         (["--keyring-filekey", "x"], "--keyring-filekey needs --keyring"),
     ]
     for extra, message in cases:
-        r = ibdtool("checksum", target, *extra)
+        r = run_ibdtool("checksum", target, *extra)
         assert r.returncode == 2, r.stderr
         lines = r.stderr.splitlines()
         assert len(lines) == 1 and lines[0].startswith(f"ibdtool: error: {message}"), r.stderr
