@@ -34,6 +34,7 @@ from parsers.constants import (
 from parsers.crc32c_fast import crc32c
 from parsers.envelope import MARIADB_FCRC32_PAYLOAD, fcrc32_payload_end, fcrc32_stored_size
 from parsers.page import HEADER_PREFIX, index_fill
+from parsers.sdi import SDI_INDEX_ID
 from parsers.structs import FIL_HEADER_FAST, INDEX_HEADER_FAST, PAGE_HEADER, IndexHeaderTuple
 
 if TYPE_CHECKING:
@@ -169,6 +170,11 @@ def tally_run(
                 h = index_head(page, PAGE_HEADER)
                 index_id = h[_INDEX_ID]
                 index_pages[index_id] = index_pages.get(index_id, 0) + 1
+                if index_id != SDI_INDEX_ID:
+                    if h[_N_HEAP] & 0x8000:  # the compact bit (§5.1)
+                        tally.compact_pages += 1
+                    else:
+                        tally.redundant_pages += 1
                 if h[_LEVEL] == 0:
                     fill_sum += index_fill(h[_N_HEAP], h[_HEAP_TOP], h[_GARBAGE], logical)[1]
                     fill_n += 1

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import os
 from collections import Counter
-from collections.abc import Callable, Iterable
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -21,16 +21,13 @@ from ibdtool.headtally import tally_run
 from ibdtool.tablespace import Tablespace
 from parsers.checksum import ChecksumAlgo
 from parsers.constants import (
-    FIL_PAGE_COMPRESSED,
-    FIL_PAGE_PAGE_COMPRESSED,
-    FIL_PAGE_PAGE_COMPRESSED_ENCRYPTED,
-    FIL_PAGE_TYPE_INSTANT,
-    MYSQL_ENCRYPTED_TYPES,
     Algorithm,
 )
+from parsers.identity import Identity, identify
 from parsers.keyring import Keyring
 from parsers.page import PageInfo
-from parsers.sdi import SdiEntry
+from parsers.rowformat import row_format
+from parsers.sdi import SDI_INDEX_ID, SdiEntry
 from parsers.space import SpaceFormat
 from parsers.vendor import Vendor
 
@@ -41,45 +38,24 @@ def align_up(n: int, block: int) -> int:
     return -(-n // block) * block
 
 
-def refine_vendor(fmt: SpaceFormat, stored_types: Iterable[int]) -> Vendor:
-    """§4.4 rule 4: page types settle what the flags could not."""
-    if fmt.vendor is not Vendor.UNKNOWN:
-        return fmt.vendor
-    types = set(stored_types)
-    if types & ({FIL_PAGE_COMPRESSED} | MYSQL_ENCRYPTED_TYPES):
-        return Vendor.MYSQL
-    if types & {
-        FIL_PAGE_PAGE_COMPRESSED,
-        FIL_PAGE_PAGE_COMPRESSED_ENCRYPTED,
-        FIL_PAGE_TYPE_INSTANT,
-    }:
-        return Vendor.MARIADB
-    return Vendor.UNKNOWN
-
-
-def format_name(fmt: SpaceFormat, vendor: Vendor) -> str:
-    """A short human description of the on-disk variant."""
-    if fmt.full_crc32:
-        return "MariaDB 10.4+ full_crc32"
-    if fmt.flags.page_compressed:
-        return "MariaDB classic (page_compressed)"
-    if vendor is Vendor.MYSQL and fmt.flags.sdi:
-        v = fmt.server_version
-        return f"MySQL 8 ({v // 10000}.{v // 100 % 100}.{v % 100})" if v else "MySQL 8"
-    if vendor is Vendor.MYSQL:
-        return "MySQL 5.x"
-    if vendor is Vendor.MARIADB:
-        return "MariaDB classic"
-    return "MySQL 5.x or MariaDB classic"
+def format_name(fmt: SpaceFormat, vendor: Vendor | None = None, name: str | None = None) -> str:
+    """What page 0 (and the file's name) tell of the tablespace, before any scan."""
+    del vendor  # page 0 decides it: kept for callers that pass it
+    return identify(fmt, name=name).label
 
 
 @dataclass
 class SdiSummary:
+    """The SDI's table records: one for a table, 63–68 for mysql.ibd, several for a general
+    tablespace. ``table``, ``schema``, ``row_format`` and ``compression`` are set only when
+    there is one table."""
+
     table: str | None = None
     schema: str | None = None
     row_format: str | None = None
     compression: str | None = None
     indexes: dict[int, str] = field(default_factory=dict)  # index id -> name
+    tables: list[str] = field(default_factory=list)  # "schema.table" of every table record
 
 
 _DD_ROW_FORMATS = {1: "FIXED", 2: "DYNAMIC", 3: "COMPRESSED", 4: "REDUNDANT", 5: "COMPACT"}
@@ -99,27 +75,41 @@ def summarise_sdi(entries: list[SdiEntry]) -> SdiSummary | None:
     yields fewer facts, never an exception.
     """
     out = SdiSummary()
-    found = False
+    found: list[tuple[str | None, str | None, str | None, str | None, list[tuple[int, str]]]] = []
     for e in entries:
         obj = e.obj.get("dd_object") if isinstance(e.obj, dict) else None
         if e.sdi_type != 1 or not isinstance(obj, dict):
             continue
-        found = True
-        name, schema, row_format = obj.get("name"), obj.get("schema_ref"), obj.get("row_format")
-        out.table = name if isinstance(name, str) else None
-        out.schema = schema if isinstance(schema, str) else None
-        if isinstance(row_format, int) and not isinstance(row_format, bool):
-            out.row_format = _DD_ROW_FORMATS.get(row_format)
-        out.compression = _kv(obj.get("options")).get("compress")
-        indexes = obj.get("indexes")
-        for idx in indexes if isinstance(indexes, list) else []:
+        name, schema, rf = obj.get("name"), obj.get("schema_ref"), obj.get("row_format")
+        indexes: list[tuple[int, str]] = []
+        raw_indexes = obj.get("indexes")
+        for idx in raw_indexes if isinstance(raw_indexes, list) else []:
             if not isinstance(idx, dict):
                 continue
             index_id = _kv(idx.get("se_private_data")).get("id", "")
             idx_name = idx.get("name")
             if index_id.isdigit():
-                out.indexes[int(index_id)] = idx_name if isinstance(idx_name, str) else "?"
-    return out if found else None
+                indexes.append((int(index_id), idx_name if isinstance(idx_name, str) else "?"))
+        found.append(
+            (
+                name if isinstance(name, str) else None,
+                schema if isinstance(schema, str) else None,
+                _DD_ROW_FORMATS.get(rf)
+                if isinstance(rf, int) and not isinstance(rf, bool)
+                else None,
+                _kv(obj.get("options")).get("compress"),
+                indexes,
+            )
+        )
+    if not found:
+        return None
+    out.tables = [f"{s or '?'}.{t or '?'}" for t, s, *_ in found]
+    if len(found) == 1:
+        out.table, out.schema, out.row_format, out.compression, _ = found[0]
+    for table, _s, _rf, _c, indexes in found:
+        for iid, iname in indexes:
+            out.indexes[iid] = iname if len(found) == 1 else f"{table}.{iname}"
+    return out
 
 
 @dataclass
@@ -150,6 +140,10 @@ class InspectResult:
     free: dict[str, int] = field(default_factory=dict)
     #: page 0's encryption info / crypt data and what the scan saw (None: not encrypted)
     encryption: dict[str, Any] | None = None
+    identity: Identity | None = None
+    #: index pages (the SDI's aside) in compact format and in REDUNDANT format
+    compact_pages: int = 0
+    redundant_pages: int = 0
 
     @property
     def checksum_valid(self) -> int:
@@ -172,17 +166,33 @@ class InspectResult:
         return "+".join(algos) if algos else "none"
 
     @property
+    def label(self) -> str:
+        """The format as ``inspect`` words it: server, version and kind of tablespace."""
+        ident = self.identity or identify(self.fmt, name=self.path)
+        return ident.label
+
+    @property
+    def kind(self) -> str:
+        return (self.identity or identify(self.fmt, name=self.path)).kind.value
+
+    @property
     def row_format(self) -> str | None:
-        if self.sdi and self.sdi.row_format:
-            return self.sdi.row_format
-        return self.fmt.flags.row_format
+        """One row format for the tablespace (:mod:`parsers.rowformat`); None for spaces that
+        hold many tables or none (system, undo, temporary, the dictionary)."""
+        if self.kind in ("system", "undo", "temporary", "dictionary"):
+            return None
+        declared = self.sdi.row_format if self.sdi else None
+        if self.sdi and len(self.sdi.tables) > 1:
+            return None
+        return row_format(self.fmt.flags, self.compact_pages, self.redundant_pages, declared)
 
     def to_json(self) -> dict[str, Any]:
         a = self.allocation
         return {
             "path": self.path,
             "vendor": self.vendor.value,
-            "format": format_name(self.fmt, self.vendor),
+            "format": self.label,
+            "space_kind": self.kind,
             "page_size": self.fmt.logical_size,
             "physical_page_size": self.fmt.physical_size,
             "space_id": self.fmt.space_id,
@@ -222,6 +232,7 @@ class InspectResult:
                 "table": self.sdi.table,
                 "row_format": self.sdi.row_format,
                 "compression": self.sdi.compression,
+                "tables": self.sdi.tables,
                 "indexes": [
                     {"id": i, "name": n, "pages": self.index_pages.get(i, 0)}
                     for i, n in self.sdi.indexes.items()
@@ -271,6 +282,8 @@ class PageTally:
     encrypted: int = 0  # pages stored encrypted (decrypted or not)
     decrypted: int = 0
     key_versions: set[int] = field(default_factory=set)
+    compact_pages: int = 0  # index pages in compact format (the SDI index aside)
+    redundant_pages: int = 0  # … in REDUNDANT format
 
     def add(self, info: PageInfo, allocated: int, block: int, free: bool = False) -> None:
         n = info.page_no
@@ -302,6 +315,11 @@ class PageTally:
                 self.unpunched_bytes += extra
         if info.index is not None:
             self.index_pages[info.index.index_id] += 1
+            if info.index.index_id != SDI_INDEX_ID:
+                if info.index.compact:
+                    self.compact_pages += 1
+                else:
+                    self.redundant_pages += 1
             if info.index.level == 0:
                 self.fill_sum += info.index.fill
                 self.fill_n += 1
@@ -327,6 +345,8 @@ class PageTally:
         self.encrypted += other.encrypted
         self.decrypted += other.decrypted
         self.key_versions |= other.key_versions
+        self.compact_pages += other.compact_pages
+        self.redundant_pages += other.redundant_pages
 
     def add_zero_run(self, info: PageInfo, count: int, free: int) -> None:
         """``count`` all-zero pages in holes (nothing allocated), ``free`` of them free, all
@@ -415,7 +435,6 @@ def inspect(
         "with_data": tally.free_with_data,
         "allocated_bytes": tally.free_allocated,
     }
-    vendor = refine_vendor(ts.format, stored_types)
     sdi = None
     warnings = list(ts.format.warnings)
     if with_sdi:
@@ -427,6 +446,8 @@ def inspect(
     encryption = encryption_summary(ts, tally)
     if ts.trailing_bytes:
         warnings.append(f"truncated: last page has {ts.trailing_bytes} of {ts.physical_size} bytes")
+    identity = identify(ts.format, stored_types, str(ts.path), sdi.tables if sdi else ())
+    vendor = identity.vendor
     return InspectResult(
         path=str(ts.path),
         fmt=ts.format,
@@ -450,6 +471,9 @@ def inspect(
         warnings=warnings,
         free=free,
         encryption=encryption,
+        identity=identity,
+        compact_pages=tally.compact_pages,
+        redundant_pages=tally.redundant_pages,
     )
 
 

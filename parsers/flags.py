@@ -174,13 +174,49 @@ def decode_flags(raw: int) -> FspFlags:
     )
 
 
+#: MySQL's reserved space ids (dict0dict.h ``dict_sys_t``): the data dictionary (mysql.ibd), the
+#: global temporary tablespace (ibtmp1), then undo tablespaces and session temporary tablespaces
+#: counting down from the redo log's id. The lowest bound covers every 8.0/8.4/9.x layout
+#: (undo ranges of 512 and 400,000 ids, 400,000 temporary ids, 1,000 spare).
+MYSQL_DICT_SPACE_ID = 0xFFFFFFFE  # MariaDB: its temporary tablespace (SRV_TMP_SPACE_ID)
+MYSQL_TEMP_SPACE_ID = 0xFFFFFFFD
+MYSQL_LOG_SPACE_FIRST_ID = 0xFFFFFFF0
+MYSQL_MIN_UNDO_SPACE_ID = MYSQL_LOG_SPACE_FIRST_ID - 127 * 400_000
+MYSQL_MIN_RESERVED_SPACE_ID = MYSQL_MIN_UNDO_SPACE_ID - 1000 - 400_000
+FIL_NULL_PAIR = b"\xff" * 8
+
+
+def mysql8_reserved(space_id: int) -> bool:
+    """A space id only MySQL 8+ gives (undo, session temporary, ibtmp1), never to a table."""
+    return MYSQL_MIN_RESERVED_SPACE_ID <= space_id < MYSQL_LOG_SPACE_FIRST_ID or (
+        space_id == MYSQL_TEMP_SPACE_ID
+    )
+
+
 def vendor_from_flags(flags: FspFlags, page0: bytes | memoryview) -> Vendor:
-    """Rules 1–3 of §4.4 on page 0 alone; UNKNOWN when only the page contents can tell."""
+    """§4.4 on page 0 alone; UNKNOWN when only the other pages can tell.
+
+    Beyond the flags: MySQL-only flag bits (SHARED, TEMPORARY, ENCRYPTION: MariaDB refuses a
+    file with them), FIL_PAGE_SRV_VERSION on MySQL 8 page 0, MySQL 8's reserved space ids,
+    FIL_PAGE_PREV/NEXT both FIL_NULL on page 0 (MariaDB initialises every page it creates so;
+    MySQL leaves zeros or writes its version there), and an untyped page 0 (FIL_PAGE_TYPE 0:
+    page types came with MySQL 5.1.7, before MariaDB existed).
+    """
     if flags.full_crc32 or flags.page_compressed:
         return Vendor.MARIADB
-    if flags.sdi:
+    if flags.sdi or flags.shared or flags.temporary or flags.encryption:
         return Vendor.MYSQL
-    if len(page0) >= 12 and int.from_bytes(page0[8:12], "big") not in (0, 0xFFFFFFFF):
+    if len(page0) < 58:
+        return Vendor.UNKNOWN
+    prev_next = bytes(page0[8:16])
+    if prev_next == FIL_NULL_PAIR:
+        return Vendor.MARIADB
+    if int.from_bytes(prev_next[:4], "big") not in (0, 0xFFFFFFFF):
         # FIL_PAGE_SRV_VERSION on MySQL 8 page 0 (e.g. 80040)
+        return Vendor.MYSQL
+    if mysql8_reserved(int.from_bytes(page0[38:42], "big")):
+        return Vendor.MYSQL
+    fsp_size, free_limit = (int.from_bytes(page0[o : o + 4], "big") for o in (46, 50))
+    if int.from_bytes(page0[24:26], "big") == 0 and fsp_size and free_limit:
         return Vendor.MYSQL
     return Vendor.UNKNOWN

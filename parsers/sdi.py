@@ -41,6 +41,8 @@ MAX_JSON_VALUES = 1_000_000
 MAX_JSON_DEPTH = 100
 
 Warn = Callable[[str], None]
+#: PAGE_INDEX_ID of the SDI B-tree's pages (§5.1)
+SDI_INDEX_ID = 0xFFFFFFFFFFFFFFFF
 
 
 class SdiError(ParseError):

@@ -34,6 +34,7 @@ from parsers.vendor import Vendor
 
 MYSQL_ENCRYPTION_INFO_MAX_SIZE = 115
 VOTE_PAGES = 60
+MIN_SRV_VERSION, MAX_SRV_VERSION = 80000, 1_000_000  # 8.0.0 … 99.99.99
 
 
 def extent_pages(logical_size: int) -> int:
@@ -78,6 +79,8 @@ class SpaceFormat:
     mysql_encryption: MysqlEncryptionInfo | None = None
     detected_by: str = "flags"
     warnings: tuple[str, ...] = field(default_factory=tuple)
+    #: FIL_PAGE_TYPE of page 0 as stored: FSP_HDR (8) since MySQL 5.1.7, 0 before
+    page0_type: int = 8
 
     @property
     def zip(self) -> bool:
@@ -255,8 +258,12 @@ def detect_format(read: Callable[[int, int], bytes], file_size: int) -> SpaceFor
     elif mariadb_crypt is not None:
         encryption_info = "mariadb:" + ("encrypted" if mariadb_crypt.scheme else "unencrypted")
         vendor = Vendor.MARIADB
+    if vendor is Vendor.MYSQL:
+        # FIL_PAGE_SRV_VERSION: MySQL 8.0+ writes it on page 0 of every tablespace, undo and
+        # temporary ones too (which have no SDI flag)
+        version = _be32(head, 8)
+        server_version = version if MIN_SRV_VERSION <= version < MAX_SRV_VERSION else None
     if vendor is Vendor.MYSQL and flags.sdi:
-        server_version = _be32(head, 8) or None
         s_off = sdi_offset(logical, physical)
         if _be32(head, s_off) == 1:
             sdi_root = _be32(head, s_off + 4) or None
@@ -285,4 +292,5 @@ def detect_format(read: Callable[[int, int], bytes], file_size: int) -> SpaceFor
         mysql_encryption=mysql_encryption,
         detected_by=detected_by,
         warnings=tuple(warnings),
+        page0_type=int.from_bytes(head[24:26], "big"),
     )

@@ -9,6 +9,7 @@ from __future__ import annotations
 from parsers.constants import FIL_PAGE_DATA, index_types
 from parsers.page import PAGE_NEW_SUPREMUM_END, PAGE_OLD_SUPREMUM_END, PageInfo
 from parsers.pages.base import NOWHERE, FieldGroup, Parts, Region, field, spans
+from parsers.sdi import SDI_INDEX_ID
 from parsers.space import SpaceFormat
 from parsers.structs import PAGE_DATA, PAGE_HEADER, IndexHeader
 from parsers.vendor import Vendor
@@ -35,7 +36,7 @@ def layout(page: bytes, info: PageInfo, fmt: SpaceFormat) -> Parts:
     at = _AT
     compact = bool(h.n_heap & 0x8000)
     direction = h.direction & 0x7 if fmt.vendor is Vendor.MARIADB else h.direction
-    sdi = h.index_id == 0xFFFFFFFFFFFFFFFF
+    sdi = h.index_id == SDI_INDEX_ID
     fields = (
         field(at["n_dir_slots"], "PAGE_N_DIR_SLOTS", str(h.n_dir_slots)),
         field(at["heap_top"], "PAGE_HEAP_TOP", str(h.heap_top)),
