@@ -29,6 +29,9 @@ class CatalogEntry:
     checksums: dict[str, int] = field(default_factory=dict)
     compression: dict[str, int] = field(default_factory=dict)
     notes: str = ""
+    #: the catalog's "Server / version" cell, or for the sections made here, the server their
+    #: heading names (mysql-made: the version in the file name, mysql5722 → MySQL 5.7.22)
+    origin: str = ""
 
     @property
     def path(self) -> Path:
@@ -57,7 +60,11 @@ def load_catalog() -> list[CatalogEntry]:
     text = (CORPUS / "CATALOG.md").read_text()
     entries: list[CatalogEntry] = []
     header: list[str] = []
+    section_server = ""
     for line in text.splitlines():
+        if line.startswith("## "):
+            made = re.search(r"real (MariaDB [\d.]+) server", line)
+            section_server = made[1] if made else "MySQL" if "real MySQL" in line else ""
         if not line.startswith("|"):
             header = [] if not line.strip() else header
             continue
@@ -72,6 +79,10 @@ def load_catalog() -> list[CatalogEntry]:
         if "page types" in row and "(not a tablespace)" in row["page types"]:
             continue
         e = CatalogEntry(rel=rel, notes=row.get("notes", ""))
+        e.origin = row.get("server / version") or section_server
+        made_by = re.match(r"mysql(\d)(\d)(\d+)-", Path(rel).name)
+        if e.origin == "MySQL" and made_by:
+            e.origin = "MySQL " + ".".join(made_by.groups())
         size_cell = row.get("page size") or row.get("page size logical / physical") or ""
         e.logical, e.physical = _sizes(size_cell)
         if row.get("size (bytes)", "").isdigit():
