@@ -27,14 +27,17 @@ Styled = list[tuple[str, str]]
 # --- inspect ---------------------------------------------------------------------------------
 
 
-def format_rows(fmt: SpaceFormat, vendor: Vendor) -> list[tuple[str, str]]:
-    """The "Format" and "Page size" rows: what page 0 alone tells."""
+def format_rows(
+    fmt: SpaceFormat, vendor: Vendor, label: str | None = None
+) -> list[tuple[str, str]]:
+    """The "Format" and "Page size" rows: what page 0 alone tells, or ``label`` (a scan's)."""
     from ibdtool.inspect import format_name
 
+    label = label or format_name(fmt, vendor)
     sizes = f"{size_k(fmt.logical_size)} logical / {size_k(fmt.physical_size)} physical"
     flags = " ".join(fmt.flags.names()) or "-"
     return [
-        ("Format", f"{format_name(fmt, vendor)}  (vendor {vendor.value}, space id {fmt.space_id})"),
+        ("Format", f"{label}  (vendor {vendor.value}, space id {fmt.space_id})"),
         ("Page size", f"{sizes}   flags 0x{fmt.flags.raw:x} {flags}"),
     ]
 
@@ -95,11 +98,14 @@ def inspect_rows(r: InspectResult) -> list[tuple[str, Styled]]:
     """The inspect summary as ``(name, value)`` rows, as a DBA reads it top to bottom."""
     fmt = r.fmt
     rows: list[tuple[str, Styled]] = [
-        (name, [(value, "")]) for name, value in format_rows(fmt, r.vendor)
+        (name, [(value, "")]) for name, value in format_rows(fmt, r.vendor, r.label)
     ]
-    row_format = r.row_format or "unknown (full_crc32 flags do not record it)"
+    many = "-" if r.kind in ("system", "undo", "temporary", "dictionary", "general") else None
+    row_format = r.row_format or many or "unknown (full_crc32 flags do not record it)"
     if fmt.key_block_size:
         row_format += f" KEY_BLOCK_SIZE={fmt.key_block_size // 1024}"
+    if r.sdi and len(r.sdi.tables) > 1:
+        row_format += f"   {len(r.sdi.tables)} tables in the SDI"
     if r.sdi and r.sdi.table:
         row_format += f"   table {r.sdi.schema}.{r.sdi.table}"
         if r.sdi.compression:

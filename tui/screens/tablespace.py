@@ -29,7 +29,7 @@ from textual.worker import Worker, get_current_worker
 
 from ibdtool.describe import disk_text, format_rows, inspect_rows
 from ibdtool.errors import IbdtoolError
-from ibdtool.inspect import InspectResult, inspect
+from ibdtool.inspect import InspectResult, format_name, inspect
 from ibdtool.tablespace import Tablespace
 from ibdtool.text import human_bytes
 from parsers.page import PageInfo
@@ -247,7 +247,8 @@ type, compression algorithm, stored size, allocation on disk or checksum.
         grid = Table.grid(padding=(0, 2))
         grid.add_column(style="cyan", no_wrap=True)
         grid.add_column()
-        for name, value in format_rows(o.fmt, o.fmt.vendor):
+        label = format_name(o.fmt, name=str(self.path))
+        for name, value in format_rows(o.fmt, o.fmt.vendor, label):
             grid.add_row(name, value)
         grid.add_row("Row format", o.fmt.flags.row_format or "(full_crc32: not in the flags)")
         s = self.started
