@@ -136,13 +136,16 @@ def inspect_rows(r: InspectResult) -> list[tuple[str, Styled]]:
                 (f" hold {human_bytes(r.unpunched_bytes)} more than their images need", "yellow")
             )
         rows.append(("Unpunched", unp))
-    if r.sdi and r.sdi.indexes:
+    named = [ix for ix in r.indexes() if ix["name"] and ix["name"] != "SDI"]
+    if named:
         idx: Styled = []
-        for i, (iid, name) in enumerate(r.sdi.indexes.items()):
+        for i, ix in enumerate(named):
             if i:
                 idx.append((" · ", "dim"))
-            idx.append((name, "bold"))
-            idx.append((f" ({iid}) {plural(r.index_pages.get(iid, 0), 'page')}", ""))
+            levels = f", height {ix['height']}" if ix["height"] > 1 else ""
+            idx.append((ix["name"], "bold"))
+            idx.append((f" ({ix['id']}) {plural(ix['pages'], 'page')}{levels}", ""))
+        idx.append((f"   from the {r.index_names.source}", "dim"))
         rows.append(("Indexes", idx))
     if r.avg_fill is not None:
         rows.append(("Leaf fill", [(f"{100 * r.avg_fill:.0f}% average", "")]))

@@ -89,6 +89,7 @@ def tally_run(
     index_head = INDEX_HEADER_FAST.unpack_from
     types, comp, chk = tally.types, tally.comp, tally.chk
     stored_types, index_pages = tally.stored_types, tally.index_pages
+    index_levels = tally.index_levels
     none_name = Algorithm.NONE.value
     ok_name = ChecksumAlgo.FULL_CRC32.value if fcrc32 else ChecksumAlgo.CRC32.value
     fill_sum, fill_n = 0.0, 0
@@ -170,6 +171,7 @@ def tally_run(
                 h = index_head(page, PAGE_HEADER)
                 index_id = h[_INDEX_ID]
                 index_pages[index_id] = index_pages.get(index_id, 0) + 1
+                index_levels[index_id, h[_LEVEL]] += 1
                 if index_id != SDI_INDEX_ID:
                     if h[_N_HEAP] & 0x8000:  # the compact bit (§5.1)
                         tally.compact_pages += 1

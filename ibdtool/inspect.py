@@ -18,6 +18,7 @@ from ibdtool.allocation import Allocation
 from ibdtool.errors import InputError
 from ibdtool.forkscan import map_ranges, split
 from ibdtool.headtally import tally_run
+from ibdtool.indexnames import IndexNames, from_cfg
 from ibdtool.tablespace import Tablespace
 from parsers.checksum import ChecksumAlgo
 from parsers.constants import (
@@ -141,6 +142,10 @@ class InspectResult:
     #: page 0's encryption info / crypt data and what the scan saw (None: not encrypted)
     encryption: dict[str, Any] | None = None
     identity: Identity | None = None
+    #: index id → name, from the SDI, the .cfg beside the file, or a server
+    index_names: IndexNames = field(default_factory=IndexNames)
+    #: (index id, level) → pages
+    index_levels: Counter[tuple[int, int]] = field(default_factory=Counter)
     #: index pages (the SDI's aside) in compact format and in REDUNDANT format
     compact_pages: int = 0
     redundant_pages: int = 0
@@ -181,10 +186,30 @@ class InspectResult:
         hold many tables or none (system, undo, temporary, the dictionary)."""
         if self.kind in ("system", "undo", "temporary", "dictionary"):
             return None
-        declared = self.sdi.row_format if self.sdi else None
+        declared = self.sdi.row_format if self.sdi else self.index_names.row_format
         if self.sdi and len(self.sdi.tables) > 1:
             return None
         return row_format(self.fmt.flags, self.compact_pages, self.redundant_pages, declared)
+
+    def indexes(self) -> list[dict[str, Any]]:
+        """Per index found in the pages or named by a source: name, pages, pages per level."""
+        names = self.index_names.names
+        ids = sorted(set(self.index_pages) | set(names), key=lambda i: (i not in names, i))
+        out = []
+        for iid in ids:
+            levels = {lv: n for (i, lv), n in sorted(self.index_levels.items()) if i == iid}
+            out.append(
+                {
+                    "id": iid,
+                    "name": names.get(iid, "SDI" if iid == SDI_INDEX_ID else None),
+                    "root": self.index_names.roots.get(iid),
+                    "pages": self.index_pages.get(iid, 0),
+                    "leaf_pages": levels.get(0, 0),
+                    "height": max(levels) + 1 if levels else 0,
+                    "pages_by_level": levels,
+                }
+            )
+        return out
 
     def to_json(self) -> dict[str, Any]:
         a = self.allocation
@@ -238,8 +263,10 @@ class InspectResult:
                     for i, n in self.sdi.indexes.items()
                 ],
             },
+            "indexes": self.indexes(),
             "problems": [{"page": n, "problem": p} for n, p in self.problems[:MAX_LISTED_PAGES]],
             "trailing_bytes": self.trailing_bytes,
+            "index_names_from": self.index_names.source,
             "warnings": self.warnings,
             "encryption": self.encryption,
         }
@@ -270,6 +297,7 @@ class PageTally:
     invalid: list[int] = field(default_factory=list)
     problems: list[tuple[int, str]] = field(default_factory=list)
     index_pages: Counter[int] = field(default_factory=Counter)
+    index_levels: Counter[tuple[int, int]] = field(default_factory=Counter)
     unverifiable: int = 0
     unpunched_pages: int = 0
     unpunched_bytes: int = 0
@@ -315,6 +343,7 @@ class PageTally:
                 self.unpunched_bytes += extra
         if info.index is not None:
             self.index_pages[info.index.index_id] += 1
+            self.index_levels[info.index.index_id, info.index.level] += 1
             if info.index.index_id != SDI_INDEX_ID:
                 if info.index.compact:
                     self.compact_pages += 1
@@ -333,6 +362,7 @@ class PageTally:
         self.invalid.extend(other.invalid)
         self.problems.extend(other.problems)
         self.index_pages.update(other.index_pages)
+        self.index_levels.update(other.index_levels)
         self.unverifiable += other.unverifiable
         self.unpunched_pages += other.unpunched_pages
         self.unpunched_bytes += other.unpunched_bytes
@@ -402,6 +432,18 @@ def _tally_range(
     return tally
 
 
+def index_names(ts: Tablespace, sdi: SdiSummary | None = None) -> IndexNames:
+    """The SDI's index names (``sdi`` if already read), else the .cfg file's beside ``ts``."""
+    if sdi is None and ts.format.sdi_root is not None:
+        try:
+            sdi = summarise_sdi(ts.sdi())
+        except InputError:
+            sdi = None
+    if sdi is not None and sdi.indexes:
+        return IndexNames(source="sdi", names=dict(sdi.indexes))
+    return from_cfg(ts.path, ts.format.space_id) or IndexNames()
+
+
 def inspect(
     ts: Tablespace,
     *,
@@ -446,6 +488,8 @@ def inspect(
     encryption = encryption_summary(ts, tally)
     if ts.trailing_bytes:
         warnings.append(f"truncated: last page has {ts.trailing_bytes} of {ts.physical_size} bytes")
+    names = index_names(ts, sdi) if with_sdi else IndexNames()
+    warnings.extend(names.warnings)
     identity = identify(ts.format, stored_types, str(ts.path), sdi.tables if sdi else ())
     vendor = identity.vendor
     return InspectResult(
@@ -472,6 +516,8 @@ def inspect(
         free=free,
         encryption=encryption,
         identity=identity,
+        index_names=names,
+        index_levels=tally.index_levels,
         compact_pages=tally.compact_pages,
         redundant_pages=tally.redundant_pages,
     )

@@ -6,6 +6,7 @@ from collections.abc import Iterator, Sequence
 from typing import Any
 
 from ibdtool.errors import InputError
+from ibdtool.inspect import index_names
 from ibdtool.tablespace import Tablespace
 from parsers.constants import MARIADB_TYPE_NAMES, MYSQL_TYPE_NAMES
 from parsers.keyring import Keyring
@@ -39,7 +40,9 @@ def parse_type_filter(types: Sequence[str]) -> tuple[set[str], set[int]]:
     return names, numbers
 
 
-def page_row(info: PageInfo, allocated: int | None) -> dict[str, Any]:
+def page_row(
+    info: PageInfo, allocated: int | None, names: dict[int, str] | None = None
+) -> dict[str, Any]:
     idx = info.index
     return {
         "page": info.page_no,
@@ -54,6 +57,7 @@ def page_row(info: PageInfo, allocated: int | None) -> dict[str, Any]:
         "lsn": info.lsn,
         "space_id": info.space_id,
         "index_id": idx.index_id if idx else None,
+        "index": (names or {}).get(idx.index_id) if idx else None,
         "level": idx.level if idx else None,
         "n_recs": idx.n_recs if idx else None,
         "fill": round(idx.fill, 3) if idx else None,
@@ -76,9 +80,10 @@ def page_rows(
             raise InputError(f"{path}: --from {start} is past the last page ({ts.n_pages - 1})")
         alloc = ts.allocation
         psize = ts.physical_size
+        by_id = index_names(ts).names
         for info in ts.pages(start, stop, header_only=True):
             if (names or numbers) and not (
                 info.type_name in names or info.real_type in numbers or info.stored_type in numbers
             ):
                 continue
-            yield page_row(info, alloc.allocated_bytes_in(info.page_no * psize, psize))
+            yield page_row(info, alloc.allocated_bytes_in(info.page_no * psize, psize), by_id)

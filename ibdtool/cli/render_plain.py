@@ -116,6 +116,7 @@ _TEXT_COLUMNS = (
     ("checksum", 15),
     ("lsn", 12),
     ("index_id", 9),
+    ("index", 20),
     ("level", 5),
     ("n_recs", 6),
     ("fill", 5),
@@ -146,5 +147,6 @@ def _text_line(row: dict[str, Any], columns: list[tuple[str, int]], header: bool
         text = "" if value is None else str(value)
         if name == "checksum" and not header and row.get("valid") is False:
             text = "INVALID"
-        cells.append(text.rjust(width) if width and name != "type" else text.ljust(width))
+        left = name in ("type", "index")
+        cells.append(text.rjust(width) if width and not left else text.ljust(width))
     return " ".join(cells).rstrip() + "\n"
