@@ -29,6 +29,8 @@ class Mode(StrEnum):
     RATIO = "ratio"
     ALLOCATION = "allocation"
     CHECKSUM = "checksum"
+    INDEX = "index"
+    LEVEL = "level"
 
 
 MODE_TITLES = {
@@ -37,6 +39,8 @@ MODE_TITLES = {
     Mode.RATIO: "stored size / page size",
     Mode.ALLOCATION: "allocation on disk",
     Mode.CHECKSUM: "checksum",
+    Mode.INDEX: "index",
+    Mode.LEVEL: "B-tree level",
 }
 
 
@@ -131,6 +135,16 @@ RATIO_CATEGORIES = (
     Category("100%", "#8a8a8a", description="stored whole"),
 )
 
+NOT_INDEX = Category("not an index page", "#3a3a3a", "·")
+#: distinct colours for indexes, in the order the scan meets them (then again from the start)
+INDEX_PALETTE = (
+    "#5f9ee8", "#98c379", "#e5c07b", "#c678dd", "#56b6c2", "#d7875f",
+    "#ff87af", "#87d7af", "#afafd7", "#d7d75f", "#5fafaf", "#af87ff",
+)  # fmt: skip
+LEVEL_COLORS = ("#5f9ee8", "#98c379", "#e5c07b", "#d7875f", "#c678dd", "#ff5f5f")
+MAX_CODES = 254  # codes 0 and 1 are "not read yet" and "not an index page"
+OTHER_INDEXES = MAX_CODES - 1  # the code of every index past the first 251
+
 HOLE, PUNCHED, FULL, UNPUNCHED = range(4)
 ALLOCATION_CATEGORIES = (
     Category("hole", "#3a4a6a", "░", "nothing allocated"),
@@ -173,6 +187,11 @@ class PageMapModel:
         self.type_names: list[str] = [UNSCANNED.label]
         self._type_index: dict[str, int] = {}
         self.stored = array("I", bytes(4 * n_pages))
+        #: index ids in the order the scan met them (code 2 is the first); names once known
+        self.index_ids: list[int] = []
+        self._index_code: dict[int, int] = {}
+        self.index_names: dict[int, str] = {}
+        self.max_level = 0
         self.codes: dict[Mode, bytearray] = {m: bytearray(n_pages) for m in Mode}
         alloc = self.codes[Mode.ALLOCATION]
         for n, a in enumerate(allocated):
@@ -210,6 +229,18 @@ class PageMapModel:
                 codes[Mode.CHECKSUM][n] = _UNVERIFIABLE
             else:
                 codes[Mode.CHECKSUM][n] = _VALID if info.checksum_valid else _INVALID
+        idx = info.index
+        if idx is None:
+            codes[Mode.INDEX][n] = codes[Mode.LEVEL][n] = 1
+        else:
+            icode = self._index_code.get(idx.index_id)
+            if icode is None and len(self.index_ids) < OTHER_INDEXES - 2:
+                icode = self._index_code[idx.index_id] = len(self.index_ids) + 2
+                self.index_ids.append(idx.index_id)
+            codes[Mode.INDEX][n] = icode or OTHER_INDEXES
+            level = min(idx.level, MAX_CODES - 1)
+            self.max_level = max(self.max_level, level)
+            codes[Mode.LEVEL][n] = 2 + level
         if n < len(self.allocated) and unpunched_bytes(info, self.allocated[n], self.fs_block_size):
             codes[Mode.ALLOCATION][n] = UNPUNCHED
         self.scanned = n + 1
@@ -220,6 +251,25 @@ class PageMapModel:
         if mode is Mode.TYPE:
             names = list(self.type_names)
             return (UNSCANNED, *(Category(t, type_color(t)) for t in names[1:]))
+        if mode is Mode.INDEX:
+            named = [
+                Category(self.index_label(iid), INDEX_PALETTE[k % len(INDEX_PALETTE)])
+                for k, iid in enumerate(list(self.index_ids))
+            ]
+            gap = [NOT_INDEX] * (OTHER_INDEXES - 2 - len(named))  # never drawn: no page has them
+            return (UNSCANNED, NOT_INDEX, *named, *gap, Category("other indexes", _OTHER_COLOR))
+        if mode is Mode.LEVEL:
+            return (
+                UNSCANNED,
+                NOT_INDEX,
+                *(
+                    Category(
+                        f"level {lv}" + (" (leaf)" if lv == 0 else ""),
+                        LEVEL_COLORS[min(lv, len(LEVEL_COLORS) - 1)],
+                    )
+                    for lv in range(self.max_level + 1)
+                ),
+            )
         return {
             Mode.COMPRESSION: COMPRESSION_CATEGORIES,
             Mode.RATIO: RATIO_CATEGORIES,
@@ -227,11 +277,20 @@ class PageMapModel:
             Mode.CHECKSUM: CHECKSUM_CATEGORIES,
         }[mode]
 
+    def index_label(self, index_id: int) -> str:
+        """``PRIMARY (144)``, or ``index 144`` while no source names it."""
+        if index_id == 0xFFFFFFFFFFFFFFFF:
+            return "SDI"
+        name = self.index_names.get(index_id)
+        return f"{name} ({index_id})" if name else f"index {index_id}"
+
     def counts(self, mode: Mode) -> list[tuple[Category, int]]:
         """Pages per category, skipping empty categories (and unread pages once all are read)."""
         codes = self.codes[mode]
         out = []
         for i, cat in enumerate(self.categories(mode)):
+            if i > 1 and cat is NOT_INDEX:
+                continue  # the index colouring's unused codes
             n = codes.count(i)
             if n:
                 out.append((cat, n))

@@ -29,7 +29,7 @@ from textual.worker import Worker, get_current_worker
 
 from ibdtool.describe import disk_text, format_rows, inspect_rows
 from ibdtool.errors import IbdtoolError
-from ibdtool.inspect import InspectResult, format_name, inspect
+from ibdtool.inspect import InspectResult, format_name, index_names, inspect
 from ibdtool.tablespace import Tablespace
 from ibdtool.text import human_bytes
 from parsers.page import PageInfo
@@ -79,6 +79,8 @@ type, compression algorithm, stored size, allocation on disk or checksum.
         Binding("3", "mode('ratio')", "Ratio", show=False),
         Binding("4", "mode('allocation')", "Allocation", show=False),
         Binding("5", "mode('checksum')", "Checksum", show=False),
+        Binding("6", "mode('index')", "Index", show=False),
+        Binding("7", "mode('level')", "Level", show=False),
         Binding("s", "simulate", "Simulate"),
         Binding("colon", "jump", "Jump to page", show=False),
         Binding("slash", "filter", "Filter"),
@@ -147,6 +149,10 @@ type, compression algorithm, stored size, allocation on disk or checksum.
                 model = PageMapModel(
                     ts.n_pages, ts.physical_size, ts.logical_size, alloc.fs_block_size, per_page
                 )
+                with log.timed("file", f"index names (SDI or .cfg) of {self.path}") as run:
+                    names = index_names(ts)
+                    model.index_names = names.names
+                    run.detail = f"{len(names.names)} from the {names.source or 'nowhere'}"
                 self.post_message(ScanStarted(ts.format, alloc, model, ts.size))
                 total = ts.n_pages
                 last = time.monotonic()
@@ -311,6 +317,8 @@ type, compression algorithm, stored size, allocation on disk or checksum.
             elif comp == "empty":
                 text.append(" · all zero")
             text.append(f" · checksum {labels[Mode.CHECKSUM]}")
+            if labels[Mode.INDEX] != "not an index page":
+                text.append(f" · {labels[Mode.INDEX]} {labels[Mode.LEVEL]}")
         text.append(f" · {human_bytes(alloc)} allocated ({labels[Mode.ALLOCATION]})")
         info.update(text)
 
