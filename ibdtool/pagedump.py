@@ -1,0 +1,158 @@
+"""One page: its stored and decompressed bytes and every decoded field with its offset.
+
+What ``ibdtool page PATH N`` prints (like innodb_ruby's ``page-dump``) and what the TUI's page
+view saves: the fields come from the page families of :mod:`parsers.pages` (the stored image's
+envelope, then the logical page's FIL frame and family), the bytes from
+:meth:`~ibdtool.tablespace.Tablespace.page_with_data`. :func:`save_page` writes a page's bytes
+to a new file in a directory, never through a link and never over an existing file.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from ibdtool.errors import InputError
+from ibdtool.tablespace import Tablespace
+from parsers.page import PageInfo
+from parsers.pages import Layout, logical_layout, stored_layout
+from parsers.space import SpaceFormat
+
+
+@dataclass(frozen=True)
+class PageDump:
+    path: str
+    info: PageInfo
+    fmt: SpaceFormat
+    stored: bytes
+    logical: bytes
+    stored_layout: Layout
+    logical_layout: Layout
+
+    @property
+    def decompressed(self) -> bool:
+        """The logical page differs from the stored image (decompressed or a zip page)."""
+        return self.stored != self.logical
+
+
+def dump_page(path: str | os.PathLike[str], page_no: int) -> PageDump:
+    with Tablespace(path) as ts:
+        info, stored, logical = ts.page_with_data(page_no)
+        fmt = ts.format
+    return PageDump(
+        str(path),
+        info,
+        fmt,
+        bytes(stored),
+        bytes(logical),
+        stored_layout(stored, info, fmt),
+        logical_layout(logical, info, fmt),
+    )
+
+
+def hex_lines(data: bytes, width: int = 16) -> list[str]:
+    """``xxd``-style lines: offset, bytes in hex, printable ASCII."""
+    out = []
+    for off in range(0, len(data), width):
+        chunk = data[off : off + width]
+        text = "".join(chr(b) if 32 <= b < 127 else "." for b in chunk)
+        out.append(f"{off:08x}: {chunk.hex(' '):<{3 * width - 1}}  {text}")
+    return out
+
+
+def _layout_json(layout: Layout) -> dict[str, Any]:
+    return {
+        "groups": [
+            {
+                "title": g.title,
+                "fields": [
+                    {"name": f.name, "offset": f.offset, "size": f.size, "value": f.value}
+                    | ({"note": f.note} if f.note else {})
+                    for f in g.fields
+                ],
+                "lines": list(g.lines),
+            }
+            for g in layout.groups
+        ],
+        "regions": [{"start": r.start, "end": r.end, "name": r.name} for r in layout.regions],
+    }
+
+
+def to_json(d: PageDump, with_bytes: bool = True) -> dict[str, Any]:
+    i = d.info
+    out: dict[str, Any] = {
+        "path": d.path,
+        "page": i.page_no,
+        "type": i.type_name,
+        "stored_type": i.stored_type,
+        "compression": i.compression.value,
+        "stored_size": i.stored_size,
+        "checksum": i.checksum_algo.value,
+        "valid": i.checksum_valid,
+        "lsn": i.lsn,
+        "space_id": i.space_id,
+        "problem": i.problem,
+        "stored": _layout_json(d.stored_layout),
+        "logical": _layout_json(d.logical_layout),
+    }
+    if with_bytes:
+        out["stored_hex"] = d.stored.hex()
+        out["logical_hex"] = d.logical.hex() if d.decompressed else None
+    return out
+
+
+def text_lines(d: PageDump) -> list[str]:
+    """The fields, one per line with its offset and size, then the hex dumps."""
+    i = d.info
+    verdict = (
+        "valid" if i.checksum_valid else "unverifiable" if i.checksum_valid is None else "INVALID"
+    )
+    lines = [
+        f"{d.path} page {i.page_no}: {i.type_name} (stored type {i.stored_type}), "
+        f"{i.compression.value}, checksum {i.checksum_algo.value} {verdict}"
+        + (f", {i.problem}" if i.problem else "")
+    ]
+    for image, layout in (("stored", d.stored_layout), ("logical", d.logical_layout)):
+        for g in layout.groups:
+            lines.append(f"[{image}] {g.title}")
+            for f in g.fields:
+                note = f"  ({f.note})" if f.note else ""
+                lines.append(f"  {f.offset:>6} {f.size:>4}  {f.name:<28} {f.value}{note}")
+            lines.extend(f"  {line}" for line in g.lines)
+    lines.append(f"stored image ({len(d.stored)} bytes):")
+    lines += hex_lines(d.stored)
+    if d.decompressed:
+        lines.append(f"logical page ({len(d.logical)} bytes):")
+        lines += hex_lines(d.logical)
+    return lines
+
+
+_UNSAFE = re.compile(r"[^A-Za-z0-9._@#-]+")
+
+
+def dump_name(path: str, page_no: int, logical: bool = False) -> str:
+    """``orders.ibd.page3.bin`` (``.logical.bin`` for the decompressed page)."""
+    base = _UNSAFE.sub("_", Path(path).name) or "tablespace"
+    return f"{base}.page{page_no}{'.logical' if logical else ''}.bin"
+
+
+def save_page(d: PageDump, directory: str | os.PathLike[str], logical: bool = False) -> Path:
+    """Write the stored (or logical) bytes to a new file in ``directory``: created with
+    O_EXCL|O_NOFOLLOW relative to the directory opened once, so an existing file or a planted
+    link is refused, never written through. InputError when the name is taken."""
+    name = dump_name(d.path, d.info.page_no, logical)
+    dfd = os.open(directory, os.O_RDONLY | os.O_DIRECTORY)
+    try:
+        flags = os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW | os.O_CLOEXEC
+        try:
+            fd = os.open(name, flags, 0o644, dir_fd=dfd)
+        except FileExistsError:
+            raise InputError(f"{name}: already exists; not overwritten") from None
+        with os.fdopen(fd, "wb") as fh:
+            fh.write(d.logical if logical else d.stored)
+    finally:
+        os.close(dfd)
+    return Path(directory) / name
