@@ -139,11 +139,10 @@ def dump_name(path: str, page_no: int, logical: bool = False) -> str:
     return f"{base}.page{page_no}{'.logical' if logical else ''}.bin"
 
 
-def save_page(d: PageDump, directory: str | os.PathLike[str], logical: bool = False) -> Path:
-    """Write the stored (or logical) bytes to a new file in ``directory``: created with
-    O_EXCL|O_NOFOLLOW relative to the directory opened once, so an existing file or a planted
-    link is refused, never written through. InputError when the name is taken."""
-    name = dump_name(d.path, d.info.page_no, logical)
+def save_page(data: bytes, name: str, directory: str | os.PathLike[str]) -> Path:
+    """Write ``data`` to a new file ``name`` in ``directory``: created with O_EXCL|O_NOFOLLOW
+    relative to the directory opened once, so an existing file or a planted link is refused,
+    never written through. InputError when the name is taken."""
     dfd = os.open(directory, os.O_RDONLY | os.O_DIRECTORY)
     try:
         flags = os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW | os.O_CLOEXEC
@@ -152,7 +151,7 @@ def save_page(d: PageDump, directory: str | os.PathLike[str], logical: bool = Fa
         except FileExistsError:
             raise InputError(f"{name}: already exists; not overwritten") from None
         with os.fdopen(fd, "wb") as fh:
-            fh.write(d.logical if logical else d.stored)
+            fh.write(data)
     finally:
         os.close(dfd)
     return Path(directory) / name

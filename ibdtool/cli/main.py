@@ -301,6 +301,38 @@ def pages(
     _fail_if_truncated(path)
 
 
+# --- page ------------------------------------------------------------------------------------
+
+
+@main.command()
+@click.argument("path", type=_PATH)
+@click.argument("page_no", metavar="N", type=click.IntRange(min=0))
+@click.option("--raw", is_flag=True, help="The page's bytes on stdout (stored; see --logical).")
+@click.option("--hex", "as_hex", is_flag=True, help="Only the hex dump.")
+@click.option("--json", "as_json", is_flag=True, help="Fields with offsets, and the bytes in hex.")
+@click.option(
+    "--logical", is_flag=True, help="With --raw/--hex: the decompressed page, not the stored one."
+)
+def page(path: str, page_no: int, raw: bool, as_hex: bool, as_json: bool, logical: bool) -> None:
+    """One page: every decoded field with its offset, and its bytes (stored and decompressed)."""
+    from ibdtool.pagedump import dump_page, hex_lines, text_lines, to_json
+
+    if raw + as_hex + as_json > 1:
+        _fail("choose one of --raw, --hex and --json")
+    d = dump_page(path, page_no)
+    data = d.logical if logical else d.stored
+    if raw:
+        sys.stdout.flush()
+        sys.stdout.buffer.write(data)
+        sys.stdout.buffer.flush()
+    elif as_hex:
+        sys.stdout.write("\n".join(hex_lines(data)) + "\n")
+    elif as_json:
+        _emit_json(to_json(d))
+    else:
+        sys.stdout.write("\n".join(text_lines(d)) + "\n")
+
+
 # --- checksum --------------------------------------------------------------------------------
 
 

@@ -7,6 +7,7 @@ decoded page and the engine's :class:`~parsers.page.PageInfo`) and the field lay
 
 from __future__ import annotations
 
+import os
 from pathlib import Path
 from typing import TYPE_CHECKING, ClassVar
 
@@ -22,6 +23,7 @@ from textual.widgets import Footer, Header, Static
 
 from ibdtool.errors import IbdtoolError
 from ibdtool.inspect import unpunched_bytes
+from ibdtool.pagedump import dump_name, save_page
 from ibdtool.tablespace import Tablespace
 from ibdtool.text import human_bytes
 from parsers.page import PageInfo
@@ -52,6 +54,8 @@ stored image beside the decoded (decompressed) page, coloured by region.
         Binding("colon", "jump", "Jump to page", show=False),
         Binding("f", "focus_fields", "Fields", show=False),
         Binding("x", "focus_hex", "Hex", show=False),
+        Binding("w", "save", "Save bytes"),
+        Binding("y", "copy_hex", "Copy hex"),
     ]
 
     def __init__(self, path: str | Path, page: int, model: PageMapModel) -> None:
@@ -206,6 +210,28 @@ stored image beside the decoded (decompressed) page, coloured by region.
             self.load(page)
 
         ask_page(self, self.n_pages, go)
+
+    def action_save(self) -> None:
+        """The stored bytes to ``<file>.page<N>.bin`` in the current directory (a new file)."""
+        if self.loaded is None:
+            return
+        name = dump_name(str(self.path), self.loaded.info.page_no)
+        log = self.ibd_app.command_log
+        try:
+            with log.timed("file", f"create {name} (O_EXCL|O_NOFOLLOW) in {os.getcwd()}"):
+                saved = save_page(self.loaded.stored, name, os.getcwd())
+        except (IbdtoolError, OSError) as exc:
+            why = exc.message if isinstance(exc, IbdtoolError) else exc.strerror or str(exc)
+            self.notify(f"{name}: {why}", title="not saved", severity="error")
+            return
+        self.notify(f"{len(self.loaded.stored)} bytes written to {saved}", title="saved")
+
+    def action_copy_hex(self) -> None:
+        """The stored bytes as hex to the terminal's clipboard (OSC 52)."""
+        if self.loaded is None:
+            return
+        self.app.copy_to_clipboard(self.loaded.stored.hex())
+        self.notify(f"page {self.loaded.info.page_no}: {len(self.loaded.stored)} bytes as hex")
 
     def action_focus_fields(self) -> None:
         self.query_one("#fields").focus()
