@@ -289,6 +289,8 @@ INSPECT_KEYS = (
     "unpunched_pages",
     "unpunched_bytes",
     "sdi",
+    "space_kind",
+    "indexes",
     "warnings",
 )
 

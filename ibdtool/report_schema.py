@@ -60,6 +60,8 @@ ROW: dict[str, Field] = {
     "error": _req("string"),
     "flags": _req("strings", nullable=False),
     "format": Field("string"),
+    "space_kind": Field("string"),
+    "indexes": Field("list"),
     "row_format": Field("string"),
     "key_block_size": Field("count"),
     "page_compression": Field("string"),
