@@ -693,7 +693,12 @@ def _clustered_index_ids(ts: Tablespace) -> frozenset[int]:
     except InputError:
         return frozenset()
     if summary and summary.indexes:
-        primary = [i for i, name in summary.indexes.items() if name == "PRIMARY"]
+        # one table's names are bare, several tables' (mysql.ibd) are "table.index"
+        primary = [
+            i
+            for i, name in summary.indexes.items()
+            if name == "PRIMARY" or name.endswith(".PRIMARY")
+        ]
         return frozenset(primary or [min(summary.indexes)])
     # Without a dictionary: the clustered index is created first, so it has the lowest id
     # among the index roots, which sit in the first pages of a file-per-table tablespace.
