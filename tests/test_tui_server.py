@@ -174,3 +174,39 @@ async def test_convert_on_mysql80_from_the_tui(mysql80: ThrowawayServer) -> None
     assert space_id(mysql80, "tui", "orders") != space_before
     assert rows_crc(mysql80, "tui", "orders") == rows
     assert_format(on_disk(mysql80, "tui", "orders"), "page:zlib")
+
+
+@pytest.mark.asyncio
+@pytest.mark.xdist_group("mariadb")
+async def test_page_map_names_indexes_from_the_server(mariadb: ThrowawayServer) -> None:  # noqa: F811
+    """A MariaDB file has no SDI, and no .cfg once the export lock is released: the page map's
+    index names can only come from the server's INNODB_SYS_INDEXES."""
+    from tui.screens.tablespace import TablespaceScreen
+
+    make_table(mariadb, "tui", "named", rows=3000)
+    sid = space_id(mariadb, "tui", "named")
+    mariadb.query("FLUSH TABLES tui.named FOR EXPORT")  # pages on disk (the .cfg goes at unlock)
+    mariadb.query("UNLOCK TABLES")
+    path = mariadb.file_path("tui", "named")
+    assert not path.with_suffix(".cfg").exists()
+    catalog = {
+        int(i): str(n)
+        for i, n in mariadb.query(
+            "SELECT INDEX_ID, NAME FROM information_schema.INNODB_SYS_INDEXES WHERE SPACE = %s",
+            (sid,),
+        )
+    }
+    app = server_app(mariadb)
+    async with app.run_test(size=SIZE) as pilot:
+        await settle(pilot)
+        table = app.screen.query_one(DataTable)
+        row = table.get_row_index("tui.named")
+        while table.cursor_row != row:
+            await pilot.press("down" if table.cursor_row < row else "up")
+        await pilot.press("enter")
+        await settle(pilot)
+        screen = app.screen
+        assert isinstance(screen, TablespaceScreen) and screen.model is not None
+        assert screen.model.index_names == catalog
+        await pilot.press("slash", *"idx_customer", "enter")
+        assert screen._match is not None and any(screen._match)

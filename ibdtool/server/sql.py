@@ -128,6 +128,16 @@ TABLESPACES: dict[str, str] = {
 TABLESPACES["mariadb_pre106"] = TABLESPACES["mysql57"]
 
 
+#: a space's indexes: id, name and root page (MySQL 8: INNODB_INDEXES; else INNODB_SYS_INDEXES)
+INDEXES_OF_SPACE: dict[str, str] = {
+    "mysql8": f"{TAG} SELECT INDEX_ID AS id, NAME AS name, PAGE_NO AS page_no "
+    "FROM information_schema.INNODB_INDEXES WHERE SPACE = %s",
+    "mysql57": f"{TAG} SELECT INDEX_ID AS id, NAME AS name, PAGE_NO AS page_no "
+    "FROM information_schema.INNODB_SYS_INDEXES WHERE SPACE = %s",
+}
+INDEXES_OF_SPACE["mariadb"] = INDEXES_OF_SPACE["mariadb_pre106"] = INDEXES_OF_SPACE["mysql57"]
+
+
 def tablespace_by_name(catalog: str) -> str:
     return TABLESPACES[catalog] + " WHERE ts.NAME = %s"
 

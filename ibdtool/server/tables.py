@@ -16,6 +16,7 @@ from pathlib import Path
 from typing import Any
 
 from ibdtool.errors import InputError
+from ibdtool.indexnames import IndexNames, from_rows
 from ibdtool.server import localfs, sql
 from ibdtool.server.context import Server
 from ibdtool.server.pagestate import PageState, page_state
@@ -327,6 +328,12 @@ def read_tablespaces(server: Server, name: str | None = None) -> list[SpaceInfo]
     else:
         rows = server.session.query(sql.tablespace_by_name(catalog), (name,))
     return [_space_from_row(r, server.local_datadir) for r in rows]
+
+
+def index_names(server: Server, space: int) -> IndexNames:
+    """The server's names (and root pages) of a tablespace's indexes."""
+    rows = server.session.query(sql.INDEXES_OF_SPACE[server.flavor.catalog], (space,))
+    return from_rows([(r["id"], r["name"], r["page_no"]) for r in rows])
 
 
 def _load_page_state(space: SpaceInfo) -> None:

@@ -22,7 +22,9 @@ from textual.screen import Screen
 from textual.widgets import DataTable, Footer, Header, Static
 
 from ibdtool.errors import IbdtoolError
+from ibdtool.indexnames import IndexNames
 from ibdtool.server import ConnectionOptions, Server, TableInfo, list_tables
+from ibdtool.server.tables import index_names as server_index_names
 from ibdtool.text import human_bytes
 from parsers.vendor import Vendor
 from tui.commandlog import LogEntry
@@ -241,7 +243,17 @@ prediction first; nothing runs before you confirm).
             return
         from tui.screens.tablespace import TablespaceScreen
 
-        self.app.push_screen(TablespaceScreen(paths[0]))
+        server = self.server
+        space = next(s.space for s in table.spaces if s.local_path == paths[0])
+
+        def names() -> IndexNames:
+            """The server's index names for the page map (read in the screen's worker)."""
+            if server is None:
+                return IndexNames()
+            with self.ibd_app.command_log.timed("sql", f"index names of space {space}"):
+                return server_index_names(server, space)
+
+        self.app.push_screen(TablespaceScreen(paths[0], names_from=names))
 
     def action_filter(self) -> None:
         def apply(value: str | None) -> None:

@@ -29,6 +29,7 @@ from textual.worker import Worker, get_current_worker
 
 from ibdtool.describe import disk_text, format_rows, inspect_rows
 from ibdtool.errors import IbdtoolError
+from ibdtool.indexnames import IndexNames
 from ibdtool.inspect import InspectResult, format_name, index_names, inspect
 from ibdtool.tablespace import Tablespace
 from ibdtool.text import human_bytes
@@ -91,9 +92,13 @@ type, compression algorithm, stored size, allocation on disk or checksum.
         Binding("r", "rescan", "Rescan", show=False),
     ]
 
-    def __init__(self, path: str | Path) -> None:
+    def __init__(
+        self, path: str | Path, names_from: Callable[[], IndexNames] | None = None
+    ) -> None:
         super().__init__()
         self.path = Path(path)
+        #: where the page map's index names come from when not the file's SDI or .cfg (a server)
+        self.names_from = names_from
         self.model: PageMapModel | None = None
         self.result: InspectResult | None = None
         self.opened: FileOpened | None = None
@@ -149,8 +154,10 @@ type, compression algorithm, stored size, allocation on disk or checksum.
                 model = PageMapModel(
                     ts.n_pages, ts.physical_size, ts.logical_size, alloc.fs_block_size, per_page
                 )
-                with log.timed("file", f"index names (SDI or .cfg) of {self.path}") as run:
-                    names = index_names(ts)
+                with log.timed("file", f"index names of {self.path}") as run:
+                    names = self.names_from() if self.names_from else index_names(ts)
+                    if not names.names:
+                        names = index_names(ts)
                     model.index_names = names.names
                     run.detail = f"{len(names.names)} from the {names.source or 'nowhere'}"
                 self.post_message(ScanStarted(ts.format, alloc, model, ts.size))
