@@ -33,7 +33,7 @@ def format_rows(
     """The "Format" and "Page size" rows: what page 0 alone tells, or ``label`` (a scan's)."""
     from ibdtool.inspect import format_name
 
-    label = label or format_name(fmt, vendor)
+    label = label or format_name(fmt)
     sizes = f"{size_k(fmt.logical_size)} logical / {size_k(fmt.physical_size)} physical"
     flags = " ".join(fmt.flags.names()) or "-"
     return [

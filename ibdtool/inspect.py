@@ -39,9 +39,8 @@ def align_up(n: int, block: int) -> int:
     return -(-n // block) * block
 
 
-def format_name(fmt: SpaceFormat, vendor: Vendor | None = None, name: str | None = None) -> str:
+def format_name(fmt: SpaceFormat, name: str | None = None) -> str:
     """What page 0 (and the file's name) tell of the tablespace, before any scan."""
-    del vendor  # page 0 decides it: kept for callers that pass it
     return identify(fmt, name=name).label
 
 
