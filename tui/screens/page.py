@@ -55,7 +55,7 @@ stored image beside the decoded (decompressed) page, coloured by region.
         Binding("f", "focus_fields", "Fields", show=False),
         Binding("x", "focus_hex", "Hex", show=False),
         Binding("w", "save", "Save bytes"),
-        Binding("y", "copy_hex", "Copy hex"),
+        Binding("y", "copy_hex", "Copy hex", show=False),
     ]
 
     def __init__(self, path: str | Path, page: int, model: PageMapModel) -> None:
