@@ -221,6 +221,11 @@ def _plan_table(tp: TablePlan, vendor: Vendor) -> None:
             if step.kind == "set_global":
                 line.append("   -- restored afterwards", style="dim")
             con.print(line, soft_wrap=True)
+            if step.kind in ("attribute", "rebuild"):
+                for lk in step.locks(tp.settings.lock_wait_timeout if tp.settings else 60):
+                    con.print(Text(f"    lock: {lk.text}", style="dim"), soft_wrap=True)
+        for lk in tp.verify_locks():
+            con.print(Text(f"  then, to verify — lock: {lk.text}", style="dim"), soft_wrap=True)
     con.print()
 
 
@@ -327,19 +332,8 @@ class ProgressView:
             self._task = None
 
     def _on_progress(self, ev: Event) -> None:
-        r = ev.reading
         frac = ev.fraction or 0.0
-        eta = f"ETA {hms(ev.eta)}" if ev.eta is not None else "ETA ?"
-        detail = ""
-        if r is not None:
-            amount = (
-                f"{human_bytes(int(r.done))}/{human_bytes(int(r.total or 0))}"
-                if r.unit == "bytes"
-                else f"{r.done:,.0f}/{r.total or 0:,.0f} {r.unit}"
-                if r.unit != "%"
-                else ""
-            )
-            detail = f"{r.stage or ''} {amount} [{r.source}]".strip()
+        eta, detail = ev.eta_text, ev.detail_text
         if self._progress is not None and self._task is not None:
             self._progress.update(self._task, completed=100.0 * frac, eta=eta, detail=detail)
             return
@@ -347,8 +341,7 @@ class ProgressView:
         if now - self._last_line >= LINE_EVERY:
             self._last_line = now
             err().print(
-                f"{ev.table}: {100 * frac:3.0f}% {hms(ev.elapsed)} elapsed, "
-                f"{hms(ev.eta) + ' remain' if ev.eta is not None else 'ETA ?'}  {detail}",
+                f"{ev.table}: {100 * frac:3.0f}% {hms(ev.elapsed)} elapsed, {eta}  {detail}",
                 soft_wrap=True,
                 highlight=False,
             )

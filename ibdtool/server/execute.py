@@ -24,7 +24,9 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from ibdtool.errors import InputError
 from ibdtool.server import sql
+from ibdtool.server.bufferpool import STUCK_AFTER, dirty_pages, wait_flushed
 from ibdtool.server.connection import Session
 from ibdtool.server.context import Server
 from ibdtool.server.errors import ER_QUERY_INTERRUPTED, ServerError
@@ -45,6 +47,7 @@ from ibdtool.server.steps import Step
 from ibdtool.server.tables import TableInfo, TableOptions
 
 ETA_MIN_FRACTION = 0.01  # as gh-ost: no ETA before 1% is done
+FILE_FRACTION_CAP = 0.99  # an estimate-based bar never shows done before the statement is
 ORPHAN_WAIT = 60.0  # seconds to wait for a killed statement when leaving early
 
 
@@ -53,7 +56,8 @@ class ExecSettings:
     max_running: int | None = 25  # pause before a table while Threads_running >= this
     pause: float = 0.0  # seconds between tables
     poll: float = 0.5  # seconds between progress reads
-    flush_for_export: bool = True  # FLUSH TABLES … FOR EXPORT before measuring the result
+    flush_for_export: bool = False  # FLUSH TABLES … FOR EXPORT (blocks writes) before measuring
+    flush_wait: float = 60.0  # without it: seconds to wait for the page cleaner, at most
     progress: str = "auto"  # "auto" | "performance_schema" | "processlist" | "file"
     stop_on_error: bool = True
     throttle_poll: float = 2.0
@@ -437,11 +441,7 @@ class Migration:
             reading = self._read_progress(progress, worker.thread_id)
             if reading is not None and reading.fraction is not None:
                 best = max(best, reading.fraction)
-                elapsed = time.monotonic() - start
-                eta = elapsed * (1 - best) / best if best >= ETA_MIN_FRACTION else None
-                yield Event(
-                    "progress", name, fraction=best, elapsed=elapsed, eta=eta, reading=reading
-                )
+                yield _progress_event(name, best, time.monotonic() - start, reading)
         self._running = None
         seconds = time.monotonic() - start
         error = running.error
@@ -512,48 +512,112 @@ class Migration:
     # -- after the statements ----------------------------------------------------------------------
 
     def _finish(self, tp: TablePlan, result: TableResult, changed_global: bool) -> Iterator[Event]:
-        """Flush (FOR EXPORT), measure, verify the pages."""
+        """Measure and verify the new file: by default without a lock (wait, bounded, for the
+        page cleaner to write the pages the buffer pool still holds); with
+        ``flush_for_export`` under FLUSH TABLES … FOR EXPORT, which blocks writes meanwhile."""
         table = tp.table
         name = table.name
-        classic = self.server.flavor.writes_take_global_codec(self.server.variables)
-        flush = self.settings.flush_for_export or (changed_global and classic)
         worker = self._worker_session()
         locked = False
+        start = 0.0
         try:
-            if flush:
+            fresh = self._sizes(table)
+            if self.settings.flush_for_export:
+                dirty = dirty_pages(self.server.session, fresh.space_ids)
+                yield Event(
+                    "locking",
+                    name,
+                    f"FLUSH TABLES … FOR EXPORT: every write to {name} waits until UNLOCK TABLES"
+                    + (f" ({dirty} dirty pages to write first)" if dirty is not None else ""),
+                    data={"dirty_pages": dirty},
+                )
+                statement = sql.flush_for_export(table.schema, table.table)
                 start = time.monotonic()
-                worker.execute(sql.flush_for_export(table.schema, table.table))
+                worker.execute(statement)
                 locked = True
                 result.statements.append(
                     StatementResult(
-                        sql.flush_for_export(table.schema, table.table)
-                        .removeprefix(sql.TAG)
-                        .strip()
-                        + ";",
-                        time.monotonic() - start,
+                        statement.removeprefix(sql.TAG).strip() + ";", time.monotonic() - start
                     )
                 )
+                result.unflushed_pages = 0
+            else:
+                yield from self._wait_flushed(name, fresh.space_ids, result)
             result.after = self._sizes(table)
-            yield Event("verifying", name, "reading the pages" + (" (flushed)" if flush else ""))
+            yield Event("verifying", name, "reading the pages" + (" (flushed)" if locked else ""))
             for path in self._new_paths(table):
                 result.verifications.append(self._verify(tp, path))
         except ServerError as exc:
             yield Event("note", name, f"could not measure the result: {exc.message}")
+        except InputError as exc:
+            # the file as the server left it: page 0 not written yet, say
+            result.verify_error = exc.message
         finally:
             if locked:
                 try:
                     worker.execute(sql.UNLOCK_TABLES)
                 except ServerError:
                     self._drop_worker()  # a closed connection releases the lock too
+                result.lock_seconds = time.monotonic() - start
         if result.verifications:
             bad = [v.message for v in result.verifications if not v.ok]
             result.message = "; ".join(bad) if bad else result.verifications[0].message
+        elif result.verify_error:
+            result.message = f"pages not verified: {result.verify_error}"
         elif not self.server.local_datadir:
             result.message = "pages not verified (the datadir is not readable here)"
         else:
             result.message = "pages not verified: the catalog names no file of it under the datadir"
-        if not flush:
-            result.message += " (not flushed: pages still in the buffer pool are not on disk yet)"
+        if locked:
+            result.message += f" (writes blocked {result.lock_seconds:.1f}s by the flush)"
+        elif result.unflushed_pages:
+            result.message += (
+                f" ({result.unflushed_pages} pages still in the buffer pool, not in the file yet"
+                + ("" if result.verify_error else ": what is on disk was checked")
+                + (
+                    "; pages written after the global is restored take its old value"
+                    if changed_global
+                    else ""
+                )
+                + ")"
+            )
+        elif result.unflushed_pages is None:
+            result.message += " (the server did not say which pages are flushed)"
+
+    def _wait_flushed(
+        self, name: str, space_ids: list[int], result: TableResult
+    ) -> Iterator[Event]:
+        """Wait, without a lock, for the page cleaner to write the new space's dirty pages."""
+        last = None
+        for rd in wait_flushed(
+            self.server.session,
+            space_ids,
+            self.settings.flush_wait,
+            self.settings.throttle_poll,
+            self._cancel.wait,
+        ):
+            last = rd
+            if rd.pages:
+                yield Event(
+                    "flushing",
+                    name,
+                    f"{rd.pages} pages of the new tablespace are in the buffer pool, not in the "
+                    f"file yet; waiting up to {self.settings.flush_wait:g}s for the page cleaner "
+                    "(no lock)",
+                    elapsed=rd.elapsed,
+                    data={"dirty_pages": rd.pages},
+                )
+            elif rd.pages is None:
+                yield Event("note", name, f"dirty pages unknown: {rd.error}")
+            if rd.stuck:
+                yield Event(
+                    "note",
+                    name,
+                    f"the page cleaner wrote none of the {rd.pages} pages in "
+                    f"{STUCK_AFTER:g}s: it writes when the server needs the room or the redo "
+                    "space; --flush-for-export writes them now (blocking writes meanwhile)",
+                )
+        result.unflushed_pages = last.pages if last is not None else None
 
     def _new_paths(self, table: TableInfo) -> list[Path]:
         from ibdtool.server.tables import read_tablespaces
@@ -636,14 +700,9 @@ class Migration:
             reading = self._read_progress(progress, old_thread)
             if reading is not None and reading.fraction is not None:
                 best = max(best, reading.fraction)
-                yield Event(
-                    "progress",
-                    name,
-                    "still running on the server",
-                    fraction=best,
-                    elapsed=time.monotonic() - start,
-                    reading=reading,
-                )
+                ev = _progress_event(name, best, time.monotonic() - start, reading)
+                ev.message = "still running on the server"
+                yield ev
             self._wait(self.settings.poll)
         if self.cancelled:
             yield from self._send_kill(name, old_thread)
@@ -662,6 +721,23 @@ class Migration:
                 return _Outcome.OK
         result.message = "the connection dropped and the statement did not take effect"
         return _Outcome.FAILED
+
+
+def _progress_event(name: str, best: float, elapsed: float, reading: Reading) -> Event:
+    """A progress event; no ETA from a source that only measures against an estimate (the
+    new file's size): that would be a guess shown as a number."""
+    if reading.estimated:
+        past = reading.total is not None and reading.done > reading.total
+        return Event(
+            "progress",
+            name,
+            fraction=min(best, FILE_FRACTION_CAP),
+            elapsed=elapsed,
+            reading=reading,
+            data={"eta_unknown": True, "past_estimate": past},
+        )
+    eta = elapsed * (1 - best) / best if best >= ETA_MIN_FRACTION else None
+    return Event("progress", name, fraction=best, elapsed=elapsed, eta=eta, reading=reading)
 
 
 def _optimize_error(rows: list[dict[str, Any]]) -> ServerError | None:

@@ -17,10 +17,12 @@ from typing import Any
 
 from ibdtool.errors import InputError
 from ibdtool.server import sql
+from ibdtool.server.bufferpool import dirty_pages
 from ibdtool.server.context import Server
+from ibdtool.server.locks import Lock, locks_json, verify_locks
 from ibdtool.server.preflight import Check, server_checks, table_checks
-from ibdtool.server.steps import PlanSettings, Step, Target
-from ibdtool.server.tables import TableInfo
+from ibdtool.server.steps import DEFAULT_LOCK_WAIT_TIMEOUT, PlanSettings, Step, Target
+from ibdtool.server.tables import TableInfo, reload_page_states
 from parsers.vendor import Vendor
 
 ROW_SAMPLE_PAGES = 400  # pages the ROW_FORMAT=COMPRESSED prediction samples in bigger files
@@ -53,6 +55,8 @@ class TablePlan:
     skip_reason: str | None = None
     prediction: Prediction | None = None
     prediction_note: str | None = None
+    dirty_pages: int | None = None  # of the table's spaces in the buffer pool, when planned
+    settings: PlanSettings | None = None
 
     @property
     def refused(self) -> bool:
@@ -77,6 +81,17 @@ class TablePlan:
             if s.kind == "set_global" and s.variable and s.value is not None
         }
 
+    @property
+    def _timeout(self) -> int:
+        return self.settings.lock_wait_timeout if self.settings else DEFAULT_LOCK_WAIT_TIMEOUT
+
+    @property
+    def _flush(self) -> bool:
+        return bool(self.settings and self.settings.flush_for_export)
+
+    def verify_locks(self) -> list[Lock]:
+        return verify_locks(self._flush)
+
     def to_json(self, vendor: Vendor) -> dict[str, Any]:
         return {
             "table": self.table.name,
@@ -84,7 +99,12 @@ class TablePlan:
             "current": self.table.current_format(vendor),
             "target": self.target.label,
             "skip_reason": self.skip_reason,
-            "statements": [s.to_json() for s in self.steps],
+            "statements": [s.to_json(self._timeout) for s in self.steps],
+            "verification": {
+                "flush_for_export": self._flush,
+                "locks": locks_json(verify_locks(self._flush)),
+            },
+            "dirty_pages": self.dirty_pages,
             "checks": [c.to_json() for c in self.checks],
             "prediction": self.prediction.to_json() if self.prediction else None,
             "prediction_note": self.prediction_note,
@@ -232,6 +252,48 @@ def predict(server: Server, table: TableInfo, target: Target, jobs: int | None) 
     return Prediction(now, predicted, None if exact else (low, high), saving, f"simulate, {how}")
 
 
+def _predict_table(server: Server, tp: TablePlan, st: PlanSettings) -> None:
+    """Predict from the file only when it holds the table: compare it with what the server
+    says (the catalog's size, the space's dirty pages); with ``flush_for_export`` make it hold
+    the table first (a write lock while the server writes them), else say how far it lags."""
+    t = tp.table
+    spaces = [s.space for s in t.spaces]
+    tp.dirty_pages = dirty_pages(server.session, spaces) if server.local_datadir else None
+    lag = t.unflushed()
+    if st.flush_for_export and (lag or tp.dirty_pages):
+        with server.new_session("flush", read_timeout=None) as flusher:
+            flusher.execute(sql.flush_for_export(t.schema, t.table))
+            try:
+                reload_page_states(t)
+            finally:
+                flusher.execute(sql.UNLOCK_TABLES)
+        tp.dirty_pages, lag = 0, t.unflushed()
+    if lag:
+        dirty = f", {tp.dirty_pages} pages dirty in the buffer pool" if tp.dirty_pages else ""
+        tp.prediction_note = (
+            f"{lag}{dirty}: the file is not the table; predict after the page cleaner writes "
+            "them, or with --flush-for-export (blocks writes while it flushes)"
+        )
+        return
+    try:
+        tp.prediction = predict(server, t, tp.target, _jobs(st))
+    except InputError as exc:
+        tp.prediction_note = exc.message
+        return
+    page = next((s.state.physical_size for s in t.spaces if s.state), 16384)
+    catalog = (t.data_length or 0) + (t.index_length or 0)
+    if tp.dirty_pages and catalog:
+        # the file is behind by these pages: widen the interval by their share of the table
+        share = min(1.0, tp.dirty_pages * page / catalog)
+        p = tp.prediction
+        lo, hi = p.ci95 or (p.predicted, p.predicted)
+        p.ci95 = (int(lo * (1 - share)), int(hi * (1 + share)))
+        p.how += (
+            f"; {tp.dirty_pages} pages ({100 * share:.0f}% of the table) are dirty in the buffer "
+            "pool: the file lags, the interval is wider"
+        )
+
+
 # --- the plan --------------------------------------------------------------------------------
 
 
@@ -251,7 +313,7 @@ def build_plan(
     common = server_checks(server, target)
     plan = Plan(server.flavor.label, vendor, target, st, [], common)
     for t in tables:
-        tp = TablePlan(t, target)
+        tp = TablePlan(t, target, settings=st)
         tp.checks = table_checks(server, t, target, st.algorithm)
         if not tp.refused and not any(c.refuses for c in common):
             reason = None if st.force else already_there(t, target, vendor)
@@ -259,17 +321,7 @@ def build_plan(
                 tp.skip_reason = reason
             tp.steps = statements(server, t, target, st)
             if st.predict and not reason and target.kind != "none":
-                lag = t.unflushed()
-                if lag:
-                    tp.prediction_note = (
-                        f"{lag}; predict after they are flushed (the page cleaner, or "
-                        "FLUSH TABLES … FOR EXPORT)"
-                    )
-                else:
-                    try:
-                        tp.prediction = predict(server, t, target, _jobs(st))
-                    except InputError as exc:
-                        tp.prediction_note = exc.message
+                _predict_table(server, tp, st)
         else:
             tp.checks = common + tp.checks
         plan.tables.append(tp)

@@ -7,7 +7,9 @@
 * ``processlist``: ``information_schema.PROCESSLIST`` STAGE/MAX_STAGE/PROGRESS, where the
   dialect reports them (MariaDB; only ALGORITHM=COPY fills them, INPLACE shows 0/0/0 throughout).
 * ``file``: the growth of the ``#sql-*.ibd`` file the rebuild writes in the schema directory,
-  against the size the new file is expected to reach (datadir local only).
+  against the size the new file is expected to reach (datadir local only). That size is our
+  estimate, not the server's: its readings are marked ``estimated`` (no ETA is made from them)
+  and may pass it.
 
 Each source returns a :class:`Reading` or None (nothing to say right now); :class:`Progress`
 asks them in order. Readings are raw; the executor keeps the shown fraction from going back.
@@ -28,7 +30,6 @@ from ibdtool.server.context import Server, on
 from ibdtool.server.errors import ServerError
 
 SOURCES = ("performance_schema", "processlist", "file")
-FILE_PROGRESS_CAP = 0.99  # the size estimate is only an estimate: never claim to be done
 #: InnoDB stages before the last ones, where completed == estimated means "no estimate"
 EARLY_STAGES = frozenset({"read PK and internal sort", "merge sort", "insert"})
 
@@ -40,6 +41,11 @@ class Reading:
     done: float
     total: float | None
     unit: str  # "work" (InnoDB stage units), "rows", "%", "bytes"
+    estimated: bool = False  # total is our estimate, not the server's: no ETA from it
+
+    @property
+    def past_estimate(self) -> bool:
+        return self.estimated and self.total is not None and self.done > self.total
 
     @property
     def fraction(self) -> float | None:
@@ -176,9 +182,13 @@ class FileGrowth:
                     found = True
         if not found:
             return None
-        done = min(size, int(self.expected * FILE_PROGRESS_CAP))
         return Reading(
-            self.name, "writing the new file", float(done), float(self.expected), "bytes"
+            self.name,
+            "writing the new file",
+            float(size),
+            float(self.expected),
+            "bytes",
+            estimated=True,
         )
 
 

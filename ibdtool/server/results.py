@@ -12,6 +12,7 @@ from typing import Any
 
 from ibdtool.server.pagestate import Verification
 from ibdtool.server.progress import Reading
+from ibdtool.text import hms, human_bytes
 
 
 @dataclass
@@ -27,6 +28,31 @@ class Event:
     eta: float | None = None
     reading: Reading | None = None
     data: dict[str, Any] = field(default_factory=dict)
+
+    @property
+    def eta_text(self) -> str:
+        """``ETA 1:05``; ``ETA unknown`` when only our size estimate measures progress;
+        ``past the estimate`` once the new file is bigger than that estimate."""
+        if self.data.get("past_estimate"):
+            return "past the estimate, ETA unknown"
+        if self.data.get("eta_unknown"):
+            return "ETA unknown"
+        return f"ETA {hms(self.eta)}" if self.eta is not None else "ETA ?"
+
+    @property
+    def detail_text(self) -> str:
+        """What the progress source measured: stage, amount, source."""
+        r = self.reading
+        if r is None:
+            return ""
+        if r.unit == "bytes":
+            what = "of the predicted " if r.estimated else "/"
+            amount = f"{human_bytes(int(r.done))} {what}{human_bytes(int(r.total or 0))}"
+        elif r.unit != "%":
+            amount = f"{r.done:,.0f}/{r.total or 0:,.0f} {r.unit}"
+        else:
+            amount = ""
+        return f"{r.stage or ''} {amount} [{r.source}]".strip()
 
     def to_json(self) -> dict[str, Any]:
         out: dict[str, Any] = {"event": self.kind}
@@ -74,6 +100,14 @@ class TableResult:
     before: Sizes | None = None
     after: Sizes | None = None
     verifications: list[Verification] = field(default_factory=list)
+    unflushed_pages: int | None = None  # dirty pages of the new space when it was read
+    lock_seconds: float | None = None  # FLUSH TABLES … FOR EXPORT held this long
+    verify_error: str | None = None  # why the file could not be read back
+
+    @property
+    def awaiting_flush(self) -> bool:
+        """Converted, not verified only because the server has not written the pages yet."""
+        return self.verified is None and bool(self.unflushed_pages)
 
     @property
     def verified(self) -> bool | None:
@@ -95,5 +129,10 @@ class TableResult:
             "before": self.before.to_json() if self.before else None,
             "after": self.after.to_json() if self.after else None,
             "verified": self.verified,
+            "unflushed_pages": self.unflushed_pages,
+            "awaiting_flush": self.awaiting_flush,
+            "write_lock_seconds": (
+                None if self.lock_seconds is None else round(self.lock_seconds, 3)
+            ),
             "verification": [v.to_json() for v in self.verifications],
         }

@@ -244,3 +244,14 @@ PFS_STAGE = (
     "s.WORK_ESTIMATED AS work_estimated FROM performance_schema.events_stages_current s "
     "JOIN performance_schema.threads t ON t.THREAD_ID = s.THREAD_ID WHERE t.PROCESSLIST_ID = %s"
 )
+
+
+def dirty_pages(n_spaces: int) -> str:
+    """Pages of these tablespaces modified in the buffer pool and not yet written to their file
+    (OLDEST_MODIFICATION > 0). The view walks the whole buffer pool: poll it slowly."""
+    marks = ", ".join(["%s"] * n_spaces)
+    return (
+        f"{TAG} SELECT SPACE AS space, COUNT(*) AS dirty "
+        "FROM information_schema.INNODB_BUFFER_PAGE "
+        f"WHERE SPACE IN ({marks}) AND OLDEST_MODIFICATION > 0 GROUP BY SPACE"
+    )

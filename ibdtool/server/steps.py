@@ -14,6 +14,7 @@ from typing import Any
 
 from ibdtool.errors import InputError
 from ibdtool.server import sql
+from ibdtool.server.locks import Lock, locks_json, step_locks
 from parsers import codecs
 from parsers.vendor import Vendor
 
@@ -89,8 +90,16 @@ class Step:
             text = text % tuple(escape_item(a, "utf8mb4") for a in self.args)
         return text.removeprefix(sql.TAG).strip() + ";"
 
-    def to_json(self) -> dict[str, Any]:
-        return {"kind": self.kind, "sql": self.display, "why": self.why}
+    def locks(self, lock_wait_timeout: int) -> list[Lock]:
+        return step_locks(self.kind, self.display, lock_wait_timeout)
+
+    def to_json(self, lock_wait_timeout: int = DEFAULT_LOCK_WAIT_TIMEOUT) -> dict[str, Any]:
+        return {
+            "kind": self.kind,
+            "sql": self.display,
+            "why": self.why,
+            "locks": locks_json(self.locks(lock_wait_timeout)),
+        }
 
 
 @dataclass
@@ -100,3 +109,4 @@ class PlanSettings:
     predict: bool = True
     lock_wait_timeout: int = DEFAULT_LOCK_WAIT_TIMEOUT
     jobs: int | None = None
+    flush_for_export: bool = False  # FLUSH TABLES … FOR EXPORT before predicting and verifying

@@ -336,6 +336,14 @@ def index_names(server: Server, space: int) -> IndexNames:
     return from_rows([(r["id"], r["name"], r["page_no"]) for r in rows])
 
 
+def reload_page_states(table: TableInfo) -> None:
+    """Read the table's files again (after a flush made them current)."""
+    for space in table.spaces:
+        space.state = None
+        space.state_error = None
+        _load_page_state(space)
+
+
 def _load_page_state(space: SpaceInfo) -> None:
     if space.local_path is None:
         return

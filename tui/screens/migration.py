@@ -277,17 +277,9 @@ with elapsed time and ETA; `x` kills the running statement.
             log.write(Text(f"{prefix}{ev.message}", style=style or "dim"))
 
     def _progress_line(self, ev: Event) -> str:
-        r = ev.reading
-        eta = f"ETA {hms(ev.eta)}" if ev.eta is not None else "ETA ?"
-        line = f"{100 * (ev.fraction or 0):3.0f}%  {hms(ev.elapsed)} elapsed, {eta}"
-        if r is not None:
-            amount = ""
-            if r.unit == "bytes":
-                amount = f" {human_bytes(int(r.done))}/{human_bytes(int(r.total or 0))}"
-            elif r.unit != "%":
-                amount = f" {r.done:,.0f}/{r.total or 0:,.0f} {r.unit}"
-            line += f"  {r.stage or ''}{amount} [{r.source}]"
-        return line
+        line = f"{100 * (ev.fraction or 0):3.0f}%  {hms(ev.elapsed)} elapsed, {ev.eta_text}"
+        detail = ev.detail_text
+        return f"{line}  {detail}" if detail else line
 
     def on_migration_done(self, message: MigrationDone) -> None:
         self.results = message.results

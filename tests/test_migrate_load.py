@@ -1,0 +1,139 @@
+"""``ibdtool migrate`` under a write load, on real servers: which locks writers feel.
+
+Without ``--flush-for-export`` the conversion takes no lock of its own after the ALTER: no writer
+may stall longer than the longest stall the same writers see when the flag makes it hold
+FLUSH TABLES … FOR EXPORT (measured in the same test). The dirty pages the plan reports are
+checked against information_schema.INNODB_BUFFER_PAGE read by the test before and after; the
+progress without a server-side source says "ETA unknown".
+"""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+import pytest
+
+from samples.servers import ThrowawayServer
+from tests.server_fixtures import (
+    conn_args,
+    ibdtool,
+    make_table,
+    mariadb,  # noqa: F401  (fixtures)
+    mariadb_bare,  # noqa: F401
+    run_migration,
+)
+from tests.writeload import WriteLoad
+
+DOUBLINGS = 3  # 160,000 rows, ~125 MB: a rebuild of a few seconds
+
+
+def dirty_in_pool(srv: ThrowawayServer, schema: str, table: str) -> int:
+    """Dirty pages of the table's space, asked by the test itself."""
+    ((n,),) = srv.query(
+        "SELECT COUNT(*) FROM information_schema.INNODB_BUFFER_PAGE b "
+        "JOIN information_schema.INNODB_SYS_TABLESPACES t ON t.SPACE = b.SPACE "
+        "WHERE t.NAME = %s AND b.OLDEST_MODIFICATION > 0",
+        (f"{schema}/{table}",),
+    )
+    return int(n)
+
+
+def convert_under_load(
+    srv: ThrowawayServer, target: str, **settings: Any
+) -> tuple[WriteLoad, Any, list[Any]]:
+    with WriteLoad(srv, "load", "t", threads=2, limit=300) as load:
+        events, run = run_migration(srv, [("load", "t")], target, poll=0.2, **settings)
+    assert not load.errors, load.errors
+    assert all(w.statements > 20 for w in load.writers), [w.statements for w in load.writers]
+    return load, run.results[0], events
+
+
+@pytest.mark.xdist_group("mariadb")
+def test_no_writer_stalls_without_flush_for_export(mariadb: ThrowawayServer) -> None:  # noqa: F811
+    make_table(mariadb, "load", "t", rows=20000, doublings=DOUBLINGS)
+    quiet, r_quiet, ev_quiet = convert_under_load(
+        mariadb, "page:zlib", flush_for_export=False, flush_wait=3
+    )
+    assert r_quiet.status == "done", r_quiet.message
+    assert r_quiet.lock_seconds is None
+    assert not any("FOR EXPORT" in s.sql for s in r_quiet.statements)
+    assert "FOR EXPORT" not in json.dumps([e.to_json() for e in ev_quiet], default=str)
+    locked, r_locked, _ = convert_under_load(
+        mariadb, "page:lz4", flush_for_export=True, flush_wait=3
+    )
+    assert r_locked.status == "done", r_locked.message
+    assert r_locked.lock_seconds is not None
+    assert any("FOR EXPORT" in s.sql for s in r_locked.statements)
+    # the writers waited out the flush (and the page reading under it) ...
+    assert locked.max_stall >= 0.8 * r_locked.lock_seconds, (locked.max_stall, r_locked)
+    # ... and without it no writer waited as long as that
+    assert quiet.max_stall < locked.max_stall, (quiet.max_stall, locked.max_stall)
+
+
+@pytest.mark.xdist_group("mariadb")
+def test_dirty_pages_in_the_plan_match_the_buffer_pool(mariadb: ThrowawayServer) -> None:  # noqa: F811
+    make_table(mariadb, "dirty", "t", rows=20000, doublings=2)
+    before = dirty_in_pool(mariadb, "dirty", "t")
+    res = ibdtool("migrate", "dirty.t", "--to", "page:zlib", "--json", *conn_args(mariadb))
+    after = dirty_in_pool(mariadb, "dirty", "t")
+    assert res.returncode == 0, res.stderr
+    (tp,) = json.loads(res.stdout)["tables"]
+    # nothing writes to the table: its dirty pages only go down while the plan is made
+    assert before >= tp["dirty_pages"] >= after, (before, tp["dirty_pages"], after)
+    if tp["prediction"] is not None:
+        assert tp["prediction"]["saving_pct"] < 99.5, tp["prediction"]
+    if tp["dirty_pages"]:
+        assert "dirty" in (tp["prediction_note"] or tp["prediction"]["how"]), tp
+    flushed = ibdtool(
+        "migrate", "dirty.t", "--to", "page:zlib", "--json", "--flush-for-export",
+        *conn_args(mariadb),
+    )  # fmt: skip
+    assert flushed.returncode == 0, flushed.stderr
+    (tp,) = json.loads(flushed.stdout)["tables"]
+    assert tp["prediction"] is not None, tp["prediction_note"]
+    assert dirty_in_pool(mariadb, "dirty", "t") == 0  # the flush wrote them all
+    assert tp["verification"]["flush_for_export"] is True
+
+
+@pytest.mark.xdist_group("mariadb")
+def test_the_plan_states_every_lock(mariadb: ThrowawayServer) -> None:  # noqa: F811
+    make_table(mariadb, "locks", "t", rows=2000)
+    for extra, rebuild_lock, verify_lock in (
+        ((), "LOCK=NONE", "none"),
+        (("--algorithm", "copy"), "LOCK=SHARED", "none"),
+        (("--flush-for-export",), "LOCK=NONE", "FOR EXPORT"),
+    ):
+        args = ("migrate", "locks.t", "--to", "page:zlib", *extra, *conn_args(mariadb))
+        res = ibdtool(*args, "--json")
+        assert res.returncode == 0, res.stderr
+        (tp,) = json.loads(res.stdout)["tables"]
+        for st in tp["statements"]:
+            assert st["locks"], st
+        (rebuild,) = [s for s in tp["statements"] if s["kind"] == "rebuild"]
+        assert rebuild_lock in rebuild["sql"]
+        assert any(rebuild_lock in lk["lock"] for lk in rebuild["locks"]), rebuild
+        assert any("metadata lock" in lk["lock"] for lk in rebuild["locks"]), rebuild
+        assert verify_lock in tp["verification"]["locks"][0]["lock"], tp["verification"]
+        text = ibdtool(*args)
+        assert text.returncode == 0, text.stderr
+        assert "lock: metadata lock (exclusive)" in text.stdout, text.stdout
+        assert ("every write to the table waits" in text.stdout) == (extra != ()), text.stdout
+
+
+@pytest.mark.xdist_group("mariadb_bare")
+def test_eta_unknown_without_server_progress(mariadb_bare: ThrowawayServer) -> None:  # noqa: F811
+    """No performance_schema, an INPLACE rebuild: only the new file's size against our
+    estimate measures progress, so no ETA is made from it."""
+    make_table(mariadb_bare, "eta", "t", rows=20000, doublings=DOUBLINGS)
+    events, run = run_migration(mariadb_bare, [("eta", "t")], "none", poll=0.2, flush_wait=1)
+    progress = [e for e in events if e.kind == "progress"]
+    assert progress and {e.reading.source for e in progress} == {"file"}
+    for e in progress:
+        assert e.eta is None and e.data["eta_unknown"] is True
+        r = e.reading
+        assert e.data["past_estimate"] == (r.done > r.total)
+        assert ("past the estimate" in e.eta_text) == (r.done > r.total)
+        assert "ETA unknown" in e.eta_text
+        assert e.fraction is not None and e.fraction < 1.0
+    assert run.results[0].status == "done", run.results[0].message
