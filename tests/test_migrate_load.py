@@ -137,3 +137,23 @@ def test_eta_unknown_without_server_progress(mariadb_bare: ThrowawayServer) -> N
         assert "ETA unknown" in e.eta_text
         assert e.fraction is not None and e.fraction < 1.0
     assert run.results[0].status == "done", run.results[0].message
+
+
+@pytest.mark.xdist_group("mariadb")
+def test_a_default_run_says_which_pages_are_not_on_disk(mariadb: ThrowawayServer) -> None:  # noqa: F811
+    make_table(mariadb, "lag", "t", rows=3000)
+    res = ibdtool(
+        "migrate", "lag.t", "--to", "page:zlib", "--execute", "--yes", "--flush-wait", "2",
+        *conn_args(mariadb),
+    )  # fmt: skip
+    dirty = dirty_in_pool(mariadb, "lag", "t")  # the server's own count, after the run
+    assert res.returncode == 0, res.stderr
+    assert "FOR EXPORT;" not in res.stdout
+    assert dirty > 0  # MariaDB's page cleaner leaves them while the server is idle
+    row = next(
+        line
+        for line in res.stdout.splitlines()
+        if line.lstrip().startswith("lag.t ") and "done" in line
+    )
+    assert "not flushed" in row and "100%" not in row, row
+    assert "pages of the new tablespace are in the buffer pool" in res.stderr, res.stderr

@@ -70,7 +70,7 @@ def test_conversions_plain_zlib_lz4_row8_none(mariadb: ThrowawayServer) -> None:
         ("none", "ROW_FORMAT=DYNAMIC", "`PAGE_COMPRESSED`='1'"),
     ):
         before = space_id(mariadb, "chain", "t")
-        events = migrate_cli(mariadb, "chain.t", target)
+        events = migrate_cli(mariadb, "chain.t", target, "--flush-for-export")
         done = [e for e in events if e["event"] == "table_done"]
         assert len(done) == 1 and done[0]["result"]["verified"] is True, events[-3:]
         state = on_disk(mariadb, "chain", "t")
@@ -350,8 +350,9 @@ def test_human_output_plan_progress_and_results(mariadb: ThrowawayServer) -> Non
     make_table(mariadb, "human", "t", rows=3000)
     on_disk(mariadb, "human", "t")  # flushed, so that there is a prediction
     res = ibdtool(
-        "migrate", "human.t", "--to", "page:zlib", "--execute", "--yes", *conn_args(mariadb)
-    )
+        "migrate", "human.t", "--to", "page:zlib", "--execute", "--yes", "--flush-for-export",
+        *conn_args(mariadb),
+    )  # fmt: skip
     assert res.returncode == 0, res.stderr
     out = res.stdout
     # the plan, then the results: statements with their wall time, sizes before → after

@@ -369,7 +369,9 @@ def print_results(results: list[TableResult]) -> None:
             return human_bytes(x) + (f" → {human_bytes(y)}" if y is not None else "")
 
         saved = ""
-        if b and a and b.allocated_size and a.allocated_size is not None:
+        if r.unflushed_pages:
+            saved = "? (not flushed)"  # the file lags the table: its size is not a saving
+        elif b and a and b.allocated_size and a.allocated_size is not None:
             saved = f"{100 * (b.allocated_size - a.allocated_size) / b.allocated_size:.0f}%"
         tab.add_row(
             r.table,
