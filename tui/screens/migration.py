@@ -137,6 +137,7 @@ with elapsed time and ETA; `x` kills the running statement.
 
     BINDINGS: ClassVar[list[BindingType]] = [
         Binding("y", "run", "Run"),
+        Binding("f", "run_flushed", "Run, verify under FLUSH … FOR EXPORT (blocks writes)"),
         Binding("x", "cancel", "Cancel (KILL QUERY)"),
         Binding("escape", "leave", "Back"),
     ]
@@ -222,14 +223,19 @@ with elapsed time and ETA; `x` kills the running statement.
 
     # --- the run ---------------------------------------------------------------------------
 
-    def action_run(self) -> None:
+    def action_run(self, flush_for_export: bool = False) -> None:
+        """Run the plan; the check afterwards takes no lock unless ``flush_for_export``."""
         plan = self.plan
         if plan is None or not plan.runnable or self.migration is not None:
             return
-        self.migration = Migration(self.server, plan, ExecSettings(poll=POLL))
+        settings = ExecSettings(poll=POLL, flush_for_export=flush_for_export)
+        self.migration = Migration(self.server, plan, settings)
         self.query_one("#migration-progress", ProgressBar).display = True
         self.query_one("#migration-status", Static).update("starting…")
         self.execute(self.migration)
+
+    def action_run_flushed(self) -> None:
+        self.action_run(flush_for_export=True)
 
     def action_cancel(self) -> None:
         if self.migration is not None and self.results is None:
