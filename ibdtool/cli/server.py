@@ -14,6 +14,7 @@ import json
 import signal
 import sys
 from collections.abc import Callable
+from pathlib import Path
 from typing import Any, TypeVar
 
 import click
@@ -272,6 +273,34 @@ class _Interrupts:
             signal.signal(sig, old)
 
 
+class _PauseSignals:
+    """SIGUSR1 pauses before the next table or statement, SIGUSR2 resumes (as gh-ost's
+    throttle/no-throttle)."""
+
+    def __init__(
+        self, pause: Callable[[], None], resume: Callable[[], None], say: Callable[[str], None]
+    ) -> None:
+        self.pause, self.resume, self.say = pause, resume, say
+        self._old: dict[int, Any] = {}
+
+    def _handle(self, signum: int, frame: Any) -> None:
+        if signum == signal.SIGUSR1:
+            self.pause()
+            self.say("SIGUSR1: pausing before the next statement (SIGUSR2 resumes)")
+        else:
+            self.resume()
+            self.say("SIGUSR2: resuming")
+
+    def __enter__(self) -> _PauseSignals:
+        for sig in (signal.SIGUSR1, signal.SIGUSR2):
+            self._old[sig] = signal.signal(sig, self._handle)
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        for sig, old in self._old.items():
+            signal.signal(sig, old)
+
+
 def _confirm(plan: Any, server_label: str, yes: bool) -> None:
     if yes:
         return
@@ -307,6 +336,23 @@ def _confirm(plan: Any, server_label: str, yes: bool) -> None:
     default=25,
     show_default=True,
     help="Wait before each table while Threads_running is at least this (0: never).",
+)
+@click.option(
+    "--max-load",
+    metavar="STATUS=N[,…]",
+    help="Wait before each table and statement while a global status is at least N "
+    "(e.g. Threads_running=25,Threads_connected=800; Threads_running also from --max-running).",
+)
+@click.option(
+    "--critical-load",
+    metavar="STATUS=N[,…]",
+    help="Stop the batch cleanly, before the next table, once a global status reaches N.",
+)
+@click.option(
+    "--pause-file",
+    type=click.Path(dir_okay=False),
+    help="While this file exists, wait before the next table or statement. "
+    "SIGUSR1 pauses the same way, SIGUSR2 resumes.",
 )
 @click.option("--pause", type=click.FloatRange(min=0), default=0, help="Seconds between tables.")
 @click.option(
@@ -358,6 +404,9 @@ def migrate(
     yes: bool,
     journal: str | None,
     max_running: int,
+    max_load: str | None,
+    critical_load: str | None,
+    pause_file: str | None,
     pause: float,
     algorithm: str,
     progress_source: str,
@@ -379,6 +428,7 @@ def migrate(
     """
     from ibdtool.server import PlanSettings, build_plan, parse_target
     from ibdtool.server.execute import ExecSettings
+    from ibdtool.server.pacing import Pacing, parse_load
     from ibdtool.server.progress import source_unavailable_reason
     from ibdtool.server.tables import list_tables, split_table_name
 
@@ -389,6 +439,11 @@ def migrate(
         raise InputError(
             "--execute without --yes needs a terminal to confirm on; add --yes to run unattended"
         )
+    pacing = Pacing(
+        max_load=parse_load(max_load, "--max-load"),
+        critical_load=parse_load(critical_load, "--critical-load"),
+        pause_file=Path(pause_file) if pause_file else None,
+    )
     if flush_for_export and no_flush:
         raise click.UsageError("--flush-for-export and --no-flush contradict each other")
     database = kw.get("database")
@@ -441,6 +496,7 @@ def migrate(
             _confirm(plan, f"{srv.flavor.label} ({srv.opts.describe()})", yes)
         exec_settings = ExecSettings(
             max_running=max_running or None,
+            pacing=pacing,
             pause=pause,
             flush_for_export=flush_for_export,
             flush_wait=flush_wait,
@@ -464,7 +520,11 @@ def _run(
 
     migration = Migration(srv, plan, settings, Journal(journal_path) if journal_path else None)
     tty = sys.stderr.isatty() and not as_json
-    with ProgressView(tty) as view, _Interrupts(migration.cancel, view.say):
+    with (
+        ProgressView(tty) as view,
+        _Interrupts(migration.cancel, view.say),
+        _PauseSignals(migration.pause, migration.resume, view.say),
+    ):
         for ev in migration.events():
             if as_json:
                 sys.stdout.write(json.dumps(ev.to_json(), default=str) + "\n")
@@ -475,7 +535,7 @@ def _run(
         print_results(migration.results)
     if migration.interrupted:
         return int(ExitCode.INTERRUPTED)
-    bad = [r for r in migration.results if r.status in ("failed", "refused")]
+    bad = [r for r in migration.results if r.status in ("failed", "refused", "stopped")]
     # a conversion whose pages could not be read back is not a success either
     # (unless the pages are not on disk yet and no flush was asked for: that is said, not
     # an error)

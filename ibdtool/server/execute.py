@@ -20,7 +20,7 @@ import contextlib
 import threading
 import time
 from collections.abc import Generator, Iterator
-from dataclasses import dataclass
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
@@ -31,6 +31,7 @@ from ibdtool.server.connection import Session
 from ibdtool.server.context import Server
 from ibdtool.server.errors import ER_QUERY_INTERRUPTED, ServerError
 from ibdtool.server.journal import Journal
+from ibdtool.server.pacing import Pacing
 from ibdtool.server.pagestate import Verification, verify
 from ibdtool.server.plan import Plan, TablePlan
 from ibdtool.server.progress import (
@@ -54,6 +55,7 @@ ORPHAN_WAIT = 60.0  # seconds to wait for a killed statement when leaving early
 @dataclass
 class ExecSettings:
     max_running: int | None = 25  # pause before a table while Threads_running >= this
+    pacing: Pacing = field(default_factory=Pacing)  # --max-load, --critical-load, pause file
     pause: float = 0.0  # seconds between tables
     poll: float = 0.5  # seconds between progress reads
     flush_for_export: bool = False  # FLUSH TABLES … FOR EXPORT (blocks writes) before measuring
@@ -110,6 +112,11 @@ class Migration:
         self._running: _Running | None = None
         self._killed = False
         self.interrupted = False
+        self.stopped: str | None = None  # why a critical load stopped the batch
+        load = dict(self.settings.pacing.max_load)
+        if self.settings.max_running and "Threads_running" not in load:
+            load["Threads_running"] = self.settings.max_running
+        self.pacing = replace(self.settings.pacing, max_load=load)
 
     # -- control ---------------------------------------------------------------------------------
 
@@ -255,6 +262,9 @@ class Migration:
                 yield from self._throttle(name)
                 if self.cancelled:
                     break
+                if self.stopped:
+                    self.results.append(TableResult(name, "stopped", self.stopped))
+                    break
                 result = yield from self._run_table(tp)
                 self.results.append(result)
                 if result.status == "interrupted":
@@ -277,7 +287,9 @@ class Migration:
             self._journal("batch_done", results=summary, interrupted=self.interrupted)
             yield Event(
                 "batch_done",
-                message="interrupted" if self.interrupted else "done",
+                message="interrupted"
+                if self.interrupted
+                else (f"stopped: {self.stopped}" if self.stopped else "done"),
                 data={"results": [r.to_json() for r in self.results]},
             )
 
@@ -308,21 +320,31 @@ class Migration:
             names = ", ".join(c.name for c in changes)
             yield Event("global_set", message=f"enabled {names} for the run (restored afterwards)")
 
-    def _throttle(self, name: str) -> Iterator[Event]:
-        limit = self.settings.max_running
-        if not limit:
-            return
+    def _throttle(self, name: str, between_tables: bool = True) -> Iterator[Event]:
+        """Wait while paused or loaded (:mod:`ibdtool.server.pacing`); between tables a
+        critical load stops the batch (sets :attr:`stopped`)."""
+        pacing = self.pacing
+        names = pacing.names
         while not self.cancelled:
-            running = self.server.threads_running()
-            if running < limit:
+            status = self.server.read_status(names) if names else {}
+            verdict = pacing.check(status)
+            if verdict.action == "go":
                 return
-            yield Event(
-                "throttled",
-                name,
-                f"Threads_running={running} >= {limit}",
-                data={"threads_running": running},
-            )
+            if verdict.action == "stop":
+                if between_tables:
+                    self.stopped = verdict.reason
+                    yield Event("batch_stopped", name, f"stopping the batch: {verdict.reason}")
+                    return
+                return  # mid-table: finish the table, the next check stops
+            yield Event("throttled", name, verdict.reason, data={"status": status})
             self._wait(self.settings.throttle_poll)
+
+    def pause(self) -> None:
+        """Hold before the next statement (thread- and signal-safe); :meth:`resume` ends it."""
+        self.pacing.pause()
+
+    def resume(self) -> None:
+        self.pacing.resume()
 
     # -- one table -------------------------------------------------------------------------------
 
@@ -371,6 +393,8 @@ class Migration:
                             f"SET GLOBAL {step.variable} = {step.value!r} (was {previous!r})",
                         )
                     continue
+                if step.kind != "session":
+                    yield from self._throttle(name, between_tables=False)
                 outcome = yield from self._statement(tp, step, result)
                 if outcome != _Outcome.OK:
                     break
