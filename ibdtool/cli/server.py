@@ -354,6 +354,19 @@ def _confirm(plan: Any, server_label: str, yes: bool) -> None:
     help="While this file exists, wait before the next table or statement. "
     "SIGUSR1 pauses the same way, SIGUSR2 resumes.",
 )
+@click.option(
+    "--max-lag",
+    type=click.FloatRange(min=0),
+    help="Wait before each table and statement while a replica is more seconds behind (or its "
+    "lag is unknown: SQL thread stopped). Replicas: --replica, else SHOW SLAVE HOSTS.",
+)
+@click.option(
+    "--replica",
+    "replicas",
+    multiple=True,
+    metavar="HOST[:PORT]|SOCKET",
+    help="A replica to watch for --max-lag (repeatable); same user and password.",
+)
 @click.option("--pause", type=click.FloatRange(min=0), default=0, help="Seconds between tables.")
 @click.option(
     "--algorithm",
@@ -407,6 +420,8 @@ def migrate(
     max_load: str | None,
     critical_load: str | None,
     pause_file: str | None,
+    max_lag: float | None,
+    replicas: tuple[str, ...],
     pause: float,
     algorithm: str,
     progress_source: str,
@@ -473,6 +488,13 @@ def migrate(
             lock_wait_timeout=lock_wait_timeout,
             flush_for_export=flush_for_export,
         )
+        if max_lag is not None:
+            from ibdtool.server.replicas import resolve
+
+            pacing.max_lag = max_lag
+            pacing.replicas = resolve(srv.session, srv.opts, list(replicas))
+        elif replicas:
+            raise click.UsageError("--replica is for --max-lag")
         plan = build_plan(srv, found, target, settings)
         if not execute:
             if as_json:

@@ -327,7 +327,7 @@ class Migration:
         names = pacing.names
         while not self.cancelled:
             status = self.server.read_status(names) if names else {}
-            verdict = pacing.check(status)
+            verdict = pacing.check(status, pacing.lags())
             if verdict.action == "go":
                 return
             if verdict.action == "stop":

@@ -7,7 +7,9 @@ Before each table and each statement the executor asks :meth:`Pacing.check`:
 * a pause: the pause file exists (``--pause-file PATH``) or :meth:`Pacing.pause` was called
   (SIGUSR1 in the CLI; SIGUSR2 resumes) — wait;
 * ``max_load`` (``--max-load Threads_running=25,Threads_connected=500``): a global status at or
-  above its threshold — wait.
+  above its threshold — wait;
+* ``max_lag`` (``--max-lag 10``): a replica more seconds behind, or whose lag is unknown
+  (:mod:`ibdtool.server.replicas`) — wait.
 
 Thresholds are parsed by :func:`parse_load`; the status values come from SHOW GLOBAL STATUS.
 """
@@ -20,6 +22,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from ibdtool.errors import InputError
+from ibdtool.server.connection import ConnectionOptions
+from ibdtool.server.replicas import Lag, read_lag
 
 
 def parse_load(text: str | None, option: str) -> dict[str, int]:
@@ -50,6 +54,8 @@ class Pacing:
     max_load: dict[str, int] = field(default_factory=dict)
     critical_load: dict[str, int] = field(default_factory=dict)
     pause_file: Path | None = None
+    max_lag: float | None = None  # seconds; replicas below
+    replicas: list[ConnectionOptions] = field(default_factory=list)
     _paused: threading.Event = field(default_factory=threading.Event)
 
     def pause(self) -> None:
@@ -63,8 +69,14 @@ class Pacing:
     def names(self) -> list[str]:
         return sorted(set(self.max_load) | set(self.critical_load))
 
-    def check(self, status: dict[str, str]) -> Verdict:
-        """``status``: SHOW GLOBAL STATUS values of :attr:`names`."""
+    def lags(self) -> list[Lag]:
+        """Each replica's lag now (none without ``max_lag``)."""
+        if self.max_lag is None:
+            return []
+        return [read_lag(r) for r in self.replicas]
+
+    def check(self, status: dict[str, str], lags: list[Lag] | None = None) -> Verdict:
+        """``status``: SHOW GLOBAL STATUS values of :attr:`names`; ``lags``: :meth:`lags`."""
         for name, limit in self.critical_load.items():
             value = _int(status.get(name))
             if value is not None and value >= limit:
@@ -77,6 +89,10 @@ class Pacing:
             value = _int(status.get(name))
             if value is not None and value >= limit:
                 return Verdict("wait", f"{name}={value} >= {limit}")
+        if self.max_lag is not None:
+            for lag in lags or []:
+                if lag.seconds is None or lag.seconds > self.max_lag:
+                    return Verdict("wait", f"replica lag: {lag.text} (--max-lag {self.max_lag:g})")
         return Verdict("go")
 
 

@@ -255,3 +255,9 @@ def dirty_pages(n_spaces: int) -> str:
         "FROM information_schema.INNODB_BUFFER_PAGE "
         f"WHERE SPACE IN ({marks}) AND OLDEST_MODIFICATION > 0 GROUP BY SPACE"
     )
+
+
+# --- replicas (--max-lag) -----------------------------------------------------------------------
+
+SHOW_REPLICA_HOSTS = f"{TAG} SHOW SLAVE HOSTS"  # every server line we support answers this
+SHOW_REPLICA_STATUS = f"{TAG} SHOW SLAVE STATUS"

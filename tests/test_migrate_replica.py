@@ -1,0 +1,175 @@
+"""``migrate --max-lag`` on a real MariaDB 10.11 primary/replica pair started by the test.
+
+Replication is set up by the test (binary log on the primary, CHANGE MASTER on the replica);
+lag is made by the test: a client on the replica holds LOCK TABLES … WRITE on a table the
+primary writes to (the SQL thread waits, Seconds_Behind_Master grows), or the SQL thread is
+stopped (lag unknown). Whether ibdtool's rebuild ran is asked of the primary (the space id).
+"""
+
+from __future__ import annotations
+
+import subprocess
+import time
+from collections.abc import Iterator
+from typing import Any
+
+import pytest
+
+from samples import servers
+from samples.servers import ThrowawayServer
+from tests.cli_runner import ibdtool_command
+from tests.server_fixtures import FAST, _need, clean_env, conn_args, free_port, make_table, space_id
+from tests.test_migrate_pacing import HOLD, read_events
+
+PACER_PASSWORD = "pacer-pw"
+pytestmark = pytest.mark.xdist_group("replica_pair")  # one pair, on one worker
+
+
+def replica_status(replica: ThrowawayServer) -> dict[str, Any]:
+    with replica.connect() as conn, conn.cursor() as cur:
+        cur.execute("SHOW SLAVE STATUS")
+        row = cur.fetchone()
+        names = [d[0] for d in cur.description or ()]
+    return dict(zip(names, row or (), strict=False))
+
+
+def wait_for(what: str, check: Any, timeout: float = 60) -> None:
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        if check():
+            return
+        time.sleep(0.2)
+    raise AssertionError(f"timed out waiting for {what}")
+
+
+def caught_up(replica: ThrowawayServer) -> bool:
+    st = replica_status(replica)
+    return st.get("Slave_SQL_Running") == "Yes" and st.get("Seconds_Behind_Master") == 0
+
+
+@pytest.fixture(scope="module")
+def pair() -> Iterator[tuple[ThrowawayServer, ThrowawayServer, int]]:
+    _need("mariadb")
+    p_port, r_port = free_port(), free_port()
+    net = ["--skip-networking=0", "--bind-address=127.0.0.1", "--innodb-doublewrite=0"]
+    primary = servers.mariadb_server(
+        run_options=[*FAST, *net, f"--port={p_port}", "--server-id=1", "--log-bin=primary-bin"]
+    )
+    replica = servers.mariadb_server(
+        run_options=[
+            *FAST, *net, f"--port={r_port}", "--server-id=2",
+            "--report-host=127.0.0.1", f"--report-port={r_port}",
+        ]
+    )  # fmt: skip
+    with primary, replica:
+        ((log_file, log_pos, *_),) = primary.query("SHOW MASTER STATUS")
+        primary.query("CREATE USER repl@'127.0.0.1' IDENTIFIED BY 'repl-pw'")
+        primary.query("GRANT REPLICATION SLAVE ON *.* TO repl@'127.0.0.1'")
+        # the user ibdtool connects as, on both servers (created here, replicated there)
+        primary.query(f"CREATE USER pacer@'127.0.0.1' IDENTIFIED BY '{PACER_PASSWORD}'")
+        primary.query("GRANT ALL ON *.* TO pacer@'127.0.0.1'")
+        replica.query(
+            "CHANGE MASTER TO MASTER_HOST='127.0.0.1', MASTER_PORT=%s, MASTER_USER='repl', "
+            "MASTER_PASSWORD='repl-pw', MASTER_LOG_FILE=%s, MASTER_LOG_POS=%s, "
+            "MASTER_USE_GTID=no",
+            (p_port, log_file, int(log_pos)),
+        )
+        replica.query("START SLAVE")
+        wait_for("replication", lambda: caught_up(replica))
+        yield primary, replica, p_port
+
+
+def start(*args: str, env: dict[str, str] | None = None) -> subprocess.Popen[str]:
+    return subprocess.Popen(
+        ibdtool_command(*args), stdin=subprocess.DEVNULL, stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE, env=env or clean_env(), text=True, bufsize=1,
+    )  # fmt: skip
+
+
+def finish(proc: subprocess.Popen[str]) -> list[dict[str, object]]:
+    assert proc.stdout is not None
+    try:
+        rest = read_events(proc.stdout, "batch_done", 180)
+        assert proc.wait(60) == 0, proc.stderr.read() if proc.stderr else ""
+        return rest
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+            proc.wait()
+
+
+def test_max_lag_waits_for_a_lagging_replica_found_on_the_primary(
+    pair: tuple[ThrowawayServer, ThrowawayServer, int],
+) -> None:
+    primary, replica, p_port = pair
+    make_table(primary, "lag", "t", rows=2000)
+    primary.query("CREATE TABLE lag.w (id INT PRIMARY KEY) ENGINE=InnoDB")
+    wait_for("the tables on the replica", lambda: caught_up(replica))
+    before = space_id(primary, "lag", "t")
+    blocker = replica.connect()
+    try:
+        with blocker.cursor() as cur:
+            cur.execute("LOCK TABLES lag.w WRITE")
+            primary.query("INSERT INTO lag.w VALUES (1)")
+            wait_for(
+                "replica lag",
+                lambda: (replica_status(replica).get("Seconds_Behind_Master") or 0) >= 2,
+            )
+            proc = start(
+                "migrate", "lag.t", "--to", "page:zlib", "--execute", "--yes", "--json",
+                "--max-lag", "1", "--flush-wait", "1",
+                "--no-defaults", "-h", "127.0.0.1", "-P", str(p_port), "-u", "pacer",
+                env=clean_env(MYSQL_PWD=PACER_PASSWORD),
+            )  # fmt: skip
+            assert proc.stdout is not None
+            held = read_events(proc.stdout, "throttled", 60)
+            assert "behind" in str(held[-1]["message"]), held[-1]  # a number, from the replica
+            time.sleep(HOLD)
+            assert proc.poll() is None
+            assert space_id(primary, "lag", "t") == before  # waiting, not converting
+            cur.execute("UNLOCK TABLES")
+    finally:
+        blocker.close()
+    rest = finish(proc)
+    assert [e for e in rest if e["event"] == "table_done"], rest[-3:]
+    assert space_id(primary, "lag", "t") != before
+
+
+def test_max_lag_waits_while_the_named_replica_s_sql_thread_is_stopped(
+    pair: tuple[ThrowawayServer, ThrowawayServer, int],
+) -> None:
+    primary, replica, _ = pair
+    make_table(primary, "stopped", "t", rows=2000)
+    wait_for("the table on the replica", lambda: caught_up(replica))
+    before = space_id(primary, "stopped", "t")
+    replica.query("STOP SLAVE SQL_THREAD")
+    try:
+        primary.query("UPDATE stopped.t SET amount = amount + 1 WHERE id < 100")
+        proc = start(
+            "migrate", "stopped.t", "--to", "page:zlib", "--execute", "--yes", "--json",
+            "--max-lag", "5", "--replica", str(replica.socket), "--flush-wait", "1",
+            *conn_args(primary),
+        )  # fmt: skip
+        assert proc.stdout is not None
+        held = read_events(proc.stdout, "throttled", 60)
+        assert "SQL thread not running" in str(held[-1]["message"]), held[-1]
+        time.sleep(HOLD)
+        assert space_id(primary, "stopped", "t") == before
+    finally:
+        replica.query("START SLAVE SQL_THREAD")
+    finish(proc)
+    assert space_id(primary, "stopped", "t") != before
+
+
+def test_max_lag_without_a_replica_is_refused(
+    pair: tuple[ThrowawayServer, ThrowawayServer, int],
+) -> None:
+    _, replica, _ = pair
+    # the replica itself has no replica: nothing to watch, said before anything runs
+    make_table(replica, "alone", "t", rows=100)
+    res = subprocess.run(
+        ibdtool_command("migrate", "alone.t", "--to", "page:zlib", "--max-lag", "5",
+                        *conn_args(replica)),
+        stdin=subprocess.DEVNULL, capture_output=True, text=True, env=clean_env(), timeout=120,
+    )  # fmt: skip
+    assert res.returncode == 2 and "no replica" in res.stderr, res.stderr
