@@ -21,7 +21,10 @@ from tests.server_fixtures import (
     make_table,
     mariadb,  # noqa: F401  (fixtures)
     mariadb_bare,  # noqa: F401
+    mysql57,  # noqa: F401
+    mysql80,  # noqa: F401
     run_migration,
+    space_id,
 )
 from tests.writeload import WriteLoad
 
@@ -31,12 +34,24 @@ DOUBLINGS = 3  # 160,000 rows, ~125 MB: a rebuild of a few seconds
 def dirty_in_pool(srv: ThrowawayServer, schema: str, table: str) -> int:
     """Dirty pages of the table's space, asked by the test itself."""
     ((n,),) = srv.query(
-        "SELECT COUNT(*) FROM information_schema.INNODB_BUFFER_PAGE b "
-        "JOIN information_schema.INNODB_SYS_TABLESPACES t ON t.SPACE = b.SPACE "
-        "WHERE t.NAME = %s AND b.OLDEST_MODIFICATION > 0",
-        (f"{schema}/{table}",),
+        "SELECT COUNT(*) FROM information_schema.INNODB_BUFFER_PAGE "
+        "WHERE SPACE = %s AND OLDEST_MODIFICATION > 0",
+        (space_id(srv, schema, table),),
     )
     return int(n)
+
+
+SERVERS = [
+    pytest.param("mariadb", marks=pytest.mark.xdist_group("mariadb"), id="mariadb"),
+    pytest.param("mysql80", marks=pytest.mark.xdist_group("mysql80"), id="8.0.15"),
+    pytest.param("mysql57", marks=pytest.mark.xdist_group("mysql57"), id="5.7.22"),
+]
+
+
+@pytest.fixture
+def srv(request: pytest.FixtureRequest) -> ThrowawayServer:
+    server: ThrowawayServer = request.getfixturevalue(request.param)
+    return server
 
 
 def convert_under_load(
@@ -71,12 +86,12 @@ def test_no_writer_stalls_without_flush_for_export(mariadb: ThrowawayServer) -> 
     assert quiet.max_stall < locked.max_stall, (quiet.max_stall, locked.max_stall)
 
 
-@pytest.mark.xdist_group("mariadb")
-def test_dirty_pages_in_the_plan_match_the_buffer_pool(mariadb: ThrowawayServer) -> None:  # noqa: F811
-    make_table(mariadb, "dirty", "t", rows=20000, doublings=2)
-    before = dirty_in_pool(mariadb, "dirty", "t")
-    res = ibdtool("migrate", "dirty.t", "--to", "page:zlib", "--json", *conn_args(mariadb))
-    after = dirty_in_pool(mariadb, "dirty", "t")
+@pytest.mark.parametrize("srv", SERVERS, indirect=True)
+def test_dirty_pages_in_the_plan_match_the_buffer_pool(srv: ThrowawayServer) -> None:
+    make_table(srv, "dirty", "t", rows=20000, doublings=2)
+    before = dirty_in_pool(srv, "dirty", "t")
+    res = ibdtool("migrate", "dirty.t", "--to", "page:zlib", "--json", *conn_args(srv))
+    after = dirty_in_pool(srv, "dirty", "t")
     assert res.returncode == 0, res.stderr
     (tp,) = json.loads(res.stdout)["tables"]
     # nothing writes to the table: its dirty pages only go down while the plan is made
@@ -87,12 +102,12 @@ def test_dirty_pages_in_the_plan_match_the_buffer_pool(mariadb: ThrowawayServer)
         assert "dirty" in (tp["prediction_note"] or tp["prediction"]["how"]), tp
     flushed = ibdtool(
         "migrate", "dirty.t", "--to", "page:zlib", "--json", "--flush-for-export",
-        *conn_args(mariadb),
+        *conn_args(srv),
     )  # fmt: skip
     assert flushed.returncode == 0, flushed.stderr
     (tp,) = json.loads(flushed.stdout)["tables"]
     assert tp["prediction"] is not None, tp["prediction_note"]
-    assert dirty_in_pool(mariadb, "dirty", "t") == 0  # the flush wrote them all
+    assert dirty_in_pool(srv, "dirty", "t") == 0  # the flush wrote them all
     assert tp["verification"]["flush_for_export"] is True
 
 
