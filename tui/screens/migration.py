@@ -119,6 +119,19 @@ def plan_view(plan: Plan) -> RenderableType:
                 line = Text(step.display, style="bold" if step.kind == "rebuild" else "")
                 line.append(f"   -- {step.why}", style="dim")
                 grid.add_row(line)
+                if step.kind in ("attribute", "rebuild"):
+                    timeout = tp.settings.lock_wait_timeout if tp.settings else 60
+                    for lk in step.locks(timeout):
+                        grid.add_row(Text(f"  lock: {lk.text}", style="dim"))
+            for lk in tp.verify_locks():
+                grid.add_row(Text(f"then, to verify (y) — lock: {lk.text}", style="dim"))
+            grid.add_row(
+                Text(
+                    "f instead: verify under FLUSH TABLES … FOR EXPORT — every write to the "
+                    "table waits while the server writes its dirty pages and they are read back",
+                    style="dim",
+                )
+            )
             parts.append(grid)
     return Group(*parts)
 
@@ -130,9 +143,12 @@ class MigrationScreen(Screen[bool]):
 ## Conversion
 
 The exact statements for this server, the preflight checks and the predicted
-allocation. `y` runs them (a dry run until then); the bar shows the server's own
-progress (performance_schema stages, the processlist, or the new file's growth)
-with elapsed time and ETA; `x` kills the running statement.
+allocation, and the locks each statement takes. `y` runs them (a dry run until
+then) and checks the new file without a lock (pages the server has not written
+yet are named); `f` runs them and checks under FLUSH TABLES … FOR EXPORT, which
+blocks writes to the table meanwhile. The bar shows the server's own progress
+(performance_schema stages, the processlist) with elapsed time and ETA, or the
+new file's growth with "ETA unknown"; `x` kills the running statement.
 """
 
     BINDINGS: ClassVar[list[BindingType]] = [
