@@ -193,7 +193,7 @@ def test_migrate_converts_and_verifies_a_non_ascii_table(named: ThrowawayServer)
     target = "page:zlib"
     res = ibdtool(
         "migrate", table, "--to", target, "--execute", "--yes", "--json", "--force",
-        *conn_args(named),
+        "--flush-for-export", *conn_args(named),
     )  # fmt: skip
     assert res.returncode == 0, res.stdout[-3000:] + res.stderr
     done = [e for e in json_lines(res.stdout) if e.get("event") == "table_done"]
