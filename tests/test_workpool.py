@@ -94,7 +94,11 @@ def test_simulate_of_a_file_whose_worker_died_is_an_error(tmp_path: Path) -> Non
     assert (clean.returncode, res.returncode) == (0, 2), res.stderr
     assert res.stderr.startswith(f"ibdtool: error: {a}: worker process ")
     assert "killed by signal 9" in res.stderr and res.stderr.count("\n") == 1
-    got = json.loads(res.stdout)
+    docs = json.loads(res.stdout)  # the failed file is an error object in the list (--json)
+    assert [d for d in docs if "error" in d] == [
+        {"path": str(a), "error": res.stderr.removeprefix("ibdtool: error: ").strip()}
+    ]
+    got = [d for d in docs if "error" not in d]
     want = [d for d in json.loads(clean.stdout) if d["path"] == str(b)]
     for doc in [*got, *want]:  # CPU time per page differs between runs
         for r in doc["results"]:
