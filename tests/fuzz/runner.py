@@ -79,9 +79,27 @@ CLI_COMMANDS: tuple[tuple[str, ...], ...] = (
 ANSWER_CODES = {0, 1}
 
 
-def _limit_child() -> None:
-    resource.setrlimit(resource.RLIMIT_AS, (AS_LIMIT, AS_LIMIT))
-    resource.setrlimit(resource.RLIMIT_CORE, (0, 0))
+#: a small launcher between the test process and the command: it sets the limits, forks and
+#: execs the command, and reports the command's own rusage on a pipe. A child forked (or
+#: vforked) straight from a big pytest worker would inherit that worker's RSS high-water mark
+#: at exec, so ``ru_maxrss`` would measure the worker, not the command.
+_LAUNCHER = """
+import os, resource, signal, sys
+limit, report = int(sys.argv[1]), int(sys.argv[2])
+resource.setrlimit(resource.RLIMIT_AS, (limit, limit))
+resource.setrlimit(resource.RLIMIT_CORE, (0, 0))
+pid = os.fork()
+if pid == 0:
+    os.close(report)
+    os.execv(sys.argv[3], sys.argv[3:])
+_, status, usage = os.wait4(pid, 0)
+os.write(report, ("%r %r %r" % (usage.ru_utime + usage.ru_stime, usage.ru_maxrss, status)).encode())
+code = os.waitstatus_to_exitcode(status)
+if code < 0:
+    signal.signal(-code, signal.SIG_DFL)
+    os.kill(os.getpid(), -code)
+sys.exit(code)
+"""
 
 
 def _env() -> dict[str, str]:
@@ -99,34 +117,41 @@ def run_cli(command: tuple[str, ...], path: Path, hang_after: float = HANG_AFTER
     RSS; its output goes to temporary files, so nothing blocks on a full pipe.
     """
     argv = [sys.executable, "-m", "ibdtool.cli", *command, str(path)]
+    report_r, report_w = os.pipe()
+    launcher = [sys.executable, "-c", _LAUNCHER, str(AS_LIMIT), str(report_w), *argv]
     with tempfile.TemporaryFile() as out, tempfile.TemporaryFile() as err:
-        proc = subprocess.Popen(
-            argv,
-            cwd=REPO,
-            env=_env(),
-            stdin=subprocess.DEVNULL,
-            stdout=out,
-            stderr=err,
-            preexec_fn=_limit_child,
-            start_new_session=True,
-        )
-        deadline = time.monotonic() + hang_after
-        while True:
-            pid, status, usage = os.wait4(proc.pid, os.WNOHANG)
-            if pid:
-                break
-            if time.monotonic() > deadline:
-                os.killpg(proc.pid, signal.SIGKILL)
-                os.wait4(proc.pid, 0)
-                proc.returncode = -signal.SIGKILL
-                detail = f"no answer in {hang_after:.0f} s"
-                return Run(command, Outcome.HANG, None, hang_after, 0, detail)
-            time.sleep(0.005)
-        proc.returncode = code = os.waitstatus_to_exitcode(status)
+        try:
+            proc = subprocess.Popen(
+                launcher,
+                cwd=REPO,
+                env=_env(),
+                stdin=subprocess.DEVNULL,
+                stdout=out,
+                stderr=err,
+                pass_fds=(report_w,),
+                start_new_session=True,
+            )
+        finally:
+            os.close(report_w)
+        with os.fdopen(report_r, "rb") as report:
+            deadline = time.monotonic() + hang_after
+            while True:
+                pid, status, _ = os.wait4(proc.pid, os.WNOHANG)
+                if pid:
+                    break
+                if time.monotonic() > deadline:
+                    os.killpg(proc.pid, signal.SIGKILL)
+                    os.wait4(proc.pid, 0)
+                    proc.returncode = -signal.SIGKILL
+                    detail = f"no answer in {hang_after:.0f} s"
+                    return Run(command, Outcome.HANG, None, hang_after, 0, detail)
+                time.sleep(0.005)
+            proc.returncode = code = os.waitstatus_to_exitcode(status)
+            fields = report.read().split()
         out.seek(0)
         err.seek(0)
-        cpu = usage.ru_utime + usage.ru_stime
-        return _classify(command, code, out.read(), err.read(), cpu, usage.ru_maxrss * 1024)
+        cpu, maxrss = (float(fields[0]), int(fields[1])) if len(fields) == 3 else (0.0, 0)
+        return _classify(command, code, out.read(), err.read(), cpu, maxrss * 1024)
 
 
 def _classify(
