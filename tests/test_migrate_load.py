@@ -109,7 +109,13 @@ def test_dirty_pages_in_the_plan_match_the_buffer_pool(srv: ThrowawayServer) -> 
     assert flushed.returncode == 0, flushed.stderr
     (tp,) = json.loads(flushed.stdout)["tables"]
     assert tp["prediction"] is not None, tp["prediction_note"]
-    assert dirty_in_pool(srv, "dirty", "t") == 0  # the flush wrote them all
+    # the flush wrote them all: counted by the tool while FOR EXPORT held (the count itself was
+    # checked against the pool above) ...
+    assert tp["dirty_pages"] == 0, tp
+    if srv.flavor != "mariadb":
+        # ... and still none after: MariaDB's purge may re-dirty them once the lock is gone
+        # (it resets DB_TRX_ID of purged history, MDEV-12288), so only MySQL is asked again
+        assert dirty_in_pool(srv, "dirty", "t") == 0
     assert tp["verification"]["flush_for_export"] is True
 
 

@@ -264,10 +264,14 @@ def _predict_table(server: Server, tp: TablePlan, st: PlanSettings) -> None:
         with server.new_session("flush", read_timeout=None) as flusher:
             flusher.execute(sql.flush_for_export(t.schema, t.table))
             try:
+                # measured while the lock holds: after UNLOCK, MariaDB's purge may dirty the
+                # pages again (it resets DB_TRX_ID of purged history), which the file read
+                # here does not need to know about
+                tp.dirty_pages = dirty_pages(server.session, spaces)
                 reload_page_states(t)
             finally:
                 flusher.execute(sql.UNLOCK_TABLES)
-        tp.dirty_pages, lag = 0, t.unflushed()
+        lag = t.unflushed()
     if lag:
         dirty = f", {tp.dirty_pages} pages dirty in the buffer pool" if tp.dirty_pages else ""
         tp.prediction_note = (
