@@ -15,7 +15,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from ibdtool.errors import InputError
+from ibdtool.newfile import create_new
 from ibdtool.tablespace import Tablespace
 from parsers.page import PageInfo
 from parsers.pages import Layout, logical_layout, stored_layout
@@ -140,18 +140,6 @@ def dump_name(path: str, page_no: int, logical: bool = False) -> str:
 
 
 def save_page(data: bytes, name: str, directory: str | os.PathLike[str]) -> Path:
-    """Write ``data`` to a new file ``name`` in ``directory``: created with O_EXCL|O_NOFOLLOW
-    relative to the directory opened once, so an existing file or a planted link is refused,
-    never written through. InputError when the name is taken."""
-    dfd = os.open(directory, os.O_RDONLY | os.O_DIRECTORY)
-    try:
-        flags = os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW | os.O_CLOEXEC
-        try:
-            fd = os.open(name, flags, 0o644, dir_fd=dfd)
-        except FileExistsError:
-            raise InputError(f"{name}: already exists; not overwritten") from None
-        with os.fdopen(fd, "wb") as fh:
-            fh.write(data)
-    finally:
-        os.close(dfd)
-    return Path(directory) / name
+    """Write ``data`` to a new file ``name`` in ``directory`` (:func:`ibdtool.newfile.create_new`:
+    an existing file or a planted link is refused, never written through)."""
+    return create_new(Path(directory) / name, data)

@@ -11,7 +11,6 @@ Rich-free: the CLI turns :class:`Cell` rows into styled text.
 
 from __future__ import annotations
 
-import os
 from collections import Counter
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
@@ -181,10 +180,3 @@ def svg(pm: PageMap, title: str, width: int = 128, cell: int = 8) -> str:
         )
     parts.append("</svg>")
     return "\n".join(parts) + "\n"
-
-
-def write_new(path: str, text: str) -> None:
-    """Write ``text`` to a file that must not exist yet, never through a symlink."""
-    fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW | os.O_CLOEXEC, 0o644)
-    with os.fdopen(fd, "w", encoding="utf-8") as f:
-        f.write(text)

@@ -242,10 +242,11 @@ def inspect(
             if show_map:
                 print_map(maps[r.path])
     if map_svg:
-        from ibdtool.pagemap import svg, write_new
+        from ibdtool.newfile import create_new
+        from ibdtool.pagemap import svg
 
         for r in results:
-            write_new(map_svg, svg(maps[r.path], os.path.basename(r.path)))
+            create_new(map_svg, svg(maps[r.path], os.path.basename(r.path)).encode())
     for r in truncated:
         click.echo(
             f"ibdtool: error: {r.path}: truncated: last page has {r.trailing_bytes} of "
