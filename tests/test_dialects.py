@@ -64,3 +64,115 @@ def test_every_rebuild_names_its_algorithm_and_lock(line: type[Dialect], target:
             for step in steps:
                 if step.kind == "rebuild" and "ALTER TABLE" in step.sql:
                     assert "ALGORITHM=" in step.sql and "LOCK=" in step.sql, step.sql
+
+
+# --- the SQL that differs lives in the dialects -----------------------------------------------
+
+# what only some server lines (or versions) have: none of it may be in ibdtool.server.sql
+VENDOR_SPECIFIC = (
+    "INNODB_SYS_", "INNODB_TABLESPACES", "INNODB_DATAFILES", "INNODB_INDEXES", "INNODB_TABLES",
+    "INNODB_BUFFER_PAGE", "SLAVE", "REPLICA", "TIME_MS", "MAX_STAGE", "FILENAME",
+)  # fmt: skip
+
+
+def test_sql_module_holds_only_vendor_neutral_statements() -> None:
+    from ibdtool.server import sql
+
+    public = {k: v for k, v in vars(sql).items() if not k.startswith("__")}
+    assert not [k for k, v in public.items() if isinstance(v, dict)]  # no per-flavor tables
+    texts = [v for v in public.values() if isinstance(v, str)]
+    assert len(texts) > 20
+    for text in texts:
+        for word in VENDOR_SPECIFIC:
+            assert word not in text.upper(), (word, text)
+
+
+def _queries(d: Dialect) -> dict[str, tuple[str, int]]:
+    """Each query of the dialect and the parameters it takes."""
+    return {
+        "tablespaces": (d.tablespaces_query, 0),
+        "tablespace_by_name": (d.tablespace_by_name_query, 1),
+        "indexes_of_space": (d.indexes_of_space_query, 1),
+        "innodb_tables": (d.innodb_tables_query, 0),
+        "process": (d.process_query, 1),
+        "dirty_pages(3)": (d.dirty_pages_query(3), 3),
+        "replica_hosts": (d.replica_hosts_query, 0),
+        "replica_status": (d.replica_status_query, 0),
+    }
+
+
+@pytest.mark.parametrize("line", DIALECTS, ids=lambda d: d.__name__)
+def test_every_dialect_query_is_tagged_and_takes_its_parameters(line: type[Dialect]) -> None:
+    from ibdtool.server.sql import TAG
+
+    d = parse_flavor(*REPORTED[line])
+    for name, (text, params) in _queries(d).items():
+        assert text.startswith(TAG), name
+        assert text.count("%s") == params, (name, text)
+        # PyMySQL %-formats only statements given parameters: a lone % would break those
+        assert "%" not in text.replace("%s", "") or params == 0, (name, text)
+
+
+# (VERSION(), @@version_comment) → the statements the server's manual gives for that release
+REPLICATION = [
+    # MySQL 8.0.22 renamed SHOW SLAVE HOSTS/STATUS (and the Slave/Master columns)
+    (("5.7.22", "MySQL Community Server (GPL)"), "SHOW SLAVE HOSTS", "SHOW SLAVE STATUS",
+     ("Slave_SQL_Running", "Seconds_Behind_Master")),
+    (("8.0.15", "MySQL Community Server - GPL"), "SHOW SLAVE HOSTS", "SHOW SLAVE STATUS",
+     ("Slave_SQL_Running", "Seconds_Behind_Master")),
+    (("8.0.21", "MySQL Community Server - GPL"), "SHOW SLAVE HOSTS", "SHOW SLAVE STATUS",
+     ("Slave_SQL_Running", "Seconds_Behind_Master")),
+    (("8.0.22", "MySQL Community Server - GPL"), "SHOW REPLICAS", "SHOW REPLICA STATUS",
+     ("Replica_SQL_Running", "Seconds_Behind_Source")),
+    (("8.0.33", "MySQL Community Server - GPL"), "SHOW REPLICAS", "SHOW REPLICA STATUS",
+     ("Replica_SQL_Running", "Seconds_Behind_Source")),
+    (("8.0.36-28", "Percona Server (GPL), Release 28"), "SHOW REPLICAS", "SHOW REPLICA STATUS",
+     ("Replica_SQL_Running", "Seconds_Behind_Source")),
+    # MariaDB 10.5.1 added the REPLICA synonyms and kept the columns' names
+    (("5.5.5-10.4.34-MariaDB", ""), "SHOW SLAVE HOSTS", "SHOW SLAVE STATUS",
+     ("Slave_SQL_Running", "Seconds_Behind_Master")),
+    (("10.5.1-MariaDB", ""), "SHOW REPLICA HOSTS", "SHOW REPLICA STATUS",
+     ("Slave_SQL_Running", "Seconds_Behind_Master")),
+    (("10.11.6-MariaDB-0+deb12u1", "Debian 12"), "SHOW REPLICA HOSTS", "SHOW REPLICA STATUS",
+     ("Slave_SQL_Running", "Seconds_Behind_Master")),
+]  # fmt: skip
+
+
+@pytest.mark.parametrize(("reported", "hosts", "status", "columns"), REPLICATION)
+def test_replication_statements_follow_the_version(
+    reported: tuple[str, str], hosts: str, status: str, columns: tuple[str, str]
+) -> None:
+    from ibdtool.server.sql import TAG
+
+    d = parse_flavor(*reported)
+    assert d.replica_hosts_query == f"{TAG} {hosts}"
+    assert d.replica_status_query == f"{TAG} {status}"
+    assert d.replica_status_columns == columns
+
+
+# (VERSION(), @@version_comment) → the catalog tables that release has
+CATALOGS = [
+    (("5.7.22", "MySQL Community Server (GPL)"), "INNODB_SYS_TABLESPACES", "INNODB_SYS_DATAFILES"),
+    (("8.0.15", "MySQL Community Server - GPL"), "INNODB_TABLESPACES", "INNODB_DATAFILES"),
+    (("5.5.5-10.4.34-MariaDB", ""), "INNODB_SYS_TABLESPACES", "INNODB_SYS_DATAFILES"),
+    (("10.11.6-MariaDB-0+deb12u1", "Debian 12"), "INNODB_SYS_TABLESPACES", "ts.FILENAME"),
+]
+
+
+@pytest.mark.parametrize(("reported", "spaces", "files"), CATALOGS)
+def test_catalog_queries_follow_the_version(
+    reported: tuple[str, str], spaces: str, files: str
+) -> None:
+    d = parse_flavor(*reported)
+    assert f"information_schema.{spaces} ts" in d.tablespaces_query
+    assert files in d.tablespaces_query
+    sys_tables = "INNODB_SYS_" in spaces
+    assert ("INNODB_SYS_INDEXES" in d.indexes_of_space_query) == sys_tables
+    assert ("INNODB_SYS_TABLES" in d.innodb_tables_query) == sys_tables
+
+
+def test_mariadb_counts_only_real_lsns_as_dirty() -> None:
+    """10.5.7+ keeps written pages on the flush list with OLDEST_MODIFICATION = 1 (clean)."""
+    assert "OLDEST_MODIFICATION > 1" in parse_flavor("10.11.6-MariaDB").dirty_pages_query(1)
+    assert "OLDEST_MODIFICATION > 0" in parse_flavor("5.5.5-10.4.34-MariaDB").dirty_pages_query(1)
+    assert "OLDEST_MODIFICATION > 0" in parse_flavor("8.0.15").dirty_pages_query(1)

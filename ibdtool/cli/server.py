@@ -492,7 +492,7 @@ def migrate(
             from ibdtool.server.replicas import resolve
 
             pacing.max_lag = max_lag
-            pacing.replicas = resolve(srv.session, srv.opts, list(replicas))
+            pacing.replicas = resolve(srv.session, srv.flavor, srv.opts, list(replicas))
         elif replicas:
             raise click.UsageError("--replica is for --max-lag")
         plan = build_plan(srv, found, target, settings)

@@ -14,8 +14,8 @@ import time
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 
-from ibdtool.server import sql
 from ibdtool.server.connection import Session
+from ibdtool.server.dialects import Dialect
 from ibdtool.server.errors import ServerError
 
 STUCK_AFTER = 5.0  # seconds without a page written: the page cleaner is not at it
@@ -31,12 +31,12 @@ class DirtyReading:
     stuck: bool = False  # the count has not gone down for a while: the cleaner is idle
 
 
-def dirty_pages(session: Session, space_ids: list[int]) -> int | None:
+def dirty_pages(session: Session, dialect: Dialect, space_ids: list[int]) -> int | None:
     """Modified pages of these tablespaces not yet in their files; None if unknown."""
     if not space_ids:
         return None
     try:
-        rows = session.query(sql.dirty_pages(len(space_ids)), tuple(space_ids))
+        rows = session.query(dialect.dirty_pages_query(len(space_ids)), tuple(space_ids))
     except ServerError:
         return None
     return sum(int(r["dirty"] or 0) for r in rows)
@@ -44,6 +44,7 @@ def dirty_pages(session: Session, space_ids: list[int]) -> int | None:
 
 def wait_flushed(
     session: Session,
+    dialect: Dialect,
     space_ids: list[int],
     timeout: float,
     poll: float,
@@ -61,7 +62,7 @@ def wait_flushed(
     since = start
     while True:
         try:
-            rows = session.query(sql.dirty_pages(len(space_ids)), tuple(space_ids))
+            rows = session.query(dialect.dirty_pages_query(len(space_ids)), tuple(space_ids))
         except ServerError as exc:
             yield DirtyReading(None, time.monotonic() - start, exc.message)
             return

@@ -547,7 +547,7 @@ class Migration:
         try:
             fresh = self._sizes(table)
             if self.settings.flush_for_export:
-                dirty = dirty_pages(self.server.session, fresh.space_ids)
+                dirty = dirty_pages(self.server.session, self.server.flavor, fresh.space_ids)
                 yield Event(
                     "locking",
                     name,
@@ -615,6 +615,7 @@ class Migration:
         last = None
         for rd in wait_flushed(
             self.server.session,
+            self.server.flavor,
             space_ids,
             self.settings.flush_wait,
             self.settings.throttle_poll,

@@ -258,7 +258,9 @@ def _predict_table(server: Server, tp: TablePlan, st: PlanSettings) -> None:
     the table first (a write lock while the server writes them), else say how far it lags."""
     t = tp.table
     spaces = [s.space for s in t.spaces]
-    tp.dirty_pages = dirty_pages(server.session, spaces) if server.local_datadir else None
+    tp.dirty_pages = (
+        dirty_pages(server.session, server.flavor, spaces) if server.local_datadir else None
+    )
     lag = t.unflushed()
     if st.flush_for_export and (lag or tp.dirty_pages):
         with server.new_session("flush", read_timeout=None) as flusher:
@@ -267,7 +269,7 @@ def _predict_table(server: Server, tp: TablePlan, st: PlanSettings) -> None:
                 # measured while the lock holds: after UNLOCK, MariaDB's purge may dirty the
                 # pages again (it resets DB_TRX_ID of purged history), which the file read
                 # here does not need to know about
-                tp.dirty_pages = dirty_pages(server.session, spaces)
+                tp.dirty_pages = dirty_pages(server.session, server.flavor, spaces)
                 reload_page_states(t)
             finally:
                 flusher.execute(sql.UNLOCK_TABLES)

@@ -1,8 +1,11 @@
 """Replication lag of the primary's replicas, for ``--max-lag`` (gh-ost's throttle on lag).
 
 Replicas are named with ``--replica HOST[:PORT]`` or ``--replica /path/to.sock``, or found on
-the primary with ``SHOW SLAVE HOSTS`` (those started with ``report_host``/``report_port``). Each
-is asked ``SHOW SLAVE STATUS`` with the primary's credentials: ``Seconds_Behind_Master``, or no
+the primary with the statement its dialect names (``SHOW REPLICAS`` on MySQL 8.0.22+, ``SHOW
+REPLICA HOSTS`` on MariaDB 10.5.1+, ``SHOW SLAVE HOSTS`` before): those started with
+``report_host``/``report_port``. Each is asked, with the primary's credentials, its replication
+status in its own dialect (a replica may run another version than its primary): the seconds
+behind (``Seconds_Behind_Source`` on MySQL 8.0.22+, ``Seconds_Behind_Master`` elsewhere), or no
 number when the SQL thread is not running (the lag is then unknown and counts as too much, as
 gh-ost counts a stopped replica).
 """
@@ -14,6 +17,7 @@ from dataclasses import dataclass, replace
 from ibdtool.errors import InputError
 from ibdtool.server import sql
 from ibdtool.server.connection import ConnectionOptions, Session
+from ibdtool.server.dialects import Dialect, parse_flavor
 from ibdtool.server.errors import ServerError
 
 DEFAULT_PORT = 3306
@@ -48,24 +52,40 @@ def replica_options(text: str, base: ConnectionOptions) -> ConnectionOptions:
     return replace(base, host=host, port=int(port) if port else DEFAULT_PORT, socket=None)
 
 
-def discover(session: Session, base: ConnectionOptions) -> list[ConnectionOptions]:
-    """The replicas the primary lists (SHOW SLAVE HOSTS), reached on their reported address."""
+def discover(
+    session: Session, dialect: Dialect, base: ConnectionOptions
+) -> tuple[list[ConnectionOptions], int]:
+    """The replicas the primary lists, reached on their reported address, and how many it
+    lists without an address (no ``report_host``)."""
     out = []
-    for row in session.query(sql.SHOW_REPLICA_HOSTS):
+    anonymous = 0
+    for row in session.query(dialect.replica_hosts_query):
         host = str(row.get("Host") or "")
         port = int(row.get("Port") or DEFAULT_PORT)
         if host:
             out.append(replace(base, host=host, port=port, socket=None))
-    return out
+        else:
+            anonymous += 1
+    return out, anonymous
 
 
-def resolve(session: Session, base: ConnectionOptions, named: list[str]) -> list[ConnectionOptions]:
+def resolve(
+    session: Session, dialect: Dialect, base: ConnectionOptions, named: list[str]
+) -> list[ConnectionOptions]:
     """The replicas to watch: those named, else those the primary lists; none is an error."""
-    found = [replica_options(n, base) for n in named] or discover(session, base)
+    if named:
+        return [replica_options(n, base) for n in named]
+    found, anonymous = discover(session, dialect, base)
     if not found:
+        statement = dialect.replica_hosts_query.removeprefix(sql.TAG).strip()
+        listed = (
+            f"lists {anonymous} replica(s) without an address (set report_host on them)"
+            if anonymous
+            else "lists no replica (replicas appear there with report_host set)"
+        )
         raise InputError(
-            "--max-lag: the server lists no replica (SHOW SLAVE HOSTS: replicas appear there "
-            "with report_host set); name them with --replica HOST[:PORT] or a socket path"
+            f"--max-lag: the server {listed} ({statement}); name them with --replica "
+            "HOST[:PORT] or a socket path"
         )
     return found
 
@@ -78,14 +98,20 @@ def read_lag(opts: ConnectionOptions) -> Lag:
     name = label(opts)
     try:
         with Session(opts, role="replica", read_timeout=10) as s:
-            row = s.query_one(sql.SHOW_REPLICA_STATUS)
+            ident = s.query_one(sql.SERVER_IDENTITY) or {}
+            dialect = parse_flavor(
+                str(ident.get("version") or ""), str(ident.get("version_comment") or "")
+            )
+            row = s.query_one(dialect.replica_status_query)
     except ServerError as exc:
         return Lag(name, None, f"unreachable: {exc.message}")
+    statement = dialect.replica_status_query.removeprefix(sql.TAG).strip()
     if row is None:
-        return Lag(name, None, "not a replica (SHOW SLAVE STATUS is empty)")
-    if str(row.get("Slave_SQL_Running") or "").lower() != "yes":
+        return Lag(name, None, f"not a replica ({statement} is empty)")
+    running, behind_column = dialect.replica_status_columns
+    if str(row.get(running) or "").lower() != "yes":
         return Lag(name, None, "replication SQL thread not running")
-    behind = row.get("Seconds_Behind_Master")
+    behind = row.get(behind_column)
     if behind is None:
-        return Lag(name, None, "Seconds_Behind_Master is NULL")
+        return Lag(name, None, f"{behind_column} is NULL")
     return Lag(name, float(behind))

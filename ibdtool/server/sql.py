@@ -1,8 +1,10 @@
 """Every SQL statement ibdtool sends to a server, in one place, each tagged ``/* ibdtool */``.
 
 The tag makes our statements easy to find in PROCESSLIST, the slow log, the general log and
-performance_schema. Queries whose tables differ by flavor come as a dict keyed by
-:attr:`ibdtool.server.dialects.base.Dialect.catalog` (``"mysql8"``, ``"mysql57"``, ``"mariadb"``).
+performance_schema. Only statements every supported server line answers alike live here: what
+differs by vendor or version (the InnoDB catalog views, PROCESSLIST columns, the buffer pool's
+dirty pages, SHOW SLAVE/REPLICA …) is asked of the server's dialect
+(:mod:`ibdtool.server.dialects`), which builds it with :data:`TAG`.
 Identifiers are quoted with :func:`quote_ident`; values always travel as parameters, except
 ``KILL QUERY`` whose id is an int we format ourselves. PyMySQL %-formats a statement only when
 it is given parameters: those write a literal ``%`` as ``%%``, the others as ``%``.
@@ -11,8 +13,6 @@ it is given parameters: those write a literal ``%`` as ``%%``, the others as ``%
 from __future__ import annotations
 
 from collections.abc import Sequence
-
-from parsers.vendor import Vendor
 
 TAG = "/* ibdtool */"
 
@@ -54,13 +54,6 @@ CODEC_PLUGINS = (
     "WHERE PLUGIN_NAME LIKE 'provider\\_%'"
 )
 
-CLASSIC_PAGE_COMPRESSED_SPACES = (
-    # MariaDB: tablespaces in the classic format whose pages take innodb_compression_algorithm
-    # at every write (FLAG bit 16 set, full_crc32 marker bit 4 clear)
-    f"{TAG} SELECT COUNT(*) AS n FROM information_schema.INNODB_SYS_TABLESPACES "
-    "WHERE (FLAG & 65536) <> 0 AND (FLAG & 16) = 0"
-)
-
 LONG_TRANSACTIONS = (
     f"{TAG} SELECT COUNT(*) AS n, "
     "MAX(TIMESTAMPDIFF(SECOND, trx_started, NOW())) AS oldest_seconds "
@@ -99,63 +92,6 @@ SPECIAL_INDEXES = (
     "INDEX_NAME AS index_name, INDEX_TYPE AS index_type FROM information_schema.STATISTICS "
     f"WHERE INDEX_TYPE IN ('FULLTEXT', 'SPATIAL') AND TABLE_SCHEMA NOT IN {_SYSTEM_SCHEMAS}"
 )
-
-_TABLESPACE_COLUMNS = (
-    "ts.SPACE AS space, ts.NAME AS name, ts.FLAG AS flag, ts.ROW_FORMAT AS row_format, "
-    "ts.PAGE_SIZE AS page_size, ts.FS_BLOCK_SIZE AS fs_block_size, ts.FILE_SIZE AS file_size, "
-    "ts.ALLOCATED_SIZE AS allocated_size"
-)
-TABLESPACES: dict[str, str] = {
-    "mysql8": (
-        f"{TAG} SELECT {_TABLESPACE_COLUMNS}, ts.ZIP_PAGE_SIZE AS zip_page_size, "
-        "ts.SPACE_TYPE AS space_type, df.PATH AS path "
-        "FROM information_schema.INNODB_TABLESPACES ts "
-        "LEFT JOIN information_schema.INNODB_DATAFILES df "
-        "ON CAST(df.SPACE AS UNSIGNED) = ts.SPACE"
-    ),
-    "mysql57": (
-        f"{TAG} SELECT {_TABLESPACE_COLUMNS}, ts.ZIP_PAGE_SIZE AS zip_page_size, "
-        "ts.SPACE_TYPE AS space_type, df.PATH AS path "
-        "FROM information_schema.INNODB_SYS_TABLESPACES ts "
-        "LEFT JOIN information_schema.INNODB_SYS_DATAFILES df ON df.SPACE = ts.SPACE"
-    ),
-    "mariadb": (
-        # 10.6+: FILENAME replaced INNODB_SYS_DATAFILES; PAGE_SIZE is the physical size
-        f"{TAG} SELECT {_TABLESPACE_COLUMNS}, NULL AS zip_page_size, NULL AS space_type, "
-        "ts.FILENAME AS path FROM information_schema.INNODB_SYS_TABLESPACES ts"
-    ),
-}
-TABLESPACES["mariadb_pre106"] = TABLESPACES["mysql57"]
-
-
-#: a space's indexes: id, name and root page (MySQL 8: INNODB_INDEXES; else INNODB_SYS_INDEXES)
-INDEXES_OF_SPACE: dict[str, str] = {
-    "mysql8": f"{TAG} SELECT INDEX_ID AS id, NAME AS name, PAGE_NO AS page_no "
-    "FROM information_schema.INNODB_INDEXES WHERE SPACE = %s",
-    "mysql57": f"{TAG} SELECT INDEX_ID AS id, NAME AS name, PAGE_NO AS page_no "
-    "FROM information_schema.INNODB_SYS_INDEXES WHERE SPACE = %s",
-}
-INDEXES_OF_SPACE["mariadb"] = INDEXES_OF_SPACE["mariadb_pre106"] = INDEXES_OF_SPACE["mysql57"]
-
-
-def tablespace_by_name(catalog: str) -> str:
-    return TABLESPACES[catalog] + " WHERE ts.NAME = %s"
-
-
-INNODB_TABLES: dict[str, str] = {
-    "mysql8": (
-        f"{TAG} SELECT NAME AS name, SPACE AS space, SPACE_TYPE AS space_type, "
-        "ROW_FORMAT AS row_format, ZIP_PAGE_SIZE AS zip_page_size, TABLE_ID AS table_id "
-        "FROM information_schema.INNODB_TABLES"
-    ),
-    "mysql57": (
-        f"{TAG} SELECT NAME AS name, SPACE AS space, SPACE_TYPE AS space_type, "
-        "ROW_FORMAT AS row_format, ZIP_PAGE_SIZE AS zip_page_size, TABLE_ID AS table_id "
-        "FROM information_schema.INNODB_SYS_TABLES"
-    ),
-}
-INNODB_TABLES["mariadb"] = INNODB_TABLES["mysql57"]
-INNODB_TABLES["mariadb_pre106"] = INNODB_TABLES["mysql57"]
 
 SHOW_CREATE_TABLE = f"{TAG} SHOW CREATE TABLE {{table}}"
 
@@ -201,19 +137,6 @@ def kill_query(thread_id: int) -> str:
     return f"{TAG} KILL QUERY {int(thread_id)}"
 
 
-#: One thread's PROCESSLIST row, by family (MariaDB's has STAGE/MAX_STAGE/PROGRESS)
-PROCESS: dict[Vendor, str] = {
-    Vendor.MARIADB: (
-        f"{TAG} SELECT ID AS id, COMMAND AS command, STATE AS state, TIME_MS AS time_ms, "
-        "STAGE AS stage, MAX_STAGE AS max_stage, PROGRESS AS progress "
-        "FROM information_schema.PROCESSLIST WHERE ID = %s"
-    ),
-    Vendor.MYSQL: (
-        f"{TAG} SELECT ID AS id, COMMAND AS command, STATE AS state, TIME AS time "
-        "FROM information_schema.PROCESSLIST WHERE ID = %s"
-    ),
-}
-
 # --- performance_schema progress --------------------------------------------------------------
 
 PFS_CONSUMERS = (
@@ -244,20 +167,3 @@ PFS_STAGE = (
     "s.WORK_ESTIMATED AS work_estimated FROM performance_schema.events_stages_current s "
     "JOIN performance_schema.threads t ON t.THREAD_ID = s.THREAD_ID WHERE t.PROCESSLIST_ID = %s"
 )
-
-
-def dirty_pages(n_spaces: int) -> str:
-    """Pages of these tablespaces modified in the buffer pool and not yet written to their file
-    (OLDEST_MODIFICATION > 0). The view walks the whole buffer pool: poll it slowly."""
-    marks = ", ".join(["%s"] * n_spaces)
-    return (
-        f"{TAG} SELECT SPACE AS space, COUNT(*) AS dirty "
-        "FROM information_schema.INNODB_BUFFER_PAGE "
-        f"WHERE SPACE IN ({marks}) AND OLDEST_MODIFICATION > 0 GROUP BY SPACE"
-    )
-
-
-# --- replicas (--max-lag) -----------------------------------------------------------------------
-
-SHOW_REPLICA_HOSTS = f"{TAG} SHOW SLAVE HOSTS"  # every server line we support answers this
-SHOW_REPLICA_STATUS = f"{TAG} SHOW SLAVE STATUS"

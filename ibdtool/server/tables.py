@@ -322,17 +322,16 @@ def _space_from_row(row: dict[str, Any], datadir: Path | None) -> SpaceInfo:
 
 
 def read_tablespaces(server: Server, name: str | None = None) -> list[SpaceInfo]:
-    catalog = server.flavor.catalog
     if name is None:
-        rows = server.session.query(sql.TABLESPACES[catalog])
+        rows = server.session.query(server.flavor.tablespaces_query)
     else:
-        rows = server.session.query(sql.tablespace_by_name(catalog), (name,))
+        rows = server.session.query(server.flavor.tablespace_by_name_query, (name,))
     return [_space_from_row(r, server.local_datadir) for r in rows]
 
 
 def index_names(server: Server, space: int) -> IndexNames:
     """The server's names (and root pages) of a tablespace's indexes."""
-    rows = server.session.query(sql.INDEXES_OF_SPACE[server.flavor.catalog], (space,))
+    rows = server.session.query(server.flavor.indexes_of_space_query, (space,))
     return from_rows([(r["id"], r["name"], r["page_no"]) for r in rows])
 
 
@@ -394,7 +393,7 @@ def list_tables(
     by_name = {sp.name: sp for sp in spaces}
     by_folded = {sp.name.casefold(): sp for sp in spaces}
     innodb_tables = {
-        str(r["name"]).casefold(): r for r in s.query(sql.INNODB_TABLES[server.flavor.catalog])
+        str(r["name"]).casefold(): r for r in s.query(server.flavor.innodb_tables_query)
     }
     shared_names = {sp.space: sp.name for sp in spaces if sp.shared}
     partitions: dict[tuple[str, str], list[tuple[str, str | None]]] = {}

@@ -9,15 +9,21 @@ also claim it. The contract, each a method or property of the dialect:
 * identity: ``claims(version, comment)`` (is a server reporting this ``VERSION()`` and
   ``@@version_comment`` this line?), ``version_numbers`` (x.y.z out of ``VERSION()``),
   ``label``;
-* version gates: ``catalog`` (which catalog queries of :mod:`ibdtool.server.sql`),
+* version gates: ``catalog`` (which InnoDB catalog the server has),
   ``has_read_only_compressed``, ``has_file_format``, ``partition_separator``;
+* the SQL that differs by line or version (:mod:`ibdtool.server.sql` holds only what every
+  line answers alike): ``tablespaces_query``, ``tablespace_by_name_query``,
+  ``indexes_of_space_query``, ``innodb_tables_query`` (the catalog views),
+  ``dirty_pages_query`` and ``dirty_above`` (the buffer pool's unwritten pages),
+  ``replica_hosts_query``, ``replica_status_query`` and ``replica_status_columns`` (SHOW
+  SLAVE … or SHOW REPLICA…, by version, for ``--max-lag``);
 * codecs: ``page_codecs`` (what ``page:<codec>`` may name), ``codec_plugin`` (the plugin a
   codec needs loaded), ``codec_status`` (the status variable saying whether it is);
 * the SQL of a conversion: ``rebuild_steps`` (the statements for a target, given the table's
   options and the server's variables), ``online`` (its ALGORITHM/LOCK clauses),
   ``page_compression_is_attribute``, ``table_compression_level``, ``compresses_rtree``,
   ``fulltext_rebuild``, ``plan_notes``, ``writes_take_global_codec``;
-* progress: ``processlist_progress`` and ``process_query``.
+* progress: ``processlist_progress`` and ``process_query`` (a thread's PROCESSLIST row).
 
 The planner, preflight checks, executor and progress code ask the dialect and never test which
 server they talk to, nor parse a version string. One dialect instance per connection:

@@ -11,7 +11,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, ClassVar
 
-from ibdtool.server import sql
+from ibdtool.server.sql import TAG
 from parsers.vendor import Vendor
 
 if TYPE_CHECKING:
@@ -20,6 +20,12 @@ if TYPE_CHECKING:
     from ibdtool.server.tables import TableInfo
 
 Version = tuple[int, int, int]
+
+TABLESPACE_COLUMNS = (
+    "ts.SPACE AS space, ts.NAME AS name, ts.FLAG AS flag, ts.ROW_FORMAT AS row_format, "
+    "ts.PAGE_SIZE AS page_size, ts.FS_BLOCK_SIZE AS fs_block_size, ts.FILE_SIZE AS file_size, "
+    "ts.ALLOCATED_SIZE AS allocated_size"
+)
 
 
 @dataclass(frozen=True)
@@ -53,7 +59,9 @@ class Dialect:
 
     @property
     def catalog(self) -> str:
-        """Key of the catalog queries in :mod:`ibdtool.server.sql`."""
+        """Which InnoDB catalog the server has: ``"mysql8"`` (the data dictionary's
+        ``INNODB_*`` views, names as written), ``"mysql57"``, ``"mariadb_pre106"`` (the
+        ``INNODB_SYS_*`` tables, names in the filename encoding) or ``"mariadb"`` (10.6+)."""
         raise NotImplementedError
 
     @property
@@ -148,5 +156,89 @@ class Dialect:
 
     @property
     def process_query(self) -> str:
-        """The PROCESSLIST row of one thread (:data:`ibdtool.server.sql.PROCESS`)."""
-        return sql.PROCESS[self.name]
+        """The PROCESSLIST row of one thread (parameter: its id): ``id``, ``command``,
+        ``state`` and ``time`` (seconds) or ``time_ms``; lines that report an ALTER's progress
+        there add ``stage``, ``max_stage`` and ``progress``."""
+        return (
+            f"{TAG} SELECT ID AS id, COMMAND AS command, STATE AS state, TIME AS time "
+            "FROM information_schema.PROCESSLIST WHERE ID = %s"
+        )
+
+    # -- the InnoDB catalog ------------------------------------------------------------------------
+    # The defaults are the INNODB_SYS_* tables every line had until MySQL 8.0 replaced them.
+
+    @property
+    def tablespaces_query(self) -> str:
+        """Every tablespace: ``space``, ``name``, ``flag``, ``row_format``, ``page_size``,
+        ``fs_block_size``, ``file_size``, ``allocated_size``, ``zip_page_size``,
+        ``space_type`` and ``path`` (its file), from a query that aliases the tablespaces
+        ``ts`` (:meth:`tablespace_by_name_query` appends to it)."""
+        return (
+            f"{TAG} SELECT {TABLESPACE_COLUMNS}, ts.ZIP_PAGE_SIZE AS zip_page_size, "
+            "ts.SPACE_TYPE AS space_type, df.PATH AS path "
+            "FROM information_schema.INNODB_SYS_TABLESPACES ts "
+            "LEFT JOIN information_schema.INNODB_SYS_DATAFILES df ON df.SPACE = ts.SPACE"
+        )
+
+    @property
+    def tablespace_by_name_query(self) -> str:
+        """:meth:`tablespaces_query` of one tablespace (parameter: its catalog name)."""
+        return self.tablespaces_query + " WHERE ts.NAME = %s"
+
+    @property
+    def indexes_of_space_query(self) -> str:
+        """A tablespace's indexes (parameter: the space id): ``id``, ``name``, ``page_no``
+        (the root page)."""
+        return (
+            f"{TAG} SELECT INDEX_ID AS id, NAME AS name, PAGE_NO AS page_no "
+            "FROM information_schema.INNODB_SYS_INDEXES WHERE SPACE = %s"
+        )
+
+    @property
+    def innodb_tables_query(self) -> str:
+        """Every InnoDB table as the engine names it: ``name``, ``space``, ``space_type``,
+        ``row_format``, ``zip_page_size``, ``table_id``."""
+        return (
+            f"{TAG} SELECT NAME AS name, SPACE AS space, SPACE_TYPE AS space_type, "
+            "ROW_FORMAT AS row_format, ZIP_PAGE_SIZE AS zip_page_size, TABLE_ID AS table_id "
+            "FROM information_schema.INNODB_SYS_TABLES"
+        )
+
+    # -- the buffer pool ---------------------------------------------------------------------------
+
+    @property
+    def dirty_above(self) -> int:
+        """``INNODB_BUFFER_PAGE.OLDEST_MODIFICATION`` above this: the page holds changes its
+        file does not have yet (0: not dirty; else the LSN of its oldest unwritten change)."""
+        return 0
+
+    def dirty_pages_query(self, n_spaces: int) -> str:
+        """Pages of ``n_spaces`` tablespaces (parameters: their ids) modified in the buffer
+        pool and not yet written to their file: ``space``, ``dirty``. The view walks the whole
+        buffer pool: poll it slowly."""
+        marks = ", ".join(["%s"] * n_spaces)
+        return (
+            f"{TAG} SELECT SPACE AS space, COUNT(*) AS dirty "
+            "FROM information_schema.INNODB_BUFFER_PAGE "
+            f"WHERE SPACE IN ({marks}) AND OLDEST_MODIFICATION > {int(self.dirty_above)} "
+            "GROUP BY SPACE"
+        )
+
+    # -- replication (--max-lag) -------------------------------------------------------------------
+
+    @property
+    def replica_hosts_query(self) -> str:
+        """On a primary: its registered replicas, with ``Host`` (``report_host``, empty when
+        the replica set none) and ``Port``."""
+        return f"{TAG} SHOW SLAVE HOSTS"
+
+    @property
+    def replica_status_query(self) -> str:
+        """On a replica: one row about its replication threads (none when it is not one)."""
+        return f"{TAG} SHOW SLAVE STATUS"
+
+    @property
+    def replica_status_columns(self) -> tuple[str, str]:
+        """The columns of :meth:`replica_status_query` that say whether the SQL thread runs
+        (``Yes``) and how many seconds it is behind (NULL when it does not run)."""
+        return "Slave_SQL_Running", "Seconds_Behind_Master"

@@ -16,7 +16,8 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, ClassVar
 
 from ibdtool.server import sql
-from ibdtool.server.dialects.base import Dialect, Version
+from ibdtool.server.dialects.base import TABLESPACE_COLUMNS, Dialect, Version
+from ibdtool.server.sql import TAG
 from ibdtool.server.steps import Step
 from parsers import codecs
 from parsers.vendor import Vendor
@@ -50,6 +51,54 @@ class MariaDB(Dialect):
     @property
     def catalog(self) -> str:
         return "mariadb" if self.version >= (10, 6, 0) else "mariadb_pre106"
+
+    @property
+    def tablespaces_query(self) -> str:
+        if self.version < (10, 6, 0):
+            return super().tablespaces_query
+        # 10.6+: FILENAME replaced INNODB_SYS_DATAFILES; PAGE_SIZE is the physical size
+        return (
+            f"{TAG} SELECT {TABLESPACE_COLUMNS}, NULL AS zip_page_size, NULL AS space_type, "
+            "ts.FILENAME AS path FROM information_schema.INNODB_SYS_TABLESPACES ts"
+        )
+
+    @property
+    def classic_page_compressed_query(self) -> str:
+        """How many tablespaces are in the classic format with page compression on (FLAG bit
+        16 set, full_crc32 marker bit 4 clear): their pages take innodb_compression_algorithm
+        at every write."""
+        return (
+            f"{TAG} SELECT COUNT(*) AS n FROM information_schema.INNODB_SYS_TABLESPACES "
+            "WHERE (FLAG & 65536) <> 0 AND (FLAG & 16) = 0"
+        )
+
+    @property
+    def dirty_above(self) -> int:
+        # 10.5.7+ marks a page whose write is done but which is still on the flush list with
+        # OLDEST_MODIFICATION = 1 (and dirty pages of the temporary tablespace with 2): only a
+        # real LSN, above 1, means changes the file does not have
+        return 1 if self.version >= (10, 5, 7) else 0
+
+    @property
+    def replica_hosts_query(self) -> str:
+        # 10.5.1 added SHOW REPLICA HOSTS / SHOW REPLICA STATUS; the columns kept their names
+        if self.version >= (10, 5, 1):
+            return f"{TAG} SHOW REPLICA HOSTS"
+        return super().replica_hosts_query
+
+    @property
+    def replica_status_query(self) -> str:
+        if self.version >= (10, 5, 1):
+            return f"{TAG} SHOW REPLICA STATUS"
+        return super().replica_status_query
+
+    @property
+    def process_query(self) -> str:
+        return (
+            f"{TAG} SELECT ID AS id, COMMAND AS command, STATE AS state, TIME_MS AS time_ms, "
+            "STAGE AS stage, MAX_STAGE AS max_stage, PROGRESS AS progress "
+            "FROM information_schema.PROCESSLIST WHERE ID = %s"
+        )
 
     @property
     def has_read_only_compressed(self) -> bool:
@@ -135,7 +184,7 @@ class MariaDB(Dialect):
         current = (server.variables.get("innodb_compression_algorithm") or "").lower()
         if current == target.algorithm:
             return []
-        n = server.session.scalar(sql.CLASSIC_PAGE_COMPRESSED_SPACES)
+        n = server.session.scalar(self.classic_page_compressed_query)
         if not n:
             return []
         return [

@@ -14,7 +14,8 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, ClassVar
 
 from ibdtool.server import sql
-from ibdtool.server.dialects.base import Dialect
+from ibdtool.server.dialects.base import TABLESPACE_COLUMNS, Dialect
+from ibdtool.server.sql import TAG
 from ibdtool.server.steps import Step
 from parsers import codecs
 from parsers.vendor import Vendor
@@ -37,11 +38,69 @@ class MySQL(Dialect):
 
     @property
     def catalog(self) -> str:
-        return "mysql8" if self.version >= (8, 0, 0) else "mysql57"
+        return "mysql8" if self.data_dictionary else "mysql57"
+
+    @property
+    def data_dictionary(self) -> bool:
+        """8.0's data dictionary: the INNODB_* catalog views replace INNODB_SYS_*."""
+        return self.version >= (8, 0, 0)
+
+    @property
+    def replica_terms(self) -> bool:
+        """8.0.22 renamed SHOW SLAVE … to SHOW REPLICA… and its columns Slave/Master to
+        Replica/Source (the old statements remain, deprecated; 8.0.15 has only those)."""
+        return self.version >= (8, 0, 22)
 
     @property
     def has_file_format(self) -> bool:
         return self.version < (8, 0, 0)
+
+    @property
+    def tablespaces_query(self) -> str:
+        if not self.data_dictionary:
+            return super().tablespaces_query
+        return (
+            f"{TAG} SELECT {TABLESPACE_COLUMNS}, ts.ZIP_PAGE_SIZE AS zip_page_size, "
+            "ts.SPACE_TYPE AS space_type, df.PATH AS path "
+            "FROM information_schema.INNODB_TABLESPACES ts "
+            "LEFT JOIN information_schema.INNODB_DATAFILES df "
+            "ON CAST(df.SPACE AS UNSIGNED) = ts.SPACE"
+        )
+
+    @property
+    def indexes_of_space_query(self) -> str:
+        if not self.data_dictionary:
+            return super().indexes_of_space_query
+        return (
+            f"{TAG} SELECT INDEX_ID AS id, NAME AS name, PAGE_NO AS page_no "
+            "FROM information_schema.INNODB_INDEXES WHERE SPACE = %s"
+        )
+
+    @property
+    def innodb_tables_query(self) -> str:
+        if not self.data_dictionary:
+            return super().innodb_tables_query
+        return (
+            f"{TAG} SELECT NAME AS name, SPACE AS space, SPACE_TYPE AS space_type, "
+            "ROW_FORMAT AS row_format, ZIP_PAGE_SIZE AS zip_page_size, TABLE_ID AS table_id "
+            "FROM information_schema.INNODB_TABLES"
+        )
+
+    @property
+    def replica_hosts_query(self) -> str:
+        return f"{TAG} SHOW REPLICAS" if self.replica_terms else super().replica_hosts_query
+
+    @property
+    def replica_status_query(self) -> str:
+        if self.replica_terms:
+            return f"{TAG} SHOW REPLICA STATUS"
+        return super().replica_status_query
+
+    @property
+    def replica_status_columns(self) -> tuple[str, str]:
+        if self.replica_terms:
+            return "Replica_SQL_Running", "Seconds_Behind_Source"
+        return super().replica_status_columns
 
     @property
     def partition_separator(self) -> str:
