@@ -1,9 +1,13 @@
-"""``migrate --max-lag`` on a real MariaDB 10.11 primary/replica pair started by the test.
+"""``migrate --max-lag`` on real primary/replica pairs started by the test: MariaDB 10.11,
+MySQL 8.0.15 (only SHOW SLAVE HOSTS / SHOW SLAVE STATUS) and MySQL 8.0.33 (SHOW REPLICAS /
+SHOW REPLICA STATUS, with Replica_*/…_Source columns).
 
-Replication is set up by the test (binary log on the primary, CHANGE MASTER on the replica);
-lag is made by the test: a client on the replica holds LOCK TABLES … WRITE on a table the
-primary writes to (the SQL thread waits, Seconds_Behind_Master grows), or the SQL thread is
-stopped (lag unknown). Whether ibdtool's rebuild ran is asked of the primary (the space id).
+Replication is set up by the test (binary log on the primary, CHANGE MASTER … with a file and
+position on the replica); lag is made by the test: a client on the replica holds LOCK TABLES
+… WRITE on a table the primary writes to (the SQL thread waits, the seconds behind grow), or
+the SQL thread is stopped (lag unknown). The lag the test waits for is read by the test itself
+with SHOW SLAVE STATUS, which all three answer. Whether ibdtool's rebuild ran is asked of the
+primary (the space id).
 """
 
 from __future__ import annotations
@@ -11,6 +15,7 @@ from __future__ import annotations
 import subprocess
 import time
 from collections.abc import Iterator
+from dataclasses import dataclass
 from typing import Any
 
 import pytest
@@ -22,12 +27,28 @@ from tests.server_fixtures import FAST, _need, clean_env, conn_args, free_port, 
 from tests.test_migrate_pacing import HOLD, read_events
 
 PACER_PASSWORD = "pacer-pw"
-pytestmark = pytest.mark.xdist_group("replica_pair")  # one pair, on one worker
+pytestmark = pytest.mark.xdist_group("replica_pair")  # the pairs, one at a time, on one worker
+
+
+@dataclass
+class Pair:
+    primary: ThrowawayServer
+    replica: ThrowawayServer
+    p_port: int
+    r_port: int
+
+    @property
+    def mysql(self) -> bool:
+        return self.primary.flavor == "mysql"
+
+    def as_pacer(self) -> list[str]:
+        """ibdtool's connection to the primary over TCP as the pacer user (on both servers)."""
+        return ["--no-defaults", "-h", "127.0.0.1", "-P", str(self.p_port), "-u", "pacer"]
 
 
 def replica_status(replica: ThrowawayServer) -> dict[str, Any]:
     with replica.connect() as conn, conn.cursor() as cur:
-        cur.execute("SHOW SLAVE STATUS")
+        cur.execute("SHOW SLAVE STATUS")  # every server here answers it, with the old names
         row = cur.fetchone()
         names = [d[0] for d in cur.description or ()]
     return dict(zip(names, row or (), strict=False))
@@ -47,19 +68,30 @@ def caught_up(replica: ThrowawayServer) -> bool:
     return st.get("Slave_SQL_Running") == "Yes" and st.get("Seconds_Behind_Master") == 0
 
 
-@pytest.fixture(scope="module")
-def pair() -> Iterator[tuple[ThrowawayServer, ThrowawayServer, int]]:
-    _need("mariadb")
+def _server(kind: str, run_options: list[str]) -> ThrowawayServer:
+    if kind == "mariadb":
+        return servers.mariadb_server(run_options=run_options)
+    return servers.mysql_server(kind, run_options=run_options)
+
+
+@pytest.fixture(scope="module", params=["mariadb", "8.0.15", "8.0.33"])
+def pair(request: pytest.FixtureRequest) -> Iterator[Pair]:
+    kind: str = request.param
+    if kind == "mariadb":
+        _need("mariadb")
+    else:
+        _need("mysql", kind)
     p_port, r_port = free_port(), free_port()
     net = ["--skip-networking=0", "--bind-address=127.0.0.1", "--innodb-doublewrite=0"]
-    primary = servers.mariadb_server(
-        run_options=[*FAST, *net, f"--port={p_port}", "--server-id=1", "--log-bin=primary-bin"]
+    primary = _server(
+        kind, [*FAST, *net, f"--port={p_port}", "--server-id=1", "--log-bin=primary-bin"]
     )
-    replica = servers.mariadb_server(
-        run_options=[
+    replica = _server(
+        kind,
+        [
             *FAST, *net, f"--port={r_port}", "--server-id=2",
             "--report-host=127.0.0.1", f"--report-port={r_port}",
-        ]
+        ],
     )  # fmt: skip
     with primary, replica:
         ((log_file, log_pos, *_),) = primary.query("SHOW MASTER STATUS")
@@ -68,15 +100,15 @@ def pair() -> Iterator[tuple[ThrowawayServer, ThrowawayServer, int]]:
         # the user ibdtool connects as, on both servers (created here, replicated there)
         primary.query(f"CREATE USER pacer@'127.0.0.1' IDENTIFIED BY '{PACER_PASSWORD}'")
         primary.query("GRANT ALL ON *.* TO pacer@'127.0.0.1'")
+        gtid = ", MASTER_USE_GTID=no" if kind == "mariadb" else ""
         replica.query(
             "CHANGE MASTER TO MASTER_HOST='127.0.0.1', MASTER_PORT=%s, MASTER_USER='repl', "
-            "MASTER_PASSWORD='repl-pw', MASTER_LOG_FILE=%s, MASTER_LOG_POS=%s, "
-            "MASTER_USE_GTID=no",
+            f"MASTER_PASSWORD='repl-pw', MASTER_LOG_FILE=%s, MASTER_LOG_POS=%s{gtid}",
             (p_port, log_file, int(log_pos)),
         )
         replica.query("START SLAVE")
         wait_for("replication", lambda: caught_up(replica))
-        yield primary, replica, p_port
+        yield Pair(primary, replica, p_port, r_port)
 
 
 def start(*args: str, env: dict[str, str] | None = None) -> subprocess.Popen[str]:
@@ -98,10 +130,8 @@ def finish(proc: subprocess.Popen[str]) -> list[dict[str, object]]:
             proc.wait()
 
 
-def test_max_lag_waits_for_a_lagging_replica_found_on_the_primary(
-    pair: tuple[ThrowawayServer, ThrowawayServer, int],
-) -> None:
-    primary, replica, p_port = pair
+def test_max_lag_waits_for_a_lagging_replica_found_on_the_primary(pair: Pair) -> None:
+    primary, replica = pair.primary, pair.replica
     make_table(primary, "lag", "t", rows=2000)
     primary.query("CREATE TABLE lag.w (id INT PRIMARY KEY) ENGINE=InnoDB")
     wait_for("the tables on the replica", lambda: caught_up(replica))
@@ -117,13 +147,14 @@ def test_max_lag_waits_for_a_lagging_replica_found_on_the_primary(
             )
             proc = start(
                 "migrate", "lag.t", "--to", "page:zlib", "--execute", "--yes", "--json",
-                "--max-lag", "1", "--flush-wait", "1",
-                "--no-defaults", "-h", "127.0.0.1", "-P", str(p_port), "-u", "pacer",
+                "--max-lag", "1", "--flush-wait", "1", *pair.as_pacer(),
                 env=clean_env(MYSQL_PWD=PACER_PASSWORD),
             )  # fmt: skip
             assert proc.stdout is not None
             held = read_events(proc.stdout, "throttled", 60)
-            assert "behind" in str(held[-1]["message"]), held[-1]  # a number, from the replica
+            # a number, from the replica the primary listed (its report_host:report_port)
+            message = str(held[-1]["message"])
+            assert f"127.0.0.1:{pair.r_port} " in message and "behind" in message, message
             time.sleep(HOLD)
             assert proc.poll() is None
             assert space_id(primary, "lag", "t") == before  # waiting, not converting
@@ -135,10 +166,13 @@ def test_max_lag_waits_for_a_lagging_replica_found_on_the_primary(
     assert space_id(primary, "lag", "t") != before
 
 
-def test_max_lag_waits_while_the_named_replica_s_sql_thread_is_stopped(
-    pair: tuple[ThrowawayServer, ThrowawayServer, int],
-) -> None:
-    primary, replica, _ = pair
+def test_max_lag_waits_while_the_named_replica_s_sql_thread_is_stopped(pair: Pair) -> None:
+    primary, replica = pair.primary, pair.replica
+    if pair.mysql:  # named by address, reached as the pacer over TCP
+        named = f"127.0.0.1:{pair.r_port}"
+        to_primary, env = pair.as_pacer(), clean_env(MYSQL_PWD=PACER_PASSWORD)
+    else:  # named by its socket, reached as root
+        named, to_primary, env = str(replica.socket), conn_args(primary), clean_env()
     make_table(primary, "stopped", "t", rows=2000)
     wait_for("the table on the replica", lambda: caught_up(replica))
     before = space_id(primary, "stopped", "t")
@@ -147,8 +181,8 @@ def test_max_lag_waits_while_the_named_replica_s_sql_thread_is_stopped(
         primary.query("UPDATE stopped.t SET amount = amount + 1 WHERE id < 100")
         proc = start(
             "migrate", "stopped.t", "--to", "page:zlib", "--execute", "--yes", "--json",
-            "--max-lag", "5", "--replica", str(replica.socket), "--flush-wait", "1",
-            *conn_args(primary),
+            "--max-lag", "5", "--replica", named, "--flush-wait", "1", *to_primary,
+            env=env,
         )  # fmt: skip
         assert proc.stdout is not None
         held = read_events(proc.stdout, "throttled", 60)
@@ -161,10 +195,8 @@ def test_max_lag_waits_while_the_named_replica_s_sql_thread_is_stopped(
     assert space_id(primary, "stopped", "t") != before
 
 
-def test_max_lag_without_a_replica_is_refused(
-    pair: tuple[ThrowawayServer, ThrowawayServer, int],
-) -> None:
-    _, replica, _ = pair
+def test_max_lag_without_a_replica_is_refused(pair: Pair) -> None:
+    replica = pair.replica
     # the replica itself has no replica: nothing to watch, said before anything runs
     make_table(replica, "alone", "t", rows=100)
     res = subprocess.run(
