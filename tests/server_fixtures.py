@@ -343,4 +343,9 @@ def assert_progress(events: list[Any], migration: Any, source: str) -> None:
     values = progress_values(events, source)
     assert len(increasing(values)) >= 3, (source, values)
     result = migration.results[0]
-    assert result.status == "done" and result.verified, result.message
+    if result.status == "awaiting_flush":
+        # no flush was asked for and the server still holds some pages: what it wrote is
+        # read back (and must be right), the rest is not on disk yet
+        assert result.verifications and all(v.ok for v in result.verifications), result.message
+    else:
+        assert result.status == "done" and result.verified, result.message

@@ -27,6 +27,7 @@ from tests.server_fixtures import (
     rows_crc,
     space_id,
 )
+from tests.test_migrate_load import dirty_in_pool
 from tests.tui_helpers import static_text, table_rows
 from tui.app import create_app
 from tui.screens.migration import MigrationScreen
@@ -216,3 +217,42 @@ async def test_page_map_names_indexes_from_the_server(mariadb: ThrowawayServer) 
         assert screen.model.index_names == catalog
         await pilot.press("slash", *"idx_customer", "enter")
         assert screen._match is not None and any(screen._match)
+
+
+@pytest.mark.asyncio
+@pytest.mark.xdist_group("mariadb")
+async def test_unflushed_pages_end_awaiting_flush_in_the_tui(mariadb: ThrowawayServer) -> None:  # noqa: F811
+    """``y`` (no lock): MariaDB's idle page cleaner leaves the new file's pages in the buffer
+    pool (counted by the test in INNODB_BUFFER_PAGE), so the run ends "awaiting flush":
+    neither failed nor verified, with the way to make it exact."""
+    make_table(mariadb, "tui", "idle", rows=3000)
+    app = server_app(mariadb)
+    async with app.run_test(size=SIZE) as pilot:
+        await settle(pilot)
+        migration = await convert(pilot, "tui.idle", "page:zlib")
+        await pilot.press("y")
+        await settle(pilot)
+        assert migration.results is not None, "the run did not end"
+        (result,) = migration.results
+        dirty = dirty_in_pool(mariadb, "tui", "idle")
+        assert dirty > 0  # the server's own count: the pages are not in the file
+        assert result.status == "awaiting_flush" and result.verified is None, result
+        assert result.unflushed_pages and result.unflushed_pages > 0
+        # the log as one text (its lines are wrapped at the widget's width)
+        log = "".join(line.text for line in migration.query_one(RichLog).lines)
+        log = re.sub(r"\s+", "", log)
+
+        def shown(text: str) -> bool:
+            return re.sub(r"\s+", "", text) in log
+
+        assert shown("pages of the new tablespace are in the buffer pool"), log
+        at = log.index(re.sub(r"\s+", "", "tui.idle → page:zlib: "))
+        line = log[at:]
+        assert line.startswith(re.sub(r"\s+", "", "tui.idle → page:zlib: awaiting flush")), line
+        assert shown(f"{result.unflushed_pages} pages of the new file not yet written"), line
+        assert shown("not verified yet") and shown("--flush-for-export"), line
+        assert shown("innodb_max_dirty_pages_pct"), line
+        assert "NOTasexpected" not in line and "pagesverified" not in line, line
+        assert "failed" not in line.lower(), line
+        status = static_text(migration.query_one("#migration-status"))
+        assert "finished; 1 table awaiting flush" in status, status

@@ -311,6 +311,9 @@ class ProgressView:
             self.say(Text(f"{ev.table}: done in {hms(ev.elapsed)}{note}", style="green"))
         elif k in ("table_failed", "table_interrupted", "table_refused", "restore_failed"):
             self.say(Text(f"{ev.table or 'batch'}: {k.split('_')[-1]}: {ev.message}", style="red"))
+        elif k == "table_done" and ev.data.get("status") == "awaiting_flush":
+            hint = ev.data["result"].get("hint") or ""
+            self.say(Text(f"{ev.table}: awaiting flush: {ev.message}; {hint}", style="yellow"))
         elif k == "table_done":
             self.say(Text(f"{ev.table}: {ev.message}", style="green"))
         elif k in ("throttled",):
@@ -356,7 +359,7 @@ def print_results(results: list[TableResult]) -> None:
         title="Results",
     )  # fmt: skip
     for r in results:
-        style = {"done": "green", "skipped": "dim"}.get(r.status, "red")
+        style = {"done": "green", "skipped": "dim", "awaiting_flush": "yellow"}.get(r.status, "red")
         if r.status == "done" and r.verified is not True:
             style = "yellow"
         b, a = r.before, r.after
@@ -380,11 +383,17 @@ def print_results(results: list[TableResult]) -> None:
             arrow("file_size"),
             arrow("allocated_size"),
             saved,
-            Text(r.message, style="" if r.status == "done" else style),
+            Text(r.message, style="" if r.ok else style),
         )
     _print_wide(tab)
+    waiting = [r.table for r in results if r.status == "awaiting_flush"]
+    if waiting:
+        hint = next(r.hint for r in results if r.status == "awaiting_flush")
+        out().print(
+            Text(f"awaiting flush: {', '.join(waiting)}: {hint}", style="yellow"), soft_wrap=True
+        )
     for r in results:
-        if r.status not in ("done", "failed", "interrupted"):
+        if r.status not in ("done", "awaiting_flush", "failed", "interrupted"):
             continue
         for s in r.statements:
             mark = "✗" if s.error else " "

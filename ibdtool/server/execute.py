@@ -50,6 +50,13 @@ from ibdtool.server.tables import TableInfo, TableOptions
 ETA_MIN_FRACTION = 0.01  # as gh-ost: no ETA before 1% is done
 FILE_FRACTION_CAP = 0.99  # an estimate-based bar never shows done before the statement is
 ORPHAN_WAIT = 60.0  # seconds to wait for a killed statement when leaving early
+#: how to verify a table that ended awaiting_flush (ibdtool changes no flushing setting itself)
+AWAITING_FLUSH_HINT = (
+    "to make the check exact, run with --flush-for-export (it blocks writes to the table while "
+    "the pages are written), or have the server write them (SET GLOBAL "
+    "innodb_max_dirty_pages_pct=0 for a moment, then back: ibdtool does not do this by itself) "
+    "and read the file with ibdtool inspect"
+)
 
 
 @dataclass
@@ -405,16 +412,23 @@ class Migration:
         for ch_problem in problems:
             yield Event("restore_failed", name, ch_problem)
         if outcome == _Outcome.OK:
-            result.status = "done"
+            result.status = "awaiting_flush" if result.awaiting_flush else "done"
             self._journal(
                 "table_done",
                 table=name,
+                status=result.status,
                 before=result.before.to_json(),
                 after=result.after.to_json() if result.after else None,
                 verified=result.verified,
+                unflushed_pages=result.unflushed_pages,
                 seconds=round(result.seconds, 3),
             )
-            yield Event("table_done", name, result.message, data={"result": result.to_json()})
+            yield Event(
+                "table_done",
+                name,
+                result.message,
+                data={"status": result.status, "result": result.to_json()},
+            )
             return result
         state = self._table_state(tp, result)
         result.status = outcome
@@ -583,6 +597,10 @@ class Migration:
                 except ServerError:
                     self._drop_worker()  # a closed connection releases the lock too
                 result.lock_seconds = time.monotonic() - start
+        if result.awaiting_flush:
+            result.message = self._awaiting_flush_message(result, changed_global)
+            result.hint = AWAITING_FLUSH_HINT
+            return
         if result.verifications:
             bad = [v.message for v in result.verifications if not v.ok]
             result.message = "; ".join(bad) if bad else result.verifications[0].message
@@ -594,19 +612,23 @@ class Migration:
             result.message = "pages not verified: the catalog names no file of it under the datadir"
         if locked:
             result.message += f" (writes blocked {result.lock_seconds:.1f}s by the flush)"
-        elif result.unflushed_pages:
-            result.message += (
-                f" ({result.unflushed_pages} pages still in the buffer pool, not in the file yet"
-                + ("" if result.verify_error else ": what is on disk was checked")
-                + (
-                    "; pages written after the global is restored take its old value"
-                    if changed_global
-                    else ""
-                )
-                + ")"
-            )
         elif result.unflushed_pages is None:
             result.message += " (the server did not say which pages are flushed)"
+
+    def _awaiting_flush_message(self, result: TableResult, changed_global: bool) -> str:
+        """Converted, but the file is not the table yet: say so, with what was on disk (how
+        to get an exact check is :data:`AWAITING_FLUSH_HINT`)."""
+        n = result.unflushed_pages
+        parts = [
+            f"converted; {n} page{'s' if n != 1 else ''} of the new file not yet written by the "
+            "server (its page cleaner writes them when it needs the room), so the file is not "
+            "verified yet"
+        ]
+        if result.verifications:
+            parts.append("on disk so far: " + "; ".join(v.message for v in result.verifications))
+        if changed_global and self.server.flavor.writes_take_global_codec(self.server.variables):
+            parts.append("pages written after the global is put back take its old value")
+        return "; ".join(parts)
 
     def _wait_flushed(
         self, name: str, space_ids: list[int], result: TableResult

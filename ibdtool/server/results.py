@@ -94,7 +94,10 @@ class StatementResult:
 @dataclass
 class TableResult:
     table: str
-    status: str  # "done" | "failed" | "interrupted" | "skipped" | "refused"
+    #: "done" | "awaiting_flush" | "failed" | "interrupted" | "skipped" | "refused" | "stopped";
+    #: ``awaiting_flush``: converted, but the server still holds pages of the new file in its
+    #: buffer pool, so the file cannot be verified yet (a success, neither failed nor verified)
+    status: str
     message: str = ""
     statements: list[StatementResult] = field(default_factory=list)
     before: Sizes | None = None
@@ -103,17 +106,26 @@ class TableResult:
     unflushed_pages: int | None = None  # dirty pages of the new space when it was read
     lock_seconds: float | None = None  # FLUSH TABLES … FOR EXPORT held this long
     verify_error: str | None = None  # why the file could not be read back
+    hint: str = ""  # what the user can do about the outcome (awaiting_flush: how to verify)
 
     @property
     def awaiting_flush(self) -> bool:
-        """Converted, not verified only because the server has not written the pages yet."""
-        return self.verified is None and bool(self.unflushed_pages)
+        """Converted, not verifiable yet: the server had not written every page of the new
+        file when the bounded wait ended (what is on disk was read, but it is not the table)."""
+        return bool(self.unflushed_pages)
 
     @property
     def verified(self) -> bool | None:
-        if not self.verifications:
+        """True/False: the file's pages are / are not in the target format; None: unknown
+        (not read, or read while the server still held pages of it unwritten)."""
+        if not self.verifications or self.awaiting_flush:
             return None
         return all(v.ok for v in self.verifications)
+
+    @property
+    def ok(self) -> bool:
+        """Converted: done, or done and waiting for the server to write the pages."""
+        return self.status in ("done", "awaiting_flush")
 
     @property
     def seconds(self) -> float:
@@ -131,6 +143,7 @@ class TableResult:
             "verified": self.verified,
             "unflushed_pages": self.unflushed_pages,
             "awaiting_flush": self.awaiting_flush,
+            "hint": self.hint or None,
             "write_lock_seconds": (
                 None if self.lock_seconds is None else round(self.lock_seconds, 3)
             ),

@@ -291,11 +291,23 @@ new file's growth with "ETA unknown"; `x` kills the running statement.
             note = f" ({ev.message})" if ev.message else ""
             log.write(Text(f"{ev.table}: done in {hms(ev.elapsed)}{note}", style="green"))
             return
+        if ev.kind == "flushing":
+            status.update(
+                Text(
+                    f"{ev.table}: {ev.data.get('dirty_pages')} pages not yet written by the "
+                    f"server, waiting for its page cleaner ({hms(ev.elapsed)}, no lock)",
+                    style="yellow",
+                )
+            )
         style = "red" if ev.kind.endswith(("failed", "interrupted", "refused")) else ""
+        prefix = f"{ev.table}: " if ev.table else ""
+        if ev.kind == "table_done" and ev.data.get("status") == "awaiting_flush":
+            hint = ev.data["result"].get("hint") or ""
+            log.write(Text(f"{prefix}awaiting flush: {ev.message}; {hint}", style="yellow"))
+            return
         if ev.kind == "table_done":
             style = "green"
         if ev.message:
-            prefix = f"{ev.table}: " if ev.table else ""
             log.write(Text(f"{prefix}{ev.message}", style=style or "dim"))
 
     def _progress_line(self, ev: Event) -> str:
@@ -314,17 +326,24 @@ new file's growth with "ETA unknown"; `x` kills the running statement.
         for line in lines:
             log.write(line)
             self.ibd_app.command_log.add(LogEntry(datetime.now(), "result", line.plain, None, "ok"))
-        done = [r for r in message.results if r.status == "done"]
+        done = [r for r in message.results if r.ok]
         if done and not message.interrupted:
             bar.update(total=100, progress=100)
         outcome = "interrupted" if message.interrupted else "finished"
+        waiting = [r for r in message.results if r.status == "awaiting_flush"]
+        if waiting:
+            outcome += (
+                f"; {len(waiting)} table{'s' if len(waiting) != 1 else ''} awaiting flush "
+                "(not verified yet)"
+            )
         status.update(Text(f"{outcome}; escape goes back to the tables", style="bold"))
 
     def _result_line(self, r: TableResult) -> Text:
-        style = {"done": "green", "skipped": "dim"}.get(r.status, "red")
+        style = {"done": "green", "skipped": "dim", "awaiting_flush": "yellow"}.get(r.status, "red")
         if r.status == "done" and r.verified is False:
             style = "yellow"
-        text = Text(f"{r.table} → {self.target}: {r.status}", style=f"bold {style}")
+        shown = "awaiting flush" if r.status == "awaiting_flush" else r.status
+        text = Text(f"{r.table} → {self.target}: {shown}", style=f"bold {style}")
         if r.statements:
             text.append(f" in {hms(r.seconds)}")
         b, a = r.before, r.after
@@ -332,11 +351,14 @@ new file's growth with "ETA unknown"; `x` kills the running statement.
             text.append(
                 f"; file {human_bytes(b.file_size)} → {human_bytes(a.file_size)}, allocated "
                 f"{human_bytes(b.allocated_size)} → {human_bytes(a.allocated_size)}"
+                + (" so far" if r.awaiting_flush else "")
             )
         if r.verified is not None:
             text.append("; pages verified" if r.verified else "; pages NOT as expected")
         if r.message:
             text.append(f"; {r.message}", style="dim")
+        if r.hint:
+            text.append(f"; {r.hint}", style="yellow")
         return text
 
     def commands(self) -> list[SystemCommand]:
