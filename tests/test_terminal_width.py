@@ -21,9 +21,12 @@ from typing import Any
 
 import pytest
 
+from ibdtool.text import human_bytes
 from tests.catalog import REPO
 from tests.cli_runner import cli_env, ibdtool_command, run_ibdtool
 from tests.conftest import SAMPLES
+from tests.server_fixtures import conn_args, make_table
+from tests.server_fixtures import mariadb as mariadb  # the fixture
 
 WIDTHS = (80, 120, 200)
 UNITS = {"B": 1, "KiB": 1024, "MiB": 1024**2, "GiB": 1024**3, "TiB": 1024**4}
@@ -246,3 +249,93 @@ def test_a_pipe_keeps_every_column_whatever_columns_says() -> None:
     head = header_of(text, "Tablespace")
     assert all(title in head for title in REPORT_TITLES)
     assert not hidden_names(text)
+
+
+# --- server status / server tables ---------------------------------------------------------------
+
+SERVER_TITLES = (
+    "table", "format", "row format", "file size", "allocated", "saved", "block",
+    "pages on disk", "note",
+)  # fmt: skip
+SERVER_SHORT = {"row format": "row fmt", "file size": "size", "allocated": "alloc",
+                "pages on disk": "pages"}  # fmt: skip
+
+
+@pytest.fixture(scope="module")
+def fit_server(mariadb: Any) -> Any:
+    """Tables with a long name, page-compressed and plain, one flushed and one not."""
+    make_table(mariadb, "fit", "plain_table", rows=3000)
+    mariadb.query("FLUSH TABLES fit.plain_table FOR EXPORT")  # its pages on disk
+    mariadb.query("UNLOCK TABLES")
+    make_table(mariadb, "fit", "a_table_with_a_rather_long_name_x", rows=3000, options=(
+        "PAGE_COMPRESSED=1"
+    ))  # fmt: skip
+    return mariadb
+
+
+def catalog_sizes(srv: Any) -> dict[str, tuple[int, int]]:
+    """FILE_SIZE and ALLOCATED_SIZE of the schema's tables, asked of the server by the test."""
+    rows = srv.query(
+        "SELECT NAME, FILE_SIZE, ALLOCATED_SIZE FROM information_schema.INNODB_SYS_TABLESPACES "
+        "WHERE NAME LIKE 'fit/%%'"
+    )
+    return {str(n).replace("/", "."): (int(f), int(a)) for n, f, a in rows}
+
+
+@pytest.mark.xdist_group("mariadb")
+@pytest.mark.parametrize("width", WIDTHS)
+def test_server_tables_fit_and_every_number_is_whole(fit_server: Any, width: int) -> None:
+    args = ["server", "tables", "--schema", "fit", *conn_args(fit_server)]
+    text = run(width, *args)
+    assert_fits(text, width)
+    head = header_of(text, "table")
+    shown = [
+        t
+        for t in SERVER_TITLES
+        if any(re.search(rf"(^|\s){re.escape(n)}(\s|$)", head) for n in (t, SERVER_SHORT.get(t, t)))
+    ]
+    named = hidden_names(text)
+    assert sorted(shown + named) == sorted(SERVER_TITLES), (shown, named)
+    assert {"table", "format", "allocated"} <= set(shown)
+    if width == 200:
+        assert named == []
+    wide = run(width, *args, "--wide")
+    assert not hidden_names(wide)
+    assert all(t in header_of(wide, "table") for t in SERVER_TITLES)
+    catalog = catalog_sizes(fit_server)
+    assert len(catalog) == 2
+    lines = text.splitlines()
+    for name, (file_size, allocated) in catalog.items():
+        line = next(ln for ln in lines if ln.strip().startswith(f"{name} "))
+        found = sizes(line)
+        assert any(matches(v, allocated) for v in found), (line, allocated)
+        for value in found:
+            assert matches(value, file_size) or matches(value, allocated), (value, line)
+        if "file size" in shown:
+            assert any(matches(v, file_size) for v in found), (line, file_size)
+        if "saved" in shown and allocated:
+            saved = round(100 * (file_size - allocated) / file_size)
+            assert re.search(rf"\s{saved}%(\s|$)", line), (line, saved)
+
+
+@pytest.mark.xdist_group("mariadb")
+@pytest.mark.parametrize("width", WIDTHS)
+def test_server_status_fits_and_keeps_numbers_with_their_units(fit_server: Any, width: int) -> None:
+    doc = json.loads(run(None, "server", "status", "--json", *conn_args(fit_server)))
+    text = run(width, "server", "status", *conn_args(fit_server))
+    assert_fits(text, width)
+    flat = " ".join(text.split())
+    # a number and its unit on one line: every size of the flattened text is one of the lines'
+    assert len(SIZE.findall(text)) == len(SIZE.findall(flat)) >= 2, text
+    assert f"Page size {doc['page_size'] // 1024}K" in flat
+    assert f"{human_bytes(doc['fs_block_size'])} blocks" in flat
+    for codec in doc["codecs"]:
+        assert codec in flat
+    for warning in doc["warnings"]:
+        assert " ".join(warning.split()) in flat, warning
+    # --wide: one line per value (none continues on the next), whatever the width
+    wide = run(width, "server", "status", "--wide", *conn_args(fit_server))
+    rows = [ln for ln in wide.splitlines() if ln.strip()]
+    assert rows and not [ln for ln in rows if ln.startswith(" ")], wide
+    free = re.compile(r"\d+(?:\.\d)? \w+ free")  # the disk is shared: its free space moves
+    assert free.sub("", " ".join(wide.split())) == free.sub("", flat)

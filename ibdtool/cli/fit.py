@@ -11,6 +11,7 @@ is for the printers.
 from __future__ import annotations
 
 import os
+import re
 import unicodedata
 from collections.abc import Sequence
 from dataclasses import dataclass
@@ -30,7 +31,7 @@ class Col:
     priority: int
     numeric: bool = False
     short: str | None = None  # the title when space is short
-    wrap: str | None = None  # text that may wrap between items split by this (", ")
+    wrap: str | None = None  # text that may wrap between items split by this (", "; " ": words)
 
 
 @dataclass(frozen=True)
@@ -54,9 +55,23 @@ def cell_len(text: str) -> int:
     return sum(2 if unicodedata.east_asian_width(ch) in "WF" else 1 for ch in text)
 
 
+#: a word that is a number (``22.0``, ``~93%``, ``1,024``): wrapped text keeps it on the line of
+#: the word after it (its unit: ``22.0 GiB``)
+_NUMBER = re.compile(r"[~≈<>]?[-+]?\d[\d.,]*%?")
+
+
 def _items(text: str, sep: str) -> list[str]:
     parts = text.split(sep)
-    return [p + sep.rstrip() if i < len(parts) - 1 else p for i, p in enumerate(parts)]
+    items = [p + sep.rstrip() if i < len(parts) - 1 else p for i, p in enumerate(parts)]
+    if sep != " ":
+        return items
+    glued: list[str] = []  # words: a number and the word after it are one item
+    for item in items:
+        if glued and _NUMBER.fullmatch(glued[-1]):
+            glued[-1] = f"{glued[-1]} {item}"
+        else:
+            glued.append(item)
+    return glued
 
 
 def _longest_item(text: str, sep: str) -> int:
@@ -78,6 +93,23 @@ def fill(text: str, width: int, sep: str) -> str:
                 line = joined
         lines.append(line)
     return "\n".join(lines)
+
+
+def line_breaks(text: str, width: int) -> list[tuple[int, int]]:
+    """Where to break one line of words into lines of at most ``width`` cells: (end of a line,
+    start of the next) offsets, between words only and never between a number and the word
+    after it (``22.0 GiB``). A word wider than ``width`` gets a line of its own."""
+    words = [(m.start(), m.end()) for m in re.finditer(r"\S+", text)]
+    cuts: list[tuple[int, int]] = []
+    start = words[0][0] if words else 0
+    last: tuple[int, int] | None = None  # the latest place a break may go on this line
+    for k, (s, e) in enumerate(words):
+        if last is not None and cell_len(text[start:e]) > width:
+            cuts.append(last)
+            start, last = last[1], None
+        if k + 1 < len(words) and not _NUMBER.fullmatch(text[s:e]):
+            last = (e, words[k + 1][0])
+    return cuts
 
 
 def _widest_line(text: str) -> int:

@@ -201,7 +201,8 @@ def server() -> None:
 @server.command(cls=ClientCommand, context_settings=CLIENT_CONTEXT)
 @connection_options
 @click.option("--json", "as_json", is_flag=True, help="One JSON object.")
-def status(as_json: bool, **kw: Any) -> None:
+@click.option("--wide", is_flag=True, help="One line per value, whatever the terminal's width.")
+def status(as_json: bool, wide: bool, **kw: Any) -> None:
     """Flavor, version, page size, checksums, compression, codecs, punch hole, block size."""
     from ibdtool.server.status import server_status
 
@@ -212,7 +213,7 @@ def status(as_json: bool, **kw: Any) -> None:
     else:
         from ibdtool.cli.server_display import print_status
 
-        print_status(st)
+        print_status(st, wide)
 
 
 @server.command(cls=ClientCommand, context_settings=CLIENT_CONTEXT)
@@ -221,8 +222,9 @@ def status(as_json: bool, **kw: Any) -> None:
 @click.option("--all", "show_all", is_flag=True, help="Also tablespaces of no listed table.")
 @click.option("--no-pages", is_flag=True, help="Do not read the files' pages (faster).")
 @click.option("--json", "as_json", is_flag=True, help="A JSON list, one object per table.")
+@click.option("--wide", is_flag=True, help="Every column, whatever the terminal's width.")
 def tables(
-    schemas: tuple[str, ...], show_all: bool, no_pages: bool, as_json: bool, **kw: Any
+    schemas: tuple[str, ...], show_all: bool, no_pages: bool, as_json: bool, wide: bool, **kw: Any
 ) -> None:
     """Every table with FILE_SIZE, ALLOCATED_SIZE, row format, compression and page state."""
     from ibdtool.server.tables import list_tables, space_kind
@@ -241,7 +243,7 @@ def tables(
     else:
         from ibdtool.cli.server_display import print_tables
 
-        print_tables(found, others, vendor)
+        print_tables(found, others, vendor, wide)
 
 
 # --- migrate ------------------------------------------------------------------------------------

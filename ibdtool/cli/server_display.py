@@ -45,10 +45,48 @@ def _pct_saved(file_size: int | None, allocated: int | None) -> str:
 # --- server status -----------------------------------------------------------------------------
 
 
-def print_status(st: ServerStatus) -> None:
+def _fit_text(value: str | Text, width: int | None) -> str | Text:
+    """``value`` broken into lines of at most ``width`` cells between words, a number never
+    parted from its unit (:func:`ibdtool.cli.fit.line_breaks`); styles kept."""
+    from ibdtool.cli.fit import line_breaks
+
+    if width is None:
+        return value
+    text = Text(value) if isinstance(value, str) else value
+    lines = []
+    pos = 0
+    for end, start in line_breaks(text.plain, width):
+        lines.append(text[pos:end])
+        pos = start
+    lines.append(text[pos:])
+    return Text("\n").join(lines)
+
+
+def print_status(st: ServerStatus, wide: bool = False) -> None:
+    """The status as a grid of name and value; on a terminal the values wrap between words
+    to fit it (a number stays with its unit); ``wide``: one line each."""
+    from ibdtool.cli.fit import cell_len, table_width
+
+    rows = _status_rows(st)
+    width = None if wide else table_width()
+    key_width = max(cell_len(k) for k, _ in rows)
+    value_width = None if width is None else max(20, width - key_width - 2)
     g = Table.grid(padding=(0, 2))
     g.add_column(style="cyan", no_wrap=True)
-    g.add_column()
+    g.add_column(overflow="fold", no_wrap=width is None)  # fold: only a word wider than it all
+    for key, value in rows:
+        g.add_row(key, _fit_text(value, value_width))
+    if width is None:
+        from ibdtool.cli.render import table_console
+
+        table_console(wide=True).print(g)
+    else:
+        out().print(g, width=width)
+
+
+def _status_rows(st: ServerStatus) -> list[tuple[str, str | Text]]:
+    rows: list[tuple[str, str | Text]] = []
+    g = _Rows(rows)
     g.add_row("Server", f"{st.flavor} {st.version}  ({st.version_string})")
     g.add_row("Connection", st.connection + (f", TLS {st.tls_cipher}" if st.tls_cipher else ""))
     where = st.datadir_local or "not readable from here"
@@ -85,7 +123,17 @@ def print_status(st: ServerStatus) -> None:
     g.add_row("perf_schema", pfs)
     for w in st.warnings:
         g.add_row("Warning", Text(w, style="yellow"))
-    out().print(g)
+    return rows
+
+
+class _Rows:
+    """Collects ``add_row(name, value)`` calls (the grid is built once their widths are known)."""
+
+    def __init__(self, rows: list[tuple[str, str | Text]]) -> None:
+        self.rows = rows
+
+    def add_row(self, key: str, value: str | Text) -> None:
+        self.rows.append((key, value))
 
 
 # --- tables -------------------------------------------------------------------------------------
@@ -135,41 +183,87 @@ def _print_wide(tab: Table) -> None:
     Console(highlight=False, soft_wrap=False, width=max(con.width, 240)).print(tab)
 
 
-def print_tables(tables: list[TableInfo], others: list[SpaceInfo], vendor: Vendor) -> None:
-    tab = _table(
-        "table", "format", "row format", ">file size", ">allocated", ">saved", ">block",
-        "pages on disk", "note",
-    )  # fmt: skip
+#: ``server tables`` columns, in their order; priority 0 is never dropped, higher goes first
+TABLE_COLUMNS = (
+    ("table", "table", 0, False, None, None),
+    ("format", "format", 1, False, None, None),
+    ("row_format", "row format", 6, False, "row fmt", None),
+    ("file_size", "file size", 3, True, "size", None),
+    ("allocated", "allocated", 1, True, "alloc", None),
+    ("saved", "saved", 3, True, None, None),
+    ("block", "block", 7, True, None, None),
+    ("pages", "pages on disk", 5, False, "pages", ", "),
+    ("note", "note", 2, False, None, " "),
+)
+
+
+def _saved(t: TableInfo | SpaceInfo, unflushed: bool) -> str:
+    """The share of the file not allocated, or ``?`` while the file lags the table (pages in
+    the buffer pool only: a file with nothing written is not a 100% saving)."""
+    if unflushed or (t.file_size and t.allocated_size == 0):
+        return "?"
+    return _pct_saved(t.file_size, t.allocated_size)
+
+
+def print_tables(
+    tables: list[TableInfo], others: list[SpaceInfo], vendor: Vendor, wide: bool = False
+) -> None:
+    """The tables fitted to the terminal (:mod:`ibdtool.cli.fit`): columns dropped by
+    priority and named in a footer, numbers never cut; ``wide`` shows every column."""
+    from ibdtool.cli.fit import Col
+    from ibdtool.cli.render import fitted, table_console
+    from ibdtool.server.tables import space_kind
+
+    cols = [
+        Col(k, title, p, numeric, short, wrap)
+        for k, title, p, numeric, short, wrap in TABLE_COLUMNS
+    ]
+    texts: list[list[str]] = []
+    notes: list[Text | None] = []
     for t in tables:
         rf = t.options.row_format or ""
         if t.options.key_block_size:
             rf += f" KBS={t.options.key_block_size}"
-        tab.add_row(
-            t.name + (f" ({len(t.spaces)} parts)" if len(t.spaces) > 1 else ""),
-            t.current_format(vendor) if t.innodb else "-",
-            rf,
-            human_bytes(t.file_size) if t.file_size is not None else "",
-            human_bytes(t.allocated_size) if t.allocated_size is not None else "",
-            _pct_saved(t.file_size, t.allocated_size),
-            _k(t.fs_block_size),
-            t.page_summary() or "",
-            _table_note(t, vendor),
+        note = _table_note(t, vendor)
+        texts.append(
+            [
+                t.name + (f" ({len(t.spaces)} parts)" if len(t.spaces) > 1 else ""),
+                t.current_format(vendor) if t.innodb else "-",
+                rf,
+                human_bytes(t.file_size) if t.file_size is not None else "",
+                human_bytes(t.allocated_size) if t.allocated_size is not None else "",
+                _saved(t, bool(t.innodb and t.unflushed())),
+                _k(t.fs_block_size),
+                t.page_summary() or "",
+                note.plain,
+            ]
         )
+        notes.append(note)
     for sp in others:
-        from ibdtool.server.tables import space_kind
-
-        tab.add_row(
-            Text(sp.name, style="dim"),
-            Text(space_kind(sp), style="dim"),
-            sp.row_format or "",
-            human_bytes(sp.file_size) if sp.file_size is not None else "",
-            human_bytes(sp.allocated_size) if sp.allocated_size is not None else "",
-            _pct_saved(sp.file_size, sp.allocated_size),
-            _k(sp.fs_block_size),
-            sp.state.summary() if sp.state else "",
-            "",
+        texts.append(
+            [
+                sp.name,
+                space_kind(sp),
+                sp.row_format or "",
+                human_bytes(sp.file_size) if sp.file_size is not None else "",
+                human_bytes(sp.allocated_size) if sp.allocated_size is not None else "",
+                _saved(sp, False),
+                _k(sp.fs_block_size),
+                sp.state.summary() if sp.state else "",
+                "",
+            ]
         )
-    _print_wide(tab)
+        notes.append(None)
+
+    def style(row: int, key: str, text: str) -> Any:
+        note = notes[row]
+        if note is None:
+            return Text(text, style="dim") if key in ("table", "format") else text
+        if key == "note" and note.style:
+            return Text(text, style=note.style)
+        return text
+
+    table_console(wide).print(fitted(None, cols, texts, wide, style))
 
 
 # --- the plan -----------------------------------------------------------------------------------

@@ -26,6 +26,7 @@ from parsers.vendor import Vendor
 
 MARIADB_FLAG_MASK = 0x1FFFF  # the catalog's FLAG carries memory-only bits above these
 UNFLUSHED_FRACTION = 0.5  # fewer data pages on disk than this share of the catalog's count
+NOT_FLUSHED = "not flushed yet: the server has not written page 0 of the file"
 
 
 _OPTION = re.compile(r"`?([A-Za-z_]+)`?=(?:'([^']*)'|\"([^\"]*)\"|(\S+))")
@@ -349,13 +350,16 @@ def _load_page_state(space: SpaceInfo) -> None:
     try:
         state = page_state(space.local_path)
     except InputError as exc:
-        space.state_error = exc.message
+        # the table names the file: the problem without its path, which fills a terminal
+        space.state_error = exc.message.removeprefix(f"{space.local_path}: ")
+        if "page 0 is all zeros" in space.state_error:
+            space.state_error = NOT_FLUSHED
         return
     except OSError as exc:
         space.state_error = f"{space.local_path}: {exc.strerror or exc}"
         return
     if state.space_id == 0 and space.space != 0 and not state.data_pages:
-        space.state_error = "not flushed yet: the server has not written page 0 of the new file"
+        space.state_error = NOT_FLUSHED
         return
     if state.space_id != space.space:
         # the file under this path belongs to another server (e.g. a wrong --datadir)
