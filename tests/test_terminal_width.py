@@ -20,6 +20,8 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from hypothesis import given
+from hypothesis import strategies as st
 
 from ibdtool.text import human_bytes
 from tests.catalog import REPO
@@ -339,3 +341,37 @@ def test_server_status_fits_and_keeps_numbers_with_their_units(fit_server: Any, 
     assert rows and not [ln for ln in rows if ln.startswith(" ")], wide
     free = re.compile(r"\d+(?:\.\d)? \w+ free")  # the disk is shared: its free space moves
     assert free.sub("", " ".join(wide.split())) == free.sub("", flat)
+
+
+# --- wrapping between words ----------------------------------------------------------------------
+
+WORDS = st.lists(
+    st.one_of(
+        st.sampled_from(["22.0", "4.0", "100%", "~93%", "1,024", "GiB", "KiB", "free", "blocks"]),
+        st.text(alphabet="abcdefghij(),:", min_size=1, max_size=14),
+    ),
+    min_size=1,
+    max_size=30,
+)
+
+
+@given(words=WORDS, width=st.integers(min_value=4, max_value=60))
+def test_line_breaks_split_between_words_and_keep_numbers_with_their_unit(
+    words: list[str], width: int
+) -> None:
+    from ibdtool.cli.fit import _NUMBER, line_breaks
+
+    text = " ".join(words)
+    lines, pos = [], 0
+    for end, start in line_breaks(text, width):
+        lines.append(text[pos:end])
+        pos = start
+    lines.append(text[pos:])
+    assert " ".join(lines).split() == words  # nothing lost, nothing cut inside a word
+    for line in lines[:-1]:
+        assert not _NUMBER.fullmatch(line.split()[-1]), lines  # a number goes with the next word
+    for line in lines:
+        parts = line.split()
+        # too wide only when it cannot break: one word, or a number and its unit (chained)
+        if len(line) > width:
+            assert all(_NUMBER.fullmatch(p) for p in parts[:-1]), (width, lines)
