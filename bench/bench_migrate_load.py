@@ -32,7 +32,7 @@ def one_run(srv: servers.ThrowawayServer, target: str, flush: bool) -> dict[str,
             srv, [("bench", "t")], target, poll=0.5, flush_for_export=flush, flush_wait=10
         )
     r = m.results[0]
-    if r.status != "done" or load.errors:
+    if not r.ok or load.errors:  # done, or awaiting_flush (no flush asked for)
         raise SystemExit(f"{target}: {r.status} {r.message} {load.errors}")
     rebuild = next(s.seconds for s in r.statements if s.sql.startswith(("ALTER", "OPTIMIZE")))
     return {
