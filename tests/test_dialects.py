@@ -176,3 +176,16 @@ def test_mariadb_counts_only_real_lsns_as_dirty() -> None:
     assert "OLDEST_MODIFICATION > 1" in parse_flavor("10.11.6-MariaDB").dirty_pages_query(1)
     assert "OLDEST_MODIFICATION > 0" in parse_flavor("5.5.5-10.4.34-MariaDB").dirty_pages_query(1)
     assert "OLDEST_MODIFICATION > 0" in parse_flavor("8.0.15").dirty_pages_query(1)
+
+
+@pytest.mark.parametrize(
+    ("reported", "as_written"),
+    [
+        (("8.0.15", "MySQL Community Server - GPL"), True),  # the data dictionary
+        (("8.0.36-28", "Percona Server (GPL), Release 28"), True),
+        (("5.7.22", "MySQL Community Server (GPL)"), False),  # filename-encoded, #P#
+        (("10.11.6-MariaDB-0+deb12u1", "Debian 12"), False),
+    ],
+)
+def test_catalog_names_follow_the_dictionary(reported: tuple[str, str], as_written: bool) -> None:
+    assert parse_flavor(*reported).names_as_written is as_written

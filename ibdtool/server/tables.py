@@ -466,7 +466,7 @@ def _catalog_name(
     """The InnoDB catalog's name of a table's (or partition's) tablespace: MySQL 8's
     dictionary names it as written, 5.7 and MariaDB in the filename encoding (compared
     case-insensitively: the separators' case changed within 8.0)."""
-    if server.flavor.catalog == "mysql8":
+    if server.flavor.names_as_written:
         stem = table
         if partition is not None:
             stem += f"#p#{partition}" + (f"#sp#{subpartition}" if subpartition else "")

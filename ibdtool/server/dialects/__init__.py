@@ -9,7 +9,7 @@ also claim it. The contract, each a method or property of the dialect:
 * identity: ``claims(version, comment)`` (is a server reporting this ``VERSION()`` and
   ``@@version_comment`` this line?), ``version_numbers`` (x.y.z out of ``VERSION()``),
   ``label``;
-* version gates: ``catalog`` (which InnoDB catalog the server has),
+* version gates: ``catalog`` (which InnoDB catalog the server has), ``names_as_written``,
   ``has_read_only_compressed``, ``has_file_format``, ``partition_separator``;
 * the SQL that differs by line or version (:mod:`ibdtool.server.sql` holds only what every
   line answers alike): ``tablespaces_query``, ``tablespace_by_name_query``,

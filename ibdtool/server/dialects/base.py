@@ -65,6 +65,12 @@ class Dialect:
         raise NotImplementedError
 
     @property
+    def names_as_written(self) -> bool:
+        """Does the InnoDB catalog name tablespaces as the tables are written (MySQL 8's data
+        dictionary: ``db/t#p#p0``), not in the filename encoding (``@0``…, ``#P#``)?"""
+        return False
+
+    @property
     def has_read_only_compressed(self) -> bool:
         """Has ``innodb_read_only_compressed`` (which refuses to write compressed rows)."""
         return False

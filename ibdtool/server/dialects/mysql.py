@@ -46,6 +46,10 @@ class MySQL(Dialect):
         return self.version >= (8, 0, 0)
 
     @property
+    def names_as_written(self) -> bool:
+        return self.data_dictionary
+
+    @property
     def replica_terms(self) -> bool:
         """8.0.22 renamed SHOW SLAVE … to SHOW REPLICA… and its columns Slave/Master to
         Replica/Source (the old statements remain, deprecated; 8.0.15 has only those)."""
