@@ -10,13 +10,14 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, Any
 
 from ibdtool.recommend import CHEAPEST_WITHIN
-from ibdtool.text import human_bytes, plural, size_k
+from ibdtool.text import human_bytes, plural, size_k, us_text
 
 if TYPE_CHECKING:
     from ibdtool.allocation import Allocation
+    from ibdtool.cost import Cost
     from ibdtool.inspect import InspectResult
     from ibdtool.recommend import Recommendation
-    from ibdtool.simulate import Scenario, SimResult
+    from ibdtool.simulate import Scenario, ScenarioResult, SimResult
     from parsers.space import SpaceFormat
     from parsers.vendor import Vendor
 
@@ -203,6 +204,40 @@ def scenario_label(s: Scenario) -> str:
     return f"{s.server} {s.algorithm}{level}"
 
 
+def cost_text(c: Cost | None) -> str:
+    """``24 (22–27)``: the median µs per page and its spread; ``-`` when not measured."""
+    if c is None:
+        return "-"
+    return f"{us_text(c.median)} ({us_text(c.low)}–{us_text(c.high)})"
+
+
+def cost_note(r: SimResult) -> str | None:
+    """How the CPU figures were measured (None when they were not)."""
+    if not r.cost_repetitions:
+        return None
+    from ibdtool.cost import CLOCK
+
+    return (
+        f"µs/page: median of {r.cost_repetitions} runs on {plural(r.cost_pages, 'page')} "
+        f"({CLOCK}), spread min–max"
+    )
+
+
+def _cost_words(x: ScenarioResult) -> str:
+    c = x.cost
+    if c is None:
+        return ""
+    return f"median {us_text(c.median)} µs/page, spread {us_text(c.low)}–{us_text(c.high)}"
+
+
+def _ties_text(ties: tuple[ScenarioResult, ...]) -> str:
+    named = [f"{scenario_label(x.scenario)} ({_cost_words(x)})" for x in ties[:3]]
+    if len(ties) > 3:
+        named.append(f"{len(ties) - 3} more")
+    text = named[0] if len(named) == 1 else ", ".join(named[:-1]) + " and " + named[-1]
+    return text + (" is" if len(ties) == 1 else " are")
+
+
 def recommendation_text(rec: Recommendation, page_size: int) -> Styled:
     """One recommendation as a line: the best saver and the cheapest close one, or a warning."""
     b = rec.block
@@ -221,11 +256,14 @@ def recommendation_text(rec: Recommendation, page_size: int) -> Styled:
     best = rec.best
     line = f"{b.label} blocks: {scenario_label(best.scenario)} saves most ({best.saving_pct:.0f}%)"
     cheapest = rec.cheapest
+    within = f"the cheapest in CPU within {CHEAPEST_WITHIN:.0f} points"
     if cheapest is not None:
-        line += (
-            f"; {scenario_label(cheapest.scenario)} is the cheapest within {CHEAPEST_WITHIN:.0f} "
-            "points "
-            f"({cheapest.saving_pct:.0f}%, {cheapest.compress_us:.0f}+"
-            f"{cheapest.decompress_us:.0f} µs/page)"
-        )
-    return [(line, "")]
+        line += f"; {scenario_label(cheapest.scenario)} is {within} ({cheapest.saving_pct:.0f}%"
+        line += f", {_cost_words(cheapest)})" if cheapest.cost is not None else ")"
+    elif rec.certainty is not None:
+        line += f"; it is also {within} ({_cost_words(best)})"
+    if rec.certainty is None:
+        return [(line, "")]
+    if rec.certainty == "clear":
+        return [(line, ""), (" — clearly", "green")]
+    return [(line + f", but {_ties_text(rec.ties)} within noise", ""), (" — either", "yellow")]

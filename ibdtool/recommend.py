@@ -1,12 +1,17 @@
 """What to choose after a simulation: per block size, the algorithm that saves most and the
 cheapest one within 5 points of it, or why compression saves nothing there.
 
+"Cheapest" is by median CPU per page (compress + decompress, :mod:`ibdtool.cost`), and the
+advice says how sure it is: ``clear`` when the cheapest one's spread lies wholly below every
+other candidate's, ``within_noise`` when some overlap it (they are named: any of them will do).
+
 Data, not text: ``simulate --json`` carries it, and the CLI and the TUI word it
 (:func:`ibdtool.describe.recommendation_text`).
 """
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Literal
 
@@ -17,6 +22,9 @@ if TYPE_CHECKING:
 NOTHING_PCT = 1.0
 #: the cheapest algorithm is looked for among those this close (points) to the best saving
 CHEAPEST_WITHIN = 5.0
+
+#: how sure the cost ranking is: the cheapest one's spread clear of the others', or overlapping
+Certainty = Literal["clear", "within_noise"]
 
 #: why a block size gains nothing: NTFS frees only whole compression units, a block at least
 #: half a page can never be freed, the file is already ROW_FORMAT=COMPRESSED, or the data
@@ -32,6 +40,11 @@ class Recommendation:
     best: ScenarioResult  #: the real (not what-if) scenario that saves most
     cheapest: ScenarioResult | None  #: cheapest in CPU within 5 points, when not ``best``
     nothing: Reason | None  #: set when even ``best`` saves 1% or less
+    #: how sure "cheapest" is (of ``cheapest``, or of ``best`` when it is the cheapest); None
+    #: when there was nothing to rank (one candidate, or no timings)
+    certainty: Certainty | None = None
+    #: the other candidates whose cost spread overlaps the cheapest one's, cheapest first
+    ties: tuple[ScenarioResult, ...] = ()
 
     def to_json(self) -> dict[str, Any]:
         return {
@@ -40,16 +53,36 @@ class Recommendation:
             "saves_nothing": self.nothing,
             "best": _scenario_json(self.best),
             "cheapest": None if self.cheapest is None else _scenario_json(self.cheapest),
+            "cost_certainty": self.certainty,
+            "cost_ties": [_scenario_json(x) for x in self.ties],
         }
 
 
 def _scenario_json(x: ScenarioResult) -> dict[str, Any]:
+    cost = x.cost
     return {
         "server": x.scenario.server,
         "algorithm": x.scenario.algorithm,
         "level": x.scenario.level,
         "saving_pct": round(x.saving_pct, 2),
+        "cost": None if cost is None else cost.to_json(),
     }
+
+
+def rank_by_cost(
+    candidates: Sequence[ScenarioResult],
+) -> tuple[ScenarioResult, Certainty | None, tuple[ScenarioResult, ...]]:
+    """The cheapest of ``candidates`` (by median compress + decompress CPU; those without a
+    cost last), how sure that is, and the others whose spread overlaps its own."""
+    ranked = sorted(
+        candidates,
+        key=lambda x: (x.cost is None, x.cost.median if x.cost else 0.0, x.scenario),
+    )
+    first, others = ranked[0], [x for x in ranked[1:] if x.cost is not None]
+    if first.cost is None or not others:
+        return first, None, ()
+    ties = tuple(x for x in others if x.cost is not None and first.cost.overlaps(x.cost))
+    return first, "within_noise" if ties else "clear", ties
 
 
 def recommendations(r: SimResult) -> list[Recommendation]:
@@ -79,7 +112,9 @@ def recommendations(r: SimResult) -> list[Recommendation]:
             continue
         # no timings when every page looked at was empty: then the best is also the cheapest
         floor = best.saving_pct - CHEAPEST_WITHIN
-        good = [x for x in rows if x.saving_pct >= floor and x.compress_us] or [best]
-        cheapest = min(good, key=lambda x: (x.compress_us or 0) + (x.decompress_us or 0))
-        out.append(Recommendation(b, best, None if cheapest is best else cheapest, None))
+        good = [x for x in rows if x.saving_pct >= floor and x.cost is not None] or [best]
+        cheapest, certainty, ties = rank_by_cost(good)
+        out.append(
+            Recommendation(b, best, None if cheapest is best else cheapest, None, certainty, ties)
+        )
     return out

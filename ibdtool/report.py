@@ -402,6 +402,7 @@ def simulation_for(
             jobs=opts.file_jobs,
             row_compressed=False,
             progress=progress,
+            costs=False,  # the best saving is all a report shows
         )
     except InputError as exc:
         out["note"] = exc.message.removeprefix(f"{t.path}: ")

@@ -4,7 +4,8 @@ Each page is brought back to its uncompressed image (decompressing it if the fil
 compressed), recompressed the way each server would (:mod:`parsers.layout`), and the bytes a
 filesystem with a given block size allocates for the result are summed. A seeded random
 sample gives every figure with a 95% confidence interval; a full scan is exact and runs in
-worker processes. CPU cost is measured on this data, per page, for every algorithm.
+worker processes. CPU cost per page is measured apart from the scan, on the same few of
+its pages for every algorithm, repeated, as median and spread (:mod:`ibdtool.cost`).
 """
 
 from __future__ import annotations
@@ -13,12 +14,13 @@ import math
 import os
 import random
 import threading
-import time
 import zlib
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass, field, replace
 from typing import Any, Literal
 
+from ibdtool.cost import CLOCK, Cost, CostRun, measure
+from ibdtool.cost import MAX_PAGES as MAX_COST_PAGES
 from ibdtool.errors import InputError
 from ibdtool.tablespace import CHUNK_BYTES, Tablespace
 from ibdtool.workpool import WorkerPool
@@ -43,9 +45,8 @@ FULL_SCAN_MAX_PAGES = 8192  # files up to 128 MiB of 16K pages are scanned whole
 PILOT_PAGES = 400
 TARGET_REL_HALF_WIDTH = 0.01  # ±1%
 MIN_SAMPLE = 400
-#: the ROW_FORMAT=COMPRESSED what-if and decompression timing look at about this many pages
-SUBSAMPLE_TARGET = 2000
-#: ... and the what-if deflates each of its pages a hundred times over: fewer pages for it
+#: the ROW_FORMAT=COMPRESSED what-if deflates each of its pages a hundred times over: it looks
+#: at about this many pages
 ZIP_SUBSAMPLE_TARGET = 300
 
 
@@ -262,11 +263,9 @@ class Accumulator:
     """Sums over the pages seen, enough for means and confidence intervals."""
 
     n: int = 0
+    #: pages some scenario compressed (not all zeros, not a page every server keeps plain)
+    compressed_pages: int = 0
     cost: dict[tuple[Scenario, BlockSpec], list[float]] = field(default_factory=dict)
-    compress_ns: dict[Scenario, int] = field(default_factory=dict)
-    decompress_ns: dict[Scenario, int] = field(default_factory=dict)
-    timed: dict[Scenario, int] = field(default_factory=dict)
-    decompress_timed: dict[Scenario, int] = field(default_factory=dict)
     #: pages the ROW_FORMAT=COMPRESSED what-if looked at (a systematic subsample)
     zip_n: int = 0
     zip_cost: dict[int, list[float]] = field(default_factory=dict)  # kbs -> [sum, sumsq]
@@ -282,18 +281,11 @@ class Accumulator:
 
     def merge(self, other: Accumulator) -> None:
         self.n += other.n
+        self.compressed_pages += other.compressed_pages
         for key, (s, s2) in other.cost.items():
             slot = self.cost.setdefault(key, [0.0, 0.0])
             slot[0] += s
             slot[1] += s2
-        for d_self, d_other in (
-            (self.compress_ns, other.compress_ns),
-            (self.decompress_ns, other.decompress_ns),
-            (self.timed, other.timed),
-            (self.decompress_timed, other.decompress_timed),
-        ):
-            for k, v in d_other.items():
-                d_self[k] = d_self.get(k, 0) + v
         for key, v in other.holes.items():
             self.holes[key] = self.holes.get(key, 0) + v
         for kbs, v in other.zip_failures.items():
@@ -315,11 +307,9 @@ class SimConfig:
     blocks: tuple[BlockSpec, ...]
     page_size: int
     clustered_ids: frozenset[int] = frozenset()
-    time_codecs: bool = True
     #: look at every n-th page for the ROW_FORMAT=COMPRESSED what-if (it deflates a page
-    #: several times over; 0: never) and for decompression timing
+    #: several times over; 0: never)
     zip_every: int = 1
-    decompress_every: int = 1
 
 
 def _zero_page_cost(s: Scenario, b: BlockSpec, psize: int) -> int:
@@ -365,31 +355,18 @@ def measure_page(page: bytes, page_no: int, cfg: SimConfig, acc: Accumulator) ->
                 _zip_add(acc, kbs, 0.0)
         return
     ptype = int.from_bytes(page[24:26], "big")
-    time_decompress = cfg.time_codecs and page_no % cfg.decompress_every == 0
+    compressed = False
     for s in cfg.scenarios:
         fixed = s.keeps_plain(page_no, ptype)
-        data = s.compressed_part(page)
-        payload_len = 0
-        if not fixed:
-            t0 = time.perf_counter_ns()
-            payload = s.compress(data)
-            t1 = time.perf_counter_ns()
-            payload_len = len(payload)
-            if cfg.time_codecs:
-                acc.compress_ns[s] = acc.compress_ns.get(s, 0) + (t1 - t0)
-                acc.timed[s] = acc.timed.get(s, 0) + 1
-            if time_decompress:
-                t1 = time.perf_counter_ns()
-                s.decompress(payload, len(data))
-                t2 = time.perf_counter_ns()
-                acc.decompress_ns[s] = acc.decompress_ns.get(s, 0) + (t2 - t1)
-                acc.decompress_timed[s] = acc.decompress_timed.get(s, 0) + 1
+        payload_len = 0 if fixed else len(s.compress(s.compressed_part(page)))
+        compressed = compressed or not fixed
         for b in cfg.blocks:
             stored = None if fixed else s.stored_size(payload_len, psize, b.size)
             cost = b.allocated(stored if stored is not None else psize, psize)
             acc.add_cost((s, b), cost)
             if 0 < cost < psize:
                 acc.holes[(s, b)] = acc.holes.get((s, b), 0) + 1
+    acc.compressed_pages += compressed
     if do_zip:
         _measure_zip(page, ptype, cfg, acc)
 
@@ -564,8 +541,25 @@ class ScenarioResult:
     predicted: int
     ci95: tuple[int, int] | None
     saving_pct: float
-    compress_us: float | None
-    decompress_us: float | None
+    #: CPU per page (:mod:`ibdtool.cost`); None when no page was timed
+    compress: Cost | None = None
+    decompress: Cost | None = None
+
+    @property
+    def compress_us(self) -> float | None:
+        """Median CPU µs to compress a page."""
+        return None if self.compress is None else self.compress.median
+
+    @property
+    def decompress_us(self) -> float | None:
+        return None if self.decompress is None else self.decompress.median
+
+    @property
+    def cost(self) -> Cost | None:
+        """Compress + decompress, repetition by repetition: what the advice ranks by."""
+        if self.compress is None or self.decompress is None:
+            return None
+        return self.compress + self.decompress
 
 
 @dataclass
@@ -593,6 +587,9 @@ class SimResult:
     notes: list[str]
     #: the source is ROW_FORMAT=COMPRESSED: "today" is already compressed
     zip_source: bool = False
+    #: pages each codec was timed on, and how many times (0: not timed)
+    cost_pages: int = 0
+    cost_repetitions: int = 0
 
     def to_json(self) -> dict[str, Any]:
         from ibdtool.recommend import recommendations
@@ -608,6 +605,9 @@ class SimResult:
             "full_scan": self.full,
             "seed": self.seed,
             "current": self.current,
+            "cost": None
+            if not self.cost_repetitions
+            else {"clock": CLOCK, "pages": self.cost_pages, "repetitions": self.cost_repetitions},
             "results": [
                 {
                     "server": r.scenario.server,
@@ -624,6 +624,8 @@ class SimResult:
                     "decompress_us_per_page": None
                     if r.decompress_us is None
                     else round(r.decompress_us, 1),
+                    "compress_cost": None if r.compress is None else r.compress.to_json(),
+                    "decompress_cost": None if r.decompress is None else r.decompress.to_json(),
                 }
                 for r in self.results
             ],
@@ -670,7 +672,7 @@ def choose_sample_size(
 ) -> int:
     """Pages needed for a ±1% 95% interval on the first scenario, from a pilot sample."""
     n_pages = ts.n_pages
-    first = SimConfig(cfg.scenarios[:1], cfg.blocks[:1], cfg.page_size, time_codecs=False)
+    first = SimConfig(cfg.scenarios[:1], cfg.blocks[:1], cfg.page_size)
     pages = rng.sample(range(n_pages), min(pilot, n_pages))
     acc = scan_pages(ts, pages, first)
     s, s2 = next(iter(acc.cost.values()))
@@ -722,12 +724,15 @@ def simulate(
     progress: Callable[[int, int], None] | None = None,
     row_compressed: bool = True,
     keyring: Keyring | None = None,
+    costs: bool = True,
 ) -> SimResult:
     """Simulate every scenario × block size on ``path`` (see module doc).
 
     ``row_compressed=False`` skips the ROW_FORMAT=COMPRESSED what-if (``row_compressed`` is
     then empty), which costs several deflates per index page (``ibdtool report`` does this).
     ``keyring`` opens an encrypted tablespace (its pages are simulated decrypted).
+    ``costs=False`` leaves the CPU cost out (about 0.3 s of CPU a file; ``report`` has no use
+    for it).
     """
     with Tablespace(path, keyring) as ts:
         alloc = ts.allocation
@@ -753,11 +758,10 @@ def simulate(
             sample = min(sample, n_pages)
             page_nos = sorted(rng.sample(range(n_pages), sample))
             full = sample >= n_pages
-        for s in cfg.scenarios:  # load the codec libraries before anything is timed
+        for s in cfg.scenarios:  # load the codec libraries once, before the workers fork
             s.decompress(s.compress(bytes(cfg.page_size)), cfg.page_size)
-        every = max(1, len(page_nos) // SUBSAMPLE_TARGET)
         zip_every = max(1, len(page_nos) // ZIP_SUBSAMPLE_TARGET)
-        cfg = replace(cfg, zip_every=zip_every if row_compressed else 0, decompress_every=every)
+        cfg = replace(cfg, zip_every=zip_every if row_compressed else 0)
         jobs = jobs or os.cpu_count() or 1
         if threading.current_thread() is not threading.main_thread():
             # forking while other threads run (the TUI's workers) can deadlock the child on a
@@ -782,16 +786,19 @@ def simulate(
                     progress(acc.n, len(page_nos))
         if acc.n != len(page_nos):  # a worker saw a shorter file: never a partial answer
             raise InputError(f"{path}: file shrank while reading")
-        if not acc.timed:
+        if not acc.compressed_pages:
             notes.append(
-                "no page with data was simulated (every page looked at is all zeros): "
-                "the prediction is what empty pages cost"
+                "no page with data was simulated (every page looked at is all zeros, or one "
+                "no server compresses): the prediction is what empty pages cost"
             )
+        timing: CostRun[Scenario] | None = None
+        if costs and acc.compressed_pages:
+            check = (lambda: progress(len(page_nos), len(page_nos))) if progress else None
+            timing = _time_codecs(ts, page_nos, cfg.scenarios, check)
         current = _current_state(ts)
     allocated = alloc.allocated
     results: list[ScenarioResult] = []
     for s in cfg.scenarios:
-        timed = acc.timed.get(s, 0)
         for b in cfg.blocks:
             total, total_sq = acc.cost.get((s, b), [0.0, 0.0])
             predicted, ci = _estimate(total, total_sq, acc.n, n_pages, full)
@@ -808,10 +815,8 @@ def simulate(
                     predicted,
                     ci,
                     saving,
-                    acc.compress_ns.get(s, 0) / timed / 1000 if timed else None,
-                    acc.decompress_ns.get(s, 0) / acc.decompress_timed[s] / 1000
-                    if acc.decompress_timed.get(s)
-                    else None,
+                    timing.compress.get(s) if timing else None,
+                    timing.decompress.get(s) if timing else None,
                 )
             )
     zips: list[ZipResult] = []
@@ -840,7 +845,47 @@ def simulate(
         current=current,
         notes=notes,
         zip_source=ts.format.zip,
+        cost_pages=timing.pages if timing else 0,
+        cost_repetitions=timing.repetitions if timing else 0,
     )
+
+
+def cost_pages(ts: Tablespace, page_nos: Sequence[int], want: int = MAX_COST_PAGES) -> list[bytes]:
+    """Up to ``want`` uncompressed pages, spread over ``page_nos``, that every server would
+    compress (not all zeros, not page 0, FSP_HDR, XDES, R-tree or type-0 pages): the pages
+    every codec's CPU cost is measured on. At most four times ``want`` pages are read (a
+    sparse file's holes read as zeros without I/O)."""
+    n = len(page_nos)
+    step = max(1, n // (4 * want))
+    out: list[bytes] = []
+    for i in range(0, n, step):
+        if len(out) >= want:
+            break
+        no = page_nos[i]
+        page = _uncompressed(ts, ts.page_with_data(no)[2])
+        ptype = int.from_bytes(page[24:26], "big")
+        if no == 0 or ptype in _PLAIN_SOMEWHERE or page == _zeros(len(page)):
+            continue
+        out.append(page)
+    return out
+
+
+#: page types some server stores plain (:meth:`Scenario.keeps_plain`)
+_PLAIN_SOMEWHERE = frozenset(
+    (FIL_PAGE_TYPE_FSP_HDR, FIL_PAGE_TYPE_XDES, FIL_PAGE_RTREE, FIL_PAGE_TYPE_ALLOCATED)
+)
+
+
+def _time_codecs(
+    ts: Tablespace,
+    page_nos: Sequence[int],
+    scenarios: Sequence[Scenario],
+    check: Callable[[], None] | None,
+) -> CostRun[Scenario] | None:
+    """Every scenario's CPU cost per page, on the same pages (:func:`ibdtool.cost.measure`)."""
+    pages = cost_pages(ts, page_nos)
+    work = {s: (s, [s.compressed_part(p) for p in pages]) for s in scenarios}
+    return measure(work, check=check)
 
 
 def _current_state(ts: Tablespace) -> dict[str, Any]:

@@ -45,3 +45,8 @@ def ci_text(ci: tuple[int, int] | list[int] | None, predicted: int) -> str:
         return "exact"
     half = (ci[1] - ci[0]) / 2
     return f"±{100 * half / predicted:.1f}%" if predicted else "±?"
+
+
+def us_text(us: float) -> str:
+    """Microseconds as people compare them: ``4.6`` below 10, whole numbers from there."""
+    return f"{us:.1f}" if us < 10 else f"{us:.0f}"

@@ -2,7 +2,8 @@
 
 The app runs on sparse copies of sample files under a relative ``datadir`` (so the paths shown
 do not depend on the temporary directory), after every worker finished. The simulation's CPU
-columns are measured time, so its snapshot runs with a clock that ticks one microsecond a call.
+columns are measured CPU time, so its snapshot runs with a clock that ticks a millisecond a
+call (and so always times the same pages the same number of times).
 Update with ``pytest tests/test_tui_snapshots.py --snapshot-update`` and look at the report.
 """
 
@@ -13,7 +14,7 @@ from typing import Any
 
 import pytest
 
-import ibdtool.simulate
+import ibdtool.cost
 from tests.tui_helpers import make_datadir
 from tui.app import create_app
 
@@ -72,18 +73,18 @@ def test_page_view(snap_compare: Any, in_datadir: Path) -> None:
 
 
 class TickingClock:
-    """``time`` for ibdtool.simulate: every call is one microsecond later."""
+    """``time`` for ibdtool.cost: every call is one millisecond later."""
 
     def __init__(self) -> None:
         self.now = 0
 
-    def perf_counter_ns(self) -> int:
-        self.now += 1000
+    def thread_time_ns(self) -> int:
+        self.now += 1_000_000
         return self.now
 
 
 def test_simulation(snap_compare: Any, in_datadir: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setattr(ibdtool.simulate, "time", TickingClock())
+    monkeypatch.setattr(ibdtool.cost, "time", TickingClock())
     app = create_app("datadir/mysql80/plain.ibd")
     assert snap_compare(app, terminal_size=SIZE, run_before=after("s"))
 

@@ -17,6 +17,8 @@ from rich.table import Table
 from rich.text import Text
 
 from ibdtool.describe import (
+    cost_note,
+    cost_text,
     current_state_text,
     inspect_rows,
     recommendation_text,
@@ -28,6 +30,7 @@ from ibdtool.text import ci_text, hms, human_bytes
 
 if TYPE_CHECKING:
     from ibdtool.cli.fit import Col
+    from ibdtool.cost import Cost
     from ibdtool.inspect import InspectResult
     from ibdtool.pagemap import PageMap
     from ibdtool.simulate import SimResult
@@ -267,7 +270,8 @@ def print_simulation(r: SimResult, wide: bool = False) -> None:
         Col("predicted", "predicted", 0, numeric=True),
         Col("ci", "95% CI", 2, numeric=True, short="CI"),
         Col("saving", "saving", 1, numeric=True),
-        Col("cpu", "µs/page c/d", 3, numeric=True, short="µs c/d"),
+        Col("compress", "compress µs/page", 3, numeric=True, short="comp µs"),
+        Col("decompress", "decompress µs/page", 4, numeric=True, short="decomp µs"),
     ]
     texts = [
         [
@@ -276,9 +280,8 @@ def print_simulation(r: SimResult, wide: bool = False) -> None:
             human_bytes(res.predicted),
             ci_text(res.ci95, res.predicted),
             f"{res.saving_pct:.1f}%",
-            "-"
-            if res.compress_us is None
-            else f"{res.compress_us:.0f}/{res.decompress_us or 0:.0f}",
+            cost_text(res.compress),
+            cost_text(res.decompress),
         ]
         for res in r.results
     ]
@@ -289,6 +292,9 @@ def print_simulation(r: SimResult, wide: bool = False) -> None:
         return value
 
     con.print(fitted(None, cols, texts, wide, style))
+    note = cost_note(r)
+    if note:
+        con.print(Text(note, style="dim"))
     if any(x.scenario.server == "what-if" for x in r.results):
         con.print("[dim]what-if rows are not an InnoDB option: they show the data's headroom[/]")
     if r.row_compressed:
@@ -319,6 +325,7 @@ def write_simulation_csv(results: list[SimResult]) -> None:
             "path", "server", "algorithm", "level", "block_size", "ntfs_unit", "pages",
             "pages_sampled", "allocated_size", "predicted_allocated", "ci95_low", "ci95_high",
             "saving_pct", "compress_us_per_page", "decompress_us_per_page",
+            "compress_us_min", "compress_us_max", "decompress_us_min", "decompress_us_max",
         ]
     )  # fmt: skip
     for r in results:
@@ -331,5 +338,12 @@ def write_simulation_csv(results: list[SimResult]) -> None:
                     f"{x.saving_pct:.2f}",
                     "" if x.compress_us is None else f"{x.compress_us:.1f}",
                     "" if x.decompress_us is None else f"{x.decompress_us:.1f}",
+                    *_spread_cells(x.compress),
+                    *_spread_cells(x.decompress),
                 ]
             )  # fmt: skip
+
+
+def _spread_cells(c: Cost | None) -> tuple[str, str]:
+    """The min and max of a CPU cost for CSV, empty when not measured."""
+    return ("", "") if c is None else (f"{c.low:.1f}", f"{c.high:.1f}")

@@ -4,7 +4,9 @@ Runs :func:`ibdtool.simulate.simulate` in a thread worker for every algorithm an
 size at once (recompressing a page costs the same whatever the block size), so ``b``/``B`` only
 redraw. The table has one row per algorithm for the chosen block size with a bar of the
 predicted allocated size, beside today's allocation and the logical size on the same scale;
-ROW_FORMAT=COMPRESSED estimates and the recommendations follow. ``x`` cancels between pages.
+ROW_FORMAT=COMPRESSED estimates and the recommendations follow. The CPU column shows median
+µs per page; the line above the table gives the highlighted algorithm's spread over the
+repetitions (:mod:`ibdtool.cost`). ``x`` cancels between pages.
 """
 
 from __future__ import annotations
@@ -23,6 +25,8 @@ from textual.widgets import DataTable, Footer, Header, ProgressBar, Static
 from textual.worker import Worker, get_current_worker
 
 from ibdtool.describe import (
+    cost_note,
+    cost_text,
     current_state_text,
     recommendation_text,
     scenario_label,
@@ -31,7 +35,7 @@ from ibdtool.describe import (
 from ibdtool.errors import IbdtoolError
 from ibdtool.recommend import recommendations
 from ibdtool.simulate import DEFAULT_SCENARIOS, BlockSpec, SimResult, parse_block_sizes, simulate
-from ibdtool.text import ci_text, human_bytes
+from ibdtool.text import ci_text, human_bytes, us_text
 from tui.commandlog import Cancelled
 from tui.messages import SimulationFailed, SimulationFinished, SimulationProgress
 from tui.widgets.barchart import bar
@@ -81,6 +85,7 @@ the blocks a filesystem allocates for the result are summed (a seeded sample wit
             yield ProgressBar(id="sim-progress", show_eta=True)
             yield Static("", id="sim-status")
             yield Static("", id="sim-block")
+            yield Static("", id="sim-cost")
             yield DataTable(id="sim-table", cursor_type="row", zebra_stripes=True)
             yield DataTable(id="zip-table", cursor_type="row")
             yield Static("", id="sim-notes")
@@ -206,7 +211,9 @@ the blocks a filesystem allocates for the result are summed (a seeded sample wit
         rows = [x for x in r.results if x.block == block]
         scale = max([r.logical_size, r.allocated_size, *(x.predicted for x in rows)])
         cpus = [
-            "-" if x.compress_us is None else f"{x.compress_us:.0f}/{x.decompress_us or 0:.0f}"
+            "-"
+            if x.compress_us is None
+            else f"{us_text(x.compress_us)}/{us_text(x.decompress_us or 0)}"
             for x in rows
         ]
         width = self._bar_width(max((len(c) for c in cpus), default=1))
@@ -255,6 +262,29 @@ the blocks a filesystem allocates for the result are summed (a seeded sample wit
         for note in r.notes:
             notes.append(note + "\n", style="yellow")
         self.query_one("#sim-notes", Static).update(notes)
+        self._show_cost(table.cursor_row)
+
+    def _show_cost(self, row: int) -> None:
+        """The highlighted algorithm's CPU per page with its spread, or how it was measured."""
+        r = self.result
+        line = Text()
+        if r is not None and self.blocks:
+            block = self.blocks[self.block_index]
+            rows = [x for x in r.results if x.block == block]
+            x = rows[row - 2] if 2 <= row < len(rows) + 2 else None  # below today and logical
+            if x is not None and x.compress is not None:
+                line.append(scenario_label(x.scenario), style="bold")
+                line.append(
+                    f" µs/page: compress {cost_text(x.compress)}, "
+                    f"decompress {cost_text(x.decompress)}"
+                )
+            else:
+                line.append(cost_note(r) or "", style="dim")
+        self.query_one("#sim-cost", Static).update(line)
+
+    def on_data_table_row_highlighted(self, event: DataTable.RowHighlighted) -> None:
+        if event.data_table.id == "sim-table":
+            self._show_cost(event.cursor_row)
 
     def on_resize(self) -> None:
         self._draw()
