@@ -9,8 +9,11 @@ pages (spread over them) is not counted; it prices a page, and so sets how many 
 :data:`BUDGET_NS` of CPU five times over (fewer pages when the codecs are slow). Then 3 to 5
 repetitions, a fourth and fifth only while the budget lasts, each timing every codec once in
 a rotated order, so that a slow spell falls on all of them. Each codec's figure per page is
-the median of its repetitions, with their spread (min–max): two codecs whose spreads overlap
-cost the same as far as this run can tell (:meth:`Cost.overlaps`).
+the median of its repetitions, with their spread: the interquartile range (the middle half of
+the runs; with 3 runs, halfway from the middle one to each end). Two codecs whose spreads
+overlap cost the same as far as this run can tell (:meth:`Cost.overlaps`). Interference only
+ever adds time, so one slow run is an outlier on one side: it moves min–max (kept beside) but
+hardly the quartiles, and does not make two clearly different codecs look alike.
 """
 
 from __future__ import annotations
@@ -50,6 +53,20 @@ class Cost:
         return float(statistics.median(self.samples))
 
     @property
+    def q1(self) -> float:
+        """The first quartile (inclusive method: interpolated between the runs, sorted)."""
+        return self._quartiles()[0]
+
+    @property
+    def q3(self) -> float:
+        return self._quartiles()[2]
+
+    def _quartiles(self) -> list[float]:
+        if len(self.samples) == 1:
+            return [self.samples[0]] * 3
+        return statistics.quantiles(self.samples, n=4, method="inclusive")
+
+    @property
     def low(self) -> float:
         return min(self.samples)
 
@@ -58,8 +75,9 @@ class Cost:
         return max(self.samples)
 
     def overlaps(self, other: Cost) -> bool:
-        """The spreads share a value: this run cannot tell which of the two costs less."""
-        return self.low <= other.high and other.low <= self.high
+        """The spreads (q1–q3) share a value: this run cannot tell which of the two costs
+        less."""
+        return self.q1 <= other.q3 and other.q1 <= self.q3
 
     def __add__(self, other: Cost) -> Cost:
         """Repetition by repetition (compress + decompress in the same repetition)."""
@@ -68,6 +86,8 @@ class Cost:
     def to_json(self) -> dict[str, Any]:
         return {
             "median_us": round(self.median, 3),
+            "q1_us": round(self.q1, 3),
+            "q3_us": round(self.q3, 3),
             "min_us": self.low,
             "max_us": self.high,
             "samples_us": list(self.samples),

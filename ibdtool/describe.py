@@ -205,10 +205,11 @@ def scenario_label(s: Scenario) -> str:
 
 
 def cost_text(c: Cost | None) -> str:
-    """``24 (22–27)``: the median µs per page and its spread; ``-`` when not measured."""
+    """``24 (22–27)``: the median µs per page and its spread (q1–q3); ``-`` when not
+    measured."""
     if c is None:
         return "-"
-    return f"{us_text(c.median)} ({us_text(c.low)}–{us_text(c.high)})"
+    return f"{us_text(c.median)} ({us_text(c.q1)}–{us_text(c.q3)})"
 
 
 def cost_note(r: SimResult) -> str | None:
@@ -219,7 +220,7 @@ def cost_note(r: SimResult) -> str | None:
 
     return (
         f"µs/page: median of {r.cost_repetitions} runs on {plural(r.cost_pages, 'page')} "
-        f"({CLOCK}), spread min–max"
+        f"({CLOCK}), spread q1–q3"
     )
 
 
@@ -227,7 +228,7 @@ def _cost_words(x: ScenarioResult) -> str:
     c = x.cost
     if c is None:
         return ""
-    return f"median {us_text(c.median)} µs/page, spread {us_text(c.low)}–{us_text(c.high)}"
+    return f"median {us_text(c.median)} µs/page, spread {us_text(c.q1)}–{us_text(c.q3)}"
 
 
 def _ties_text(ties: tuple[ScenarioResult, ...]) -> str:

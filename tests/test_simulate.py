@@ -141,14 +141,29 @@ def test_json_output_has_the_documented_keys() -> None:
         sample("mariadb/p16k-plain.ibd"), cwd=None, check=True,
     )  # fmt: skip
     doc = json.loads(proc.stdout)
-    for key in ("path", "pages", "pages_sampled", "allocated_size", "results", "row_compressed"):
+    for key in (
+        "path", "pages", "pages_sampled", "allocated_size", "results", "row_compressed", "cost",
+        "recommendations",
+    ):  # fmt: skip
         assert key in doc
+    assert set(doc["cost"]) == {"clock", "pages", "repetitions"}
     row = doc["results"][0]
     for key in (
         "server", "algorithm", "level", "block_size", "predicted_allocated", "ci95",
-        "saving_pct", "compress_us_per_page", "decompress_us_per_page",
+        "saving_pct", "compress_us_per_page", "decompress_us_per_page", "compress_cost",
+        "decompress_cost",
     ):  # fmt: skip
         assert key in row
+    assert set(row["compress_cost"]) == {
+        "median_us",
+        "q1_us",
+        "q3_us",
+        "min_us",
+        "max_us",
+        "samples_us",
+    }
+    for key in ("best", "cheapest", "saves_nothing", "cost_certainty", "cost_ties"):
+        assert key in doc["recommendations"][0]
     assert {r["server"] for r in doc["results"]} == {"mariadb", "what-if"}
     assert [z["key_block_size"] for z in doc["row_compressed"]] == [1024, 2048, 4096, 8192, 16384]
     assert doc["pages"] == doc["pages_sampled"] == 458752 // 16384
@@ -200,9 +215,15 @@ def test_json_recommendations_follow_from_the_results() -> None:
         return x["server"], x["algorithm"], x["level"]
 
     def cost(x: dict[str, Any], rows: list[dict[str, Any]]) -> float:
-        """CPU time per page of a scenario at one block size, read from ``results``."""
+        """Median CPU per page of a scenario (compress + decompress, repetition by
+        repetition), from the raw samples in ``results``."""
         r = next(r for r in rows if key(r) == key(x))
-        return float(r["compress_us_per_page"]) + float(r["decompress_us_per_page"])
+        pairs = zip(
+            r["compress_cost"]["samples_us"], r["decompress_cost"]["samples_us"], strict=True
+        )
+        totals = sorted(a + b for a, b in pairs)
+        mid = len(totals) // 2
+        return totals[mid] if len(totals) % 2 else (totals[mid - 1] + totals[mid]) / 2
 
     reasons = set()
     for rec, (size, unit) in zip(recs, blocks, strict=True):
@@ -229,8 +250,8 @@ def test_json_recommendations_follow_from_the_results() -> None:
         close = [r for r in rows if r["saving_pct"] >= top - 5]
         cheapest = rec["cheapest"] or best
         assert cheapest["saving_pct"] >= top - 5
-        # the JSON rounds CPU times to 0.1 µs; the engine chose on the unrounded values
-        assert cost(cheapest, rows) <= min(cost(r, rows) for r in close) + 0.2
+        # the samples are to the ns, as the engine ranked them
+        assert cost(cheapest, rows) <= min(cost(r, rows) for r in close) + 0.002
         if rec["cheapest"] is not None:
             assert key(cheapest) != key(best)
     # the cases above are all exercised: 64K blocks and NTFS units save nothing on 16K pages

@@ -15,6 +15,7 @@ from typing import Any
 import pytest
 from textual.widgets import DataTable
 
+from ibdtool.describe import cost_text
 from ibdtool.text import human_bytes
 from tests.cli_runner import run_ibdtool
 from tests.samples_manifest import manifest
@@ -336,6 +337,14 @@ async def test_simulation_predicts_what_the_server_allocated(datadir: Path) -> N
         predicted = float(value) * {"KiB": 1024, "MiB": 1 << 20}[unit]
         assert abs(predicted - real) <= 0.03 * real + 512, (shown, real)
         assert "█" in rows["mysql zlib:6"][4]
+        # the highlighted algorithm's CPU per page, median and spread, as the result has it
+        zlib = next(x for x in sim.result.results if x.scenario.label == "mysql:zlib:6")
+        assert "median of" in static_text(sim.query_one("#sim-cost"))
+        await pilot.press("down", "down")  # from today, past logical size, to mysql zlib:6
+        assert static_text(sim.query_one("#sim-cost")).strip() == (
+            f"mysql zlib:6 µs/page: compress {cost_text(zlib.compress)}, "
+            f"decompress {cost_text(zlib.decompress)}"
+        )
         block = static_text(sim.query_one("#sim-block"))
         assert "block size 4K" in block
         await pilot.press("b")

@@ -325,7 +325,7 @@ def write_simulation_csv(results: list[SimResult]) -> None:
             "path", "server", "algorithm", "level", "block_size", "ntfs_unit", "pages",
             "pages_sampled", "allocated_size", "predicted_allocated", "ci95_low", "ci95_high",
             "saving_pct", "compress_us_per_page", "decompress_us_per_page",
-            "compress_us_min", "compress_us_max", "decompress_us_min", "decompress_us_max",
+            "compress_us_q1", "compress_us_q3", "decompress_us_q1", "decompress_us_q3",
         ]
     )  # fmt: skip
     for r in results:
@@ -345,5 +345,5 @@ def write_simulation_csv(results: list[SimResult]) -> None:
 
 
 def _spread_cells(c: Cost | None) -> tuple[str, str]:
-    """The min and max of a CPU cost for CSV, empty when not measured."""
-    return ("", "") if c is None else (f"{c.low:.1f}", f"{c.high:.1f}")
+    """The spread (quartiles) of a CPU cost for CSV, empty when not measured."""
+    return ("", "") if c is None else (f"{c.q1:.1f}", f"{c.q3:.1f}")
