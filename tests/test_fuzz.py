@@ -36,7 +36,8 @@ from tests.fuzz.strategies import Case, damaged
 VICTIM = 4  # the first index page in every file of FILES
 SDI_RECORD_DATA = 33  # §8.3: the JSON's zlib stream follows 33 bytes after the record origin
 EXAMPLES_PER_FILE = 15  # x 10 files x 5 readers: about 40 s on two busy cores
-#: simulate times every codec on every sampled page: the CLI samples and the long run cover it
+#: simulate compresses every sampled page with every codec, then times them all: the CLI samples
+#: and the long run cover it
 CI_READERS = [name for name in ENTRY_POINTS if name != "simulate"]
 CLI_SAMPLES = 4  # damaged files run through every CLI command
 
