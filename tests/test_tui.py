@@ -340,6 +340,9 @@ async def test_simulation_predicts_what_the_server_allocated(datadir: Path) -> N
         # the highlighted algorithm's CPU per page, median and spread, as the result has it
         zlib = next(x for x in sim.result.results if x.scenario.label == "mysql:zlib:6")
         assert "median of" in static_text(sim.query_one("#sim-cost"))
+        # the advice says how sure its cheapest is (which way depends on this run's timings)
+        notes = static_text(sim.query_one("#sim-notes"))
+        assert "4K blocks:" in notes and ("— clearly" in notes or "— either" in notes)
         await pilot.press("down", "down")  # from today, past logical size, to mysql zlib:6
         assert static_text(sim.query_one("#sim-cost")).strip() == (
             f"mysql zlib:6 µs/page: compress {cost_text(zlib.compress)}, "

@@ -262,16 +262,20 @@ the blocks a filesystem allocates for the result are summed (a seeded sample wit
         for note in r.notes:
             notes.append(note + "\n", style="yellow")
         self.query_one("#sim-notes", Static).update(notes)
-        self._show_cost(table.cursor_row)
+        key = None
+        if table.is_valid_coordinate(table.cursor_coordinate):
+            key = table.coordinate_to_cell_key(table.cursor_coordinate).row_key.value
+        self._show_cost(key)
 
-    def _show_cost(self, row: int) -> None:
-        """The highlighted algorithm's CPU per page with its spread, or how it was measured."""
+    def _show_cost(self, key: str | None) -> None:
+        """The highlighted algorithm's CPU per page with its spread (``key``: its row's, the
+        scenario label), or how the figures were measured."""
         r = self.result
         line = Text()
         if r is not None and self.blocks:
             block = self.blocks[self.block_index]
-            rows = [x for x in r.results if x.block == block]
-            x = rows[row - 2] if 2 <= row < len(rows) + 2 else None  # below today and logical
+            rows = [x for x in r.results if x.block == block and x.scenario.label == key]
+            x = rows[0] if rows else None
             if x is not None and x.compress is not None:
                 line.append(scenario_label(x.scenario), style="bold")
                 line.append(
@@ -284,7 +288,7 @@ the blocks a filesystem allocates for the result are summed (a seeded sample wit
 
     def on_data_table_row_highlighted(self, event: DataTable.RowHighlighted) -> None:
         if event.data_table.id == "sim-table":
-            self._show_cost(event.cursor_row)
+            self._show_cost(event.row_key.value)
 
     def on_resize(self) -> None:
         self._draw()
