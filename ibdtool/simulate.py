@@ -853,21 +853,22 @@ def simulate(
 def cost_pages(ts: Tablespace, page_nos: Sequence[int], want: int = MAX_COST_PAGES) -> list[bytes]:
     """Up to ``want`` uncompressed pages, spread over ``page_nos``, that every server would
     compress (not all zeros, not page 0, FSP_HDR, XDES, R-tree or type-0 pages): the pages
-    every codec's CPU cost is measured on. At most four times ``want`` pages are read (a
-    sparse file's holes read as zeros without I/O)."""
+    every codec's CPU cost is measured on. At most four times ``want`` pages are read, evenly
+    spaced (a sparse file's holes read as zeros without I/O), and ``want`` of those that
+    qualify are kept, evenly spaced again."""
     n = len(page_nos)
-    step = max(1, n // (4 * want))
-    out: list[bytes] = []
-    for i in range(0, n, step):
-        if len(out) >= want:
-            break
-        no = page_nos[i]
+    reads = min(n, 4 * want)
+    found: list[bytes] = []
+    for i in range(reads):
+        no = page_nos[i * n // reads]
         page = _uncompressed(ts, ts.page_with_data(no)[2])
         ptype = int.from_bytes(page[24:26], "big")
         if no == 0 or ptype in _PLAIN_SOMEWHERE or page == _zeros(len(page)):
             continue
-        out.append(page)
-    return out
+        found.append(page)
+    if len(found) <= want:
+        return found
+    return [found[k * len(found) // want] for k in range(want)]
 
 
 #: page types some server stores plain (:meth:`Scenario.keeps_plain`)

@@ -306,3 +306,24 @@ def test_a_cost_needs_samples() -> None:
     assert c.overlaps(Cost((4.75,))) and not c.overlaps(Cost((4.8,)))
     one = Cost((7.0,))
     assert (one.q1, one.median, one.q3) == (7.0, 7.0, 7.0)
+
+
+def test_cost_pages_are_the_ones_every_server_compresses(tmp_path: Any) -> None:
+    """On the plain sample: its INDEX, INODE and IBUF_BITMAP pages (the manifest's stored
+    types), not page 0 (FSP_HDR) nor the never-written one; a zero tail adds none."""
+    from ibdtool.simulate import cost_pages
+    from ibdtool.tablespace import Tablespace
+
+    types = manifest()[PLAIN]["header_scan"]["stored_page_types"]
+    want = sorted(int(t) for t, n in types.items() if t not in PLAIN_SOMEWHERE for _ in range(n))
+    longer = tmp_path / "tail.ibd"
+    longer.write_bytes(sample(PLAIN).read_bytes() + bytes(100 * 16384))
+    for path in (sample(PLAIN), longer):
+        with Tablespace(path) as ts:
+            pages = cost_pages(ts, range(ts.n_pages))
+        assert sorted(int.from_bytes(p[24:26], "big") for p in pages) == want
+        assert all(int.from_bytes(p[4:8], "big") != 0 for p in pages)
+    with Tablespace(sample(PLAIN)) as ts:  # at most `want`, spread over the pages given
+        few = cost_pages(ts, range(ts.n_pages), want=5)
+    numbers = [int.from_bytes(p[4:8], "big") for p in few]
+    assert len(few) == 5 and numbers == sorted(numbers) and numbers[-1] - numbers[0] >= 10
