@@ -15,6 +15,7 @@ import os
 import random
 import threading
 import zlib
+from bisect import bisect_right
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass, field, replace
 from typing import Any, Literal
@@ -851,24 +852,75 @@ def simulate(
 
 
 def cost_pages(ts: Tablespace, page_nos: Sequence[int], want: int = MAX_COST_PAGES) -> list[bytes]:
-    """Up to ``want`` uncompressed pages, spread over ``page_nos``, that every server would
-    compress (not all zeros, not page 0, FSP_HDR, XDES, R-tree or type-0 pages): the pages
-    every codec's CPU cost is measured on. At most four times ``want`` pages are read, evenly
-    spaced (a sparse file's holes read as zeros without I/O), and ``want`` of those that
-    qualify are kept, evenly spaced again."""
-    n = len(page_nos)
-    reads = min(n, 4 * want)
-    found: list[bytes] = []
-    for i in range(reads):
-        no = page_nos[i * n // reads]
+    """Up to ``want`` uncompressed pages of ``page_nos`` that every server would compress (not
+    all zeros, not page 0, FSP_HDR, XDES, R-tree or type-0 pages), spread over them: the pages
+    every codec's CPU cost is measured on.
+
+    Of a whole range (a full scan) only pages with data are looked at (holes are skipped by
+    ``SEEK_DATA``, so a file whose rows sit in one corner of a sparse expanse still finds
+    them). They are read in an order whose every prefix is spread over them (van der Corput:
+    the first, the middle, the quarters, …) until four times ``want`` qualify or
+    :data:`COST_READS` times ``want`` were read; ``want`` of those, evenly spaced in file
+    order, are kept."""
+    count, nth = _pages_with_data(ts, page_nos)
+    found: list[tuple[int, bytes]] = []
+    for i in _spread(count, COST_READS * want):
+        if len(found) >= 4 * want:
+            break
+        no = nth(i)
         page = _uncompressed(ts, ts.page_with_data(no)[2])
         ptype = int.from_bytes(page[24:26], "big")
         if no == 0 or ptype in _PLAIN_SOMEWHERE or page == _zeros(len(page)):
             continue
-        found.append(page)
-    if len(found) <= want:
-        return found
-    return [found[k * len(found) // want] for k in range(want)]
+        found.append((no, page))
+    found.sort(key=lambda f: f[0])
+    if len(found) > want:
+        found = [found[k * len(found) // want] for k in range(want)]
+    return [page for _no, page in found]
+
+
+#: the most pages :func:`cost_pages` reads, in multiples of the pages it wants
+COST_READS = 16
+
+
+def _pages_with_data(ts: Tablespace, page_nos: Sequence[int]) -> tuple[int, Callable[[int], int]]:
+    """How many of ``page_nos`` to look at, and the i-th of them: of a whole range, its pages
+    outside holes; of a list (a sample), every page."""
+    if not isinstance(page_nos, range) or page_nos.step != 1:
+        return len(page_nos), page_nos.__getitem__
+    firsts: list[int] = []
+    upto: list[int] = []  # pages with data up to the end of each run
+    total = 0
+    for first, end, has_data in ts.page_runs(page_nos.start, page_nos.stop):
+        if has_data:
+            firsts.append(first)
+            total += end - first
+            upto.append(total)
+
+    def nth(i: int) -> int:
+        run = bisect_right(upto, i)
+        return firsts[run] + i - (upto[run - 1] if run else 0)
+
+    return total, nth
+
+
+def _spread(n: int, count: int) -> Iterator[int]:
+    """At most ``count`` distinct indexes of ``range(n)``, in van der Corput order (0, 1/2,
+    1/4, 3/4, 1/8, … of the way), so that every prefix is spread over the whole range."""
+    limit = min(n, count)
+    seen: set[int] = set()
+    k = 0
+    while len(seen) < limit:  # once 2**bits >= n every index has come up
+        v, f, x = 0.0, 0.5, k
+        while x:
+            v += f * (x & 1)
+            f /= 2
+            x >>= 1
+        k += 1
+        i = int(v * n)
+        if i not in seen:
+            seen.add(i)
+            yield i
 
 
 #: page types some server stores plain (:meth:`Scenario.keeps_plain`)

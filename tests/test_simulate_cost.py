@@ -12,6 +12,7 @@ from __future__ import annotations
 import csv
 import io
 import json
+import os
 from typing import Any
 
 import pytest
@@ -310,7 +311,8 @@ def test_a_cost_needs_samples() -> None:
 
 def test_cost_pages_are_the_ones_every_server_compresses(tmp_path: Any) -> None:
     """On the plain sample: its INDEX, INODE and IBUF_BITMAP pages (the manifest's stored
-    types), not page 0 (FSP_HDR) nor the never-written one; a zero tail adds none."""
+    types), not page 0 (FSP_HDR) nor the never-written one; a tail of written zeros adds none,
+    and a hole of 20,000 pages after them (a full scan's range) does not hide them."""
     from ibdtool.simulate import cost_pages
     from ibdtool.tablespace import Tablespace
 
@@ -318,7 +320,10 @@ def test_cost_pages_are_the_ones_every_server_compresses(tmp_path: Any) -> None:
     want = sorted(int(t) for t, n in types.items() if t not in PLAIN_SOMEWHERE for _ in range(n))
     longer = tmp_path / "tail.ibd"
     longer.write_bytes(sample(PLAIN).read_bytes() + bytes(100 * 16384))
-    for path in (sample(PLAIN), longer):
+    sparse = tmp_path / "sparse.ibd"
+    sparse.write_bytes(sample(PLAIN).read_bytes())
+    os.truncate(sparse, 20_000 * 16384)
+    for path in (sample(PLAIN), longer, sparse):
         with Tablespace(path) as ts:
             pages = cost_pages(ts, range(ts.n_pages))
         assert sorted(int.from_bytes(p[24:26], "big") for p in pages) == want
