@@ -95,6 +95,27 @@ def encryption_styled(enc: dict[str, Any]) -> Styled:
     return out
 
 
+def zip_fill_styled(r: InspectResult) -> Styled:
+    """`` · rebuilt: records 93%, images 81% of 8K (22 pages)`` for a ROW_FORMAT=COMPRESSED
+    tablespace: its leaf pages as the server holds them and as stored."""
+    z = r.zip_fill
+    if z is None or not z.leaf_pages:
+        return []
+    out: Styled = [(" · compressed leaf pages rebuilt: ", "")]
+    if z.records_fill is not None and z.image_fill is not None:
+        out.append((f"records {100 * z.records_fill:.0f}%, ", ""))
+        out.append((f"images {100 * z.image_fill:.0f}% of {size_k(z.physical_size)}", ""))
+    else:
+        out.append(("none readable", "yellow"))
+    count = (
+        f"{z.rebuilt} of {z.leaf_pages} pages, sampled" if z.sampled else plural(z.rebuilt, "page")
+    )
+    out.append((f" ({count})", "dim"))
+    if z.failed:
+        out.append((f", {z.failed} damaged", "red"))
+    return out
+
+
 def inspect_rows(r: InspectResult) -> list[tuple[str, Styled]]:
     """The inspect summary as ``(name, value)`` rows, as a DBA reads it top to bottom."""
     fmt = r.fmt
@@ -149,7 +170,9 @@ def inspect_rows(r: InspectResult) -> list[tuple[str, Styled]]:
         idx.append((f"   from the {r.index_names.source}", "dim"))
         rows.append(("Indexes", idx))
     if r.avg_fill is not None:
-        rows.append(("Leaf fill", [(f"{100 * r.avg_fill:.0f}% average", "")]))
+        fill: Styled = [(f"{100 * r.avg_fill:.0f}% average", "")]
+        fill += zip_fill_styled(r)
+        rows.append(("Leaf fill", fill))
     if r.free.get("pages"):
         n_free = r.free["pages"]
         free: Styled = [

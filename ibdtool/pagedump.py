@@ -1,10 +1,15 @@
 """One page: its stored and decompressed bytes and every decoded field with its offset.
 
 What ``ibdtool page PATH N`` prints (like innodb_ruby's ``page-dump``) and what the TUI's page
-view saves: the fields come from the page families of :mod:`parsers.pages` (the stored image's
-envelope, then the logical page's FIL frame and family), the bytes from
-:meth:`~ibdtool.tablespace.Tablespace.page_with_data`. :func:`save_page` writes a page's bytes
-to a new file in a directory, never through a link and never over an existing file.
+view shows and saves: the fields come from the page families of :mod:`parsers.pages` (the
+stored image's envelope, then the logical page's FIL frame and family), the bytes from
+:meth:`~ibdtool.tablespace.Tablespace.page_with_data` (decrypted when the tablespace was opened
+with its key). The logical page of a ROW_FORMAT=COMPRESSED index page is the uncompressed page
+the server works on, rebuilt by :func:`parsers.zip_page.decompress_zip_page`, with its real
+fill (:func:`~parsers.zip_page.zip_fill`: live records, and the compressed image in use); a
+page that cannot be rebuilt keeps its stored image and says why (``rebuild_problem``).
+:func:`save_page` writes a page's bytes to a new file in a directory, never through a link and
+never over an existing file.
 """
 
 from __future__ import annotations
@@ -17,9 +22,17 @@ from typing import Any
 
 from ibdtool.newfile import create_new
 from ibdtool.tablespace import Tablespace
+from parsers.keyring import Keyring
 from parsers.page import PageInfo
 from parsers.pages import Layout, logical_layout, stored_layout
 from parsers.space import SpaceFormat
+from parsers.zip_page import (
+    ZipFill,
+    ZipPageError,
+    decompress_zip_page,
+    is_zip_index_page,
+    zip_fill,
+)
 
 
 @dataclass(frozen=True)
@@ -31,6 +44,10 @@ class PageDump:
     logical: bytes
     stored_layout: Layout
     logical_layout: Layout
+    #: a ROW_FORMAT=COMPRESSED index page rebuilt: its real fill (records and image)
+    zip_fill: ZipFill | None = None
+    #: why a ROW_FORMAT=COMPRESSED index page could not be rebuilt (None: rebuilt, or not one)
+    rebuild_problem: str | None = None
 
     @property
     def decompressed(self) -> bool:
@@ -38,10 +55,15 @@ class PageDump:
         return self.stored != self.logical
 
 
-def dump_page(path: str | os.PathLike[str], page_no: int) -> PageDump:
-    with Tablespace(path) as ts:
+def dump_page(
+    path: str | os.PathLike[str], page_no: int, keyring: Keyring | None = None
+) -> PageDump:
+    """Page ``page_no`` of ``path``: both images and their layouts (``keyring`` opens an
+    encrypted tablespace; a wrong key is an :class:`InputError`)."""
+    with Tablespace(path, keyring) as ts:
         info, stored, logical = ts.page_with_data(page_no)
         fmt = ts.format
+    logical, fill, problem = zip_rebuilt(logical, info, fmt)
     return PageDump(
         str(path),
         info,
@@ -50,7 +72,29 @@ def dump_page(path: str | os.PathLike[str], page_no: int) -> PageDump:
         bytes(logical),
         stored_layout(stored, info, fmt),
         logical_layout(logical, info, fmt),
+        fill,
+        problem,
     )
+
+
+def zip_rebuilt(
+    page: bytes, info: PageInfo, fmt: SpaceFormat
+) -> tuple[bytes, ZipFill | None, str | None]:
+    """``page`` (the decoded image of page ``info``) as the server's uncompressed frame when it
+    is a ROW_FORMAT=COMPRESSED index page, with its real fill; else unchanged. The third item
+    says why a zip index page could not be rebuilt."""
+    if (
+        not fmt.zip
+        or info.index is None
+        or info.encrypted
+        or not is_zip_index_page(int.from_bytes(page[24:26], "big"))
+    ):
+        return page, None, None
+    try:
+        zp = decompress_zip_page(page, fmt.logical_size)
+        return zp.page, zip_fill(zp), None
+    except ZipPageError as exc:
+        return page, None, f"cannot rebuild the compressed page: {exc}"
 
 
 def hex_lines(data: bytes, width: int = 16) -> list[str]:
@@ -95,6 +139,8 @@ def to_json(d: PageDump, with_bytes: bool = True) -> dict[str, Any]:
         "lsn": i.lsn,
         "space_id": i.space_id,
         "problem": i.problem,
+        "rebuild_problem": d.rebuild_problem,
+        "zip_fill": None if d.zip_fill is None else zip_fill_json(d.zip_fill),
         "stored": _layout_json(d.stored_layout),
         "logical": _layout_json(d.logical_layout),
     }
@@ -102,6 +148,24 @@ def to_json(d: PageDump, with_bytes: bool = True) -> dict[str, Any]:
         out["stored_hex"] = d.stored.hex()
         out["logical_hex"] = d.logical.hex() if d.decompressed else None
     return out
+
+
+def zip_fill_json(f: ZipFill) -> dict[str, Any]:
+    return {
+        "records_bytes": f.used,
+        "records_fill": round(f.fill, 4),
+        "image_bytes": f.physical_used,
+        "image_size": f.physical_size,
+        "image_fill": round(f.physical_fill, 4),
+    }
+
+
+def zip_fill_text(f: ZipFill) -> str:
+    """``records 15,225 bytes (94%) · image 7,501 of 8,192 bytes (92%)``"""
+    return (
+        f"records {f.used:,} bytes ({100 * f.fill:.0f}%) · image {f.physical_used:,} of "
+        f"{f.physical_size:,} bytes ({100 * f.physical_fill:.0f}%)"
+    )
 
 
 def text_lines(d: PageDump) -> list[str]:
@@ -114,7 +178,10 @@ def text_lines(d: PageDump) -> list[str]:
         f"{d.path} page {i.page_no}: {i.type_name} (stored type {i.stored_type}), "
         f"{i.compression.value}, checksum {i.checksum_algo.value} {verdict}"
         + (f", {i.problem}" if i.problem else "")
+        + (f", {d.rebuild_problem}" if d.rebuild_problem else "")
     ]
+    if d.zip_fill is not None:
+        lines.append(f"rebuilt from the compressed page: {zip_fill_text(d.zip_fill)}")
     for image, layout in (("stored", d.stored_layout), ("logical", d.logical_layout)):
         for g in layout.groups:
             lines.append(f"[{image}] {g.title}")

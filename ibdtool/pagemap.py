@@ -18,6 +18,7 @@ from xml.sax.saxutils import escape
 
 if TYPE_CHECKING:
     from ibdtool.inspect import InspectResult
+    from parsers.keyring import Keyring
     from parsers.page import PageInfo
 
 MODES = ("type", "compression", "allocation", "index")
@@ -98,8 +99,11 @@ def label_of(info: PageInfo, mode: str) -> str:
     return ""
 
 
-def map_path(path: str, mode: str, with_sdi: bool = True) -> tuple[InspectResult, PageMap]:
-    """Inspect ``path`` and collect its page map under ``mode`` in the same pass."""
+def map_path(
+    path: str, mode: str, with_sdi: bool = True, keyring: Keyring | None = None
+) -> tuple[InspectResult, PageMap]:
+    """Inspect ``path`` and collect its page map under ``mode`` in the same pass (``keyring``
+    opens an encrypted tablespace: its pages then show their real types)."""
     from ibdtool.inspect import inspect
     from ibdtool.tablespace import Tablespace
 
@@ -108,7 +112,7 @@ def map_path(path: str, mode: str, with_sdi: bool = True) -> tuple[InspectResult
     def on_page(info: PageInfo) -> None:
         pm.labels.append(label_of(info, mode))
 
-    with Tablespace(path) as ts:
+    with Tablespace(path, keyring) as ts:
         result = inspect(ts, with_sdi=with_sdi, on_page=on_page, jobs=1)
         if mode == "allocation":
             size = ts.physical_size

@@ -5,7 +5,9 @@ The table definition comes from the first source that has one: the tablespace's 
 table the file belongs to), the ``.cfg`` file beside the ``.ibd``. Without any, each record's
 bytes are shown in hex. The index's leaf pages are found by their headers (index id, level 0,
 no previous page) and walked along FIL_PAGE_NEXT with a visited set; each page is read as the
-server holds it (page-compressed pages inflated, ROW_FORMAT=COMPRESSED pages rebuilt).
+server holds it (decrypted with the key an encrypted tablespace was opened with, page-compressed
+pages inflated, ROW_FORMAT=COMPRESSED pages rebuilt); externally stored parts are read from the
+same decrypted pages.
 
 The engine yields :class:`RecordEvent` values; the CLI prints them.
 """
@@ -23,6 +25,7 @@ from parsers.cfg import CfgError, parse_cfg
 from parsers.constants import FIL_NULL, FIL_PAGE_INDEX
 from parsers.ddl import DdlError, parse_create_table
 from parsers.errors import ParseError
+from parsers.keyring import Keyring
 from parsers.records import (
     DEFAULT_EXTERN_LIMIT,
     FIL_PAGE_TYPE_INSTANT,
@@ -126,7 +129,7 @@ def table_name_of(path: Path) -> tuple[str, str]:
 
 
 class PageSource:
-    """Pages as the server holds them: logical images, zip index pages rebuilt."""
+    """Pages as the server holds them: decrypted, logical images, zip index pages rebuilt."""
 
     def __init__(self, ts: Tablespace) -> None:
         self.ts = ts
@@ -134,7 +137,7 @@ class PageSource:
 
     def index_page(self, no: int) -> bytes:
         if self.zip:
-            raw = self.ts.raw_page(no)
+            raw = self.ts.stored_page(no)
             try:
                 return decompress_zip_page(raw, self.ts.logical_size).page
             except ZipPageError as exc:
@@ -142,11 +145,11 @@ class PageSource:
         return self.ts.logical_page(no)
 
     def extern_page(self, no: int) -> bytes:
-        """A BLOB page: ZBLOB pages of a zip space are read as stored."""
+        """A BLOB page: ZBLOB pages of a zip space are read as stored (decrypted)."""
         if not 0 <= no < self.ts.n_pages:
             raise ValueError(f"page {no} beyond the end of the file")
         try:
-            return self.ts.raw_page(no) if self.zip else self.ts.logical_page(no)
+            return self.ts.stored_page(no) if self.zip else self.ts.logical_page(no)
         except InputError as exc:
             raise ValueError(exc.message) from None
 
@@ -272,10 +275,15 @@ def open_records(
     schema: str | None = None,
     server_sql: Callable[[str, str], str | None] | None = None,
     extern_limit: int = DEFAULT_EXTERN_LIMIT,
+    keyring: Keyring | None = None,
 ) -> RecordsRun:
-    """Open ``path`` and choose the definition and the index (the caller closes ``run.ts``)."""
-    ts = Tablespace(path)
+    """Open ``path`` and choose the definition and the index (the caller closes ``run.ts``).
+
+    An encrypted tablespace needs ``keyring``; a wrong or missing key is an :class:`InputError`
+    before any record is read."""
+    ts = Tablespace(path, keyring)
     try:
+        _need_key(ts)
         table = _definition(ts, schema, server_sql)
         found = scan_indexes(ts)
         if ts.format.sdi_root is not None:  # the SDI's own B-tree is not a table index
@@ -295,6 +303,13 @@ def open_records(
     except BaseException:
         ts.close()
         raise
+
+
+def _need_key(ts: Tablespace) -> None:
+    """Refuse an encrypted tablespace opened without its key: its records are ciphertext."""
+    fmt = ts.format
+    if ts.decryptor is None and (fmt.mysql_encryption is not None or fmt.crypt_encrypted):
+        raise InputError(f"{ts.path}: the tablespace is encrypted: give its key with --keyring")
 
 
 def _definition(

@@ -17,6 +17,7 @@ from ibdtool.simulate import SimResult
 from parsers.page import PageInfo
 from parsers.pages import Layout
 from parsers.space import SpaceFormat
+from parsers.zip_page import ZipFill
 from tui.commandlog import LogEntry
 from tui.pagemodel import PageMapModel
 
@@ -100,3 +101,5 @@ class PageLoaded(Message):
     logical: bytes
     stored_layout: Layout
     logical_layout: Layout
+    rebuild_problem: str | None = None  # a ROW_FORMAT=COMPRESSED page that could not be rebuilt
+    zip_fill: ZipFill | None = None  # … or its real fill, rebuilt

@@ -219,7 +219,7 @@ def inspect(
         if show_map or map_svg:
             from ibdtool.pagemap import map_path
 
-            result, maps[path] = map_path(path, map_by, with_sdi=not no_sdi)
+            result, maps[path] = map_path(path, map_by, with_sdi=not no_sdi, keyring=keyring)
             return result
         if as_json:  # no progress, no tables: Rich is not even imported
             return inspect_path(path, keyring, with_sdi=not no_sdi)
@@ -312,15 +312,27 @@ def pages(
 @click.option("--hex", "as_hex", is_flag=True, help="Only the hex dump.")
 @click.option("--json", "as_json", is_flag=True, help="Fields with offsets, and the bytes in hex.")
 @click.option(
-    "--logical", is_flag=True, help="With --raw/--hex: the decompressed page, not the stored one."
+    "--logical",
+    is_flag=True,
+    help="With --raw/--hex: the decrypted, decompressed page (a ROW_FORMAT=COMPRESSED index "
+    "page rebuilt), not the stored one.",
 )
-def page(path: str, page_no: int, raw: bool, as_hex: bool, as_json: bool, logical: bool) -> None:
+@keyring_options
+def page(
+    path: str,
+    page_no: int,
+    raw: bool,
+    as_hex: bool,
+    as_json: bool,
+    logical: bool,
+    keyring: Keyring | None,
+) -> None:
     """One page: every decoded field with its offset, and its bytes (stored and decompressed)."""
     from ibdtool.pagedump import dump_page, hex_lines, text_lines, to_json
 
     if raw + as_hex + as_json > 1:
         _fail("choose one of --raw, --hex and --json")
-    d = dump_page(path, page_no)
+    d = dump_page(path, page_no, keyring)
     data = d.logical if logical else d.stored
     if raw:
         sys.stdout.flush()

@@ -12,8 +12,10 @@ from typing import Any
 
 import click
 
+from ibdtool.cli.keyring_option import keyring_options
 from ibdtool.cli.server import connection_options, resolve_connection
 from ibdtool.errors import ExitCode, InputError
+from parsers.keyring import Keyring
 
 _SIZE_UNITS = {"": 1, "k": 1 << 10, "m": 1 << 20, "g": 1 << 30}
 
@@ -67,6 +69,7 @@ def _server_sql(kw: dict[str, Any]) -> Any:
     show_default=True,
     help="Bytes of an externally stored value to show (more is marked truncated).",
 )
+@keyring_options
 @connection_options
 def records(
     path: str,
@@ -74,12 +77,14 @@ def records(
     schema_sql: str | None,
     as_json: bool,
     max_extern: str,
+    keyring: Keyring | None,
     **kw: Any,
 ) -> None:
     """The user records of an index, in key order, decoded by column.
 
     Columns come from the SDI (MySQL 8), else --schema, else the live server (when connection
     options are given), else the .cfg file beside PATH; without any, records are shown in hex.
+    An encrypted tablespace is read with --keyring.
     """
     from ibdtool.records import open_records
 
@@ -92,7 +97,12 @@ def records(
             raise InputError(f"{schema_sql[1:]}: {exc.strerror}") from None
     server_sql = _server_sql(kw)
     run = open_records(
-        path, index=index_name, schema=schema_sql, server_sql=server_sql, extern_limit=limit
+        path,
+        index=index_name,
+        schema=schema_sql,
+        server_sql=server_sql,
+        extern_limit=limit,
+        keyring=keyring,
     )
     problems = 0
     try:

@@ -1,11 +1,15 @@
 """INDEX family (§5.1, §7.1): B-tree pages — INDEX, RTREE, SDI and MariaDB's INSTANT root.
 
 The index page header and the two file-segment headers of a root, then the record heap, the
-free space and the page directory; on a ROW_FORMAT=COMPRESSED page the zlib stream instead.
+free space and the page directory; on a ROW_FORMAT=COMPRESSED page as stored the zlib stream
+instead (the page rebuilt by :mod:`parsers.zip_page`, the server's uncompressed frame, is laid
+out like any compact page: it holds the infimum and supremum records where the stored image
+starts its stream).
 """
 
 from __future__ import annotations
 
+from parsers.compact_rec import PAGE_NEW_INFIMUM, PAGE_NEW_SUPREMUM
 from parsers.constants import FIL_PAGE_DATA, index_types
 from parsers.page import PAGE_NEW_SUPREMUM_END, PAGE_OLD_SUPREMUM_END, PageInfo
 from parsers.pages.base import NOWHERE, FieldGroup, Parts, Region, field, spans
@@ -73,7 +77,7 @@ def layout(page: bytes, info: PageInfo, fmt: SpaceFormat) -> Parts:
         groups.append(FieldGroup("File segment headers (root page)", tuple(seg)))
     size = len(page)
     regions = list(_HEADER_REGIONS)
-    if fmt.zip:
+    if fmt.zip and not _is_frame(page):
         return groups, regions + zip_body_regions(info, size)
     sup_end = PAGE_NEW_SUPREMUM_END if compact else PAGE_OLD_SUPREMUM_END
     dir_start = size - PAGE_DIR - 2 * h.n_dir_slots
@@ -84,6 +88,15 @@ def layout(page: bytes, info: PageInfo, fmt: SpaceFormat) -> Parts:
         Region(dir_start, size - PAGE_DIR, "directory"),
     ]
     return groups, regions
+
+
+def _is_frame(page: bytes) -> bool:
+    """An uncompressed compact page (a zip page rebuilt), not a zip image (§5.2, §7.1)."""
+    # a zip image holds its zlib stream where the frame has these two records
+    return (
+        page[PAGE_NEW_INFIMUM : PAGE_NEW_INFIMUM + 8] == b"infimum\x00"
+        and page[PAGE_NEW_SUPREMUM : PAGE_NEW_SUPREMUM + 8] == b"supremum"
+    )
 
 
 def zip_regions(info: PageInfo, size: int) -> list[Region]:

@@ -1,8 +1,9 @@
 """The page view: one page's verdict, its decoded fields and hex dumps of both images.
 
-A thread worker reads the page with :meth:`Tablespace.page_with_data` (the stored bytes, the
-decoded page and the engine's :class:`~parsers.page.PageInfo`) and the field layouts of
-:mod:`parsers.pages`; nothing here parses bytes itself.
+A thread worker reads the page with :func:`ibdtool.pagedump.dump_page` (the stored bytes, the
+decoded page — a ROW_FORMAT=COMPRESSED index page rebuilt to the server's uncompressed frame —
+the engine's :class:`~parsers.page.PageInfo` and the field layouts of :mod:`parsers.pages`), as
+``ibdtool page`` does; nothing here parses bytes itself.
 """
 
 from __future__ import annotations
@@ -23,12 +24,12 @@ from textual.widgets import Footer, Header, Static
 
 from ibdtool.errors import IbdtoolError
 from ibdtool.inspect import unpunched_bytes
-from ibdtool.pagedump import dump_name, save_page
-from ibdtool.tablespace import Tablespace
+from ibdtool.pagedump import dump_name, dump_page, save_page, zip_fill_text
 from ibdtool.text import human_bytes
 from parsers.page import PageInfo
-from parsers.pages import FieldGroup, logical_layout, stored_layout
+from parsers.pages import FieldGroup
 from parsers.space import SpaceFormat
+from parsers.zip_page import ZipFill
 from tui.messages import PageLoaded, ScanFailed
 from tui.pagemodel import PageMapModel
 from tui.screens.prompt import ask_page
@@ -91,18 +92,18 @@ stored image beside the decoded (decompressed) page, coloured by region.
         log = self.ibd_app.command_log
         try:
             with log.timed("file", f"pread page {page} of {self.path}") as run:
-                with Tablespace(self.path, self.ibd_app.keyring) as ts:
-                    info, stored, logical = ts.page_with_data(page)
-                    fmt = ts.format
-                run.detail = f"{len(stored)} bytes, {info.type_name}"
+                d = dump_page(self.path, page, self.ibd_app.keyring)
+                run.detail = f"{len(d.stored)} bytes, {d.info.type_name}"
             self.post_message(
                 PageLoaded(
-                    info,
-                    fmt,
-                    stored,
-                    logical,
-                    stored_layout(stored, info, fmt),
-                    logical_layout(logical, info, fmt),
+                    d.info,
+                    d.fmt,
+                    d.stored,
+                    d.logical,
+                    d.stored_layout,
+                    d.logical_layout,
+                    d.rebuild_problem,
+                    d.zip_fill,
                 )
             )
         except IbdtoolError as exc:
@@ -120,7 +121,7 @@ stored image beside the decoded (decompressed) page, coloured by region.
         self.page = info.page_no
         self.sub_title = f"{self.path} · page {info.page_no}"
         self.query_one("#page-title", Static).update(self._title(info, message.fmt))
-        groups = [self._verdict(info, message.fmt)]
+        groups = [self._verdict(info, message.fmt, message.rebuild_problem, message.zip_fill)]
         groups += [_group(g) for g in message.stored_layout.groups]
         groups += [_group(g) for g in message.logical_layout.groups]
         self.query_one("#fields-text", Static).update(Group(*groups))
@@ -148,7 +149,13 @@ stored image beside the decoded (decompressed) page, coloured by region.
             text.append("  unverifiable", style="yellow")
         return text
 
-    def _verdict(self, info: PageInfo, fmt: SpaceFormat) -> RenderableType:
+    def _verdict(
+        self,
+        info: PageInfo,
+        fmt: SpaceFormat,
+        rebuild_problem: str | None = None,
+        zip_fill: ZipFill | None = None,
+    ) -> RenderableType:
         grid = Table.grid(padding=(0, 1))
         grid.add_column(style="cyan", no_wrap=True)
         grid.add_column()
@@ -175,6 +182,8 @@ stored image beside the decoded (decompressed) page, coloured by region.
         grid.add_row("checksum", verdict)
         if info.problem:
             grid.add_row("problem", Text(info.problem, style="red"))
+        if rebuild_problem:
+            grid.add_row("decoded", Text(rebuild_problem, style="red"))
         grid.add_row("LSN", f"{info.lsn:,}")
         if info.page_no < len(self.model.allocated):
             alloc = self.model.allocated[info.page_no]
@@ -194,6 +203,8 @@ stored image beside the decoded (decompressed) page, coloured by region.
                 f"id {ix.index_id}, level {ix.level}, {ix.n_recs} records, "
                 f"fill {100 * ix.fill:.0f}%",
             )
+        if zip_fill is not None:
+            grid.add_row("zip fill", zip_fill_text(zip_fill))
         return Group(Text("Verdict", style="bold underline"), grid, Text())
 
     # --- actions ---------------------------------------------------------------------------
