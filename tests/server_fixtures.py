@@ -146,6 +146,31 @@ def rows_crc(srv: servers.ThrowawayServer, schema: str, table: str) -> tuple[int
     return int(n), int(crc or 0)
 
 
+def select_text(srv: servers.ThrowawayServer, schema: str, table: str) -> list[dict[str, Any]]:
+    """The rows of a samples table as the server renders them (every value but id as the
+    server's own text, CAST AS CHAR), in primary key order: the oracle of ``records``."""
+    names = [c.strip() for c in ROW_COLUMNS.split(",")]
+    cols = ", ".join(n if n == "id" else f"CAST(`{n}` AS CHAR)" for n in names)
+    rows = srv.query(f"SELECT {cols} FROM `{schema}`.`{table}` ORDER BY id")
+    return [dict(zip(names, row, strict=True)) for row in rows]
+
+
+def long_values(srv: servers.ThrowawayServer, schema: str, table: str, every: int = 50) -> int:
+    """Give every ``every``-th row of a samples table a ``notes`` value of 20–60 KB of random
+    hex (compresses only to half: a chain of several BLOB/ZBLOB/LOB pages); how many rows."""
+    import random
+
+    rng = random.Random(f"{schema}.{table}")
+    ids = [
+        int(r[0]) for r in srv.query(f"SELECT id FROM `{schema}`.`{table}` WHERE id % {every} = 0")
+    ]
+    with srv.connect() as conn, conn.cursor() as cur:
+        for i in ids:
+            text = rng.randbytes(rng.randrange(10_000, 30_000)).hex()
+            cur.execute(f"UPDATE `{schema}`.`{table}` SET notes = %s WHERE id = %s", (text, i))
+    return len(ids)
+
+
 def create_table_sql(srv: servers.ThrowawayServer, schema: str, table: str) -> str:
     return str(srv.query(f"SHOW CREATE TABLE `{schema}`.`{table}`")[0][1])
 

@@ -3,11 +3,13 @@
 Two servers: full_crc32 (the default) with the plugin's default cipher (aes_cbc) and a plain key
 file, and the classic format (``--innodb-checksum-algorithm=crc32``) with aes_ctr and a key file
 encrypted by ``openssl enc`` under a filekey. Each makes ENCRYPTED=YES tables (plain,
-PAGE_COMPRESSED=1, ROW_FORMAT=COMPRESSED) and their unencrypted twins with the same rows; the
-files are copied while FLUSH TABLES … FOR EXPORT holds them.
+PAGE_COMPRESSED=1, ROW_FORMAT=COMPRESSED) and their unencrypted twins with the same rows, and
+two encrypted tables whose long values (20–60 KB) live on encrypted BLOB and ZBLOB pages; the
+files are copied while FLUSH TABLES … FOR EXPORT holds them, with the rows SELECT returns.
 
 Expected values come from the server (information_schema.INNODB_TABLESPACES_ENCRYPTION, the
-plugin's cipher setting), from innochecksum, and from the unencrypted twins.
+plugin's cipher setting), from innochecksum, from the unencrypted twins, and SELECT (the rows
+``records --keyring`` must return).
 """
 
 from __future__ import annotations
@@ -30,8 +32,16 @@ from parsers.envelope import read_envelope
 from parsers.inflate import inflate
 from parsers.keyring import read_keyring
 from samples import servers
-from tests.cli_runner import run_ibdtool
-from tests.server_fixtures import FAST, _need, make_table
+from tests.cli_runner import cli_env, ibdtool_command, run_ibdtool
+from tests.server_fixtures import (
+    FAST,
+    _need,
+    create_table_sql,
+    json_lines,
+    long_values,
+    make_table,
+    select_text,
+)
 
 pytestmark = pytest.mark.xdist_group("mariadb_crypt")
 
@@ -45,6 +55,11 @@ TWINS = {
     "twin": "",
     "pctwin": "PAGE_COMPRESSED=1",
     "ziptwin": "ROW_FORMAT=COMPRESSED KEY_BLOCK_SIZE=8",
+}
+#: encrypted tables with values stored off-page (BLOB pages; ZBLOB pages of a zip table)
+LONG = {
+    "enclong": "ENCRYPTED=YES",
+    "ziplong": "ENCRYPTED=YES ROW_FORMAT=COMPRESSED KEY_BLOCK_SIZE=8",
 }
 SECRET = "correct horse battery staple"
 
@@ -61,6 +76,8 @@ class Made:
     checksum_algorithm: str
     files: dict[str, Path] = field(default_factory=dict)
     crypt: dict[str, dict[str, Any]] = field(default_factory=dict)  # INNODB_TABLESPACES_ENCRYPTION
+    rows: dict[str, list[dict[str, Any]]] = field(default_factory=dict)  # SELECT, as text
+    create: dict[str, str] = field(default_factory=dict)  # SHOW CREATE TABLE
 
 
 def _key_lines() -> str:
@@ -121,12 +138,18 @@ def made(
             make_table(srv, "c", table, rows=700, options=opts)
         for table, opts in TWINS.items():
             make_table(srv, "c", table, rows=700, options=opts)
-        names = [*TABLES, *TWINS]
+        for table, opts in LONG.items():
+            make_table(srv, "c", table, rows=700, options=opts)
+            assert long_values(srv, "c", table) == 14
+        names = [*TABLES, *TWINS, *LONG]
+        for t in names:
+            m.create[t] = create_table_sql(srv, "c", t)
         with srv.connect() as conn, conn.cursor() as cur:
             cur.execute("FLUSH TABLES " + ", ".join(f"c.{t}" for t in names) + " FOR EXPORT")
             try:
                 for t in names:
                     m.files[t] = Path(shutil.copy(srv.file_path("c", t), out / f"{t}.ibd"))
+                    m.rows[t] = select_text(srv, "c", t)
             finally:
                 cur.execute("UNLOCK TABLES")
         rows = srv.query(
@@ -333,3 +356,103 @@ def test_inflate_needs_the_key_and_decrypted_images_inflate_like_the_twins(made:
     got = _inflated_types(made.files["pc"], made)
     assert sum(got.values()) >= len(encrypted)
     assert got == _inflated_types(made.files["pctwin"], None)
+
+
+# --- records, page and the page map with the key --------------------------------------------
+
+
+@pytest.mark.parametrize("table", [*TABLES, *LONG])
+def test_records_with_the_key_are_the_rows_select_returns(made: Made, table: str) -> None:
+    """Every row, long values read from encrypted BLOB/ZBLOB pages included, as the server
+    returned it; and the unencrypted twin reads the same."""
+    path = made.files[table]
+    args = ["records", "--json", str(path), "--schema", made.create[table]]
+    r = run_ibdtool(*args, *made.keyring_args)
+    assert r.returncode == 0, r.stderr[-2000:]
+    docs = json_lines(r.stdout)
+    assert not [d for d in docs if "problem" in d or "errors" in d or "truncated" in d]
+    assert [d["fields"] for d in docs] == made.rows[table]
+    assert not any(d["deleted"] for d in docs) and len({d["page"] for d in docs}) > 1
+    if table in LONG:
+        assert max(len(d["fields"]["notes"]) for d in docs) > 40_000
+        kinds = _inspect(path, *made.keyring_args)["page_types"]
+        assert kinds.get("BLOB" if table == "enclong" else "ZBLOB", 0) > 0, kinds
+    # without the key: one line, exit 2, nothing on stdout
+    r = run_ibdtool(*args)
+    assert r.returncode == 2 and r.stdout == ""
+    assert r.stderr.splitlines() == [
+        f"ibdtool: error: {path}: the tablespace is encrypted: give its key with --keyring"
+    ]
+
+
+def test_records_page_and_map_refuse_a_wrong_key(made: Made, tmp_path: Path) -> None:
+    wrong = tmp_path / "wrong.txt"
+    wrong.write_text(_key_lines())  # the same ids, other keys
+    for table in ("enc", "ziplong"):
+        path = str(made.files[table])
+        for args in (
+            ["records", path, "--schema", made.create[table]],
+            ["page", path, "3"],
+            ["page", path, "3", "--raw", "--logical"],
+            ["inspect", "--map", path],
+            ["inspect", path, "--map-by", "index", "--map"],
+        ):
+            r = run_ibdtool(*args, "--keyring", str(wrong))
+            assert r.returncode == 2, (args, r.stdout, r.stderr)
+            assert r.stdout == ""
+            lines = r.stderr.splitlines()
+            assert len(lines) == 1 and "wrong key" in lines[0], r.stderr
+
+
+def _page_doc(path: Path, n: int, *extra: str) -> dict[str, Any]:
+    r = run_ibdtool("page", "--json", str(path), str(n), *extra)
+    assert r.returncode == 0, r.stderr
+    return dict(json.loads(r.stdout))
+
+
+def _header_fields(doc: dict[str, Any]) -> dict[str, str]:
+    """The index page header of the decoded page, by name (the values the server wrote)."""
+    return {
+        f["name"]: f["value"]
+        for g in doc["logical"]["groups"]
+        if g["title"].startswith("Index page header")
+        for f in g["fields"]
+        if f["name"] in ("PAGE_N_RECS", "PAGE_LEVEL", "PAGE_N_HEAP", "PAGE_N_DIR_SLOTS")
+    }
+
+
+@pytest.mark.parametrize("table", list(TABLES))
+def test_page_with_the_key_decodes_the_twins_page(made: Made, table: str) -> None:
+    """Page 3, the clustered index root, decrypted: the twin's type and record counts; without
+    the key it is ENCRYPTED. A zip page is shown rebuilt at the logical size."""
+    path, twin = made.files[table], made.files[TABLES[table][1]]
+    got = _page_doc(path, 3, *made.keyring_args)
+    want = _page_doc(twin, 3)
+    assert got["type"] == want["type"] == "INDEX"
+    assert _header_fields(got) == _header_fields(want) and len(_header_fields(got)) == 4
+    assert got["problem"] is None and got["valid"] is True
+    stored = bytes.fromhex(got["stored_hex"])
+    assert stored == path.read_bytes()[3 * len(stored) : 4 * len(stored)]  # as the file holds it
+    logical = bytes.fromhex(got["logical_hex"])
+    assert len(logical) == 16384 and logical != stored
+    assert logical[99:107] == b"infimum\x00"  # an uncompressed frame: rebuilt if it was zip
+    raw = subprocess.run(
+        ibdtool_command("page", path, "3", "--raw", "--logical", *made.keyring_args),
+        capture_output=True,
+        env=cli_env(),
+    )
+    assert raw.returncode == 0 and raw.stdout == logical
+    assert _page_doc(path, 3)["type"] == "ENCRYPTED"
+
+
+def test_inspect_map_with_the_key_shows_the_twins_types(made: Made) -> None:
+    for table in ("enc", "zip"):
+        got = run_ibdtool("inspect", "--map", str(made.files[table]), *made.keyring_args)
+        assert got.returncode == 0, got.stderr
+        twin = _inspect(made.files[TABLES[table][1]])
+        legend = " ".join(got.stdout.split())
+        assert "ENCRYPTED" not in legend
+        for name, n in twin["page_types"].items():
+            assert f" {name} {n:,} " in legend + " ", (name, legend)
+        without = run_ibdtool("inspect", "--map", str(made.files[table]))
+        assert without.returncode == 0 and "ENCRYPTED" in without.stdout
