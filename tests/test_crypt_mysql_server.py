@@ -1,9 +1,10 @@
 """Encrypted tablespaces made by a real MySQL 8.0.33 with the keyring_file plugin.
 
 ENCRYPTION='Y' tables (plain, COMPRESSION='zlib' — type-16 pages — and ROW_FORMAT=COMPRESSED)
-and their unencrypted twins, copied with the .cfp files FLUSH TABLES … FOR EXPORT writes.
-Expected values come from the server (its keyring file, its .cfp files, information_schema)
-and from the twins.
+and their unencrypted twins, copied with the .cfp files FLUSH TABLES … FOR EXPORT writes, and
+two encrypted tables whose long values (20–60 KB) live on encrypted LOB and ZBLOB pages.
+Expected values come from the server (its keyring file, its .cfp files, information_schema, the
+rows SELECT returns) and from the twins.
 """
 
 from __future__ import annotations
@@ -19,7 +20,7 @@ import pytest
 
 from samples import servers
 from tests.cli_runner import run_ibdtool
-from tests.server_fixtures import FAST, _need, make_table
+from tests.server_fixtures import FAST, _need, json_lines, long_values, make_table, select_text
 
 pytestmark = pytest.mark.xdist_group("mysql8033_crypt")
 
@@ -28,6 +29,11 @@ TABLES = {
     "enc": ("ENCRYPTION='Y'", "twin"),
     "comp": ("ENCRYPTION='Y' COMPRESSION='zlib'", "comptwin"),
     "zip": ("ENCRYPTION='Y' ROW_FORMAT=COMPRESSED KEY_BLOCK_SIZE=8", "ziptwin"),
+}
+#: encrypted tables with values stored off-page (LOB pages; ZLOB pages of a zip table)
+LONG = {
+    "enclong": "ENCRYPTION='Y'",
+    "ziplong": "ENCRYPTION='Y' ROW_FORMAT=COMPRESSED KEY_BLOCK_SIZE=8",
 }
 TWINS = {
     "twin": "",
@@ -42,6 +48,7 @@ class Made:
     server_uuid: str
     files: dict[str, Path] = field(default_factory=dict)
     cfp: dict[str, Path] = field(default_factory=dict)
+    rows: dict[str, list[dict[str, Any]]] = field(default_factory=dict)  # SELECT, as text
 
 
 @pytest.fixture(scope="module")
@@ -63,14 +70,18 @@ def made(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Made]:
             make_table(srv, "c", table, rows=700, options=opts)
         for table, opts in TWINS.items():
             make_table(srv, "c", table, rows=700, options=opts)
-        names = [*TABLES, *TWINS]
+        for table, opts in LONG.items():
+            make_table(srv, "c", table, rows=700, options=opts)
+            assert long_values(srv, "c", table) == 14
+        names = [*TABLES, *TWINS, *LONG]
         with srv.connect() as conn, conn.cursor() as cur:
             cur.execute("FLUSH TABLES " + ", ".join(f"c.{t}" for t in names) + " FOR EXPORT")
             try:
                 for t in names:
                     src = Path(srv.file_path("c", t))
                     m.files[t] = Path(shutil.copy(src, out / f"{t}.ibd"))
-                    if t in TABLES:
+                    m.rows[t] = select_text(srv, "c", t)
+                    if t not in TWINS:
                         m.cfp[t] = Path(shutil.copy(src.with_suffix(".cfp"), out / f"{t}.cfp"))
             finally:
                 cur.execute("UNLOCK TABLES")
@@ -117,3 +128,74 @@ def test_another_tables_cfp_is_a_wrong_key(made: Made) -> None:
     assert r.returncode == 2 and r.stdout == ""
     lines = r.stderr.splitlines()
     assert len(lines) == 1 and "wrong key" in lines[0]
+
+
+@pytest.mark.parametrize("table", [*TABLES, *LONG])
+@pytest.mark.parametrize("key", ["keyring", "cfp"])
+def test_records_with_the_key_are_the_rows_select_returns(made: Made, table: str, key: str) -> None:
+    """Columns from the encrypted SDI, rows (long values on encrypted LOB/ZBLOB pages) as the
+    server returned them; without the key, one line."""
+    keyfile = made.keyring if key == "keyring" else made.cfp[table]
+    path = made.files[table]
+    r = run_ibdtool("records", "--json", str(path), "--keyring", str(keyfile))
+    assert r.returncode == 0, r.stderr[-2000:]
+    docs = json_lines(r.stdout)
+    assert not [d for d in docs if "problem" in d or "errors" in d or "truncated" in d]
+    assert [d["fields"] for d in docs] == made.rows[table]
+    assert not any(d["deleted"] for d in docs) and len({d["page"] for d in docs}) > 1
+    if table in LONG:
+        assert max(len(d["fields"]["notes"]) for d in docs) > 40_000
+        kinds = _inspect(path, "--keyring", str(keyfile))["page_types"]
+        # 8.0.33 keeps a zip table's long values on ZBLOB/ZBLOB2 pages, the others on LOB pages
+        assert kinds.get("LOB_FIRST" if table == "enclong" else "ZBLOB", 0) > 0, str(kinds)
+    r = run_ibdtool("records", str(path))
+    assert r.returncode == 2 and r.stdout == "" and len(r.stderr.splitlines()) == 1
+    assert "encrypted" in r.stderr and "keyring" in r.stderr
+
+
+def test_records_page_and_map_refuse_another_tables_key(made: Made) -> None:
+    for args in (
+        ["records", str(made.files["enc"])],
+        ["page", str(made.files["enc"]), "3"],
+        ["inspect", "--map", str(made.files["enc"])],
+    ):
+        r = run_ibdtool(*args, "--keyring", str(made.cfp["zip"]))
+        assert r.returncode == 2 and r.stdout == "", (args, r.stderr)
+        lines = r.stderr.splitlines()
+        assert len(lines) == 1 and "wrong key" in lines[0]
+
+
+@pytest.mark.parametrize("table", list(TABLES))
+def test_page_with_the_key_decodes_the_twins_page(made: Made, table: str) -> None:
+    def doc(path: Path, *extra: str) -> dict[str, Any]:
+        r = run_ibdtool("page", "--json", str(path), "4", *extra)
+        assert r.returncode == 0, r.stderr
+        return dict(json.loads(r.stdout))
+
+    def header(d: dict[str, Any]) -> dict[str, str]:
+        return {
+            f["name"]: f["value"]
+            for g in d["logical"]["groups"]
+            for f in g["fields"]
+            if f["name"] in ("PAGE_N_RECS", "PAGE_LEVEL", "PAGE_N_HEAP", "PAGE_N_DIR_SLOTS")
+        }
+
+    got = doc(made.files[table], "--keyring", str(made.keyring))
+    want = doc(made.files[TABLES[table][1]])
+    assert got["type"] == want["type"] == "INDEX" and got["valid"] is True
+    assert header(got) == header(want) and len(header(got)) == 4
+    logical = bytes.fromhex(got["logical_hex"])
+    assert len(logical) == 16384 and logical[99:107] == b"infimum\x00"
+    assert doc(made.files[table])["type"] == "ENCRYPTED"
+
+
+def test_inspect_map_with_the_key_shows_the_twins_types(made: Made) -> None:
+    for table in ("enc", "comp", "zip"):
+        got = run_ibdtool(
+            "inspect", "--map", str(made.files[table]), "--keyring", str(made.keyring)
+        )
+        assert got.returncode == 0, got.stderr
+        legend = " ".join(got.stdout.split()) + " "
+        assert "ENCRYPTED" not in legend
+        for name, n in _inspect(made.files[TABLES[table][1]])["page_types"].items():
+            assert f" {name} {n:,} " in legend, (table, name, legend)
