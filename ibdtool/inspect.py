@@ -360,7 +360,7 @@ class PageTally:
             if info.index.level == 0:
                 self.fill_sum += info.index.fill
                 self.fill_n += 1
-                if info.zip_stream is not None and not free:
+                if info.zip_stream is not None and not free and info.index.index_id != SDI_INDEX_ID:
                     self.zip_leaves.append(n)
 
     def merge(self, other: PageTally) -> None:
@@ -537,10 +537,11 @@ def inspect(
 
 @dataclass
 class ZipFillSummary:
-    """The real fill of ROW_FORMAT=COMPRESSED leaf pages, each rebuilt as the server holds it:
-    the live records' bytes on the uncompressed page (what INNODB_BUFFER_PAGE's DATA_SIZE
-    counts) and the bytes of the KEY_BLOCK_SIZE image in use (stream, modification log,
-    trailer) — how close each page is to a compression failure and a split."""
+    """The real fill of ROW_FORMAT=COMPRESSED leaf pages of the table's indexes (the SDI's and
+    pages the extent descriptors call free left out), each rebuilt as the server holds it: the
+    records walked and their bytes on the uncompressed page (what INNODB_BUFFER_PAGE's
+    NUMBER_RECORDS and DATA_SIZE count) and the bytes of the KEY_BLOCK_SIZE image in use
+    (stream, modification log, trailer) — how close each page is to a compression failure."""
 
     leaf_pages: int  # zip leaf pages in the file
     rebuilt: int  # of them, rebuilt (all, or an even sample of ZIP_FILL_PAGES)
@@ -583,7 +584,7 @@ def zip_fill_summary(
             failed += 1
             continue
         rebuilt += 1
-        records += zp.n_recs
+        records += fill.records
         records_sum += fill.fill
         image_sum += fill.physical_fill
     return ZipFillSummary(

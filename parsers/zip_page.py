@@ -119,6 +119,7 @@ class ZipFill:
     capacity: int  # free space of an empty logical page (§5.3 free_space_of_empty)
     physical_used: int  # bytes of the KEY_BLOCK_SIZE image in use
     physical_size: int
+    records: int = 0  # records walked in key order (user records, delete-marked included)
 
     @property
     def fill(self) -> float:
@@ -634,11 +635,12 @@ def zip_fill(zp: ZipPage) -> ZipFill:
     ``used`` is what PAGE_HEAP_TOP − 120 − PAGE_GARBAGE claims, but counted record by record.
     """
     used = 0
-    for origin, lay in live_records(zp):
+    walked = live_records(zp)
+    for origin, lay in walked:
         start = origin - REC_N_NEW_EXTRA_BYTES - lay.extra_len
         used += (lay.fields[-1].end if lay.fields else origin) - start
     capacity = len(zp.page) - PAGE_NEW_SUPREMUM_END - PAGE_DIR - 4
-    return ZipFill(used, capacity, zp.physical_used, zp.physical_size)
+    return ZipFill(used, capacity, zp.physical_used, zp.physical_size, len(walked))
 
 
 def zip_logical_image(stored: bytes | bytearray | memoryview, logical_size: int) -> bytes:

@@ -4,17 +4,21 @@ Oracles: the corpus CATALOG.md (how many index pages each zip file has), each pa
 (PAGE_N_RECS, PAGE_HEAP_TOP − 120 − PAGE_GARBAGE, PAGE_N_DIR_SLOTS, PAGE_N_HEAP, PAGE_FREE),
 which the rebuilt records must add up to when walked one by one; and throwaway MariaDB 10.11 /
 MySQL 8.0.15 / 5.7.22 servers: INFORMATION_SCHEMA.INNODB_BUFFER_PAGE (NUMBER_RECORDS, DATA_SIZE,
-COMPRESSED_SIZE per page), the rows as SELECT returns them in index order, and the same rows
-in a ROW_FORMAT=DYNAMIC table, whose uncompressed records must hold the same bytes.
+COMPRESSED_SIZE per page; ``inspect``'s zip fill averages them), the rows as SELECT returns them
+in index order, and the same rows in a ROW_FORMAT=DYNAMIC table, whose uncompressed records
+must hold the same bytes.
 """
 
 from __future__ import annotations
 
+import json
 import random
 import re
 import time
+import zlib
 from collections.abc import Iterator
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -41,6 +45,7 @@ from parsers.zip_page import (
 )
 from samples.servers import ThrowawayServer
 from tests.catalog import load_catalog
+from tests.cli_runner import run_ibdtool
 from tests.conftest import corpus_file
 from tests.samples_manifest import manifest, sample
 from tests.server_fixtures import (
@@ -392,6 +397,57 @@ def _descriptions(
     return out
 
 
+CAPACITY = 16384 - 120 - 8 - 4  # free space of an empty compact page (§5.3)
+
+
+def _leaf_chain(pages: dict[int, tuple[bytes, ZipPage | None]], root: int) -> list[int]:
+    """The leaf pages of an index in use: down the leftmost child pointers, then along."""
+    no = root
+    while _u16(pages[no][0], 64):
+        zp = pages[no][1]
+        assert zp is not None
+        no = _child(pages[no][0], next(iter_records(pages[no][0])).origin, zp.index)
+    out: list[int] = []
+    while no != FIL_NULL:
+        assert no not in out
+        out.append(no)
+        no = int.from_bytes(pages[no][0][12:16], "big")
+    return out
+
+
+def _check_inspect_zip_fill(snap: Snapshot, table: str, tmp_path: Path) -> None:
+    """``inspect``'s zip fill (text, JSON, TUI summary) against the server's buffer pool: every
+    leaf page of the table's indexes is there (the snapshot read every row by both indexes),
+    with its NUMBER_RECORDS and DATA_SIZE (the pool also keeps pages freed by merges)."""
+    data = snap.files[table]
+    path = tmp_path / f"{table}.ibd"
+    path.write_bytes(data)
+    phys = int(table[1:]) * 1024
+    pages = _logical_pages(data)
+    chains = [_leaf_chain(pages, root) for root in snap.roots[table].values()]
+    leaves = {no: snap.bufpage[table][no][:2] for chain in chains for no in chain}
+    res = run_ibdtool("inspect", "--json", str(path))
+    assert res.returncode == 0, res.stderr
+    z = json.loads(res.stdout)["zip_fill"]
+    assert z["leaf_pages"] == z["rebuilt"] == len(leaves) >= 10 and not z["sampled"]
+    assert z["failed"] == 0
+    assert z["records"] == sum(n for n, _ in leaves.values())
+    want = sum(size / CAPACITY for _, size in leaves.values()) / len(leaves)
+    assert z["records_fill"] == pytest.approx(want, abs=1e-4)
+    # the image in use: at least its header and zlib stream (zlib's own count), at most all
+    stream = []
+    for no in leaves:
+        d = zlib.decompressobj()
+        d.decompress(data[no * phys + 94 : (no + 1) * phys])
+        stream.append((94 + phys - 94 - len(d.unused_data)) / phys)
+    assert sum(stream) / len(stream) < z["image_fill"] <= 1
+    text = run_ibdtool("inspect", str(path))
+    assert text.returncode == 0
+    fill_line = next(line for line in text.stdout.splitlines() if line.startswith("Leaf fill"))
+    assert f"records {100 * want:.0f}%" in fill_line and f"{len(leaves)} pages" in fill_line
+    assert f"images {100 * z['image_fill']:.0f}% of {phys // 1024}K" in fill_line
+
+
 SERVERS = [
     pytest.param("mariadb", marks=pytest.mark.xdist_group("mariadb"), id="mariadb-10.11"),
     pytest.param("mysql80", marks=pytest.mark.xdist_group("mysql80"), id="mysql-8.0.15"),
@@ -400,11 +456,15 @@ SERVERS = [
 
 
 @pytest.mark.parametrize("flavor", SERVERS)
-def test_zip_pages_match_the_server(flavor: str, request: pytest.FixtureRequest) -> None:
+def test_zip_pages_match_the_server(
+    flavor: str, request: pytest.FixtureRequest, tmp_path: Path
+) -> None:
     srv: ThrowawayServer = request.getfixturevalue(flavor)
     _load(srv)
     _wait_for_purge(srv)
     snap = _snapshot(srv)
+    for t in ("z8", "z4"):
+        _check_inspect_zip_fill(snap, t, tmp_path)
     assert len(snap.rows) > N_ROWS * 0.8 and any(n and n > 16384 for _, n in snap.rows)
 
     pages = {t: _logical_pages(data) for t, data in snap.files.items()}
