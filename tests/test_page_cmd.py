@@ -2,7 +2,8 @@
 
 Expected values are the file's own bytes read here: the raw output is the page's slice of the
 file, every field of the JSON says an offset and size whose bytes, read here, give its value;
-the decompressed page of a MariaDB lz4 page is the index root its ``.cfg`` names.
+the decompressed page of a MariaDB lz4 page is the index root its ``.cfg`` names; a zip page
+rebuilt holds the rows the server loaded.
 """
 
 from __future__ import annotations
@@ -14,12 +15,15 @@ from pathlib import Path
 import pytest
 
 from parsers.cfg import parse_cfg
+from parsers.compact_rec import iter_records
 from tests.cli_runner import cli_env, ibdtool_command, run_ibdtool
 from tests.conftest import sparse_copy
-from tests.samples_manifest import sample
+from tests.samples_manifest import manifest, sample
 from tests.test_tui import SIZE, settle
+from tests.tui_helpers import lines_of, static_text
 from tui.app import create_app
 from tui.screens.page import PageScreen
+from tui.widgets.hexdump import REGION_COLORS, HexDump
 
 PAGE = 16384
 
@@ -118,3 +122,64 @@ async def test_tui_saves_the_page_once_and_never_through_a_link(
         await pilot.press("w")
         assert victim.read_bytes() == b"keep"
         assert (out / "plain.ibd.page4.bin").is_symlink()
+
+
+@pytest.mark.asyncio
+async def test_tui_page_view_shows_a_zip_page_rebuilt(tmp_path: Path) -> None:
+    """A ROW_FORMAT=COMPRESSED index page: the 8K image as stored beside the 16K page the
+    server works on, rebuilt; its records are the rows the server loaded (manifest) and its
+    real fill the bytes its header counts (read here from the file)."""
+    rel = "mariadb/p16k-rc_kbs8.ibd"
+    ibd = tmp_path / "z.ibd"
+    sparse_copy(sample(rel), ibd)
+    cfg = parse_cfg(sample(rel).with_suffix(".cfg").read_bytes())
+    root = {ix.name: ix.root for ix in cfg.indexes}["idx_customer"]  # a leaf: one page
+    stored = ibd.read_bytes()[root * 8192 : (root + 1) * 8192]
+    heap_top, garbage = (int.from_bytes(stored[o : o + 2], "big") for o in (40, 46))
+    app = create_app(ibd)
+    async with app.run_test(size=(160, 50)) as pilot:
+        await settle(pilot)
+        await pilot.press("enter")
+        await settle(pilot)
+        page = app.screen
+        assert isinstance(page, PageScreen)
+        await pilot.press("colon", *str(root), "enter")
+        await settle(pilot)
+        hexdump = page.query_one(HexDump)
+        (left, _), (right, regions) = hexdump.images
+        assert left == stored
+        titles = lines_of(hexdump, 1)[0]
+        assert "stored (8192 bytes)" in titles and "decoded (16384 bytes)" in titles
+        assert len(right) == 16384 and right[:38] == stored[:38]
+        assert right[99:107] == b"infimum\x00" and right[112:120] == b"supremum"
+        walked = list(iter_records(right))
+        assert len(walked) == manifest()[rel]["rows"] and not any(h.deleted for h in walked)
+        fields = " ".join(static_text(page.query_one("#fields-text")).split())
+        assert f"zip fill records {heap_top - 120 - garbage:,} bytes" in fields
+        assert "image " in fields and "of 8,192 bytes" in fields
+        # the decoded page is laid out as a page: records up to the heap top, then free space
+        colours = {c for c in regions[94:heap_top]}
+        assert colours == {REGION_COLORS["records"]}
+        assert set(regions[heap_top : heap_top + 16]) == {REGION_COLORS["free"]}
+
+
+def test_logical_zip_page_is_rebuilt_and_a_damaged_one_says_why(tmp_path: Path) -> None:
+    rel = "mariadb/p16k-rc_kbs8.ibd"
+    root = {
+        ix.name: ix.root for ix in parse_cfg(sample(rel).with_suffix(".cfg").read_bytes()).indexes
+    }
+    n = root["idx_customer"]
+    page = _raw("page", str(sample(rel)), str(n), "--raw", "--logical")
+    assert len(page) == PAGE and len(list(iter_records(page))) == manifest()[rel]["rows"]
+    data = bytearray(sample(rel).read_bytes())
+    data[n * 8192 + 200 : n * 8192 + 260] = bytes(60)  # inside the zlib stream
+    bad = tmp_path / "bad.ibd"
+    bad.write_bytes(bytes(data))
+    import json
+
+    proc = run_ibdtool("page", str(bad), str(n), "--json")
+    assert proc.returncode == 0, proc.stderr
+    doc = json.loads(proc.stdout)
+    assert doc["rebuild_problem"].startswith("cannot rebuild the compressed page: ")
+    assert doc["logical_hex"] is None and doc["zip_fill"] is None  # the stored image only
+    assert doc["valid"] is False
