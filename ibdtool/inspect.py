@@ -462,10 +462,12 @@ def inspect(
     progress: Callable[[int], None] | None = None,
     on_page: Callable[[PageInfo], None] | None = None,
     jobs: int | None = None,
+    with_zip_fill: bool = True,
 ) -> InspectResult:
     """One pass over ``ts`` (see module doc). ``progress(pages_done)`` is called now and then;
     ``on_page(info)``, when given, sees every page as it is read (the TUI's page map), and may
-    raise to stop the scan."""
+    raise to stop the scan. ``with_zip_fill``: rebuild ROW_FORMAT=COMPRESSED leaf pages for
+    their real fill (:func:`zip_fill_summary`, up to a second a file; ``report`` does not)."""
     alloc = ts.allocation
     ts.data_ranges  # noqa: B018  (the data map once, before any fork)
     n = ts.n_pages
@@ -531,7 +533,9 @@ def inspect(
         index_levels=tally.index_levels,
         compact_pages=tally.compact_pages,
         redundant_pages=tally.redundant_pages,
-        zip_fill=zip_fill_summary(ts, tally.zip_leaves) if ts.format.zip else None,
+        zip_fill=zip_fill_summary(ts, tally.zip_leaves)
+        if ts.format.zip and with_zip_fill
+        else None,
     )
 
 

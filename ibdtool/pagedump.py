@@ -61,11 +61,16 @@ def dump_page(
     """Page ``page_no`` of ``path``: both images and their layouts (``keyring`` opens an
     encrypted tablespace; a wrong key is an :class:`InputError`)."""
     with Tablespace(path, keyring) as ts:
-        info, stored, logical = ts.page_with_data(page_no)
-        fmt = ts.format
+        return dump_from(ts, page_no)
+
+
+def dump_from(ts: Tablespace, page_no: int) -> PageDump:
+    """Page ``page_no`` of the open tablespace ``ts`` (see :func:`dump_page`)."""
+    info, stored, logical = ts.page_with_data(page_no)
+    fmt = ts.format
     logical, fill, problem = zip_rebuilt(logical, info, fmt)
     return PageDump(
-        str(path),
+        str(ts.path),
         info,
         fmt,
         bytes(stored),

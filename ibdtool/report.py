@@ -437,7 +437,9 @@ def scan_one(
     try:
         if not stat.S_ISREG(os.stat(t.path).st_mode):  # a FIFO would block the open
             return error_row(t, f"{t.path}: not a regular file")
-        row = row_from_inspect(t, inspect_path(t.path, jobs=opts.file_jobs), opts)
+        row = row_from_inspect(
+            t, inspect_path(t.path, jobs=opts.file_jobs, with_zip_fill=False), opts
+        )
     except InputError as exc:
         return error_row(t, exc.message)
     except OSError as exc:

@@ -228,15 +228,14 @@ def _pages(path: Path) -> Any:
 
 
 def _layouts(path: Path) -> Any:
-    """The page view of every page: both images laid out by their families."""
+    """The page view of every page (``ibdtool page``, the TUI): both images laid out by their
+    families, zip index pages rebuilt with their fill."""
+    from ibdtool.pagedump import dump_from
     from ibdtool.tablespace import Tablespace
-    from parsers.pages import logical_layout, stored_layout
 
     with Tablespace(path) as ts:
         for n in range(ts.n_pages):
-            info, raw, page = ts.page_with_data(n)
-            stored_layout(raw, info, ts.format)
-            logical_layout(page, info, ts.format)
+            dump_from(ts, n)
         ts.free_window(0, ts.n_pages)  # the XDES descriptors
 
 
