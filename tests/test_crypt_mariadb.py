@@ -456,3 +456,34 @@ def test_inspect_map_with_the_key_shows_the_twins_types(made: Made) -> None:
             assert f" {name} {n:,} " in legend + " ", (name, legend)
         without = run_ibdtool("inspect", "--map", str(made.files[table]))
         assert without.returncode == 0 and "ENCRYPTED" in without.stdout
+
+
+def test_records_of_a_real_zblob_chain_made_to_loop(made: Made, tmp_path: Path) -> None:
+    """A ZBLOB page of the real chain, its FIL_PAGE_NEXT (plaintext) turned to itself: that
+    row's value is an error naming the page, every other row is still read as SELECT gave it."""
+    src = made.files["ziplong"].read_bytes()
+    phys = 8192
+    looped = None
+    for n in range(len(src) // phys):
+        page = src[n * phys : (n + 1) * phys]
+        if int.from_bytes(page[24:26], "big") in (11, 12) and page[12:16] != b"\xff" * 4:
+            looped = n
+            break
+    assert looped is not None, "no ZBLOB page with a next page"
+    data = bytearray(src)
+    data[looped * phys + 12 : looped * phys + 16] = looped.to_bytes(4, "big")
+    bad = tmp_path / "ziplong.ibd"
+    bad.write_bytes(bytes(data))
+    r = run_ibdtool(
+        "records", "--json", str(bad), "--schema", made.create["ziplong"], *made.keyring_args
+    )
+    assert r.returncode == 0, r.stderr[-2000:]
+    docs = json_lines(r.stdout)
+    broken = [d for d in docs if "errors" in d]
+    assert len(broken) == 1
+    assert broken[0]["errors"] == {"notes": f"external chain loops at page {looped}"}
+    want = {row["id"]: row for row in made.rows["ziplong"]}
+    assert [d["fields"]["id"] for d in docs] == list(want)
+    for d in docs:
+        if d is not broken[0]:
+            assert d["fields"] == want[d["fields"]["id"]]
