@@ -1,5 +1,5 @@
 """The ``--keyring`` / ``--keyring-filekey`` options, declared once for every command that reads
-pages (inspect, pages, checksum, simulate, sdi, tui).
+pages (inspect and its --map, pages, page, checksum, records, simulate, sdi, tui).
 
 The decorated command receives ``keyring``: the :class:`~parsers.keyring.Keyring` read from
 the file, or None. A key file that cannot be read is a one-line error (exit 2).
