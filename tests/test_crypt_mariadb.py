@@ -208,6 +208,12 @@ def test_inspect_with_the_key_shows_the_twins_page_types(made: Made, table: str)
     )
     assert enc["page_key_versions"] == {"min": 1, "max": 1}  # file_key_management: version 1
     assert twin["encryption"] is None
+    if table == "zip":  # the same rows on as many leaf pages, rebuilt from their plaintext
+        z, zt = doc["zip_fill"], twin["zip_fill"]
+        assert z["rebuilt"] == z["leaf_pages"] == zt["leaf_pages"] > 0 and not z["failed"]
+        assert (z["records"], z["records_fill"]) == (zt["records"], zt["records_fill"])
+        assert z["image_fill"] == pytest.approx(zt["image_fill"], abs=0.02)
+        assert _inspect(made.files[table])["zip_fill"]["rebuilt"] == 0  # no key: nothing to read
 
 
 @pytest.mark.parametrize("table", list(TABLES))
