@@ -266,11 +266,12 @@ def report(
     if overall["errors"]:
         for message in errors:
             click.echo(f"ibdtool: error: {message}", err=True)
-        click.echo(
-            f"ibdtool: error: {overall['errors']} of {overall['files']} files could not be "
-            "read (see their rows)",
-            err=True,
-        )
+        if overall["files"] > 1:  # one file that cannot be read: its line is the whole answer
+            click.echo(
+                f"ibdtool: error: {overall['errors']} of {overall['files']} files could not "
+                "be read (see their rows)",
+                err=True,
+            )
         sys.exit(ExitCode.BAD_INPUT)
     hits = rp.fail_on_hits(overall["flags"], fail_on)
     if hits:
