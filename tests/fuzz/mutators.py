@@ -9,8 +9,9 @@ shrinks a failing case to the fewest and smallest choices.
 Families: bytes (bit flips, random runs, truncation); header fields at their extremes (FIL
 header, FSP flags, index header, MySQL type 14 and MariaDB 34354 metadata, the full_crc32
 stored size, SDI record headers); pointer loops (next-record offsets, FIL_PAGE_NEXT, the SDI
-root, BLOB next page, file-list nodes); compression bombs (page payloads and SDI records that
-inflate far past their page) and hostile JSON (nested deep, millions of values).
+root, BLOB next page, the chains of externally stored values, file-list nodes); compression
+bombs (page payloads and SDI records that inflate far past their page) and hostile JSON (nested
+deep, millions of values).
 """
 
 from __future__ import annotations
@@ -314,6 +315,41 @@ def blob_loop(data: bytearray, o: Original, c: Chooser) -> str:
     return f"page {page} BLOB chain loop"
 
 
+#: pages of an externally stored value's chain (§4.3 BLOB, §7.1 ZBLOB, MySQL 8 LOB and ZLOB)
+EXTERN_TYPES = (10, 11, 12, 22, 23, 24, 25, 26, 28)
+LOB_FIRST_INDEX = 64  # lob0first.h: the index list's base node; entries from 96, 60 bytes each
+LOB_FIRST_ENTRY = 96
+
+
+def extern_chain_loop(data: bytearray, o: Original, c: Chooser) -> str:
+    """A page of an external value's chain (``records`` follows them) that points back to itself
+    or to the chain's first page, or claims more data than it holds: FIL_PAGE_NEXT (ZBLOB,
+    ZLOB data), the BLOB part header's next page, the LOB index list and its entries."""
+    chain = [n for n in range(o.n_pages) if be(data, n * o.physical + 24, 2) in EXTERN_TYPES] or [
+        _page(o, c, 1)
+    ]
+    page = c.choice(chain)
+    base = page * o.physical
+    back = c.choice((page, chain[0], 0xFFFFFFFF, o.n_pages))
+    how = c.choice(("fil-next", "blob-next", "lob-list", "lob-entry", "lob-lengths"))
+    if how == "fil-next":
+        put(data, base + 12, back, 4)
+    elif how == "blob-next":
+        put(data, base + 38 + 4, back, 4)
+        put(data, base + 38, c.choice((0, o.physical - 46, 0xFFFFFFFF)), 4)  # part length
+    elif how == "lob-list":  # the list's first node: an entry on this very page, or past it
+        put(data, base + LOB_FIRST_INDEX + 4, back, 4)
+        put(data, base + LOB_FIRST_INDEX + 8, c.choice((LOB_FIRST_ENTRY, 0, 0xFFFF)), 2)
+    elif how == "lob-entry":  # an entry whose next entry is itself
+        entry = base + LOB_FIRST_ENTRY + 60 * c.integer(0, 9)
+        put(data, entry + 6, page, 4)
+        put(data, entry + 10, entry - base, 2)
+    else:
+        put(data, base + c.choice((39, 54)), c.choice((0xFFFFFFFF, o.physical)), 4)
+        put(data, base + LOB_FIRST_ENTRY + 52, 0xFFFFFFFF, 4)  # an entry's data length
+    return f"page {page} external chain: {how} -> {back}"
+
+
 def list_node_loop(data: bytearray, o: Original, c: Chooser) -> str:
     """A file-list base or node (§9.2) whose first/last/prev/next address is its own."""
     page = c.choice((0, 0, 2, _page(o, c)))  # FSP header lists, the inode page, anywhere
@@ -454,6 +490,7 @@ MUTATORS: list[tuple[Mutator, int]] = [
     (page_chain_loop, 2),
     (sdi_self_loop, 2),
     (blob_loop, 2),
+    (extern_chain_loop, 2),
     (list_node_loop, 2),
     (page_bomb, 2),
     (sdi_bomb, 1),

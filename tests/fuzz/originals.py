@@ -25,6 +25,8 @@ MORE_FILES = {
     "mysql8-zip-kbs4": "samples:mysql80/kbs4.ibd",
     "mariadb-p4k-plain": "corpus:mariadb-10.11/p4k-plain-1000rows.ibd",
     "mariadb-p64k-zlib": "corpus:mariadb-10.11/p64k-pc_zlib-1000rows.ibd",
+    # long values on LOB_FIRST/LOB_DATA chains that records follows (MySQL 8.0.40, an SDI)
+    "mysql8-lob": "corpus:ibdNinja/8.0/blob_external.ibd",
 }
 FUZZ_FILES = {**FILES, **MORE_FILES}
 

@@ -246,8 +246,20 @@ def _simulate(path: Path) -> Any:
     return simulate(path, sample=24, jobs=1).to_json()
 
 
+def _records(path: Path) -> Any:
+    """``records`` of the clustered index: every leaf page, every external chain followed."""
+    from ibdtool.records import open_records
+
+    run = open_records(str(path))
+    try:
+        return sum(1 for _ in run.events())
+    finally:
+        run.ts.close()
+
+
 #: in-process entry points: name -> function of the path
 ENTRY_POINTS: dict[str, Callable[[Path], Any]] = {
+    "records": _records,
     "inspect": _inspect,
     "checksum": _checksum,
     "pages": _pages,
