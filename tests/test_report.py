@@ -511,6 +511,18 @@ def test_unreadable_files_are_rows_with_an_error_and_the_scan_goes_on(
     assert "shop/secret.ibd: permission denied" in proc.stderr
 
 
+@pytest.mark.parametrize("fmt", ["jsonl", "json", "table"])
+def test_one_file_that_cannot_be_read_is_one_line(tmp_path: Path, fmt: str) -> None:
+    """Given alone, a file report cannot read is its one error line (no 'N of M' summary)."""
+    short = tmp_path / "short.ibd"
+    short.write_bytes(bytes(39))
+    proc = run(short, "--format", fmt)
+    assert proc.returncode == 2
+    assert proc.stderr.splitlines() == [
+        f"ibdtool: error: {short}: file too small for an InnoDB page 0 (39 bytes)"
+    ]
+
+
 # --- --simulate ------------------------------------------------------------------------------
 
 
