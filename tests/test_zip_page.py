@@ -153,6 +153,31 @@ def test_sample_zip_pages_hold_every_row(rel: str) -> None:
     assert all(rows[i] == m["rows"] for i in expected), (rows, m["rows"])
 
 
+def test_inspect_samples_the_zip_fill_of_many_leaf_pages_evenly() -> None:
+    """Past the limit, leaf pages spread evenly over the file are rebuilt: their fill is what
+    the headers of those pages count (read here), and the JSON says it was sampled."""
+    from ibdtool.inspect import inspect_path, zip_fill_summary
+    from ibdtool.tablespace import Tablespace
+
+    path = sample("mariadb/p16k-rc_kbs1.ibd")
+    whole = inspect_path(path, with_sdi=False).zip_fill
+    assert whole is not None and whole.leaf_pages > 8 and not whole.sampled
+    data = path.read_bytes()
+    leaves = [
+        no
+        for no, img, _ in _zip_pages(data)
+        if _u16(img, 64) == 0 and int.from_bytes(img[66:74], "big") != 0xFFFFFFFFFFFFFFFF
+    ]
+    assert len(leaves) == whole.leaf_pages
+    with Tablespace(path) as ts:
+        part = zip_fill_summary(ts, leaves, limit=8)
+    picked = [leaves[i * len(leaves) // 8] for i in range(8)]
+    sizes = [_u16(data[n * 1024 :], 40) - 120 - _u16(data[n * 1024 :], 46) for n in picked]
+    assert (part.leaf_pages, part.rebuilt, part.sampled) == (len(leaves), 8, True)
+    assert part.records_fill == pytest.approx(sum(sizes) / 8 / (16384 - 132))
+    assert part.to_json()["sampled"] is True
+
+
 def test_corpus_has_zip_files_with_modification_logs() -> None:
     """The corpus pass above covers pages whose log holds records, not only fresh images."""
     assert len(ZIP_FILES) >= 3
