@@ -96,8 +96,8 @@ def encryption_styled(enc: dict[str, Any]) -> Styled:
 
 
 def zip_fill_styled(r: InspectResult) -> Styled:
-    """`` · rebuilt: records 93%, images 81% of 8K (22 pages)`` for a ROW_FORMAT=COMPRESSED
-    tablespace: its leaf pages as the server holds them and as stored."""
+    """`` · compressed leaf pages rebuilt: records 95%, images 92% of 8K (21 pages)`` for a
+    ROW_FORMAT=COMPRESSED tablespace: its leaf pages as the server holds them and as stored."""
     z = r.zip_fill
     if z is None or not z.leaf_pages:
         return []

@@ -550,7 +550,7 @@ class ZipFillSummary:
     leaf_pages: int  # zip leaf pages in the file
     rebuilt: int  # of them, rebuilt (all, or an even sample of ZIP_FILL_PAGES)
     failed: int  # that could not be rebuilt (damaged: reported by the scan too)
-    records: int  # live records on the rebuilt pages
+    records: int  # records walked on the rebuilt pages (delete-marked too, as the server counts)
     records_fill: float | None  # average live-record bytes / an empty page's free space
     image_fill: float | None  # average bytes in use / KEY_BLOCK_SIZE
     physical_size: int
