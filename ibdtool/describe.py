@@ -96,12 +96,14 @@ def encryption_styled(enc: dict[str, Any]) -> Styled:
 
 
 def zip_fill_styled(r: InspectResult) -> Styled:
-    """`` · compressed leaf pages rebuilt: records 95%, images 92% of 8K (21 pages)`` for a
-    ROW_FORMAT=COMPRESSED tablespace: its leaf pages as the server holds them and as stored."""
+    """For a ROW_FORMAT=COMPRESSED tablespace, its leaf pages as the server holds them and as
+    stored: `` · the table's compressed leaf pages rebuilt: records 95%, images 92% of 8K (21
+    pages)``."""
     z = r.zip_fill
     if z is None or not z.leaf_pages:
         return []
-    out: Styled = [(" · compressed leaf pages rebuilt: ", "")]
+    # the table's pages: the average before it also counts the SDI's leaf pages (MySQL 8)
+    out: Styled = [(" · the table's compressed leaf pages rebuilt: ", "")]
     if z.records_fill is not None and z.image_fill is not None:
         out.append((f"records {100 * z.records_fill:.0f}%, ", ""))
         out.append((f"images {100 * z.image_fill:.0f}% of {size_k(z.physical_size)}", ""))
