@@ -32,6 +32,15 @@ serves requests until ``bye`` or end of input: ``receive`` (push: answers with t
 its block size and free space; then ``plan`` + ``M``, answered with the window to resume from;
 then the frames; answers ``done``) and ``send`` (pull: answers with the file's identity and
 ``M``; then ``stream`` makes it send the frames).
+
+``report host:path`` (:mod:`ibdtool.fleet`) uses the same agent to read, never to decode:
+``walk`` lists the tablespaces under a path (names matching the patterns it is sent, with their
+sizes, and the folders it could not list); ``open`` answers with a file's allocation facts
+(``st_size``, ``st_blocks``, block size, FIEMAP counts) and ``M``, its data map; ``read`` sends
+the data ranges inside a byte range as ``D`` frames then ``E`` (holes are never sent: the
+reader fills zeros); ``size`` is the file's size now; ``slurp`` sends a small file (the
+``.cfg`` beside a tablespace) as an ``R`` frame; ``close`` answers nothing. The pages are
+decoded on the host running ibdtool, by the same engine as a local report.
 """
 
 import contextlib
@@ -41,6 +50,7 @@ import errno
 import fcntl
 import json
 import os
+import re
 import stat
 import struct
 import sys
@@ -1127,6 +1137,190 @@ def _serve_send(req, inp, out):
         src.close()
 
 
+# --- reading for ``report host:path`` ------------------------------------------------------------
+
+FS_IOC_FIEMAP = 0xC020660B
+FIEMAP_HEAD = struct.Struct("=QQIIII")
+FIEMAP_EXTENT = struct.Struct("=QQQ16xI12x")
+FIEMAP_BATCH = 512
+FIEMAP_LAST = 0x0001
+FIEMAP_UNWRITTEN = 0x0800
+
+
+def fiemap_counts(fd):
+    """``[extents, unwritten extents, contiguous runs, unwritten bytes]`` by FS_IOC_FIEMAP (never
+    with FIEMAP_FLAG_SYNC), or None where the filesystem has none: the remote twin of
+    ``ibdtool.allocation.fiemap`` and ``contiguous_runs`` (this file cannot import ibdtool)."""
+    buf = bytearray(FIEMAP_HEAD.size + FIEMAP_BATCH * FIEMAP_EXTENT.size)
+    extents = unwritten = runs = unwritten_bytes = 0
+    prev = None
+    start = 0
+    while True:
+        FIEMAP_HEAD.pack_into(buf, 0, start, 0xFFFFFFFFFFFFFFFF, 0, 0, FIEMAP_BATCH, 0)
+        try:
+            fcntl.ioctl(fd, FS_IOC_FIEMAP, buf, True)
+        except OSError as exc:
+            if exc.errno in (errno.ENOTTY, errno.EOPNOTSUPP, getattr(errno, "ENOTSUP", -1)):
+                return None
+            raise
+        mapped = min(FIEMAP_HEAD.unpack_from(buf, 0)[3], FIEMAP_BATCH)
+        if not mapped:
+            break
+        last = None
+        for i in range(mapped):
+            logical, physical, length, flags = FIEMAP_EXTENT.unpack_from(
+                buf, FIEMAP_HEAD.size + i * FIEMAP_EXTENT.size
+            )
+            extents += 1
+            if flags & FIEMAP_UNWRITTEN:
+                unwritten += 1
+                unwritten_bytes += length
+            if prev is None:
+                runs = 1
+            elif physical not in (prev[1] + prev[2], prev[1] + (logical - prev[0])):
+                runs += 1
+            prev = last = (logical, physical, length, flags)
+        if last[3] & FIEMAP_LAST or last[0] + last[2] <= start:
+            break
+        start = last[0] + last[2]
+    return [extents, unwritten, runs, unwritten_bytes]
+
+
+def _serve_walk(req, out):
+    """The tablespaces under ``path`` (or the file itself): ``[path, size]`` each, the folders
+    that could not be listed, and whether the top folder is a data directory."""
+    root = os.path.abspath(os.path.expanduser(req["path"]))
+    names = [re.compile(p) for p in req.get("patterns", [])]
+    markers = req.get("markers", [])
+
+    def is_datadir(folder):
+        return any(os.path.lexists(os.path.join(folder, m)) for m in markers)
+
+    def size_of(path):
+        try:
+            return os.stat(path).st_size
+        except OSError:
+            return 0
+
+    try:
+        st = os.stat(root)
+    except OSError as exc:
+        raise AgentError(describe_oserror(root, exc)) from None
+    if not stat.S_ISDIR(st.st_mode):
+        parent = os.path.dirname(root)
+        write_json(out, {"ok": True, "root": root, "dir": False, "datadir": is_datadir(parent),
+                         "files": [[root, st.st_size]], "unlisted": []})  # fmt: skip
+        return
+    files = []
+    unlisted = []
+    for folder, dirnames, filenames in os.walk(root, onerror=unlisted.append):
+        dirnames.sort()
+        for name in sorted(filenames):
+            if any(p.match(name) for p in names):
+                path = os.path.join(folder, name)
+                files.append([path, size_of(path)])
+    write_json(
+        out,
+        {"ok": True, "root": root, "dir": True, "datadir": is_datadir(root), "files": files,
+         "unlisted": [[e.filename or root, e.strerror or str(e)] for e in unlisted]},
+    )  # fmt: skip
+
+
+_OPEN = {}  # type: dict
+
+
+def _serve_open(req, out):
+    """Open a file read-only (a FIFO or device is refused); its allocation facts and data map."""
+    src = Source(os.path.expanduser(req["path"]))
+    try:
+        ranges = src.data_ranges()
+        try:
+            block = os.fstatvfs(src.fd).f_bsize or src.st.st_blksize
+        except OSError:
+            block = src.st.st_blksize
+        counts = fiemap_counts(src.fd) if req.get("extents", True) else None
+    except OSError as exc:
+        src.close()
+        raise AgentError(describe_oserror(src.path, exc)) from None
+    handle = max(_OPEN, default=0) + 1
+    _OPEN[handle] = (src, ranges)
+    write_json(out, {"ok": True, "handle": handle, "size": src.size,
+                     "allocated": src.st.st_blocks * 512, "fs_block": block, "fiemap": counts})  # fmt: skip
+    write_frame(out, b"M", pack_ranges(ranges))
+    out.flush()
+
+
+def _opened(req):
+    try:
+        return _OPEN[req["handle"]]
+    except KeyError:
+        raise AgentError("protocol error: no such open file") from None
+
+
+def _serve_read(req, out):
+    """The data of ``[start, end)`` as ``D`` frames (holes left out), then ``E``."""
+    src, ranges = _opened(req)
+    lo, hi = req["start"], req["end"]
+    codec = Codec(req.get("codec", "none"))
+    batch = []
+    held = 0
+    for a, b in ranges:
+        a, b = max(a, lo), min(b, hi)
+        while a < b:
+            n = min(PIECE, b - a)
+            try:
+                data = os.pread(src.fd, n, a)
+            except OSError as exc:
+                raise AgentError(describe_oserror(src.path, exc)) from None
+            if not data:
+                raise AgentError(f"{src.path}: file shrank while reading (at byte {a})")
+            batch.append((a, data))
+            held += len(data)
+            a += len(data)
+            if held >= PIECE:
+                write_frame(out, b"D", encode_batch(batch, codec))
+                batch, held = [], 0
+    if batch:
+        write_frame(out, b"D", encode_batch(batch, codec))
+    write_frame(out, b"E")
+    out.flush()
+
+
+def _serve_size(req, out):
+    src, _ = _opened(req)
+    write_json(out, {"ok": True, "size": os.fstat(src.fd).st_size})
+
+
+def _serve_close(req, out):
+    entry = _OPEN.pop(req.get("handle"), None)
+    if entry is not None:
+        entry[0].close()
+
+
+def _serve_slurp(req, out):
+    """A small regular file, at most ``max`` bytes of it, as an ``R`` frame."""
+    src = Source(os.path.expanduser(req["path"]))
+    try:
+        data = os.pread(src.fd, min(src.size, int(req.get("max", PIECE))), 0)
+    except OSError as exc:
+        raise AgentError(describe_oserror(src.path, exc)) from None
+    finally:
+        src.close()
+    write_json(out, {"ok": True})
+    write_frame(out, b"R", data)
+    out.flush()
+
+
+SCAN_OPS = {
+    "walk": _serve_walk,
+    "open": _serve_open,
+    "read": _serve_read,
+    "size": _serve_size,
+    "close": _serve_close,
+    "slurp": _serve_slurp,
+}
+
+
 def _on_signal(signum, frame):
     raise Interrupted(f"signal {signum}")
 
@@ -1152,6 +1346,8 @@ def main():
                 _serve_receive(req, inp, out)
             elif op == "send":
                 _serve_send(req, inp, out)
+            elif op in SCAN_OPS:
+                SCAN_OPS[op](req, out)
             elif op == "bye":
                 return 0
             else:

@@ -13,6 +13,7 @@ Every index page carries only PAGE_INDEX_ID. The names come from, in this order:
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -51,14 +52,18 @@ def cfg_path(ibd: str | Path) -> Path:
     return p.with_suffix(".cfg")
 
 
-def from_cfg(ibd: str | Path, space_id: int) -> IndexNames | None:
-    """The ``.cfg`` beside ``ibd``; None when there is none (or it cannot be read)."""
+def from_cfg(
+    ibd: str | Path,
+    space_id: int,
+    read: Callable[[Path, int], bytes | None],
+) -> IndexNames | None:
+    """The ``.cfg`` beside ``ibd``; None when there is none (or it cannot be read).
+    ``read(path, limit)`` reads it (:meth:`Tablespace.read_sibling`: locally or through the
+    agent of ``report host:path``)."""
     path = cfg_path(ibd)
     out = IndexNames()
-    try:
-        with path.open("rb") as fh:
-            data = fh.read(MAX_CFG_BYTES)
-    except OSError:
+    data = read(path, MAX_CFG_BYTES)
+    if data is None:
         return None
     try:
         cfg: Any = CfgFile.parse(data)

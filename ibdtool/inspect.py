@@ -452,7 +452,7 @@ def index_names(ts: Tablespace, sdi: SdiSummary | None = None) -> IndexNames:
             sdi = None
     if sdi is not None and sdi.indexes:
         return IndexNames(source="sdi", names=dict(sdi.indexes))
-    return from_cfg(ts.path, ts.format.space_id) or IndexNames()
+    return from_cfg(ts.path, ts.format.space_id, ts.read_sibling) or IndexNames()
 
 
 def inspect(

@@ -25,8 +25,9 @@ from types import TracebackType
 from typing import Any
 
 from ibdtool import report_schema as schema
-from ibdtool.errors import InputError
-from ibdtool.inspect import PARALLEL_MIN_PAGES, InspectResult, inspect_path
+from ibdtool.errors import IbdtoolError, InputError
+from ibdtool.inspect import PARALLEL_MIN_PAGES, InspectResult, inspect, inspect_path
+from ibdtool.tablespace import FileSource, Tablespace
 from ibdtool.workpool import WorkerPool
 from parsers import filename
 from parsers.constants import Algorithm
@@ -62,7 +63,7 @@ BIG_FILE_BYTES = PARALLEL_MIN_PAGES * 16384
 _IBD = re.compile(r".+\.ibd$")
 _SYSTEM = re.compile(r"ibdata\d+$")
 _UNDO = re.compile(r"(undo_?\d+|.+\.ibu)$")
-_DATADIR_MARKERS = (
+DATADIR_MARKERS = (
     "ibdata1",
     "mysql.ibd",
     "undo_001",
@@ -103,24 +104,30 @@ def decode_filename(name: str) -> str:
 
 def is_datadir(directory: Path) -> bool:
     """Does ``directory`` look like a server's data directory (not a schema folder)?"""
-    return any((directory / marker).exists() for marker in _DATADIR_MARKERS)
+    return any((directory / marker).exists() for marker in DATADIR_MARKERS)
+
+
+#: what a tablespace's file name matches (``re.match``); sent as is to a remote agent's walk
+TABLESPACE_NAMES = (_IBD, _SYSTEM, _UNDO)
 
 
 def is_tablespace_name(name: str) -> bool:
-    return bool(_IBD.match(name) or _SYSTEM.match(name) or _UNDO.match(name))
+    return any(p.match(name) for p in TABLESPACE_NAMES)
 
 
-def classify(path: Path, server_level: bool) -> Target:
+def classify(path: Path, server_level: bool, size: int | None = None) -> Target:
     """Name, schema, table and kind of one tablespace file.
 
     ``server_level``: the file sits at the top of a data directory, where the system, undo and
-    dictionary tablespaces and general tablespaces (``CREATE TABLESPACE``) live.
+    dictionary tablespaces and general tablespaces (``CREATE TABLESPACE``) live. ``size``:
+    ``st_size`` when known (a remote file), else taken from ``stat``.
     """
     name = path.name
-    try:
-        size = path.stat().st_size
-    except OSError:
-        size = 0
+    if size is None:
+        try:
+            size = path.stat().st_size
+        except OSError:
+            size = 0
     if _SYSTEM.match(name):
         return Target(str(path), name, None, None, None, "system", size)
     if _UNDO.match(name):
@@ -179,19 +186,22 @@ def discover(paths: Iterable[str | os.PathLike[str]]) -> list[Target]:
                     add(classify(here / fname, server_level=top_is_datadir and here == root))
         for problem in unlisted:
             where = Path(problem.filename) if problem.filename else root
-            add(
-                Target(
-                    str(where),
-                    f"{where.name}/",
-                    decode_filename(where.name),
-                    None,
-                    None,
-                    "directory",
-                    0,
-                    error=f"{where}: cannot list directory: {problem.strerror}",
-                )
-            )
+            add(unlisted_target(where, problem.strerror or str(problem)))
     return targets
+
+
+def unlisted_target(where: Path, why: str) -> Target:
+    """A folder that could not be listed, as a target that becomes its error row."""
+    return Target(
+        str(where),
+        f"{where.name}/",
+        decode_filename(where.name),
+        None,
+        None,
+        "directory",
+        0,
+        error=f"{where}: cannot list directory: {why}",
+    )
 
 
 # --- one row per file ------------------------------------------------------------------------
@@ -330,16 +340,19 @@ def row_from_inspect(t: Target, r: InspectResult, opts: ScanOptions) -> dict[str
     return row
 
 
-def error_row(t: Target, message: str) -> dict[str, Any]:
-    """A file that could not be read: its sizes from ``stat`` (when even that works)."""
+def error_row(t: Target, message: str, local: bool = True) -> dict[str, Any]:
+    """A file that could not be read: its sizes from ``stat`` (when even that works); a remote
+    one (``local`` false) keeps the size its listing gave, its allocation unknown."""
     row = _base_row(t)
     logical = allocated = None
     try:
-        st = os.stat(t.path)
-        if stat.S_ISREG(st.st_mode):
+        st = os.stat(t.path) if local else None
+        if st is not None and stat.S_ISREG(st.st_mode):
             logical, allocated = st.st_size, st.st_blocks * 512
     except OSError:
         pass
+    if not local and t.kind != "directory":
+        logical = t.size
     row.update(
         {
             "logical_size": logical,
@@ -426,26 +439,45 @@ def simulation_for(
 INSPECT_SHARE = 0.1
 
 
-def scan_one(
-    t: Target, opts: ScanOptions, progress: Callable[[float], None] | None = None
-) -> dict[str, Any]:
-    """Inspect one file into a row; any failure becomes an error row, never an exception.
+class SourceLost(IbdtoolError):
+    """The place files are read from went away (a remote host's connection): raised through
+    :func:`scan_one`, since no later file there can be read either."""
 
-    ``progress(fraction)`` (0–1) is called as the simulation goes through the file's pages."""
+
+def scan_one(
+    t: Target,
+    opts: ScanOptions,
+    progress: Callable[[float], None] | None = None,
+    source: Callable[[str], FileSource] | None = None,
+) -> dict[str, Any]:
+    """Inspect one file into a row; any failure becomes an error row, never an exception
+    (but :class:`SourceLost`).
+
+    ``progress(fraction)`` (0–1) is called as the simulation goes through the file's pages.
+    ``source(path)`` opens the file elsewhere (``report host:path``: no map, no simulation)."""
+    local = source is None
     if t.error:
-        return error_row(t, t.error)
+        return error_row(t, t.error, local)
     try:
-        if not stat.S_ISREG(os.stat(t.path).st_mode):  # a FIFO would block the open
+        if source is not None:
+            with Tablespace(t.path, source=source(t.path)) as ts:
+                result = inspect(ts, jobs=1, with_zip_fill=False)
+        elif not stat.S_ISREG(os.stat(t.path).st_mode):  # a FIFO would block the open
             return error_row(t, f"{t.path}: not a regular file")
-        row = row_from_inspect(
-            t, inspect_path(t.path, jobs=opts.file_jobs, with_zip_fill=False), opts
-        )
+        else:
+            result = inspect_path(t.path, jobs=opts.file_jobs, with_zip_fill=False)
+        row = row_from_inspect(t, result, opts)
+    except SourceLost:
+        raise
     except InputError as exc:
-        return error_row(t, exc.message)
+        return error_row(t, exc.message, local)
     except OSError as exc:
-        return error_row(t, f"{t.path}: {exc.strerror or exc}")
+        return error_row(t, f"{t.path}: {exc.strerror or exc}", local)
     except Exception as exc:  # a parser bug must not end a 4,000-file report
-        return error_row(t, f"{t.path}: unexpected {type(exc).__name__}: {exc} (please report)")
+        message = f"{t.path}: unexpected {type(exc).__name__}: {exc} (please report)"
+        return error_row(t, message, local)
+    if not local:
+        return row
     if opts.page_map:
         from ibdtool.pagemap import sampled_types
 
@@ -565,15 +597,26 @@ def _empty_total() -> dict[str, Any]:
 
 
 class Totals:
-    """Sums of rows per schema and overall; memory grows with schemas, not files."""
+    """Sums of rows per schema and overall, and per host for rows that name one (``report
+    host:path``: schemas are then per host too); memory grows with schemas, not files."""
 
     def __init__(self) -> None:
         self.all = _empty_total()
-        self.schemas: dict[str | None, dict[str, Any]] = {}
+        self.schemas: dict[tuple[str, str | None], dict[str, Any]] = {}
+        self.hosts: dict[str, dict[str, Any]] = {}
 
     def add(self, row: dict[str, Any]) -> None:
-        for total in (self.all, self.schemas.setdefault(row.get("schema"), _empty_total())):
-            total["files"] += 1
+        host = row.get("host")
+        totals = [self.all]
+        if host is not None:
+            total = self.hosts.setdefault(host, {**_empty_total(), "host_error": None})
+            if row.get("kind") == "host":
+                total["host_error"] = total["host_error"] or row.get("error")
+            totals.append(total)
+        if row.get("kind") != "host":
+            totals.append(self.schemas.setdefault((host or "", row.get("schema")), _empty_total()))
+        for total in totals:
+            total["files"] += row.get("kind") != "host"
             total["errors"] += 1 if row.get("error") else 0
             for key in _SUMMED:
                 total[key] += row.get(key) or 0
@@ -602,13 +645,20 @@ class Totals:
         return out
 
     def to_json(self) -> dict[str, Any]:
-        return {
+        out: dict[str, Any] = {
             "all": self._finish(self.all),
             "by_schema": [
-                {"schema": schema, **self._finish(total)}
-                for schema, total in sorted(self.schemas.items(), key=lambda kv: kv[0] or "")
+                {**({"host": host} if self.hosts else {}), "schema": schema, **self._finish(total)}
+                for (host, schema), total in sorted(
+                    self.schemas.items(), key=lambda kv: (kv[0][0], kv[0][1] or "")
+                )
             ],
         }
+        if self.hosts:
+            out["by_host"] = [
+                {"host": host, **self._finish(total)} for host, total in sorted(self.hosts.items())
+            ]
+        return out
 
 
 # --- compare ---------------------------------------------------------------------------------
@@ -626,11 +676,13 @@ COMPARED_FIELDS = (
 
 
 def match_keys(rows: list[dict[str, Any]]) -> list[str]:
-    """What rows are matched on across reports: ``name``, or ``path`` if names repeat."""
-    names = [r.get("name") or r.get("path") or "" for r in rows]
+    """What rows are matched on across reports: ``name``, or ``path`` if names repeat; each
+    after ``host:`` for rows that name their host (``report host:path``)."""
+    hosts = [f"{r['host']}:" if r.get("host") else "" for r in rows]
+    names = [h + (r.get("name") or r.get("path") or "") for h, r in zip(hosts, rows, strict=True)]
     if len(set(names)) == len(names):
         return names
-    return [r.get("path") or "" for r in rows]
+    return [h + (r.get("path") or "") for h, r in zip(hosts, rows, strict=True)]
 
 
 def load_report(path: str | os.PathLike[str]) -> dict[str, Any]:
@@ -690,6 +742,8 @@ def _jsonl_rows(
                 ) from None
             why = exc.msg if isinstance(exc, json.JSONDecodeError) else "nested too deeply"
             raise InputError(f"{path}: line {n}: not valid JSON: {why}") from None
+        if isinstance(row, dict) and "path" not in row and "totals" in row:
+            continue  # the totals lines that end a report host:path --format jsonl
         if not isinstance(row, dict) or "path" not in row:
             raise InputError(
                 f"{path}: line {n}: not an ibdtool report (expected --format json or jsonl output)"
@@ -730,10 +784,14 @@ class Comparer:
         self.counts[record["status"]] += 1
         return record
 
-    def dropped(self) -> list[dict[str, Any]]:
-        """Records for the old rows no new row matched, in name order."""
+    def dropped(self, failed_hosts: Iterable[str] = ()) -> list[dict[str, Any]]:
+        """Records for the old rows no new row matched, in name order; the rows of
+        ``failed_hosts`` (unreachable this time) are not called dropped."""
         out = []
+        failed = set(failed_hosts)
         for key in sorted(set(self.old) - self.new_keys):
+            if self.old[key].get("host") in failed:
+                continue
             out.append(self._record(key, self.old[key], None))
             self.counts["dropped"] += 1
         return out
@@ -744,6 +802,7 @@ class Comparer:
         assert ref is not None
         record: dict[str, Any] = {
             "key": key,
+            **({"host": ref["host"]} if ref.get("host") else {}),
             "name": ref.get("name"),
             "schema": ref.get("schema"),
             "table": ref.get("table"),
@@ -784,16 +843,17 @@ class Comparer:
     def summary(self, new_totals: Totals) -> dict[str, Any]:
         """Counts, and size deltas overall and per schema (recomputed from the old rows)."""
         old_t, new_t = self.old_totals.to_json(), new_totals.to_json()
-        old_by = {s["schema"]: s for s in old_t["by_schema"]}
-        new_by = {s["schema"]: s for s in new_t["by_schema"]}
-        schemas = sorted(set(old_by) | set(new_by), key=lambda s: s or "")
+        old_by = {(s.get("host"), s["schema"]): s for s in old_t["by_schema"]}
+        new_by = {(s.get("host"), s["schema"]): s for s in new_t["by_schema"]}
+        schemas = sorted(set(old_by) | set(new_by), key=lambda s: (s[0] or "", s[1] or ""))
         return {
             **self.counts,
             "logical_size": _sizes(old_t["all"], new_t["all"], "logical_size"),
             "allocated_size": _sizes(old_t["all"], new_t["all"], "allocated_size"),
             "by_schema": [
                 {
-                    "schema": s,
+                    **({"host": s[0]} if s[0] is not None else {}),
+                    "schema": s[1],
                     "files": _sizes(old_by.get(s), new_by.get(s), "files"),
                     "logical_size": _sizes(old_by.get(s), new_by.get(s), "logical_size"),
                     "allocated_size": _sizes(old_by.get(s), new_by.get(s), "allocated_size"),

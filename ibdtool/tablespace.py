@@ -5,6 +5,10 @@ never writes to the file. Pages wholly inside holes (``SEEK_DATA``) are zeros wi
 and scans walk the file in runs of pages (:meth:`Tablespace.page_runs`) so that a 15 TiB sparse
 file costs its data, not a billion pages. Knows the filesystem side too (``allocation``), and
 the system tablespace's doublewrite area, whose pages are copies of other pages.
+
+The bytes and the filesystem facts normally come from a local descriptor; a
+:class:`FileSource` (``report host:path``: :class:`ibdtool.fleet.RemoteFile`, which reads
+through the ssh agent) supplies both instead, and every reader above this class works unchanged.
 """
 
 from __future__ import annotations
@@ -17,6 +21,7 @@ from dataclasses import replace
 from functools import cached_property
 from pathlib import Path
 from types import TracebackType
+from typing import Protocol
 
 from ibdtool.allocation import Allocation, read_allocation
 from ibdtool.decrypt import page_decryptor
@@ -40,18 +45,54 @@ TRX_SYS_PAGE = 5
 TRX_SYS_DOUBLEWRITE_MAGIC_N = 536853855
 
 
+class FileSource(Protocol):
+    r"""Where a :class:`Tablespace` reads when it is not a local file; failures are
+    :class:`InputError`\ s naming the file."""
+
+    size: int
+
+    def read(self, offset: int, length: int) -> bytes:
+        """Up to ``length`` bytes at ``offset`` (fewer only at the end of the file)."""
+        ...
+
+    def current_size(self) -> int:
+        """The file's size now (a scan checks that it did not shrink)."""
+        ...
+
+    def allocation(self, with_extents: bool) -> Allocation: ...
+
+    def read_sibling(self, path: Path, limit: int) -> bytes | None:
+        """At most ``limit`` bytes of a small file beside it (a ``.cfg``), None if unreadable."""
+        ...
+
+    def close(self) -> None: ...
+
+
 class Tablespace:
     """A read-only view of one ``.ibd`` / ``ibdata`` / undo file."""
 
-    def __init__(self, path: str | os.PathLike[str], keyring: Keyring | None = None) -> None:
+    def __init__(
+        self,
+        path: str | os.PathLike[str],
+        keyring: Keyring | None = None,
+        *,
+        source: FileSource | None = None,
+    ) -> None:
         """Open ``path``; with ``keyring``, encrypted pages are decrypted (the key is checked
-        first: a wrong or missing key is an :class:`InputError`)."""
+        first: a wrong or missing key is an :class:`InputError`). With ``source``, ``path``
+        only names the file and every byte and filesystem fact comes from ``source``."""
         self.path = Path(path)
         name = str(self.path)
-        fd, st = open_regular(self.path)
+        self._source = source
+        fd = -1
+        if source is None:
+            fd, st = open_regular(self.path)
+            size = st.st_size
+        else:
+            size = source.size
         self._fd = fd
         try:
-            self.size = st.st_size
+            self.size = size
             if self.size == 0:
                 raise InputError(f"{name}: empty file (0 bytes)")
             try:
@@ -65,8 +106,7 @@ class Tablespace:
                     "zero-filled file, or a tablespace never flushed)"
                 )
         except BaseException:
-            os.close(fd)
-            self._fd = -1
+            self.close()
             raise
         self.physical_size = self.format.physical_size
         self.logical_size = self.format.logical_size
@@ -83,6 +123,8 @@ class Tablespace:
     # --- I/O -----------------------------------------------------------------------------------
 
     def read(self, offset: int, length: int) -> bytes:
+        if self._source is not None:
+            return self._source.read(offset, length)
         try:
             return os.pread(self._fd, length, offset)
         except OSError as exc:
@@ -107,6 +149,20 @@ class Tablespace:
         if self._fd >= 0:
             os.close(self._fd)
             self._fd = -1
+        if self._source is not None:
+            self._source.close()
+            self._source = None
+
+    def read_sibling(self, path: Path, limit: int) -> bytes | None:
+        """At most ``limit`` bytes of a small file beside this one (its ``.cfg``); None when
+        there is none or it cannot be read."""
+        if self._source is not None:
+            return self._source.read_sibling(path, limit)
+        try:
+            with path.open("rb") as fh:
+                return fh.read(limit)
+        except OSError:
+            return None
 
     def __enter__(self) -> Tablespace:
         return self
@@ -212,10 +268,13 @@ class Tablespace:
 
     def check_not_shrunk(self) -> None:
         """After a scan that skipped holes: the file still has the size it was opened with."""
-        try:
-            size = os.fstat(self._fd).st_size
-        except OSError as exc:
-            raise InputError(f"{self.path}: cannot stat: {exc.strerror}") from None
+        if self._source is not None:
+            size = self._source.current_size()
+        else:
+            try:
+                size = os.fstat(self._fd).st_size
+            except OSError as exc:
+                raise InputError(f"{self.path}: cannot stat: {exc.strerror}") from None
         if size < self.size:
             raise InputError(
                 f"{self.path}: file shrank while reading ({self.size} bytes, now {size})"
@@ -226,6 +285,8 @@ class Tablespace:
         """The byte ranges that hold data (SEEK_DATA/SEEK_HOLE); the rest reads as zeros."""
         if "allocation" in self.__dict__:
             return self.allocation.data_ranges
+        if self._source is not None:
+            return self._source.allocation(with_extents=False).data_ranges
         try:
             return read_allocation(self._fd, with_extents=False).data_ranges
         except OSError as exc:
@@ -324,6 +385,8 @@ class Tablespace:
 
     @cached_property
     def allocation(self) -> Allocation:
+        if self._source is not None:
+            return self._source.allocation(with_extents=True)
         try:
             return read_allocation(self._fd)
         except OSError as exc:

@@ -86,7 +86,9 @@ def _progress(files: int, total_bytes: int) -> Iterator[Callable[[int, int, str]
         yield update
 
 
-def _meta(paths: tuple[str, ...], opts: rp.ScanOptions, jobs: int, fail_on: list[str]) -> Any:
+def report_meta(
+    paths: tuple[str, ...], opts: rp.ScanOptions, jobs: int, fail_on: list[str], local: bool = True
+) -> Any:
     try:
         version = metadata.version("ibdtool")
     except metadata.PackageNotFoundError:
@@ -95,7 +97,7 @@ def _meta(paths: tuple[str, ...], opts: rp.ScanOptions, jobs: int, fail_on: list
         "generated_at": datetime.now(UTC).isoformat(timespec="seconds"),
         "host": socket.gethostname(),
         "ibdtool_version": version,
-        "paths": [os.path.abspath(p) for p in paths],
+        "paths": [os.path.abspath(p) if local else p for p in paths],
         "options": {
             "simulate": opts.simulate,
             "sample": opts.sample if opts.simulate else None,
@@ -163,6 +165,17 @@ def _meta(paths: tuple[str, ...], opts: rp.ScanOptions, jobs: int, fail_on: list
     help="Add each file's page-type map (up to 512 pages read per file): a 'map' per row, "
     "drawn in the HTML page.",
 )
+@click.option(
+    "--rsh",
+    "-e",
+    metavar="CMD",
+    help="host:path: the ssh command to run (default: $IBDTOOL_SSH, else ssh), e.g. "
+    "'ssh -F conf'.",
+)
+@click.option(
+    "--ssh-option", "-o", multiple=True, metavar="OPTION", help="Passed to ssh as -o OPTION."
+)
+@click.option("--remote-python", metavar="PATH", help="host:path: the remote interpreter [python3].")
 def report(
     paths: tuple[str, ...],
     fmt: str,
@@ -174,12 +187,20 @@ def report(
     jobs: int | None,
     fail_on_opt: tuple[str, ...],
     fragmented_per_gib: int,
+    rsh: str | None,
+    ssh_option: tuple[str, ...],
+    remote_python: str | None,
 ) -> None:
     """Report every tablespace under data directories (or the files given).
 
     PATH is a data directory (every *.ibd, ibdata*, undo*, *.ibu and mysql.ibd under it;
     the schema is the folder a file is in) or a file. Files are scanned in parallel; one row
     per tablespace, totals per schema and overall.
+
+    PATH may be [user@]host:path, as with scp: each host is read over the system ssh by a
+    small python3 program sent down the connection (nothing installed there), hosts in
+    parallel, the pages decoded here; rows carry their host, totals are per host and for the
+    fleet, and a host that fails is one error row.
 
     Exit status: 0 clean, 1 when a --fail-on flag was found, 2 on bad input or when a file
     could not be read (it is still reported, as a row with an error).
@@ -193,6 +214,16 @@ def report(
         fragmented_per_gib=fragmented_per_gib,
         page_map=page_map,
     )
+    from ibdtool import fleet
+
+    groups = fleet.parse_hosts(paths)
+    if groups is not None:
+        from ibdtool.cli.report_fleet import report_fleet
+        from ibdtool.remote_copy import SshConfig
+
+        cfg = SshConfig.from_cli(rsh, ssh_option, remote_python)
+        report_fleet(groups, cfg, opts, fmt, wide, compare_path, jobs, fail_on)
+        return
     targets = rp.discover(paths)
     if not targets:
         raise InputError(f"{', '.join(paths)}: no tablespaces found")
@@ -207,7 +238,7 @@ def report(
     if compare_path is not None:
         comparer = rp.Comparer(rp.load_report(compare_path), compare_path, keys_of.values())
     jobs = jobs or _cores()
-    meta = _meta(paths, opts, jobs, fail_on)
+    meta = report_meta(paths, opts, jobs, fail_on)
     totals = rp.Totals()
     rows: list[dict[str, Any]] = []
     changes: list[dict[str, Any]] = []
@@ -262,16 +293,24 @@ def report(
         else:
             rf.WRITERS[fmt](doc, sys.stdout)
             sys.stdout.flush()
+    finish(totals, errors, fail_on)
+
+
+def finish(totals: rp.Totals, errors: list[str], fail_on: list[str], host_rows: int = 0) -> None:
+    """The errors on stderr and the exit status: 2 when a file (or, ``host_rows``, a host or
+    a path on it) could not be read, else 1 for a --fail-on hit."""
     overall = totals.to_json()["all"]
     if overall["errors"]:
         for message in errors:
             click.echo(f"ibdtool: error: {message}", err=True)
-        if overall["files"] > 1:  # one file that cannot be read: its line is the whole answer
-            click.echo(
-                f"ibdtool: error: {overall['errors']} of {overall['files']} files could not "
-                "be read (see their rows)",
-                err=True,
-            )
+        files = overall["errors"] - host_rows
+        failed = [h for h, t in totals.hosts.items() if t["host_error"]]
+        parts = [f"{len(failed)} of {len(totals.hosts)} hosts failed"] if failed else []
+        if files and (failed or overall["files"] > 1):
+            # one file that cannot be read, alone: its line is the whole answer
+            parts.append(f"{files} of {overall['files']} files could not be read")
+        if parts:
+            click.echo(f"ibdtool: error: {', '.join(parts)} (see their rows)", err=True)
         sys.exit(ExitCode.BAD_INPUT)
     hits = rp.fail_on_hits(overall["flags"], fail_on)
     if hits:

@@ -1,0 +1,101 @@
+"""``ibdtool report host:path ...``: the fleet side of ``report`` (engine: :mod:`ibdtool.fleet`).
+
+Rows arrive from every host as its files finish and go out as the local report's do (JSON lines
+at once, every other format when all hosts are done), each with ``host``. The totals gain
+``by_host`` (and the schemas are per host); ``--format jsonl`` ends with one ``totals`` line per
+host and one for the fleet, which ``--compare`` skips when it reads the file back. A host that
+failed is left out of ``--compare``'s dropped tablespaces: unreachable is not dropped.
+"""
+
+from __future__ import annotations
+
+import sys
+from typing import Any
+
+from ibdtool import fleet
+from ibdtool import report as rp
+from ibdtool.cli import report_formats as rf
+from ibdtool.cli.report import finish, report_meta
+from ibdtool.errors import InputError
+from ibdtool.remote_copy import SshConfig
+
+MAX_LISTED_ERRORS = 20
+
+
+def report_fleet(
+    groups: list[tuple[str, list[str]]],
+    cfg: SshConfig,
+    opts: rp.ScanOptions,
+    fmt: str,
+    wide: bool,
+    compare_path: str | None,
+    jobs: int | None,
+    fail_on: list[str],
+) -> None:
+    """Scan every host's paths and print the report in ``fmt``; exits as a local report does
+    (a host that failed counts as an unreadable file: exit 2)."""
+    if opts.simulate or opts.page_map:
+        option = "--simulate" if opts.simulate else "--map"
+        raise InputError(
+            f"{option} is not available for host:path (it reads pages again and again, "
+            f"which over ssh would mean most of the file); run `ibdtool report {option}` on "
+            "the host itself"
+        )
+    comparer = None
+    if compare_path is not None:
+        comparer = rp.Comparer(rp.load_report(compare_path), compare_path, ())
+    paths = tuple(f"{host}:{p}" for host, ps in groups for p in ps)
+    meta = report_meta(paths, opts, jobs or len(groups), fail_on, local=False)
+    meta["hosts"] = [host for host, _ in groups]
+    totals = rp.Totals()
+    rows: list[dict[str, Any]] = []
+    changes: list[dict[str, Any]] = []
+    errors: list[str] = []
+    keys: set[str] = set()
+    host_rows = 0
+    stream = fmt == "jsonl"
+    for row in fleet.scan_fleet(groups, cfg, opts, jobs):
+        totals.add(row)
+        host_rows += row.get("kind") == "host"
+        error = row.get("error")
+        if error and len(errors) < MAX_LISTED_ERRORS:
+            host = row["host"]
+            errors.append(error if error.startswith(f"{host}:") else f"{host}: {error}")
+        key = rp.match_keys([row])[0]
+        keys.add(key)
+        change = comparer.change(key, row) if comparer is not None else None
+        if stream:
+            rf.write_jsonl_row({**row, "change": change} if comparer else row, sys.stdout)
+        else:
+            rows.append(row)
+            if change is not None and change["status"] != "unchanged":
+                changes.append(change)
+    failed = [h for h, t in totals.hosts.items() if t["host_error"]]
+    dropped: list[dict[str, Any]] = []
+    if comparer is not None:
+        comparer.new_keys = keys
+        dropped = comparer.dropped(failed)
+    if stream:
+        for c in dropped:
+            base = {k: c.get(k) for k in ("host", "path", "name", "schema", "table")}
+            rf.write_jsonl_row({**base, "change": c}, sys.stdout)
+        sums = totals.to_json()
+        for host_total in sums["by_host"]:
+            rf.write_jsonl_row({"host": host_total["host"], "totals": host_total}, sys.stdout)
+        rf.write_jsonl_row({"hosts": len(sums["by_host"]), "totals": sums["all"]}, sys.stdout)
+    else:
+        rows.sort(key=lambda r: (r["host"], *rp.sort_key(r)))
+        compare = None
+        if comparer is not None:
+            compare = {
+                "against": comparer.against,
+                "summary": comparer.summary(totals),
+                "changes": sorted(changes + dropped, key=lambda c: c["key"]),
+            }
+        doc = rp.document(rows, totals, meta, compare)
+        if fmt == "table":
+            rf.print_table(doc, wide)
+        else:
+            rf.WRITERS[fmt](doc, sys.stdout)
+            sys.stdout.flush()
+    finish(totals, errors, fail_on, host_rows)

@@ -1,0 +1,302 @@
+"""``ibdtool report host:path ...``: the report's scan of other hosts, decoded here.
+
+Each host gets one ssh connection running the stdlib-only agent of ``ibdtool copy``
+(:class:`ibdtool.remote_copy.AgentSession`: the system ``ssh``, nothing installed there but
+``python3``). The agent lists the tablespaces (``walk``) and reads bytes; it decodes nothing.
+The pages are decoded here by the same engine as a local report — :class:`RemoteFile` is the
+:class:`~ibdtool.tablespace.FileSource` of each remote file and :func:`ibdtool.report.scan_one`
+does the rest — so the row of a remote file is the row a local report of it gives, with
+``host`` in front.
+
+What crosses the network: each file's allocation facts (``st_size``, ``st_blocks``, block size,
+FIEMAP counts, the SEEK_DATA map), then its data ranges once, compressed by the agent (zstd
+when the remote python3 has it, else zlib); holes never. Page headers alone would not do: the
+checksum verdicts need every byte of every page, and a compressed page's type needs its image.
+
+Hosts are scanned in parallel, one thread each (at most ``parallel`` at once); a host's files
+one after the other. A host that cannot be reached, whose agent does not start or whose
+connection breaks is one row (``kind`` ``host``, ``error`` saying why), and so is a path that
+does not exist there; the other hosts go on.
+"""
+
+from __future__ import annotations
+
+import json
+import queue
+import threading
+from collections.abc import Callable, Iterator
+from pathlib import Path
+from typing import Any
+
+from ibdtool import copy_agent as agent
+from ibdtool import report as rp
+from ibdtool.allocation import Allocation
+from ibdtool.errors import IbdtoolError, InputError
+from ibdtool.remote_copy import AgentSession, SshConfig, parse_location
+
+#: hosts scanned at once when not told
+MAX_PARALLEL_HOSTS = 32
+
+Row = dict[str, Any]
+
+
+def parse_hosts(paths: tuple[str, ...] | list[str]) -> list[tuple[str, list[str]]] | None:
+    """``[(host, [path, ...]), ...]`` in the order given, or None when no path names a host.
+
+    A local path among remote ones is refused: every row of a fleet report names its host.
+    """
+    locations = [parse_location(p) for p in paths]
+    if not any(loc.host for loc in locations):
+        return None
+    local = [str(loc) for loc in locations if not loc.host]
+    if local:
+        raise InputError(
+            f"{local[0]}: a local path among host:path ones; name this host too "
+            "(localhost:PATH reads it through ssh like the others)"
+        )
+    groups: dict[str, list[str]] = {}
+    for loc in locations:
+        assert loc.host is not None
+        found = groups.setdefault(loc.host, [])
+        if loc.path not in found:
+            found.append(loc.path)
+    return list(groups.items())
+
+
+def host_error_row(host: str, paths: list[str], message: str) -> Row:
+    """The one row of a host (or a path on it) that could not be scanned."""
+    return {
+        "host": host,
+        "path": " ".join(paths),
+        "name": None,
+        "schema": None,
+        "table": None,
+        "partition": None,
+        "kind": "host",
+        "logical_size": None,
+        "allocated_size": None,
+        "saving": None,
+        "error": message if message.startswith(f"{host}:") else f"{host}: {message}",
+        "flags": ["error"],
+    }
+
+
+class RemoteHost:
+    """The agent on one host: lists tablespaces and opens :class:`RemoteFile`\\ s."""
+
+    def __init__(self, host: str, cfg: SshConfig) -> None:
+        self.host = host
+        self.session = AgentSession(host, cfg)
+        self.codec = "zlib"
+        #: bytes received for file contents (frames included), for the bandwidth a scan costs
+        self.received = 0
+
+    def open(self) -> RemoteHost:
+        """Start the agent; an :class:`IbdtoolError` says why it could not (ssh's last line)."""
+        self.session.open()
+        if "zstd" in self.session.codecs and "zstd" in agent.available_codecs():
+            self.codec = "zstd"
+        return self
+
+    def close(self) -> None:
+        self.session.close()
+
+    def lost(self) -> rp.SourceLost:
+        """The connection broke: why, in one line."""
+        return rp.SourceLost(self.session.failure().message)
+
+    def request(self, msg: dict[str, Any]) -> dict[str, Any]:
+        """Send ``msg`` and read its answer (``ok`` false is returned, not raised)."""
+        try:
+            self.session.send_json(msg)
+            return agent.read_json(self.session.stdout)
+        except (OSError, ValueError, agent.AgentError, agent.Interrupted):
+            raise self.lost() from None
+
+    def frame(self) -> tuple[bytes, bytes]:
+        try:
+            return self.session.recv_frame()
+        except (OSError, agent.AgentError, agent.Interrupted):
+            raise self.lost() from None
+
+    def walk(self, path: str) -> list[rp.Target]:
+        """The tablespaces under ``path`` there, named as a local report names them; a folder
+        that cannot be listed is a target with ``error``. A missing path: :class:`InputError`."""
+        reply = self.request(
+            {
+                "op": "walk",
+                "path": path,
+                "patterns": [p.pattern for p in rp.TABLESPACE_NAMES],
+                "markers": list(rp.DATADIR_MARKERS),
+            }
+        )
+        if not reply.get("ok"):
+            raise InputError(str(reply.get("error")))
+        root = str(reply["root"])
+        targets = []
+        for fpath, size in reply["files"]:
+            p = Path(fpath)
+            server_level = bool(reply["datadir"]) and (not reply["dir"] or str(p.parent) == root)
+            targets.append(rp.classify(p, server_level, int(size)))
+        for where, why in reply["unlisted"]:
+            targets.append(rp.unlisted_target(Path(where), str(why)))
+        return targets
+
+    def file(self, path: str) -> RemoteFile:
+        return RemoteFile(self, path)
+
+
+class RemoteFile:
+    """One file on a remote host, read through its agent (a :class:`FileSource`)."""
+
+    def __init__(self, host: RemoteHost, path: str) -> None:
+        self.host = host
+        self.path = path
+        reply = host.request({"op": "open", "path": path})
+        if not reply.get("ok"):
+            raise InputError(str(reply.get("error")))
+        kind, blob = host.frame()
+        if kind != b"M":
+            raise host.lost()
+        self.handle = int(reply["handle"])
+        self.size = int(reply["size"])
+        counts = reply.get("fiemap")
+        extents, unwritten, runs, unwritten_bytes = counts if counts else (None,) * 4
+        self._allocation = Allocation(
+            st_size=self.size,
+            allocated=int(reply["allocated"]),
+            fs_block_size=int(reply["fs_block"]),
+            data_ranges=tuple(agent.unpack_ranges(blob)),
+            extents=extents,
+            unwritten_extents=unwritten,
+            contiguous_runs=runs,
+            unwritten_bytes=unwritten_bytes,
+        )
+        self._codec = agent.Codec(host.codec)
+
+    def read(self, offset: int, length: int) -> bytes:
+        end = min(offset + length, self.size)
+        if end <= offset:
+            return b""
+        buf = bytearray(end - offset)  # the holes: zeros, never sent
+        host = self.host
+        try:
+            host.session.send_json(
+                {"op": "read", "handle": self.handle, "start": offset, "end": end,
+                 "codec": host.codec}
+            )  # fmt: skip
+        except OSError:
+            raise host.lost() from None
+        while True:
+            kind, payload = host.frame()
+            if kind == b"E":
+                return bytes(buf)
+            if kind == b"J":
+                msg = json.loads(payload.decode())
+                raise InputError(str(msg.get("error") or f"{self.path}: read failed"))
+            if kind != b"D":
+                raise host.lost()
+            host.received += len(payload) + agent.FRAME.size
+            try:
+                pieces = agent.decode_batch(payload, self._codec)
+            except agent.AgentError:
+                raise host.lost() from None
+            for at, data in pieces:
+                if not offset <= at <= at + len(data) <= end:
+                    raise host.lost()
+                buf[at - offset : at - offset + len(data)] = data
+
+    def current_size(self) -> int:
+        reply = self.host.request({"op": "size", "handle": self.handle})
+        if not reply.get("ok"):
+            raise InputError(str(reply.get("error")))
+        return int(reply["size"])
+
+    def allocation(self, with_extents: bool) -> Allocation:
+        return self._allocation
+
+    def read_sibling(self, path: Path, limit: int) -> bytes | None:
+        reply = self.host.request({"op": "slurp", "path": str(path), "max": limit})
+        if not reply.get("ok"):
+            return None
+        kind, data = self.host.frame()
+        if kind != b"R":
+            raise self.host.lost()
+        return data
+
+    def close(self) -> None:
+        try:
+            self.host.session.send_json({"op": "close", "handle": self.handle})
+        except OSError:
+            pass  # the next request says the connection broke
+
+
+def scan_host(
+    host: str,
+    paths: list[str],
+    cfg: SshConfig,
+    opts: rp.ScanOptions,
+    emit: Callable[[Row], None],
+) -> None:
+    """Every row of ``host``'s ``paths`` through ``emit``, each tagged with ``host``; what
+    fails for the host or one of its paths is one error row."""
+    remote = RemoteHost(host, cfg)
+    try:
+        remote.open()
+    except IbdtoolError as exc:
+        remote.session.kill()
+        emit(host_error_row(host, paths, exc.message))
+        return
+    try:
+        seen: set[str] = set()
+        for path in paths:
+            try:
+                targets = remote.walk(path)
+            except InputError as exc:
+                emit(host_error_row(host, [path], exc.message))
+                continue
+            if not targets:
+                emit(host_error_row(host, [path], f"{path}: no tablespaces found"))
+            for t in targets:
+                if t.path in seen:
+                    continue
+                seen.add(t.path)
+                emit({"host": host, **rp.scan_one(t, opts, source=remote.file)})
+    except rp.SourceLost as exc:
+        remote.session.kill()
+        emit(host_error_row(host, paths, exc.message))
+    finally:
+        remote.close()
+
+
+_DONE = object()
+
+
+def scan_fleet(
+    groups: list[tuple[str, list[str]]],
+    cfg: SshConfig,
+    opts: rp.ScanOptions,
+    parallel: int | None = None,
+) -> Iterator[Row]:
+    """Rows of every host as they come, hosts scanned in parallel threads."""
+    rows: queue.Queue[Any] = queue.Queue()
+    slots = threading.Semaphore(max(1, parallel or MAX_PARALLEL_HOSTS))
+
+    def work(host: str, paths: list[str]) -> None:
+        with slots:
+            try:
+                scan_host(host, paths, cfg, opts, rows.put)
+            except Exception as exc:  # a bug must not hang the report or lose the others
+                rows.put(host_error_row(host, paths, f"unexpected {type(exc).__name__}: {exc}"))
+            finally:
+                rows.put(_DONE)
+
+    for host, paths in groups:
+        threading.Thread(target=work, args=(host, paths), daemon=True).start()
+    running = len(groups)
+    while running:
+        item = rows.get()
+        if item is _DONE:
+            running -= 1
+        else:
+            yield item
