@@ -177,12 +177,36 @@ def _simulated(doc: dict[str, Any]) -> bool:
     return bool(doc.get("options", {}).get("simulate"))
 
 
+def fleet(doc: dict[str, Any]) -> bool:
+    """A report of ``host:path`` arguments: rows and schemas name their host."""
+    return "by_host" in doc["totals"]
+
+
+HOST_COLUMN: Column = ("host", "Host", False, _get("host"), _get("host"))
+
+
 def row_columns(doc: dict[str, Any]) -> list[Column]:
-    return [*COLUMNS, SIM_COLUMN] if _simulated(doc) else COLUMNS
+    cols = [*COLUMNS, SIM_COLUMN] if _simulated(doc) else COLUMNS
+    return [HOST_COLUMN, *cols] if fleet(doc) else cols
 
 
 def schema_columns(doc: dict[str, Any]) -> list[Column]:
-    return [*SCHEMA_COLUMNS, SIM_SCHEMA_COLUMN] if _simulated(doc) else SCHEMA_COLUMNS
+    cols = [*SCHEMA_COLUMNS, SIM_SCHEMA_COLUMN] if _simulated(doc) else SCHEMA_COLUMNS
+    return [HOST_COLUMN, *cols] if fleet(doc) else cols
+
+
+def _host_problem(t: dict[str, Any]) -> str:
+    if t.get("host_error"):
+        return str(t["host_error"])
+    return ", ".join(f"{k} {v}" for k, v in t["flags"].items() if v)
+
+
+#: the per-host totals of a fleet report
+HOST_COLUMNS: list[Column] = [
+    HOST_COLUMN,
+    *SCHEMA_COLUMNS[1:-1],
+    ("flagged", "Flags", False, _host_problem, _host_problem),
+]
 
 
 def change_text(c: dict[str, Any]) -> str:
@@ -195,7 +219,12 @@ def change_text(c: dict[str, Any]) -> str:
 
 def headline(doc: dict[str, Any]) -> str:
     t = doc["totals"]["all"]
-    text = (
+    hosts = doc["totals"].get("by_host")
+    text = ""
+    if hosts is not None:
+        failed = sum(1 for h in hosts if h.get("host_error"))
+        text = _plural(len(hosts), "host") + (f" ({failed} failed)" if failed else "") + ": "
+    text += (
         f"{_plural(t['files'], 'tablespace')}, {human_bytes(t['logical_size'])} logical, "
         f"{human_bytes(t['allocated_size'])} allocated ({t['saving_pct']:.0f}% saved), "
         f"{_plural(t['checksum_invalid'], 'bad page')}, {t['errors']:,} unreadable"
@@ -239,6 +268,7 @@ CSV_CHANGE_FIELDS = ("change", "logical_size_delta", "allocated_size_delta", "wh
 
 def csv_record(row: dict[str, Any]) -> dict[str, Any]:
     rec = {k: row.get(k) for k in CSV_FIELDS}
+    rec["host"] = row.get("host")  # written only by a fleet report (report host:path)
     rec["compression"] = ";".join(f"{k}:{v}" for k, v in (row.get("compression") or {}).items())
     chk = row.get("checksum") or {}
     rec["checksum_valid"] = chk.get("valid")
@@ -256,6 +286,8 @@ def write_csv(doc: dict[str, Any], out: IO[str]) -> None:
     from ibdtool.report import match_keys
 
     fields = list(CSV_FIELDS)
+    if fleet(doc):
+        fields = ["host", *fields, "files"]
     if _simulated(doc):
         fields += CSV_SIM_FIELDS
     compare = doc.get("compare")
@@ -285,8 +317,35 @@ def write_csv(doc: dict[str, Any], out: IO[str]) -> None:
                     "change": "dropped",
                     "logical_size_delta": c["logical_size"]["delta"],
                     "allocated_size_delta": c["allocated_size"]["delta"],
+                    **({"host": c.get("host")} if fleet(doc) else {}),
                 }
             )
+    if fleet(doc):
+        for t in [*doc["totals"]["by_host"], doc["totals"]["all"]]:
+            writer.writerow(csv_total(t))
+
+
+#: CSV columns a fleet report's total lines fill (the others stay empty)
+CSV_TOTAL_FIELDS = (
+    "files", "pages", "compressed_pages", "logical_size", "allocated_size", "saving",
+    "saving_pct", "extents", "unpunched_pages", "unpunched_bytes",
+)  # fmt: skip
+
+
+def csv_total(t: dict[str, Any]) -> dict[str, Any]:
+    """A fleet report's total as a CSV line: ``kind`` ``host_total`` (``host`` set; ``error``
+    when the host failed) or ``fleet_total``."""
+    host = t.get("host")
+    rec = {k: t.get(k) for k in CSV_TOTAL_FIELDS}
+    rec.update(
+        host=host,
+        name="(host total)" if host else "(fleet total)",
+        kind="host_total" if host else "fleet_total",
+        checksum_invalid=t.get("checksum_invalid"),
+        flags=";".join(k for k, v in t.get("flags", {}).items() if v),
+        error=t.get("host_error"),
+    )
+    return rec
 
 
 # --- Markdown --------------------------------------------------------------------------------
@@ -314,6 +373,11 @@ def write_markdown(doc: dict[str, Any], out: IO[str]) -> None:
         "",
         headline(doc) + ".",
         "",
+        *(
+            ["## Hosts", "", *_md_table(HOST_COLUMNS, doc["totals"]["by_host"]), ""]
+            if fleet(doc)
+            else []
+        ),
         "## Schemas",
         "",
         *_md_table(schema_columns(doc), doc["totals"]["by_schema"]),
@@ -374,6 +438,7 @@ def _md_changes(compare: dict[str, Any]) -> list[str]:
 #: per column key: (priority, short title); priority 0 is never dropped, higher goes first
 TERMINAL_COLUMNS: dict[str, tuple[int, str | None]] = {
     "tablespace": (0, None),
+    "host": (0, None),
     "schema": (0, None),
     "name": (0, None),
     "allocated_size": (1, "Alloc"),
@@ -413,6 +478,8 @@ def print_table(doc: dict[str, Any], wide: bool = False) -> None:
         if note:
             con.print(Text(f"{row['name']}: {note}", style="dim"))
     con.print(fitted_table("Schemas", schema_columns(doc), doc["totals"]["by_schema"], wide))
+    if fleet(doc):
+        con.print(fitted_table("Hosts", HOST_COLUMNS, doc["totals"]["by_host"], wide))
     con.print(Text(headline(doc), style="bold"))
     compare = doc.get("compare")
     if compare:
@@ -646,6 +713,14 @@ def write_html(doc: dict[str, Any], out: IO[str]) -> None:
         f'<p class="headline" id="headline">{_e(headline(doc))}</p></header>',
         "<section><h2>Logical vs allocated per schema</h2>"
         f"{schema_chart(doc['totals']['by_schema'])}</section>",
+        *(
+            [
+                "<section><h2>Hosts</h2>"
+                f"{_html_table('hosts', HOST_COLUMNS, doc['totals']['by_host'])}</section>"
+            ]
+            if fleet(doc)
+            else []
+        ),
         "<section><h2>Schemas</h2>"
         f"{_html_table('schemas', schema_columns(doc), doc['totals']['by_schema'])}</section>",
         "<section><h2>Tablespaces</h2>"
