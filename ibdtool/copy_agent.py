@@ -1166,7 +1166,7 @@ def fiemap_counts(fd):
         mapped = min(FIEMAP_HEAD.unpack_from(buf, 0)[3], FIEMAP_BATCH)
         if not mapped:
             break
-        last = None
+        last_end = last_flags = 0
         for i in range(mapped):
             logical, physical, length, flags = FIEMAP_EXTENT.unpack_from(
                 buf, FIEMAP_HEAD.size + i * FIEMAP_EXTENT.size
@@ -1179,10 +1179,11 @@ def fiemap_counts(fd):
                 runs = 1
             elif physical not in (prev[1] + prev[2], prev[1] + (logical - prev[0])):
                 runs += 1
-            prev = last = (logical, physical, length, flags)
-        if last[3] & FIEMAP_LAST or last[0] + last[2] <= start:
+            prev = (logical, physical, length)
+            last_end, last_flags = logical + length, flags
+        if last_flags & FIEMAP_LAST or last_end <= start:
             break
-        start = last[0] + last[2]
+        start = last_end
     return [extents, unwritten, runs, unwritten_bytes]
 
 
@@ -1196,11 +1197,16 @@ def _serve_walk(req, out):
     def is_datadir(folder):
         return any(os.path.lexists(os.path.join(folder, m)) for m in markers)
 
-    def size_of(path):
+    def sizes(path, st=None):
+        """``[path, st_size, st_size, st_blocks * 512]``, the last two null but for a regular
+        file (what a local report's error row shows)."""
         try:
-            return os.stat(path).st_size
+            st = st or os.stat(path)
         except OSError:
-            return 0
+            return [path, 0, None, None]
+        if not stat.S_ISREG(st.st_mode):
+            return [path, st.st_size, None, None]
+        return [path, st.st_size, st.st_size, st.st_blocks * 512]
 
     try:
         st = os.stat(root)
@@ -1209,16 +1215,15 @@ def _serve_walk(req, out):
     if not stat.S_ISDIR(st.st_mode):
         parent = os.path.dirname(root)
         write_json(out, {"ok": True, "root": root, "dir": False, "datadir": is_datadir(parent),
-                         "files": [[root, st.st_size]], "unlisted": []})  # fmt: skip
+                         "files": [sizes(root, st)], "unlisted": []})  # fmt: skip
         return
     files = []
-    unlisted = []
+    unlisted = []  # type: list
     for folder, dirnames, filenames in os.walk(root, onerror=unlisted.append):
         dirnames.sort()
         for name in sorted(filenames):
             if any(p.match(name) for p in names):
-                path = os.path.join(folder, name)
-                files.append([path, size_of(path)])
+                files.append(sizes(os.path.join(folder, name)))
     write_json(
         out,
         {"ok": True, "root": root, "dir": True, "datadir": is_datadir(root), "files": files,
@@ -1244,8 +1249,9 @@ def _serve_open(req, out):
         raise AgentError(describe_oserror(src.path, exc)) from None
     handle = max(_OPEN, default=0) + 1
     _OPEN[handle] = (src, ranges)
-    write_json(out, {"ok": True, "handle": handle, "size": src.size,
-                     "allocated": src.st.st_blocks * 512, "fs_block": block, "fiemap": counts})  # fmt: skip
+    allocated = src.st.st_blocks * 512
+    write_json(out, {"ok": True, "handle": handle, "size": src.size, "allocated": allocated,
+                     "fs_block": block, "fiemap": counts})  # fmt: skip
     write_frame(out, b"M", pack_ranges(ranges))
     out.flush()
 

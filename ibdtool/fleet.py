@@ -21,6 +21,7 @@ does not exist there; the other hosts go on.
 
 from __future__ import annotations
 
+import contextlib
 import json
 import queue
 import threading
@@ -90,6 +91,8 @@ class RemoteHost:
         self.codec = "zlib"
         #: bytes received for file contents (frames included), for the bandwidth a scan costs
         self.received = 0
+        #: path -> (st_size, st_blocks * 512) of the regular files listed, for error rows
+        self.sizes: dict[str, tuple[int | None, int | None]] = {}
 
     def open(self) -> RemoteHost:
         """Start the agent; an :class:`IbdtoolError` says why it could not (ssh's last line)."""
@@ -134,10 +137,11 @@ class RemoteHost:
             raise InputError(str(reply.get("error")))
         root = str(reply["root"])
         targets = []
-        for fpath, size in reply["files"]:
+        for fpath, size, logical, allocated in reply["files"]:
             p = Path(fpath)
             server_level = bool(reply["datadir"]) and (not reply["dir"] or str(p.parent) == root)
             targets.append(rp.classify(p, server_level, int(size)))
+            self.sizes[str(p)] = (logical, allocated)
         for where, why in reply["unlisted"]:
             targets.append(rp.unlisted_target(Path(where), str(why)))
         return targets
@@ -225,10 +229,8 @@ class RemoteFile:
         return data
 
     def close(self) -> None:
-        try:
+        with contextlib.suppress(OSError):  # the next request says the connection broke
             self.host.session.send_json({"op": "close", "handle": self.handle})
-        except OSError:
-            pass  # the next request says the connection broke
 
 
 def scan_host(
@@ -261,7 +263,14 @@ def scan_host(
                 if t.path in seen:
                     continue
                 seen.add(t.path)
-                emit({"host": host, **rp.scan_one(t, opts, source=remote.file)})
+                row = rp.scan_one(t, opts, source=remote.file)
+                if row.get("error") and t.path in remote.sizes:
+                    logical, allocated = remote.sizes[t.path]
+                    row["logical_size"], row["allocated_size"] = logical, allocated
+                    row["saving"] = (
+                        None if logical is None or allocated is None else logical - allocated
+                    )
+                emit({"host": host, **row})
     except rp.SourceLost as exc:
         remote.session.kill()
         emit(host_error_row(host, paths, exc.message))

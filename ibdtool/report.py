@@ -341,8 +341,8 @@ def row_from_inspect(t: Target, r: InspectResult, opts: ScanOptions) -> dict[str
 
 
 def error_row(t: Target, message: str, local: bool = True) -> dict[str, Any]:
-    """A file that could not be read: its sizes from ``stat`` (when even that works); a remote
-    one (``local`` false) keeps the size its listing gave, its allocation unknown."""
+    """A file that could not be read: its sizes from ``stat`` (when even that works); not for
+    a remote one (``local`` false), whose listing gave them (:mod:`ibdtool.fleet`)."""
     row = _base_row(t)
     logical = allocated = None
     try:
@@ -351,8 +351,6 @@ def error_row(t: Target, message: str, local: bool = True) -> dict[str, Any]:
             logical, allocated = st.st_size, st.st_blocks * 512
     except OSError:
         pass
-    if not local and t.kind != "directory":
-        logical = t.size
     row.update(
         {
             "logical_size": logical,

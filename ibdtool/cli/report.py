@@ -169,13 +169,14 @@ def report_meta(
     "--rsh",
     "-e",
     metavar="CMD",
-    help="host:path: the ssh command to run (default: $IBDTOOL_SSH, else ssh), e.g. "
-    "'ssh -F conf'.",
+    help="host:path: the ssh command to run (default: $IBDTOOL_SSH, else ssh), e.g. 'ssh -F conf'.",
 )
 @click.option(
     "--ssh-option", "-o", multiple=True, metavar="OPTION", help="Passed to ssh as -o OPTION."
 )
-@click.option("--remote-python", metavar="PATH", help="host:path: the remote interpreter [python3].")
+@click.option(
+    "--remote-python", metavar="PATH", help="host:path: the remote interpreter [python3]."
+)
 def report(
     paths: tuple[str, ...],
     fmt: str,
