@@ -269,7 +269,7 @@ class AgentSession:
         if starting and status == 127:
             return CopyFailed(
                 f"{self.host}: {self.cfg.remote_python} not found on the remote host (ibdtool "
-                "copy runs a small python3 program there; install python3 or pass "
+                "runs a small python3 program there; install python3 or pass "
                 "--remote-python PATH)"
             )
         if starting and status == 255:

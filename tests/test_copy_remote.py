@@ -464,8 +464,8 @@ def test_remote_without_python3_one_line_nothing_left(
     assert res.returncode == 2
     lines = res.stderr.strip().splitlines()
     assert lines == [
-        f"ibdtool: error: {NOPY_HOST}: python3 not found on the remote host (ibdtool copy runs "
-        "a small python3 program there; install python3 or pass --remote-python PATH)"
+        f"ibdtool: error: {NOPY_HOST}: python3 not found on the remote host (ibdtool runs a "
+        "small python3 program there; install python3 or pass --remote-python PATH)"
     ]
     assert list(dst_dir.iterdir()) == []
 

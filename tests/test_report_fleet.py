@@ -232,6 +232,17 @@ def test_a_missing_path_and_a_refused_login(hosts: ThrowawaySshd, dir_a: Path) -
     assert proc.stderr.splitlines()[-1] == "ibdtool: error: 2 of 2 hosts failed (see their rows)"
 
 
+def test_a_host_without_the_interpreter(hosts: ThrowawaySshd, dir_a: Path) -> None:
+    proc = fleet_run(hosts, "--format", "json", "--remote-python", "/no/python3", f"db-a:{dir_a}")
+    assert proc.returncode == 2
+    (row,) = json.loads(proc.stdout)["tablespaces"]
+    assert (row["host"], row["kind"], row["path"]) == ("db-a", "host", str(dir_a))
+    assert row["error"] == (
+        "db-a: /no/python3 not found on the remote host (ibdtool runs a small python3 program "
+        "there; install python3 or pass --remote-python PATH)"
+    )
+
+
 def test_refusals_are_one_line(hosts: ThrowawaySshd, dir_a: Path) -> None:
     for extra in ("--simulate", "--map"):
         proc = fleet_run(hosts, extra, f"db-a:{dir_a}")

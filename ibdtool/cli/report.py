@@ -215,9 +215,11 @@ def report(
         fragmented_per_gib=fragmented_per_gib,
         page_map=page_map,
     )
-    from ibdtool import fleet
+    groups = None
+    if any(":" in p for p in paths):  # host:path (only then the ssh machinery is imported)
+        from ibdtool import fleet
 
-    groups = fleet.parse_hosts(paths)
+        groups = fleet.parse_hosts(paths)
     if groups is not None:
         from ibdtool.cli.report_fleet import report_fleet
         from ibdtool.remote_copy import SshConfig
