@@ -243,6 +243,40 @@ def test_a_host_without_the_interpreter(hosts: ThrowawaySshd, dir_a: Path) -> No
     )
 
 
+#: the remote "python3" of a connection that breaks: the agent's output cut after 300 KiB
+#: (unbuffered: head -c would hold the handshake back), then the whole session killed
+CUT_PYTHON = """#!/bin/sh
+python3 "$@" | python3 -c '
+import os
+left = 307200
+while left > 0:
+    data = os.read(0, min(65536, left))
+    if not data:
+        break
+    os.write(1, data)
+    left -= len(data)
+'
+kill 0
+"""
+
+
+def test_a_connection_lost_half_way(hosts: ThrowawaySshd, dir_a: Path, tmp_path: Path) -> None:
+    """The rows read before the connection broke stay, then one row says it was lost."""
+    wrapper = tmp_path / "python3-cut"
+    wrapper.write_text(CUT_PYTHON)
+    wrapper.chmod(0o755)
+    proc = fleet_run(hosts, "--format", "jsonl", "--remote-python", str(wrapper), f"db-a:{dir_a}")
+    assert proc.returncode == 2
+    rows = [r for r in jsonl(proc.stdout) if "totals" not in r]
+    *read, lost = rows
+    assert lost["kind"] == "host" and lost["host"] == "db-a"
+    assert lost["error"].startswith("db-a: connection lost")
+    assert 0 < len(read) < len(LAYOUT)
+    local = local_rows(dir_a)
+    for row in read:
+        assert {k: v for k, v in row.items() if k != "host"} == local[row["path"]]
+
+
 def test_refusals_are_one_line(hosts: ThrowawaySshd, dir_a: Path) -> None:
     for extra in ("--simulate", "--map"):
         proc = fleet_run(hosts, extra, f"db-a:{dir_a}")
