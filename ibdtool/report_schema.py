@@ -59,6 +59,7 @@ ROW: dict[str, Field] = {
     "saving": _req("integer"),
     "error": _req("string"),
     "flags": _req("strings", nullable=False),
+    "host": Field("string"),  # report host:path; totals and --compare keys use it
     "format": Field("string"),
     "space_kind": Field("string"),
     "indexes": Field("list"),

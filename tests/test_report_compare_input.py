@@ -30,7 +30,7 @@ NEW = "samples/mysql80/zlib.ibd"
 COUNTS = ["logical_size", "allocated_size", "pages", "extents", "compressed_pages",
           "unpunched_pages", "unpunched_bytes", "key_block_size"]  # fmt: skip
 STRINGS = ["name", "schema", "table", "format", "row_format", "page_compression",
-           "declared_compression", "error"]  # fmt: skip
+           "declared_compression", "error", "host"]  # fmt: skip
 REQUIRED = ["path", "name", "schema", "logical_size", "allocated_size", "error", "flags"]
 NOT_A_COUNT: list[Any] = ["4096", -1, 1.5, True, [], {}]
 NOT_A_STRING: list[Any] = [5, [], {}, True]
