@@ -306,7 +306,7 @@ def test_jsonl_rows_are_the_json_rows(
         check_row(row, datadir, inspected)
 
 
-MANY = 500
+MANY = 2000  # a scan of seconds, long beside start-up even on a loaded machine
 
 
 @pytest.fixture(scope="module")
