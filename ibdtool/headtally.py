@@ -2,8 +2,10 @@
 
 A scan of a large file spends its time on a few kinds of page: all-zero ones, plain pages with
 a good crc32 or full_crc32 checksum, and full_crc32 page-compressed images with a good CRC-32C
-(§3.2, §6.6). Those are tallied here from one chunk read at a time, without a
-:class:`~parsers.page.PageInfo` per page; a compressed image gives up only the header of the
+(§3.2, §6.6). Those are tallied here from one chunk read at a time (into one reused buffer),
+without a :class:`~parsers.page.PageInfo` per page: the plain ones a chunk at a time, their
+headers unpacked together and their CRCs mapped over memoryviews (:mod:`parsers.pagecolumns`),
+the compressed ones page by page, each giving up only the header of the
 page inside (:data:`parsers.page.HEADER_PREFIX` bytes through the codec registry). Every other
 page — damaged, encrypted, MySQL or MariaDB classic compressed, zip, innodb-checksummed, a
 page number that does not match, a doublewrite copy — goes through
@@ -14,26 +16,25 @@ compare both on every sample and corpus file, damaged copies too). Holes are cou
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
+from collections import Counter
+from collections.abc import Callable, Iterable, Sequence
+from itertools import compress
+from operator import and_, not_
 from typing import TYPE_CHECKING
 
-from ibdtool.tablespace import CHUNK_BYTES, Tablespace
+from ibdtool.tablespace import Tablespace
 from parsers.checksum import ChecksumAlgo
 from parsers.codecs import CodecError, codec_for
 from parsers.constants import (
     FIL_PAGE_COMPRESS_FCRC32_MARKER,
-    FIL_PAGE_COMPRESSED,
-    FIL_PAGE_COMPRESSED_AND_ENCRYPTED,
-    FIL_PAGE_PAGE_COMPRESSED,
-    FIL_PAGE_PAGE_COMPRESSED_ENCRYPTED,
-    MYSQL_ENCRYPTED_TYPES,
     Algorithm,
     index_types,
     page_type_name,
 )
 from parsers.crc32c_fast import crc32c
 from parsers.envelope import MARIADB_FCRC32_PAYLOAD, fcrc32_payload_end, fcrc32_stored_size
-from parsers.page import HEADER_PREFIX, index_fill
+from parsers.page import HEADER_PREFIX, index_fill, index_fills
+from parsers.pagecolumns import INDEX_FIELDS, columns, plain_verified, verdict_fields
 from parsers.sdi import SDI_INDEX_ID
 from parsers.structs import FIL_HEADER_FAST, INDEX_HEADER_FAST, PAGE_HEADER, IndexHeaderTuple
 
@@ -46,16 +47,7 @@ _N_HEAP, _HEAP_TOP, _GARBAGE, _LEVEL, _INDEX_ID = (
     for f in ("n_heap", "heap_top", "garbage", "level", "index_id")
 )
 
-# pages whose envelope is not the plain page on a classic (non-full_crc32) tablespace
-_SPECIAL_TYPES = frozenset(
-    {
-        FIL_PAGE_COMPRESSED,
-        FIL_PAGE_COMPRESSED_AND_ENCRYPTED,
-        FIL_PAGE_PAGE_COMPRESSED,
-        FIL_PAGE_PAGE_COMPRESSED_ENCRYPTED,
-    }
-    | MYSQL_ENCRYPTED_TYPES
-)
+_COMPACT = 0x8000  # PAGE_N_HEAP bit 15: the page is in compact format (§5.1)
 
 
 def tally_run(
@@ -94,56 +86,65 @@ def tally_run(
     ok_name = ChecksumAlgo.FULL_CRC32.value if fcrc32 else ChecksumAlgo.CRC32.value
     fill_sum, fill_n = 0.0, 0
     n_plain = n_empty = n_comp = 0
-    per_chunk = max(1, CHUNK_BYTES // psize)
-    for n, raw in ts.read_pages(first, end, per_chunk):
-        mv = memoryview(raw)
-        for i in range(len(raw) // psize):
+    fields = (*verdict_fields(fcrc32), *INDEX_FIELDS)
+    for n, mv in ts.read_chunks(first, end):
+        count = len(mv) // psize
+        rest: Iterable[int] = range(count)
+        if fcrc32 or crc32_plain:
+            # the plain pages of the chunk at once (parsers.pagecolumns), the rest page by page
+            cols = columns(mv, psize, fcrc32, fields)
+            good = plain_verified(mv, psize, n, fcrc32, cols)
+            if dblwr:
+                good = [g and n + k not in dblwr for k, g in enumerate(good)]
+            passed = good.count(True)
+            if passed:
+                n_plain += passed
+                fill_sum += _tally_plain(
+                    tally, cols, good, n - first, per_page, free, idx_types, logical
+                )
+                for stype, c in Counter(compress(cols["page_type"], good)).items():
+                    name = names.get(stype)
+                    if name is None:
+                        name = names[stype] = page_type_name(stype, vendor)
+                    types[name] = types.get(name, 0) + c
+                    stored_types.add(stype)
+            if passed == count:
+                continue
+            rest = compress(range(count), map(not_, good))
+        for i in rest:
             page_no = n + i
             off = i * psize
             end_at = off + psize
             allocated = per_page[page_no - first]
             is_free = free[page_no - first]
-            chk_word, stored_no, _p, _n, _lsn, ptype, _f, _s = head(raw, off)
+            chk_word, stored_no, _p, _n, _lsn, ptype, _f, _s = head(mv, off)
             page: bytes | memoryview | None = None
             size = psize
             if stored_no != page_no or (dblwr and page_no in dblwr):
-                if not stored_no and not chk_word and raw.startswith(zero, off):
+                if not stored_no and not chk_word and mv[off:end_at].tobytes() == zero:
                     n_empty += 1
                     if is_free:
                         tally.free_pages += 1
                         tally.free_allocated += allocated
                     continue
-            elif fcrc32 and not chk_word:
-                if not ptype & FIL_PAGE_COMPRESS_FCRC32_MARKER:
-                    stored = int.from_bytes(raw[end_at - 4 : end_at], "big")
-                    if (
-                        raw[off + 20 : off + 24] == raw[end_at - 8 : end_at - 4]
-                        and stored
-                        and stored == crc32c(mv[off : end_at - 4])
-                    ):
-                        page = mv[off:end_at]
-                elif partial is not None:
-                    got_size = fcrc32_stored_size(ptype, psize)
-                    if got_size is not None:
-                        size = got_size
-                        stored = int.from_bytes(raw[off + size - 4 : off + size], "big")
-                        if stored and stored == crc32c(mv[off : off + size - 4]):
-                            image = mv[off:end_at]
-                            stop_at = fcrc32_payload_end(image, size, algorithm)  # type: ignore[arg-type]
-                            payload = image[MARIADB_FCRC32_PAYLOAD:stop_at]
-                            try:
-                                page = partial(payload, HEADER_PREFIX, logical)
-                            except CodecError:
-                                page = None
             elif (
-                crc32_plain
-                and chk_word
-                and ptype not in _SPECIAL_TYPES
-                and chk_word == int.from_bytes(raw[end_at - 8 : end_at - 4], "big")
-                and raw[off + 20 : off + 24] == raw[end_at - 4 : end_at]
-                and chk_word == crc32c(mv[off + 4 : off + 26]) ^ crc32c(mv[off + 38 : end_at - 8])
+                fcrc32
+                and not chk_word
+                and partial is not None
+                and ptype & FIL_PAGE_COMPRESS_FCRC32_MARKER
             ):
-                page = mv[off:end_at]
+                got_size = fcrc32_stored_size(ptype, psize)
+                if got_size is not None:
+                    size = got_size
+                    stored = int.from_bytes(mv[off + size - 4 : off + size], "big")
+                    if stored and stored == crc32c(mv[off : off + size - 4]):
+                        image = mv[off:end_at]
+                        stop_at = fcrc32_payload_end(image, size, algorithm)  # type: ignore[arg-type]
+                        payload = image[MARIADB_FCRC32_PAYLOAD:stop_at]
+                        try:
+                            page = partial(payload, HEADER_PREFIX, logical)
+                        except CodecError:
+                            page = None
             if page is None:
                 info = ts._decode(mv[off:end_at], page_no, None, True)
                 tally.add(info, allocated, block, bool(is_free))
@@ -158,15 +159,13 @@ def tally_run(
                 tally.free_pages += 1
                 tally.free_with_data += 1
                 tally.free_allocated += allocated
-            if size != psize:
-                n_comp += 1
-                tally.compressed_bytes += size
-                ideal = -(-size // block) * block
-                if allocated > ideal:
-                    tally.unpunched_pages += 1
-                    tally.unpunched_bytes += allocated - ideal
-            else:
-                n_plain += 1
+            # only a full_crc32 compressed image comes this far (plain pages went above)
+            n_comp += 1
+            tally.compressed_bytes += size
+            ideal = -(-size // block) * block
+            if allocated > ideal:
+                tally.unpunched_pages += 1
+                tally.unpunched_bytes += allocated - ideal
             if real_type in idx_types:
                 h = index_head(page, PAGE_HEADER)
                 index_id = h[_INDEX_ID]
@@ -193,3 +192,47 @@ def tally_run(
         comp[algo_name] = comp.get(algo_name, 0) + n_comp
     if n_plain or n_comp:
         chk[ok_name] = chk.get(ok_name, 0) + n_plain + n_comp
+
+
+def _tally_plain(
+    tally: PageTally,
+    cols: dict[str, tuple[int, ...]],
+    good: list[bool],
+    at: int,
+    per_page: Sequence[int],
+    free: bytearray,
+    idx_types: frozenset[int],
+    logical: int,
+) -> float:
+    """Add the verified plain pages of one chunk (``good``; ``at``: the chunk's first page
+    within the run) to ``tally``, all but their type counts; returns the sum of the leaf
+    pages' fill (the caller sums it as the page loop sums the others)."""
+    count = len(good)
+    free_good = list(map(and_, good, free[at : at + count]))
+    n_free = free_good.count(True)
+    if n_free:
+        tally.free_pages += n_free
+        tally.free_with_data += n_free
+        tally.free_allocated += sum(compress(per_page[at : at + count], free_good))
+    index_mask = list(map(and_, good, map(idx_types.__contains__, cols["page_type"])))
+    if not any(index_mask):
+        return 0.0
+    ids = list(compress(cols["index_id"], index_mask))
+    levels = list(compress(cols["level"], index_mask))
+    n_heap = list(compress(cols["n_heap"], index_mask))
+    tally.index_pages.update(ids)
+    tally.index_levels.update(zip(ids, levels, strict=True))
+    compact = sum(map(_COMPACT.__and__, n_heap)) // _COMPACT  # the compact bit (§5.1)
+    redundant = len(n_heap) - compact
+    if SDI_INDEX_ID in ids:  # the SDI index counts in neither
+        for index_id, nh in zip(ids, n_heap, strict=True):
+            if index_id == SDI_INDEX_ID:
+                compact -= bool(nh & _COMPACT)
+                redundant -= not nh & _COMPACT
+    tally.compact_pages += compact
+    tally.redundant_pages += redundant
+    leaf = list(map(not_, levels))
+    tally.fill_n += leaf.count(True)
+    heap_top = list(compress(compress(cols["heap_top"], index_mask), leaf))
+    garbage = list(compress(compress(cols["garbage"], index_mask), leaf))
+    return sum(index_fills(list(compress(n_heap, leaf)), heap_top, garbage, logical))

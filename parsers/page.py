@@ -18,7 +18,10 @@ type 14, MariaDB classic) are always inflated whole.
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass
+from itertools import repeat
+from operator import sub, truediv
 from typing import Any
 
 from parsers import checksum
@@ -50,6 +53,7 @@ from parsers.structs import (
 HEADER_PREFIX = PAGE_DATA
 PAGE_NEW_SUPREMUM_END = 120
 PAGE_OLD_SUPREMUM_END = 125
+_COMPACT = 0x8000  # PAGE_N_HEAP bit 15 (§5.1)
 _ZERO_CACHE: dict[int, bytes] = {}
 
 #: Real-type name of a page whose body cannot be read without the key (§2.2, §3).
@@ -124,6 +128,24 @@ def index_fill(n_heap: int, heap_top: int, garbage: int, logical_size: int) -> t
         empty_free = logical_size - PAGE_OLD_SUPREMUM_END - 12
     data_size = max(0, data_size)
     return data_size, min(1.0, data_size / empty_free) if empty_free > 0 else 0.0
+
+
+def index_fills(
+    n_heap: Sequence[int], heap_top: Sequence[int], garbage: Sequence[int], logical_size: int
+) -> list[float]:
+    """``index_fill(...)[1]`` of many index pages at once (scans of whole chunks): the same
+    floats, computed by ``map`` in C where the pages share one record format."""
+    compact = sum(map(_COMPACT.__and__, n_heap)) // _COMPACT
+    if 0 < compact < len(n_heap):
+        return [
+            index_fill(*h, logical_size)[1] for h in zip(n_heap, heap_top, garbage, strict=True)
+        ]
+    end = PAGE_NEW_SUPREMUM_END if compact else PAGE_OLD_SUPREMUM_END
+    empty_free = logical_size - end - 12  # less the directory's two slots and the trailer
+    if empty_free <= 0:
+        return [0.0] * len(n_heap)
+    data = map(max, map(sub, map(end.__rsub__, heap_top), garbage), repeat(0))
+    return list(map(min, repeat(1.0), map(truediv, data, repeat(empty_free))))
 
 
 def index_stats(page: bytes | memoryview, logical_size: int) -> IndexStats:

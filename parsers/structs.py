@@ -43,6 +43,12 @@ FilTrailer = Struct(
     "lsn_low" / Int32ub,  # low 32 bits of FIL_PAGE_LSN
 )
 
+# --- §3.2 MariaDB full_crc32: the last 8 bytes of an uncompressed page -------------------------
+FullCrc32Trailer = Struct(
+    "lsn_low" / Int32ub,  # low 32 bits of FIL_PAGE_LSN
+    "crc32c" / Int32ub,  # CRC-32C of everything before it
+)
+
 # --- §4.1 list bases and nodes, file addresses ----------------------------------------------
 FilAddr = Struct("page" / Int32ub, "offset" / Int16ub)
 FlstBase = Struct("length" / Int32ub, "first" / FilAddr, "last" / FilAddr)
@@ -186,14 +192,14 @@ SdiHeader = Struct("version" / Int32ub, "root_page" / Int32ub)  # SDI_VERSION = 
 _FORMAT_CODES: dict[int, str] = {1: "B", 2: "H", 4: "I", 8: "Q"}
 
 
-def _flat_fields(con: Construct, prefix: str = "") -> list[tuple[str, str]]:
+def flat_fields(con: Construct, prefix: str = "") -> list[tuple[str, str]]:
     """(field name, struct format code) for each leaf of a construct Struct, nested flattened."""
     out: list[tuple[str, str]] = []
     for sub in con.subcons:
         inner = sub.subcon if hasattr(sub, "subcon") else sub
         name = prefix + sub.name
         if isinstance(inner, Struct):
-            out.extend(_flat_fields(inner, name + "_"))
+            out.extend(flat_fields(inner, name + "_"))
         elif inner in (Int8ub, Int16ub, Int32ub, Int64ub):
             out.append((name, _FORMAT_CODES[inner.sizeof()]))
         else:
@@ -206,7 +212,7 @@ def fast(con: Construct, typename: str) -> tuple[struct.Struct, type[NamedTuple]
 
     Nested structs are flattened with ``outer_inner`` field names.
     """
-    fields = _flat_fields(con)
+    fields = flat_fields(con)
     packer = struct.Struct(">" + "".join(code for _, code in fields))
     assert packer.size == con.sizeof(), typename
     tuple_type = NamedTuple(typename, [(name, Any) for name, _ in fields])  # type: ignore[misc]

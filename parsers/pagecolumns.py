@@ -1,0 +1,180 @@
+"""Header fields of every page in a chunk of whole pages at once, and which pages verify plainly.
+
+Scans of large files (``checksum``, ``inspect``, ``pages --json``) spend most of their time on
+pages that need nothing but their header and their checksum: plain pages with a good crc32 or
+full_crc32 checksum. Here one ``struct.iter_unpack`` call over a chunk read in one piece gives
+the fields of every page (as columns, one tuple per field), and one CRC-32C call per page over
+a memoryview of the chunk (``map`` over precomputed slices, with no Python frame per page)
+gives each verdict, so the per-page work runs in C. The formats are derived from the construct
+declarations of :mod:`parsers.structs` (``FilHeader`` at 0, ``IndexHeader`` at 38,
+``FilTrailer`` in the last 8 bytes): they stay the one source of truth, and the tests compare
+these columns with the construct parse on every page of the samples and the corpus.
+
+:func:`plain_verified` says, per page, whether it is exactly what :func:`parsers.page.
+decode_page` would call a valid unencrypted, uncompressed page with this page number and no
+problem; every other page (zero, compressed, encrypted, zip, damaged, innodb-checksummed) is
+``False`` and is for the caller to hand to the decoder.
+"""
+
+from __future__ import annotations
+
+import struct
+from collections.abc import Iterable, Sequence
+from functools import cache
+from itertools import compress
+from operator import eq, not_, xor
+
+from parsers.constants import (
+    FIL_PAGE_COMPRESS_FCRC32_MARKER,
+    FIL_PAGE_COMPRESSED,
+    FIL_PAGE_COMPRESSED_AND_ENCRYPTED,
+    FIL_PAGE_PAGE_COMPRESSED,
+    FIL_PAGE_PAGE_COMPRESSED_ENCRYPTED,
+    MYSQL_ENCRYPTED_TYPES,
+)
+from parsers.crc32c_fast import crc32c
+from parsers.structs import (
+    PAGE_HEADER,
+    FilHeader,
+    FilTrailer,
+    FullCrc32Trailer,
+    IndexHeader,
+    flat_fields,
+)
+
+#: page types whose envelope is not the plain page in a crc32 (not full_crc32) tablespace
+SPECIAL_TYPES = frozenset(
+    {
+        FIL_PAGE_COMPRESSED,
+        FIL_PAGE_COMPRESSED_AND_ENCRYPTED,
+        FIL_PAGE_PAGE_COMPRESSED,
+        FIL_PAGE_PAGE_COMPRESSED_ENCRYPTED,
+    }
+    | MYSQL_ENCRYPTED_TYPES
+)
+
+_LOW32 = 0xFFFFFFFF
+_MARKER = FIL_PAGE_COMPRESS_FCRC32_MARKER
+
+#: the columns every verdict needs: FIL header names, the trailer's with a ``trailer_`` prefix
+#: (``FilTrailer``, or ``FullCrc32Trailer`` in a full_crc32 tablespace)
+VERDICT_FIELDS = ("checksum", "page_no", "lsn", "page_type", "trailer_lsn_low")
+CRC32_FIELDS = (*VERDICT_FIELDS, "trailer_old_checksum")
+FCRC32_FIELDS = (*VERDICT_FIELDS, "trailer_crc32c")
+#: … and those of the index page header that ``inspect`` and ``pages`` show
+INDEX_FIELDS = ("heap_top", "n_heap", "garbage", "n_recs", "level", "index_id")
+
+
+def verdict_fields(full_crc32: bool) -> tuple[str, ...]:
+    """The columns :func:`plain_verified` reads in a tablespace of this checksum format."""
+    return FCRC32_FIELDS if full_crc32 else CRC32_FIELDS
+
+
+@cache
+def page_struct(
+    psize: int, full_crc32: bool, fields: tuple[str, ...]
+) -> tuple[struct.Struct, tuple[str, ...]]:
+    """A ``psize``-byte ``struct.Struct`` unpacking ``fields`` of one page and skipping the
+    rest: FIL header names, index page header names, and the trailer's with a ``trailer_``
+    prefix; the names come back in the order the tuples hold them."""
+    trailer = FullCrc32Trailer if full_crc32 else FilTrailer
+    parts: list[tuple[int, str, str]] = []
+    for base, con, prefix in (
+        (0, FilHeader, ""),
+        (PAGE_HEADER, IndexHeader, ""),
+        (psize - trailer.sizeof(), trailer, "trailer_"),
+    ):
+        at = base
+        for name, code in flat_fields(con, prefix):
+            parts.append((at, name, code))
+            at += struct.calcsize(">" + code)
+    unknown = set(fields) - {name for _, name, _ in parts}
+    if unknown:
+        raise ValueError(f"no such page field: {', '.join(sorted(unknown))}")
+    fmt, names, at = [">"], [], 0
+    for offset, name, code in parts:
+        if name not in fields:
+            continue
+        if offset > at:
+            fmt.append(f"{offset - at}x")
+        fmt.append(code)
+        names.append(name)
+        at = offset + struct.calcsize(">" + code)
+    if psize > at:
+        fmt.append(f"{psize - at}x")
+    packer = struct.Struct("".join(fmt))
+    assert packer.size == psize
+    return packer, tuple(names)
+
+
+def columns(
+    chunk: memoryview, psize: int, full_crc32: bool, fields: tuple[str, ...]
+) -> dict[str, tuple[int, ...]]:
+    """``fields`` of every page in ``chunk`` (whole pages), one tuple per field."""
+    packer, names = page_struct(psize, full_crc32, fields)
+    cols: list[tuple[int, ...]] = list(zip(*packer.iter_unpack(chunk), strict=True))
+    if not cols:
+        cols = [() for _ in names]
+    return dict(zip(names, cols, strict=True))
+
+
+@cache
+def _slices(psize: int, count: int, start: int, end_back: int) -> tuple[slice, ...]:
+    """For page k of a chunk, the slice [k*psize + start, (k+1)*psize - end_back)."""
+    return tuple(slice(k * psize + start, (k + 1) * psize - end_back) for k in range(count))
+
+
+def plain_verified(
+    chunk: memoryview,
+    psize: int,
+    first_page: int,
+    full_crc32: bool,
+    cols: dict[str, tuple[int, ...]],
+) -> list[bool]:
+    """Per page of ``chunk`` (pages ``first_page``…; ``cols`` from :func:`columns` with at
+    least :func:`verdict_fields`): is it a plain page whose crc32 (``full_crc32``: full_crc32)
+    checksum verifies, untorn, unencrypted, at its own page number? (See the module doc.)"""
+    count = len(cols["page_no"])
+    numbers_ok = map(eq, cols["page_no"], range(first_page, first_page + count))
+    chk, ptype = cols["checksum"], cols["page_type"]
+    lsn_ok = map(eq, map(_LOW32.__and__, cols["lsn"]), cols["trailer_lsn_low"])
+    checks: tuple[Iterable[object], ...]
+    if full_crc32:
+        # §3.2 / §6.6: key version 0 (not encrypted), no compression marker, CRC-32C of all but
+        # the last 4 bytes stored in them (0 is never a stored checksum)
+        if all(map(_MARKER.__and__, ptype)):
+            return [False] * count  # all compressed: no plain page to look for
+        stored = cols["trailer_crc32c"]
+        checks = (
+            numbers_ok,
+            map(not_, chk),
+            map(not_, map(_MARKER.__and__, ptype)),
+            lsn_ok,
+            stored,
+        )
+        cheap = list(map(all, zip(*checks, strict=True)))
+        slices = compress(_slices(psize, count, 0, 4), cheap)
+        crc_ok = map(eq, compress(stored, cheap), map(crc32c, map(chunk.__getitem__, slices)))
+    else:
+        # §6.1: crc32 of [4, 26) xor crc32 of [38, end - 8), at 0 and in the trailer
+        if all(map(SPECIAL_TYPES.__contains__, ptype)):
+            return [False] * count
+        checks = (
+            numbers_ok,
+            chk,
+            map(not_, map(SPECIAL_TYPES.__contains__, ptype)),
+            map(eq, chk, cols["trailer_old_checksum"]),
+            lsn_ok,
+        )
+        cheap = list(map(all, zip(*checks, strict=True)))
+        get = chunk.__getitem__
+        head = map(crc32c, map(get, compress(_slices(psize, count, 4, psize - 26), cheap)))
+        body = map(crc32c, map(get, compress(_slices(psize, count, 38, 8), cheap)))
+        crc_ok = map(eq, compress(chk, cheap), map(xor, head, body))
+    # the CRCs only of the pages that passed the rest: a compressed file costs no CRC here
+    return [passed and next(crc_ok) for passed in cheap]
+
+
+def select(col: Sequence[int], mask: Sequence[bool]) -> list[int]:
+    """The values of ``col`` where ``mask`` is true."""
+    return list(compress(col, mask))
