@@ -160,6 +160,42 @@ def data_ranges(fd: int, size: int) -> list[tuple[int, int]]:
     return ranges
 
 
+def scan_ranges(fd: int, size: int, step: int) -> list[tuple[int, int]]:
+    """Byte ranges ``[start, end)`` that hold all the data of the file, zeros maybe included:
+    ``lseek(SEEK_DATA)`` probed once every ``step`` bytes of data, not twice per hole.
+
+    A scan skips only long holes, so it needs no exact map: a hole that holds a probe point is
+    found from there on, so every hole of ``2 * step`` bytes or more is (mostly) skipped, and a
+    shorter one may be read as data (zeros, which is what a hole reads as). A page-compressed
+    file has a hole in every page: 89,000 pages cost ~1,400 calls here, not 178,000. Falls
+    back to the whole file where ``SEEK_DATA`` is not supported. The fd's offset is kept.
+    """
+    if size <= 0:
+        return []
+    step = max(1, step)
+    saved = os.lseek(fd, 0, os.SEEK_CUR)
+    ranges: list[tuple[int, int]] = []
+    try:
+        pos = 0
+        while pos < size:
+            try:
+                data = os.lseek(fd, pos, os.SEEK_DATA)
+            except OSError as exc:
+                if exc.errno == errno.ENXIO:  # nothing but a hole from pos on
+                    break
+                if exc.errno == errno.EINVAL and not ranges and pos == 0:
+                    return [(0, size)]
+                raise
+            if data >= size:
+                break
+            end = min(size, data + step)
+            _merge_into(ranges, data, end)
+            pos = end
+    finally:
+        os.lseek(fd, saved, os.SEEK_SET)
+    return ranges
+
+
 def fiemap(fd: int, batch: int = FIEMAP_BATCH) -> list[Extent] | None:
     """The kernel's extent list for ``fd`` via ``FS_IOC_FIEMAP``, exactly as reported.
 

@@ -186,7 +186,7 @@ def check_file(
         n = ts.n_pages
         result = CheckResult(str(path), 0, ts.physical_size, ts.trailing_bytes)
         jobs = jobs or os.cpu_count() or 1
-        ts.data_ranges  # noqa: B018  (the data map once, before any fork)
+        ts.scan_ranges  # noqa: B018  (where the data is, once, before any fork)
         if jobs == 1 or n < parallel_min:
             parts = [scan_range(ts, 0, n, progress)]
         else:

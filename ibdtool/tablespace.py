@@ -23,7 +23,7 @@ from pathlib import Path
 from types import TracebackType
 from typing import Protocol
 
-from ibdtool.allocation import Allocation, read_allocation
+from ibdtool.allocation import Allocation, read_allocation, scan_ranges
 from ibdtool.decrypt import page_decryptor
 from ibdtool.errors import InputError
 from ibdtool.openfile import open_regular
@@ -272,9 +272,13 @@ class Tablespace:
         """Like :meth:`read_pages` (``per_chunk`` in bytes here), into one buffer reused for
         every chunk: each view is valid only until the next one is asked for, so the caller
         must be done with it (scans that tally and keep nothing). Saves a fresh multi-MiB
-        allocation, and its page faults, per chunk."""
+        allocation, and its page faults, per chunk. A remote source's chunks come as read."""
         psize = self.physical_size
         pages = max(1, per_chunk // psize)
+        if self._source is not None:
+            for n, chunk in self.read_pages(start, stop, pages):
+                yield n, memoryview(chunk)
+            return
         buf = bytearray(min(pages, max(0, stop - start)) * psize)
         whole = memoryview(buf)
         n = start
@@ -313,16 +317,39 @@ class Tablespace:
             )
 
     @cached_property
-    def data_ranges(self) -> tuple[tuple[int, int], ...]:
-        """The byte ranges that hold data (SEEK_DATA/SEEK_HOLE); the rest reads as zeros."""
+    def data_map(self) -> Allocation:
+        """:attr:`allocation` without FIEMAP's extent counts (None there) when not already
+        read: the data ranges and sizes, for callers that need no extents."""
         if "allocation" in self.__dict__:
-            return self.allocation.data_ranges
+            return self.allocation
         if self._source is not None:
-            return self._source.allocation(with_extents=False).data_ranges
+            return self._source.allocation(with_extents=False)
         try:
-            return read_allocation(self._fd, with_extents=False).data_ranges
+            return read_allocation(self._fd, with_extents=False)
         except OSError as exc:
             raise InputError(f"{self.path}: cannot read allocation: {exc.strerror}") from None
+
+    @cached_property
+    def data_ranges(self) -> tuple[tuple[int, int], ...]:
+        """The byte ranges that hold data (SEEK_DATA/SEEK_HOLE); the rest reads as zeros."""
+        return self.data_map.data_ranges
+
+    @cached_property
+    def scan_ranges(self) -> tuple[tuple[int, int], ...]:
+        """Byte ranges holding all the data, for scans (:meth:`page_runs`): the exact
+        :attr:`data_ranges` when already known, else SEEK_DATA probed every
+        :data:`MIN_HOLE_PAGES` pages (:func:`ibdtool.allocation.scan_ranges`) — holes shorter
+        than that are read like data anyway, and a page-compressed file has one in every page."""
+        if (
+            self._source is not None
+            or {"data_map", "data_ranges", "allocation"} & self.__dict__.keys()
+        ):
+            return self.data_ranges
+        try:
+            found = scan_ranges(self._fd, self.size, MIN_HOLE_PAGES * self.physical_size)
+        except OSError as exc:
+            raise InputError(f"{self.path}: cannot read allocation: {exc.strerror}") from None
+        return tuple(found)
 
     def page_runs(
         self, start: int = 0, stop: int | None = None, max_run: int = RUN_PAGES
@@ -334,7 +361,7 @@ class Tablespace:
         stop = self.n_pages if stop is None else min(stop, self.n_pages)
         start = max(0, start)
         psize = self.physical_size
-        ranges = self.data_ranges
+        ranges = self.scan_ranges
         i = max(0, bisect_right(ranges, start * psize, key=lambda r: r[0]) - 1)
         n = start
         while n < stop:
@@ -348,8 +375,14 @@ class Tablespace:
                 if data_first - n < MIN_HOLE_PAGES:
                     data_first = n
                 data_end = -(-ranges[i][1] // psize)
-                # ranges with no long hole between them: one data run
-                while i + 1 < len(ranges) and ranges[i + 1][0] // psize < data_end + MIN_HOLE_PAGES:
+                # ranges with no long hole between them: one data run (up to ``stop``: a
+                # compressed file has a range a page, and a scan of a block must not walk
+                # every range to the end of the file)
+                while (
+                    data_end < stop
+                    and i + 1 < len(ranges)
+                    and ranges[i + 1][0] // psize < data_end + MIN_HOLE_PAGES
+                ):
                     i += 1
                     data_end = max(data_end, -(-ranges[i][1] // psize))
             for first, end, has_data in ((n, data_first, False), (data_first, data_end, True)):

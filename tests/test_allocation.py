@@ -31,6 +31,7 @@ from ibdtool.allocation import (
     data_ranges,
     fiemap,
     read_allocation,
+    scan_ranges,
 )
 
 PAGE = 16384  # InnoDB default page size
@@ -434,3 +435,49 @@ def test_per_page_and_window_match_naive(seed: int) -> None:
     tiles = sorted(ranges + list(holes))  # data and holes tile [0, size) exactly
     assert tiles[0][0] == 0 and tiles[-1][1] == size
     assert all(a[1] == b[0] for a, b in itertools.pairwise(tiles))
+
+
+def _covered(inner: list[tuple[int, int]], outer: list[tuple[int, int]]) -> bool:
+    """Does every range of ``inner`` lie inside one of ``outer``?"""
+    return all(any(s >= a and e <= b for a, b in outer) for s, e in inner)
+
+
+def test_scan_ranges_cover_the_data_and_skip_long_holes(ext4_dir: Path) -> None:
+    """Probed every 64 pages: every byte of data is inside a scan range (the exact map from
+    SEEK_DATA/SEEK_HOLE is the oracle), one-page holes are read through, and long holes are
+    skipped but for the stretch before the first probe inside them."""
+    path = ext4_dir / "holes.ibd"
+    n_pages = 2000
+    write_file(path, n_pages * PAGE)
+    long_holes = [(300, 500), (1000, 1129), (1900, 2000)]  # pages; the last one runs to the end
+    fd = os.open(path, os.O_RDWR)
+    try:
+        for n in range(1, 300, 2):  # a page-compressed stretch: a hole in every other page
+            punch_hole(fd, n * PAGE + PAGE // 2, PAGE // 2)
+        for a, b in long_holes:
+            punch_hole(fd, a * PAGE, (b - a) * PAGE)
+        os.fsync(fd)
+        step = 64 * PAGE
+        exact = data_ranges(fd, n_pages * PAGE)
+        coarse = scan_ranges(fd, n_pages * PAGE, step)
+        assert os.lseek(fd, 0, os.SEEK_CUR) == 0
+    finally:
+        os.close(fd)
+    assert _covered(exact, coarse)
+    assert len(coarse) <= 4 < len(exact)
+    skipped = sum(b - a for a, b in long_holes) * PAGE - (
+        n_pages * PAGE - sum(e - s for s, e in coarse)
+    )
+    assert 0 <= skipped <= len(long_holes) * step  # at most one step of each long hole is read
+
+
+def test_scan_ranges_of_a_file_without_data(ext4_dir: Path) -> None:
+    path = ext4_dir / "sparse.ibd"
+    with path.open("wb") as f:
+        f.truncate(100 * PAGE)
+    fd = os.open(path, os.O_RDONLY)
+    try:
+        assert scan_ranges(fd, 100 * PAGE, 64 * PAGE) == []
+        assert scan_ranges(fd, 0, 64 * PAGE) == []
+    finally:
+        os.close(fd)
