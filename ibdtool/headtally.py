@@ -72,7 +72,7 @@ def tally_run(
     algorithm = fmt.fcrc32_algorithm if fcrc32 else None
     partial: Callable[..., bytes] | None = None
     if algorithm is not None and algorithm is not Algorithm.NONE:
-        partial = codec_for(algorithm).partial_decompress
+        partial = codec_for(algorithm).prefix_reader(HEADER_PREFIX, logical)
     algo_name = algorithm.value if algorithm is not None else ""
     dblwr = ts.doublewrite_pages
     zero = bytes(psize)
@@ -127,24 +127,10 @@ def tally_run(
                         tally.free_pages += 1
                         tally.free_allocated += allocated
                     continue
-            elif (
-                fcrc32
-                and not chk_word
-                and partial is not None
-                and ptype & FIL_PAGE_COMPRESS_FCRC32_MARKER
-            ):
-                got_size = fcrc32_stored_size(ptype, psize)
-                if got_size is not None:
-                    size = got_size
-                    stored = int.from_bytes(mv[off + size - 4 : off + size], "big")
-                    if stored and stored == crc32c(mv[off : off + size - 4]):
-                        image = mv[off:end_at]
-                        stop_at = fcrc32_payload_end(image, size, algorithm)  # type: ignore[arg-type]
-                        payload = image[MARIADB_FCRC32_PAYLOAD:stop_at]
-                        try:
-                            page = partial(payload, HEADER_PREFIX, logical)
-                        except CodecError:
-                            page = None
+            elif fcrc32 and not chk_word and partial is not None:
+                got = compressed_header(mv, off, psize, ptype, partial, algorithm)  # type: ignore[arg-type]
+                if got is not None:
+                    page, size, _end = got
             if page is None:
                 info = ts._decode(mv[off:end_at], page_no, None, True)
                 tally.add(info, allocated, block, bool(is_free))
@@ -192,6 +178,35 @@ def tally_run(
         comp[algo_name] = comp.get(algo_name, 0) + n_comp
     if n_plain or n_comp:
         chk[ok_name] = chk.get(ok_name, 0) + n_plain + n_comp
+
+
+def compressed_header(
+    mv: memoryview,
+    off: int,
+    psize: int,
+    ptype: int,
+    read_header: Callable[[memoryview], bytes],
+    algorithm: Algorithm,
+) -> tuple[bytes, int, int] | None:
+    """For the full_crc32 page-compressed image at ``off`` of ``mv`` (stored type ``ptype``)
+    whose CRC-32C verifies: the first bytes of the page inside (``read_header``: the codec's
+    :meth:`~parsers.codecs.Codec.prefix_reader` for :data:`~parsers.page.HEADER_PREFIX`), the
+    image's stored size and the end of its payload (§3.2, §6.6); None for the decoder to say
+    what else it is."""
+    if not ptype & FIL_PAGE_COMPRESS_FCRC32_MARKER:
+        return None
+    size = fcrc32_stored_size(ptype, psize)
+    if size is None:
+        return None
+    stored = int.from_bytes(mv[off + size - 4 : off + size], "big")
+    if not stored or stored != crc32c(mv[off : off + size - 4]):
+        return None
+    image = mv[off : off + psize]
+    stop_at = fcrc32_payload_end(image, size, algorithm)
+    try:
+        return read_header(image[MARIADB_FCRC32_PAYLOAD:stop_at]), size, stop_at
+    except CodecError:
+        return None
 
 
 def _tally_plain(

@@ -21,6 +21,7 @@ import importlib
 import importlib.util
 import threading
 import zlib
+from collections.abc import Callable
 from functools import cache
 from typing import Any
 
@@ -84,6 +85,12 @@ class Impl:
         """The first ``n`` bytes; libraries that cannot stop early decompress ``limit`` at most."""
         return self.decompress(data, limit)[:n]
 
+    def prefix_reader(self, n: int, name: str) -> Callable[[Any], bytes] | None:
+        """A direct ``data -> first n bytes`` for the codec ``name`` (its errors worded as
+        :meth:`parsers.codecs.Codec.partial_decompress` words them), or None to go through
+        that method."""
+        return None
+
 
 class Zlib(Impl):
     takes_buffers = True
@@ -100,6 +107,20 @@ class Zlib(Impl):
 
     def prefix(self, data: bytes, n: int, limit: int) -> bytes:
         return _streamed(zlib.decompressobj(), data, n)
+
+    def prefix_reader(self, n: int, name: str) -> Callable[[Any], bytes] | None:
+        new, error = zlib.decompressobj, zlib.error
+
+        def read(data: Any) -> bytes:
+            try:
+                out: bytes = new().decompress(data, n)
+            except (error, ValueError, TypeError) as exc:  # what partial_decompress catches
+                raise CodecError(f"{name}: {exc}") from None
+            if len(out) < n:
+                raise CodecError(f"{name} gave {len(out)} bytes, expected at least {n}")
+            return out
+
+        return read
 
 
 class Lz4(Impl):

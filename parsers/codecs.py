@@ -17,8 +17,9 @@ zlib/lzma/bzip2 tolerate trailing padding after end-of-stream, as the servers re
 from __future__ import annotations
 
 import zlib
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
+from functools import partial
 from typing import Final
 
 from parsers import codecimpl
@@ -98,6 +99,18 @@ class Codec:
         if len(out) < n:
             raise CodecError(f"{self.name} gave {len(out)} bytes, expected at least {n}")
         return out[:n]
+
+    def prefix_reader(
+        self, n: int, limit: int = UNIV_PAGE_SIZE_MAX
+    ) -> Callable[[bytes | memoryview], bytes]:
+        """``lambda data: self.partial_decompress(data, n, limit)``, as one call with the
+        lookups done once: scans read the header of every page of a file through it. zlib's
+        is a direct call of the library (no wrapper per page); the same bytes, the same
+        errors."""
+        direct = self.impl.prefix_reader(n, self.name)
+        if direct is not None:
+            return direct
+        return partial(self.partial_decompress, n=n, limit=limit)
 
 
 CODECS: tuple[Codec, ...] = (
