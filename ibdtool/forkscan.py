@@ -14,12 +14,12 @@ import contextlib
 import os
 import pickle
 import signal
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from typing import TypeVar
 
 from ibdtool.errors import InputError
 from ibdtool.tablespace import Tablespace
-from ibdtool.workpool import KILL_HOOK, describe_exit
+from ibdtool.workpool import _LEN, KILL_HOOK, _read_exact, _write_frame, describe_exit
 
 T = TypeVar("T")
 
@@ -80,3 +80,87 @@ def map_ranges(
     if failure is not None:
         raise failure
     return results
+
+
+def ordered_map(
+    ts: Tablespace,
+    fn: Callable[[Tablespace, int, int], T],
+    ranges: list[tuple[int, int]],
+    jobs: int,
+) -> Iterator[T]:
+    """``fn(ts, start, stop)`` for each range, yielded in range order while they are computed
+    on ``jobs`` processes: this one takes ranges 0, jobs, 2·jobs…, forked child ``j`` ranges
+    j, j + jobs…, each sending its results down a pipe in order. A child blocks on its pipe
+    until its turn comes, so at most one result per child waits in memory. A child that fails
+    or dies is an :class:`InputError` at its turn; the results before it are out by then. When
+    the caller stops early (a closed stdout), the children are killed and reaped."""
+    jobs = max(1, min(jobs, len(ranges)))
+    if jobs == 1:
+        for start, stop in ranges:
+            yield fn(ts, start, stop)
+        return
+    ts.doublewrite_pages  # noqa: B018  (decode once, before forking)
+    children: list[tuple[int, int]] = []
+    try:
+        for j in range(1, jobs):
+            rfd, wfd = os.pipe()
+            pid = os.fork()
+            if pid == 0:  # child
+                os.close(rfd)
+                for _pid, other in children:
+                    os.close(other)
+                os._exit(_ordered_child(ts, fn, ranges[j::jobs], wfd))
+            os.close(wfd)
+            children.append((pid, rfd))
+        for i, (start, stop) in enumerate(ranges):
+            j = i % jobs
+            if j == 0:
+                yield fn(ts, start, stop)
+                continue
+            pid, rfd = children[j - 1]
+            data = _read_frame(rfd)
+            if data is None:  # the pipe ended without a result: the child died
+                status = os.waitpid(pid, 0)[1]
+                children[j - 1] = (0, rfd)
+                raise InputError(f"{ts.path}: worker process {pid} {describe_exit(status)}")
+            part = pickle.loads(data)
+            if isinstance(part, BaseException):
+                raise part
+            yield part
+    finally:
+        for pid, rfd in children:
+            os.close(rfd)
+            if pid:
+                with contextlib.suppress(ProcessLookupError):
+                    os.kill(pid, signal.SIGKILL)
+                with contextlib.suppress(ChildProcessError):
+                    os.waitpid(pid, 0)
+
+
+def _ordered_child(
+    ts: Tablespace, fn: Callable[[Tablespace, int, int], T], mine: list[tuple[int, int]], wfd: int
+) -> int:
+    """Run in a forked child: each of ``mine`` in order, each result framed down ``wfd``; an
+    error is sent as the last frame. Returns the exit status."""
+    hook = os.environ.get(KILL_HOOK)
+    if hook and hook in str(ts.path):  # tests only: see ibdtool.workpool
+        os.kill(os.getpid(), signal.SIGKILL)
+    try:
+        for start, stop in mine:
+            try:
+                payload = pickle.dumps(fn(ts, start, stop))
+            except BaseException as exc:  # report it to the parent as data
+                message = exc.message if isinstance(exc, InputError) else f"{ts.path}: {exc}"
+                _write_frame(wfd, pickle.dumps(InputError(message)))
+                return 1
+            _write_frame(wfd, payload)
+    except OSError:  # the parent stopped reading (it is gone, or it stopped early)
+        return 1
+    return 0
+
+
+def _read_frame(fd: int) -> bytes | None:
+    head = _read_exact(fd, _LEN.size)
+    if head is None:
+        return None
+    return _read_exact(fd, _LEN.unpack(head)[0])

@@ -18,6 +18,7 @@ from typing import Any
 from ibdtool.allocation import Allocation
 from ibdtool.errors import InputError
 from ibdtool.forkscan import map_ranges, split
+from ibdtool.headpages import header_pages
 from ibdtool.headtally import tally_run
 from ibdtool.indexnames import IndexNames, from_cfg
 from ibdtool.tablespace import Tablespace
@@ -432,7 +433,7 @@ def _tally_range(
             if progress is not None:
                 progress(end)
             continue
-        for info in ts.pages(first, end, header_only=True):
+        for info in header_pages(ts, first, end):  # the decoder's records, sooner
             k = info.page_no - first
             if on_page is not None:
                 on_page(info)

@@ -1,0 +1,144 @@
+"""``Tablespace.pages(header_only=True)`` at scan speed, for scans that want every page's record.
+
+The TUI's page map (``inspect`` with ``on_page``) needs a :class:`~parsers.page.PageInfo` per
+page. :func:`header_pages` yields the very records the decoder gives — the tests compare both,
+field by field, on every sample and corpus file — but builds those of the common pages from
+the stored bytes: plain pages whose crc32 or full_crc32 checksum verifies from the columns of
+a whole chunk (:mod:`parsers.pagecolumns`), full_crc32 page-compressed images whose CRC-32C
+verifies from the header of the page inside (:func:`ibdtool.headtally.compressed_header`).
+Every other page (zero, damaged, encrypted, classic compressed, zip, a doublewrite copy) and
+every page of a tablespace opened with a key goes through :func:`parsers.page.decode_page`.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterator
+
+from ibdtool.headtally import compressed_header
+from ibdtool.tablespace import Tablespace
+from parsers.checksum import ChecksumAlgo
+from parsers.codecs import codec_for
+from parsers.constants import Algorithm, index_types, page_type_name
+from parsers.envelope import MARIADB_FCRC32_PAYLOAD
+from parsers.page import HEADER_PREFIX, IndexStats, PageInfo, index_fill, index_stats
+from parsers.pagecolumns import INDEX_FIELDS, columns, plain_verified, verdict_fields
+from parsers.structs import FIL_HEADER_FAST
+
+_FIELDS = ("prev", "next", "space_id")
+
+
+def header_pages(ts: Tablespace, start: int = 0, stop: int | None = None) -> Iterator[PageInfo]:
+    """The records of pages [start, stop), as ``ts.pages(start, stop, header_only=True)``."""
+    fmt = ts.format
+    if ts.decryptor is not None or not (fmt.full_crc32 or not fmt.zip):
+        yield from ts.pages(start, stop, header_only=True)
+        return
+    stop = ts.n_pages if stop is None else min(stop, ts.n_pages)
+    zero = memoryview(bytes(ts.physical_size))
+    for first, end, has_data in ts.page_runs(start, stop):
+        if not has_data:
+            for n in range(first, end):
+                yield ts._decode(zero, n, None, True)
+            continue
+        yield from _data_run(ts, first, end)
+    ts.check_not_shrunk()
+
+
+def _data_run(ts: Tablespace, first: int, end: int) -> Iterator[PageInfo]:
+    fmt = ts.format
+    psize = ts.physical_size
+    logical = ts.logical_size
+    fcrc32 = fmt.full_crc32
+    vendor = fmt.vendor
+    idx_types = index_types(vendor)
+    dblwr = ts.doublewrite_pages
+    algorithm = fmt.fcrc32_algorithm if fcrc32 else None
+    read_header: Callable[[memoryview], bytes] | None = None
+    if algorithm is not None and algorithm is not Algorithm.NONE:
+        read_header = codec_for(algorithm).prefix_reader(HEADER_PREFIX, logical)
+    ok_algo = ChecksumAlgo.FULL_CRC32 if fcrc32 else ChecksumAlgo.CRC32
+    none = Algorithm.NONE
+    names: dict[int, str] = {}
+    fields = (*verdict_fields(fcrc32), *_FIELDS, *INDEX_FIELDS)
+    head = FIL_HEADER_FAST.unpack_from
+    for n, mv in ts.read_chunks(first, end):
+        count = len(mv) // psize
+        cols = columns(mv, psize, fcrc32, fields)
+        good = plain_verified(mv, psize, n, fcrc32, cols)
+        for k in range(count):
+            page_no = n + k
+            if dblwr and page_no in dblwr:
+                yield ts._decode(mv[k * psize : (k + 1) * psize], page_no, None, True)
+                continue
+            if good[k]:
+                ptype = cols["page_type"][k]
+                name = names.get(ptype)
+                if name is None:
+                    name = names[ptype] = page_type_name(ptype, vendor)
+                index: IndexStats | None = None
+                if ptype in idx_types:
+                    n_heap, heap_top, garbage = (
+                        cols["n_heap"][k],
+                        cols["heap_top"][k],
+                        cols["garbage"][k],
+                    )
+                    data_size, fill = index_fill(n_heap, heap_top, garbage, logical)
+                    index = IndexStats(
+                        index_id=cols["index_id"][k],
+                        level=cols["level"][k],
+                        n_recs=cols["n_recs"][k],
+                        compact=bool(n_heap & 0x8000),
+                        heap_top=heap_top,
+                        garbage=garbage,
+                        data_size=data_size,
+                        fill=fill,
+                    )
+                yield PageInfo(
+                    page_no=page_no,
+                    stored_page_no=page_no,
+                    stored_type=ptype,
+                    real_type=ptype,
+                    type_name=name,
+                    compression=none,
+                    compressed_size=None,
+                    stored_size=None,
+                    checksum_valid=True,
+                    checksum_algo=ok_algo,
+                    lsn=cols["lsn"][k],
+                    space_id=cols["space_id"][k],
+                    prev=cols["prev"][k],
+                    next=cols["next"][k],
+                    index=index,
+                )
+                continue
+            off = k * psize
+            got = None
+            if read_header is not None:
+                chk, stored_no, prev, nxt, lsn, ptype, _f, space_id = head(mv, off)
+                if stored_no == page_no and not chk:
+                    got = compressed_header(mv, off, psize, ptype, read_header, algorithm)  # type: ignore[arg-type]
+            if got is None:
+                yield ts._decode(mv[off : off + psize], page_no, None, True)
+                continue
+            inner, size, stop_at = got
+            real_type = int.from_bytes(inner[24:26], "big")
+            name = names.get(real_type)
+            if name is None:
+                name = names[real_type] = page_type_name(real_type, vendor)
+            yield PageInfo(
+                page_no=page_no,
+                stored_page_no=page_no,
+                stored_type=ptype,
+                real_type=real_type,
+                type_name=name,
+                compression=algorithm,  # type: ignore[arg-type]
+                compressed_size=stop_at - MARIADB_FCRC32_PAYLOAD,
+                stored_size=size,
+                checksum_valid=True,
+                checksum_algo=ok_algo,
+                lsn=lsn,
+                space_id=space_id,
+                prev=prev,
+                next=nxt,
+                index=index_stats(inner, logical) if real_type in idx_types else None,
+            )

@@ -1,0 +1,267 @@
+"""``pages --json`` at scan speed: JSON lines written from the stored bytes, split over cores.
+
+The rows are those of :func:`ibdtool.pagerows.page_rows` encoded by ``json.JSONEncoder``, byte
+for byte (the tests compare both on every sample and corpus file). The pages a large file is
+made of — plain pages with a good crc32 or full_crc32 checksum, full_crc32 page-compressed
+images with a good CRC-32C, all-zero pages — are written from a template, their fields taken
+from the columns of a whole chunk (:mod:`parsers.pagecolumns`) or, for a compressed image,
+from the header of the page inside (:func:`ibdtool.headtally.compressed_header`); every other
+page goes through the decoder and :func:`~ibdtool.pagerows.page_row`, as before.
+
+The file is cut into blocks of :data:`BLOCK_PAGES` pages; with several cores, forked workers
+take every n-th block and the blocks come back in page order (:func:`ibdtool.forkscan.
+ordered_map`), so the output is the one a single process writes, streamed a block at a time.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+from collections.abc import Callable, Iterator, Sequence
+from dataclasses import dataclass
+from functools import partial
+
+from ibdtool.errors import InputError
+from ibdtool.forkscan import ordered_map
+from ibdtool.headtally import compressed_header
+from ibdtool.inspect import index_names
+from ibdtool.pagerows import page_row, parse_type_filter
+from ibdtool.tablespace import Tablespace
+from parsers.checksum import ChecksumAlgo
+from parsers.codecs import codec_for
+from parsers.constants import Algorithm, index_types, page_type_name
+from parsers.envelope import MARIADB_FCRC32_PAYLOAD
+from parsers.keyring import Keyring
+from parsers.page import HEADER_PREFIX, index_fill
+from parsers.pagecolumns import INDEX_FIELDS, columns, plain_verified, verdict_fields
+from parsers.structs import FIL_HEADER_FAST, INDEX_HEADER_FAST, PAGE_HEADER, IndexHeaderTuple
+
+#: pages per block: one worker's unit of work, and what the parent holds at most per worker
+BLOCK_PAGES = 4096
+#: files with fewer pages stay in one process (a fork costs more than they take)
+PARALLEL_MIN_PAGES = 8192
+
+_N_HEAP, _HEAP_TOP, _GARBAGE, _N_RECS, _LEVEL, _INDEX_ID = (
+    IndexHeaderTuple._fields.index(f)
+    for f in ("n_heap", "heap_top", "garbage", "n_recs", "level", "index_id")
+)
+_encode = json.JSONEncoder().encode
+# page_row's keys in its order, with the values a verified page leaves to the template
+_ROW = (
+    '{"page": %d, "type": %s, "stored_type": %d, "compression": %s, "compressed_size": %s, '
+    '"stored_size": %s, "allocated": %d, "checksum": %s, "valid": true, "lsn": %d, '
+    '"space_id": %d, %s, "zip_stream": null, "problem": null}'
+)
+_PAGE_MARK = -7_020_304_050_607  # stands for the page number and the allocated bytes in a template
+_NO_INDEX = '"index_id": null, "index": null, "level": null, "n_recs": null, "fill": null'
+_INDEX = '"index_id": %d, "index": %s, "level": %d, "n_recs": %d, "fill": %s'
+
+
+@dataclass
+class _Context:
+    """What every block needs, decoded once before any fork."""
+
+    ts: Tablespace
+    names: dict[int, str]
+    type_names: set[str]
+    type_numbers: set[int]
+
+    def wanted(self, type_name: str, real_type: int, stored_type: int) -> bool:
+        if not self.type_names and not self.type_numbers:
+            return True
+        return (
+            type_name in self.type_names
+            or real_type in self.type_numbers
+            or stored_type in self.type_numbers
+        )
+
+
+def json_lines(
+    path: str,
+    *,
+    types: Sequence[str] = (),
+    start: int = 0,
+    stop: int | None = None,
+    keyring: Keyring | None = None,
+    jobs: int | None = None,
+) -> Iterator[str]:
+    """The JSON lines of ``pages --json`` for pages [start, stop) of ``path``, a block of
+    lines (each ending in a newline) at a time, in page order."""
+    type_names, type_numbers = parse_type_filter(types)
+    with Tablespace(path, keyring) as ts:
+        n = ts.n_pages
+        if start >= n:
+            raise InputError(f"{path}: --from {start} is past the last page ({n - 1})")
+        stop = n if stop is None else min(stop, n)
+        ctx = _Context(ts, index_names(ts).names, type_names, type_numbers)
+        ts.data_map  # noqa: B018  (the data ranges once, before any fork)
+        blocks = [(b, min(stop, b + BLOCK_PAGES)) for b in range(start, stop, BLOCK_PAGES)]
+        jobs = jobs or os.cpu_count() or 1
+        if stop - start < PARALLEL_MIN_PAGES:
+            jobs = 1
+        yield from ordered_map(ts, partial(_block, ctx=ctx), blocks, jobs)
+
+
+def _block(ts: Tablespace, first: int, end: int, *, ctx: _Context) -> str:
+    """The JSON lines of pages [first, end)."""
+    out: list[str] = []
+    psize = ts.physical_size
+    per_page = ts.data_map.per_page_allocated(psize, end - first, first)
+    for run_first, run_end, has_data in ts.page_runs(first, end):
+        if has_data:
+            _data_run(ctx, run_first, run_end, per_page[run_first - first :], out)
+        else:
+            _zero_run(ctx, run_first, run_end, per_page[run_first - first :], out)
+    ts.check_not_shrunk()
+    return "".join(out)
+
+
+def _zero_run(ctx: _Context, first: int, end: int, per_page: Sequence[int], out: list[str]) -> None:
+    """Pages in a hole: all zeros, each the decoder's row for a zero page at its number."""
+    ts = ctx.ts
+    info = ts._decode(bytes(ts.physical_size), first, None, True)
+    if not (info.empty and info.problem is None and info.index is None):
+        for n in range(first, end):  # never for a zero page; kept exact whatever the decoder says
+            row = page_row(ts._decode(bytes(ts.physical_size), n, None, True), per_page[n - first])
+            out.append(_encode(row) + "\n")
+        return
+    if not ctx.wanted(info.type_name, info.real_type, info.stored_type):
+        return
+    row = page_row(info, _PAGE_MARK, ctx.names)
+    text = _encode({**row, "page": _PAGE_MARK}).replace("%", "%%")
+    template = text.replace(str(_PAGE_MARK), "%d", 2) + "\n"
+    out.extend(template % (n, per_page[n - first]) for n in range(first, end))
+
+
+def _data_run(ctx: _Context, first: int, end: int, per_page: Sequence[int], out: list[str]) -> None:
+    """Pages [first, end), read a chunk at a time (``per_page[k]``: page ``first + k``'s
+    allocated bytes)."""
+    ts = ctx.ts
+    fmt = ts.format
+    psize = ts.physical_size
+    logical = ts.logical_size
+    fcrc32 = fmt.full_crc32
+    crc32_plain = not fcrc32 and not fmt.zip
+    vendor = fmt.vendor
+    idx_types = index_types(vendor)
+    dblwr = ts.doublewrite_pages
+    algorithm = fmt.fcrc32_algorithm if fcrc32 else None
+    decompress_head: Callable[..., bytes] | None = None
+    if algorithm is not None and algorithm is not Algorithm.NONE:
+        decompress_head = codec_for(algorithm).prefix_reader(HEADER_PREFIX, logical)
+    algo_json = _encode(algorithm.value) if algorithm is not None else ""
+    none_json = _encode(Algorithm.NONE.value)
+    chk_json = _encode((ChecksumAlgo.FULL_CRC32 if fcrc32 else ChecksumAlgo.CRC32).value)
+    names = ctx.names
+    type_json: dict[int, tuple[str, str]] = {}
+    index_json: dict[int, str] = {}
+
+    def type_of(t: int) -> tuple[str, str]:
+        got = type_json.get(t)
+        if got is None:
+            name = page_type_name(t, vendor)
+            got = type_json[t] = (name, _encode(name))
+        return got
+
+    def index_part(
+        n_heap: int, heap_top: int, garbage: int, n_recs: int, level: int, iid: int
+    ) -> str:
+        name = index_json.get(iid)
+        if name is None:
+            name = index_json[iid] = _encode(names.get(iid))
+        fill = round(index_fill(n_heap, heap_top, garbage, logical)[1], 3)
+        return _INDEX % (iid, name, level, n_recs, float.__repr__(fill))
+
+    fields = (*verdict_fields(fcrc32), "space_id", *INDEX_FIELDS)
+    head = FIL_HEADER_FAST.unpack_from
+    index_head = INDEX_HEADER_FAST.unpack_from
+    zero = bytes(psize)
+    for n, mv in ts.read_chunks(first, end):
+        count = len(mv) // psize
+        good: list[bool] = [False] * count
+        cols: dict[str, tuple[int, ...]] = {}
+        if fcrc32 or crc32_plain:
+            cols = columns(mv, psize, fcrc32, fields)
+            good = plain_verified(mv, psize, n, fcrc32, cols)
+        for k in range(count):
+            page_no = n + k
+            allocated = per_page[page_no - first]
+            if good[k] and not (dblwr and page_no in dblwr):
+                ptype = cols["page_type"][k]
+                name, name_json = type_of(ptype)
+                if not ctx.wanted(name, ptype, ptype):
+                    continue
+                part = _NO_INDEX
+                if ptype in idx_types:
+                    part = index_part(
+                        cols["n_heap"][k],
+                        cols["heap_top"][k],
+                        cols["garbage"][k],
+                        cols["n_recs"][k],
+                        cols["level"][k],
+                        cols["index_id"][k],
+                    )
+                out.append(
+                    _ROW
+                    % (
+                        page_no,
+                        name_json,
+                        ptype,
+                        none_json,
+                        "null",
+                        "null",
+                        allocated,
+                        chk_json,
+                        cols["lsn"][k],
+                        cols["space_id"][k],
+                        part,
+                    )
+                    + "\n"
+                )
+                continue
+            off = k * psize
+            chk, stored_no, _p, _n, lsn, ptype, _f, space_id = head(mv, off)
+            got = None
+            if (
+                decompress_head is not None
+                and stored_no == page_no
+                and not chk
+                and not (dblwr and page_no in dblwr)
+            ):
+                got = compressed_header(mv, off, psize, ptype, decompress_head, algorithm)  # type: ignore[arg-type]
+            if got is not None:
+                inner, size, stop_at = got
+                real_type = int.from_bytes(inner[24:26], "big")
+                name, name_json = type_of(real_type)
+                if not ctx.wanted(name, real_type, ptype):
+                    continue
+                part = _NO_INDEX
+                if real_type in idx_types:
+                    h = index_head(inner, PAGE_HEADER)
+                    part = index_part(
+                        h[_N_HEAP], h[_HEAP_TOP], h[_GARBAGE], h[_N_RECS], h[_LEVEL], h[_INDEX_ID]
+                    )
+                out.append(
+                    _ROW
+                    % (
+                        page_no,
+                        name_json,
+                        ptype,
+                        algo_json,
+                        stop_at - MARIADB_FCRC32_PAYLOAD,
+                        size,
+                        allocated,
+                        chk_json,
+                        lsn,
+                        space_id,
+                        part,
+                    )
+                    + "\n"
+                )
+                continue
+            stored = mv[off : off + psize]
+            if not stored_no and not chk and stored.tobytes() == zero:
+                stored = memoryview(zero)
+            info = ts._decode(stored, page_no, None, True)
+            if ctx.wanted(info.type_name, info.real_type, info.stored_type):
+                out.append(_encode(page_row(info, allocated, names)) + "\n")
