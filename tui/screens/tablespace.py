@@ -45,7 +45,6 @@ if TYPE_CHECKING:
     from tui.app import IbdtoolApp
 
 PROGRESS_INTERVAL = 0.1  # seconds between progress messages: at most ~10 a second
-YIELD_EVERY = 8  # pages between offers of the GIL to the UI thread (keys stay < 100 ms)
 #: a page map holds ~13 bytes per page: past 16 M pages (256 GiB of 16K pages) only the summary
 #: is made, holes counted without a read, so a 15 TiB sparse file costs seconds and no GiBs
 MAP_MAX_PAGES = 1 << 24
@@ -169,8 +168,6 @@ type, compression algorithm, stored size, allocation on disk or checksum.
                     model.add(info)
                     if worker.is_cancelled:
                         raise Cancelled
-                    if not info.page_no % YIELD_EVERY:
-                        time.sleep(0)  # hand the GIL to the UI thread if it waits for it
                     now = time.monotonic()
                     if now - last >= PROGRESS_INTERVAL:
                         last = now
