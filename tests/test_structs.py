@@ -5,12 +5,15 @@ from __future__ import annotations
 import pytest
 
 from parsers.constants import FIL_PAGE_COMPRESSED
+from parsers.pagecolumns import CRC32_FIELDS, FCRC32_FIELDS, INDEX_FIELDS, columns
 from parsers.structs import (
     FIL_HEADER_FAST,
     INDEX_HEADER_FAST,
     MYSQL_META_FAST,
     FilHeader,
+    FilTrailer,
     FspHeader,
+    FullCrc32Trailer,
     IndexHeader,
     MySQLCompressionMeta,
     fast,
@@ -20,6 +23,10 @@ from tests.conftest import require_corpus
 
 require_corpus()
 FILES = sorted(p for p in CORPUS.rglob("*.ibd"))
+
+
+#: every column the scans use (``prev``/``next``/``space_id``: the TUI's records)
+_MORE_FIELDS = (*INDEX_FIELDS, "prev", "next", "space_id")
 
 
 def _flatten(container: object, prefix: str = "") -> list[object]:
@@ -52,6 +59,22 @@ def test_fast_headers_equal_construct_on_every_page(path) -> None:  # type: igno
             assert list(MYSQL_META_FAST.unpack_from(page, 26)) == _flatten(
                 MySQLCompressionMeta.parse(page[26:])
             )
+    # parsers.pagecolumns: every field of every page of the file at once, both trailers
+    whole = len(data) // psize * psize
+    for full_crc32, trailer, fields in (
+        (False, FilTrailer, CRC32_FIELDS),
+        (True, FullCrc32Trailer, FCRC32_FIELDS),
+    ):
+        cols = columns(memoryview(data)[:whole], psize, full_crc32, (*fields, *_MORE_FIELDS))
+        for k, off in enumerate(range(0, whole, psize)):
+            page = data[off : off + psize]
+            expected = {
+                **dict(FilHeader.parse(page)),
+                **dict(IndexHeader.parse(page[38:])),
+                **{f"trailer_{f}": v for f, v in dict(trailer.parse(page[-8:])).items()},
+            }
+            got = {name: col[k] for name, col in cols.items()}
+            assert got == {name: expected[name] for name in got}, (path, off // psize)
 
 
 def test_declared_sizes_match_formats_md() -> None:
