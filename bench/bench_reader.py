@@ -15,8 +15,9 @@ bare zlib × cores; ``inspect --json`` ≤ 1.5× dd on the plain file and ``insp
 ``inspect tiny.ibd --json`` ≤ 60 ms. The verdicts compare CPU seconds, as the machine is
 shared and wall time grows with everyone else's work: the anchors run in one process, so
 their CPU is their wall time on an idle machine (dd's, less its memory stalls); a command that
-splits a large file over every core (checksum, inspect, report) would take about its CPU over
-the cores — an estimate that assumes the split scales, as the CPU ratio column does not.
+splits a large file over every core (checksum, inspect, pages --json, report) would take about
+its CPU over the cores — an estimate that assumes the split scales, as the CPU ratio column
+does not.
 """
 
 from __future__ import annotations
@@ -92,7 +93,8 @@ def main() -> None:
         splits: bool = True,
     ) -> None:
         """``splits``: the command spreads a large file over every core (checksum, inspect,
-        report); its wall time on an idle machine is then about its CPU over the cores."""
+        pages --json, report); its wall time on an idle machine is then about its CPU over the
+        cores."""
         a = measure(anchor, r)
         m = measure(mine, r)
         n = cores if splits else 1
@@ -125,7 +127,7 @@ def main() -> None:
         pair(f"inspect {name}", limit, [*ibd, "inspect", "--json", path], "dd", dd)
         if name != PLAIN:
             pages = [*ibd, "pages", "--json", path]
-            pair(f"pages {name}", limit, pages, "dd", dd, splits=False)
+            pair(f"pages {name}", limit, pages, "dd", dd)  # ordered blocks on every core
     paths = [str(p) for p in files.values()]
     loop = ["sh", "-c", 'for f; do "$0" "$f"; done', innochecksum, *paths]  # one by one
     pair("report, three files", 3.0, [*ibd, "report", "--format", "json", *paths], "loop", loop)
