@@ -15,6 +15,10 @@ import signal
 import subprocess
 from pathlib import Path
 
+import pytest
+
+from ibdtool.errors import InputError
+from ibdtool.pagejson import json_lines
 from ibdtool.workpool import KILL_HOOK, WorkerPool
 from tests.samples_manifest import sample
 from tests.test_copy_remote import IBDTOOL, REPO
@@ -121,3 +125,46 @@ def test_checksum_split_over_processes_fails_when_one_dies(tmp_path: Path) -> No
     assert res.returncode == 2
     assert res.stderr.startswith(f"ibdtool: error: {big}: worker process ")
     assert "killed by signal 9" in res.stderr and res.stderr.count("\n") == 1
+
+
+def _children() -> set[int]:
+    """This process's children, zombies included (each thread's list in /proc)."""
+    found: set[int] = set()
+    for task in Path("/proc/self/task").iterdir():
+        found.update(int(pid) for pid in (task / "children").read_text().split())
+    return found
+
+
+def _big_file(tmp_path: Path) -> Path:
+    big = tmp_path / "big.ibd"
+    shutil.copyfile(sample("mariadb/p16k-pc_zlib.ibd"), big)
+    os.truncate(big, 9000 * PAGE)  # the rest a hole: zero pages, counted without a read
+    return big
+
+
+def test_pages_json_split_over_processes_fails_when_one_dies(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """``pages --json`` hands every other block to a forked child (``forkscan.ordered_map``):
+    one that dies is a one-line error at its turn, after the blocks before it."""
+    big = _big_file(tmp_path)
+    whole = "".join(json_lines(str(big), jobs=2))
+    assert whole.count("\n") == 9000
+    before = _children()
+    monkeypatch.setenv(KILL_HOOK, "big.ibd")
+    got: list[str] = []
+    with pytest.raises(InputError, match=r"worker process \d+ killed by signal 9"):
+        for block in json_lines(str(big), jobs=2):
+            got.append(block)
+    assert got == [whole[: len(got[0])]]  # the parent's first block, then the error
+    assert _children() == before  # every child reaped
+
+
+def test_pages_json_stopped_early_leaves_no_child(tmp_path: Path) -> None:
+    before = _children()
+    lines = json_lines(str(_big_file(tmp_path)), jobs=2)
+    first = next(lines)
+    assert first.startswith('{"page": 0, ')
+    assert len(_children() - before) == 1  # the forked worker
+    lines.close()  # as when stdout is closed under it
+    assert _children() == before
