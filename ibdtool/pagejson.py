@@ -6,7 +6,8 @@ made of — plain pages with a good crc32 or full_crc32 checksum, full_crc32 pag
 images with a good CRC-32C, all-zero pages — are written from a template, their fields taken
 from the columns of a whole chunk (:mod:`parsers.pagecolumns`) or, for a compressed image,
 from the header of the page inside (:func:`ibdtool.headtally.compressed_header`); every other
-page goes through the decoder and :func:`~ibdtool.pagerows.page_row`, as before.
+page (and every page of a tablespace opened with a key) goes through the decoder and
+:func:`~ibdtool.pagerows.page_row`, as before.
 
 The file is cut into blocks of :data:`BLOCK_PAGES` pages; with several cores, forked workers
 take every n-th block and the blocks come back in page order (:func:`ibdtool.forkscan.
@@ -142,12 +143,13 @@ def _data_run(ctx: _Context, first: int, end: int, per_page: Sequence[int], out:
     logical = ts.logical_size
     fcrc32 = fmt.full_crc32
     crc32_plain = not fcrc32 and not fmt.zip
+    inline = ts.decryptor is None  # with a key, every page through the decoder (decrypted)
     vendor = fmt.vendor
     idx_types = index_types(vendor)
     dblwr = ts.doublewrite_pages
     algorithm = fmt.fcrc32_algorithm if fcrc32 else None
     decompress_head: Callable[..., bytes] | None = None
-    if algorithm is not None and algorithm is not Algorithm.NONE:
+    if inline and algorithm is not None and algorithm is not Algorithm.NONE:
         decompress_head = codec_for(algorithm).prefix_reader(HEADER_PREFIX, logical)
     algo_json = _encode(algorithm.value) if algorithm is not None else ""
     none_json = _encode(Algorithm.NONE.value)
@@ -180,7 +182,7 @@ def _data_run(ctx: _Context, first: int, end: int, per_page: Sequence[int], out:
         count = len(mv) // psize
         good: list[bool] = [False] * count
         cols: dict[str, tuple[int, ...]] = {}
-        if fcrc32 or crc32_plain:
+        if inline and (fcrc32 or crc32_plain):
             cols = columns(mv, psize, fcrc32, fields)
             good = plain_verified(mv, psize, n, fcrc32, cols)
         for k in range(count):
