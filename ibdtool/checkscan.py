@@ -18,7 +18,7 @@ from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from functools import partial
 from itertools import compress
-from operator import not_
+from operator import not_, or_
 
 from ibdtool.errors import InputError
 from ibdtool.forkscan import map_ranges, split
@@ -34,7 +34,12 @@ from parsers.crc32c_fast import crc32c
 from parsers.envelope import Kind, fcrc32_stored_size, read_envelope
 from parsers.inflate import inflate
 from parsers.keyring import Keyring
-from parsers.pagecolumns import columns, plain_verified, verdict_fields
+from parsers.pagecolumns import (
+    columns,
+    compressed_verified,
+    plain_verified,
+    verdict_fields,
+)
 from parsers.space import SpaceFormat
 
 PARALLEL_MIN_PAGES = 8192
@@ -122,6 +127,9 @@ def scan_range(
                 # the plain pages of the chunk at once (parsers.pagecolumns), the rest below
                 cols = columns(mv, psize, fast_fcrc32, verdict_fields(fast_fcrc32))
                 good = plain_verified(mv, psize, n, fast_fcrc32, cols)
+                if fast_fcrc32 and not all(good):  # page_compressed images, also at once
+                    packed = compressed_verified(mv, psize, n, cols)
+                    good = list(map(or_, good, packed))
                 passed = good.count(True)
                 ok += passed
                 if passed == count:

@@ -21,8 +21,8 @@ from __future__ import annotations
 import struct
 from collections.abc import Iterable, Sequence
 from functools import cache
-from itertools import compress
-from operator import eq, not_, xor
+from itertools import compress, repeat
+from operator import and_, eq, is_not, not_, xor
 
 from parsers.constants import (
     FIL_PAGE_COMPRESS_FCRC32_MARKER,
@@ -33,6 +33,7 @@ from parsers.constants import (
     MYSQL_ENCRYPTED_TYPES,
 )
 from parsers.crc32c_fast import crc32c
+from parsers.envelope import fcrc32_stored_size
 from parsers.structs import (
     PAGE_HEADER,
     FilHeader,
@@ -54,6 +55,7 @@ SPECIAL_TYPES = frozenset(
 )
 
 _LOW32 = 0xFFFFFFFF
+_U32 = struct.Struct(">I")
 _MARKER = FIL_PAGE_COMPRESS_FCRC32_MARKER
 
 #: the columns every verdict needs: FIL header names, the trailer's with a ``trailer_`` prefix
@@ -172,6 +174,34 @@ def plain_verified(
         body = map(crc32c, map(get, compress(_slices(psize, count, 38, 8), cheap)))
         crc_ok = map(eq, compress(chk, cheap), map(xor, head, body))
     # the CRCs only of the pages that passed the rest: a compressed file costs no CRC here
+    return [passed and next(crc_ok) for passed in cheap]
+
+
+def compressed_verified(
+    chunk: memoryview,
+    psize: int,
+    first_page: int,
+    cols: dict[str, tuple[int, ...]],
+) -> list[bool]:
+    """Per page of ``chunk`` in a full_crc32 tablespace (``cols`` as for
+    :func:`plain_verified`): is it a page-compressed image, unencrypted, at its own page
+    number, whose CRC-32C (over the image, in its last 4 bytes, §3.2 / §6.6) verifies? That
+    is the whole verdict of such a page: nothing to inflate for ``checksum``."""
+    count = len(cols["page_no"])
+    ptype = cols["page_type"]
+    sizes = list(map(fcrc32_stored_size, ptype, repeat(psize)))
+    checks = (
+        map(eq, cols["page_no"], range(first_page, first_page + count)),
+        map(not_, cols["checksum"]),
+        map(_MARKER.__and__, ptype),
+        map(is_not, sizes, repeat(None)),
+    )
+    cheap = list(map(all, zip(*checks, strict=True)))
+    starts = [k * psize for k in compress(range(count), cheap)]
+    ends = [start + size - 4 for start, size in zip(starts, compress(sizes, cheap), strict=True)]
+    stored = [v for (v,) in map(_U32.unpack_from, repeat(chunk), ends)]
+    crcs = map(crc32c, map(chunk.__getitem__, map(slice, starts, ends)))
+    crc_ok = map(and_, map(bool, stored), map(eq, stored, crcs))
     return [passed and next(crc_ok) for passed in cheap]
 
 

@@ -15,6 +15,7 @@ from pathlib import Path
 import pytest
 
 from ibdtool import pagejson
+from ibdtool.checkscan import check_file
 from ibdtool.errors import InputError
 from ibdtool.headpages import header_pages
 from ibdtool.inspect import inspect
@@ -218,3 +219,21 @@ def test_header_pages_see_damage(tmp_path: Path) -> None:
             records = list(header_pages(ts))
             assert records == list(ts.pages(header_only=True))
         assert sum(r.problem is not None for r in records) >= 2
+
+
+@pytest.mark.parametrize("path", FILES, ids=lambda p: f"{p.parent.name}/{p.name}")
+def test_checksum_fast_path_matches_the_decoder(path: Path) -> None:
+    """``checksum``'s chunk verdicts (plain and page-compressed pages at once) against the
+    decoder's, page for page, on every sample and corpus file."""
+    try:
+        with Tablespace(path) as ts:
+            infos = list(ts.pages())
+    except InputError:
+        return
+    counts: dict[str, int] = {}
+    for info in infos:
+        key = "invalid" if info.checksum_valid is False else info.checksum_algo.value
+        counts[key] = counts.get(key, 0) + 1
+    got = check_file(str(path), jobs=1)
+    assert dict(got.by_algorithm) == counts
+    assert got.invalid_pages == [i.page_no for i in infos if i.checksum_valid is False]
