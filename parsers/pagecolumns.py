@@ -198,7 +198,8 @@ def compressed_verified(
     )
     cheap = list(map(all, zip(*checks, strict=True)))
     starts = [k * psize for k in compress(range(count), cheap)]
-    ends = [start + size - 4 for start, size in zip(starts, compress(sizes, cheap), strict=True)]
+    kept = [size or 0 for size in compress(sizes, cheap)]  # None is never kept
+    ends = [start + size - 4 for start, size in zip(starts, kept, strict=True)]
     stored = [v for (v,) in map(_U32.unpack_from, repeat(chunk), ends)]
     crcs = map(crc32c, map(chunk.__getitem__, map(slice, starts, ends)))
     crc_ok = map(and_, map(bool, stored), map(eq, stored, crcs))
