@@ -112,7 +112,7 @@ def scan_range(
     dblwr = ts.doublewrite_pages
     head = _HEAD.unpack_from
     done = 0
-    for first, run_end, has_data in ts.page_runs(start, stop):
+    for first, run_end, has_data in ts.page_runs(start, stop, coarse=True):
         if not has_data:
             empty += run_end - first
             done += run_end - first

@@ -336,7 +336,7 @@ class Tablespace:
 
     @cached_property
     def scan_ranges(self) -> tuple[tuple[int, int], ...]:
-        """Byte ranges holding all the data, for scans (:meth:`page_runs`): the exact
+        """Byte ranges holding all the data, for ``page_runs(coarse=True)``: the exact
         :attr:`data_ranges` when already known, else SEEK_DATA probed every
         :data:`MIN_HOLE_PAGES` pages (:func:`ibdtool.allocation.scan_ranges`) — holes shorter
         than that are read like data anyway, and a page-compressed file has one in every page."""
@@ -352,16 +352,24 @@ class Tablespace:
         return tuple(found)
 
     def page_runs(
-        self, start: int = 0, stop: int | None = None, max_run: int = RUN_PAGES
+        self,
+        start: int = 0,
+        stop: int | None = None,
+        max_run: int = RUN_PAGES,
+        *,
+        coarse: bool = False,
     ) -> Iterator[tuple[int, int, bool]]:
         """Runs ``(first, end, has_data)`` covering pages [start, stop) in order, none longer
         than ``max_run`` pages; a run without data lies wholly in holes (all-zero pages), so a
         1 TiB sparse file costs a few runs, not 67 million reads. Holes shorter than
-        :data:`MIN_HOLE_PAGES` are read with the data around them (fewer, longer runs)."""
+        :data:`MIN_HOLE_PAGES` are read with the data around them (fewer, longer runs).
+        ``coarse``: from :attr:`scan_ranges` (a data run may then also hold up to
+        :data:`MIN_HOLE_PAGES` zero pages at the start of a long hole), for scans that read
+        every page anyway and want no exact map."""
         stop = self.n_pages if stop is None else min(stop, self.n_pages)
         start = max(0, start)
         psize = self.physical_size
-        ranges = self.scan_ranges
+        ranges = self.scan_ranges if coarse else self.data_ranges
         i = max(0, bisect_right(ranges, start * psize, key=lambda r: r[0]) - 1)
         n = start
         while n < stop:
