@@ -69,6 +69,7 @@ class Run:
 CLI_COMMANDS: tuple[tuple[str, ...], ...] = (
     ("inspect", "--json"),
     ("pages", "--csv"),
+    ("pages", "--json"),
     ("checksum",),
     ("sdi",),
     ("simulate", "--json"),
@@ -222,9 +223,27 @@ def _checksum(path: Path) -> Any:
 
 
 def _pages(path: Path) -> Any:
+    """The rows through the decoder, and ``pages --json``'s lines from the stored bytes
+    (``ibdtool.pagejson``), which must be those rows byte for byte, or the same error."""
+    import json
+
+    from ibdtool.errors import InputError
+    from ibdtool.pagejson import json_lines
     from ibdtool.pagerows import page_rows
 
-    return sum(1 for _ in page_rows(str(path)))
+    encode = json.JSONEncoder().encode
+    try:
+        expected = "".join(encode(row) + "\n" for row in page_rows(str(path)))
+    except InputError as exc:
+        try:
+            "".join(json_lines(str(path), jobs=1))
+        except InputError:
+            raise exc from None
+        raise AssertionError(f"pages --json read what the decoder refused: {exc}") from None
+    got = "".join(json_lines(str(path), jobs=1))
+    if got != expected:
+        raise AssertionError("pages --json lines differ from the decoder's rows")
+    return expected.count("\n")
 
 
 def _layouts(path: Path) -> Any:
