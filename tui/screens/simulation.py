@@ -265,10 +265,10 @@ spread, and the advice says whether its cheapest is clear or within noise.
         for note in r.notes:
             notes.append(note + "\n", style="yellow")
         self.query_one("#sim-notes", Static).update(notes)
-        key = None
+        highlighted: str | None = None
         if table.is_valid_coordinate(table.cursor_coordinate):
-            key = table.coordinate_to_cell_key(table.cursor_coordinate).row_key.value
-        self._show_cost(key)
+            highlighted = table.coordinate_to_cell_key(table.cursor_coordinate).row_key.value
+        self._show_cost(highlighted)
 
     def _show_cost(self, key: str | None) -> None:
         """The highlighted algorithm's CPU per page with its spread (``key``: its row's, the
