@@ -18,9 +18,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from construct import ConstructError
-
-from parsers.cfg import CfgFile
+from parsers.cfg import CfgError, read_cfg
 
 DICT_TF_COMPACT = 1
 DICT_TF_ZSSIZE_SHIFT = 1
@@ -66,9 +64,9 @@ def from_cfg(
     if data is None:
         return None
     try:
-        cfg: Any = CfgFile.parse(data)
-    except (ConstructError, ValueError, OverflowError, MemoryError):
-        out.warnings.append(f"{path.name}: not a .cfg file ibdtool can read (versions 1–3)")
+        cfg: Any = read_cfg(data)
+    except CfgError as exc:
+        out.warnings.append(f"{path.name}: {exc}")
         return out
     spaces = {int(ix.space) for ix in cfg.indexes}
     if spaces != {space_id}:

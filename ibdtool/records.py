@@ -25,6 +25,7 @@ from parsers.cfg import CfgError, parse_cfg
 from parsers.constants import FIL_NULL, FIL_PAGE_INDEX
 from parsers.ddl import DdlError, parse_create_table
 from parsers.errors import ParseError
+from parsers.instant_mariadb import core_null_bytes
 from parsers.keyring import Keyring
 from parsers.records import (
     DEFAULT_EXTERN_LIMIT,
@@ -32,6 +33,7 @@ from parsers.records import (
     IndexReader,
     RecordsError,
     mariadb_core_fields,
+    page_is_compact,
     raw_rows,
 )
 from parsers.sdi_table import SdiTableError, table_from_sdi
@@ -213,12 +215,15 @@ class RecordsRun:
             return
         reader = None
         if self.table is not None and self.index is not None:
-            core = None
+            core = null_bytes = None
             if self.ts.format.vendor is not Vendor.MYSQL and self.pages.root is not None:
-                core = mariadb_core_fields(src.index_page(self.pages.root))
+                root = src.index_page(self.pages.root)
+                core = mariadb_core_fields(root)
+                if core is not None:
+                    null_bytes = core_null_bytes(root, page_is_compact(root))
             reader = IndexReader(
                 self.table, self.index, src.extern_page, extern_limit=self.extern_limit,
-                mariadb_core=core,
+                mariadb_core=core, mariadb_core_null_bytes=null_bytes,
             )  # fmt: skip
         first = min(self.pages.leaves)
         seen: set[int] = set()

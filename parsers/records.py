@@ -15,6 +15,9 @@ bits). A record may hold fewer fields than its index:
   1`` in 1–2 bytes before the null bitmap; ordinary ones hold the core fields (PAGE_INSTANT of
   the root page). The first record of the index, flagged min-rec, is the metadata record: it
   holds the added columns' values for older rows.
+* MariaDB 10.4+ instant DROP COLUMN / reorder: a metadata record also delete-marked points to
+  a BLOB with the stored fields' map; the clustered index is then laid out by it
+  (:mod:`parsers.instant_mariadb`), dropped columns as hidden fields.
 
 Missing columns take the value the column had when it was added. Externally stored fields are
 followed through :mod:`parsers.lob`, up to a byte limit.
@@ -39,6 +42,14 @@ from parsers.compact_rec import (
     record_fields,
 )
 from parsers.errors import ParseError
+from parsers.instant_mariadb import (
+    METADATA_REF_SIZE,
+    InstantError,
+    first_user_field,
+    metadata_ref_offset,
+    parse_field_map,
+    rebuild_clustered,
+)
 from parsers.lob import BTR_EXTERN_FIELD_REF_SIZE, ExternRef, LobError, read_extern
 from parsers.tabledef import Column, IndexDef, IndexField, Kind, TableDef
 
@@ -53,6 +64,7 @@ PAGE_N_HEAP = 38 + 4
 PAGE_INSTANT = 38 + 12  # MariaDB: core field count << 3 | direction, on an instant root
 FIL_PAGE_TYPE_INSTANT = 18
 DEFAULT_EXTERN_LIMIT = 1 << 20
+MAX_METADATA_BLOB = 1 << 16  # 4 + 2 bytes per field, at most 1,020 fields
 
 
 class RecordsError(ParseError):
@@ -81,6 +93,12 @@ class _Raw:
     extern: list[bool]
     n_stored: int
     fields: tuple[IndexField, ...]
+
+
+def _is_alter_metadata(info_bits: int) -> bool:
+    """MariaDB 10.4+: min-rec and delete-marked, the metadata record of instant DROP/reorder."""
+    both = REC_INFO_MIN_REC_FLAG | REC_INFO_DELETED_FLAG
+    return info_bits & both == both
 
 
 def page_is_compact(page: bytes) -> bool:
@@ -186,12 +204,15 @@ class IndexReader:
         *,
         extern_limit: int = DEFAULT_EXTERN_LIMIT,
         mariadb_core: int | None = None,
+        mariadb_core_null_bytes: int | None = None,
     ) -> None:
         self.table = table
         self.index = index
         self.get_page = get_page  # physical page n as stored, uncompressed (for LOB chains)
         self.extern_limit = extern_limit
         self.mariadb_core = mariadb_core
+        #: MariaDB 10.4+ after instant DROP/reorder: the null bitmap of a core record
+        self.core_null_bytes = mariadb_core_null_bytes
         self.defaults: dict[str, bytes | None] = {
             f.column.name: f.column.default for f in index.fields if f.column.instant
         }
@@ -204,6 +225,7 @@ class IndexReader:
             n_instant = sum(1 for f in fields if f.column.instant)
             self.core_fields = fields[: len(fields) - n_instant] if index.clustered else fields
         self._specs: dict[tuple[int, ...], ZipIndex] = {}
+        self.altered = False  # the MariaDB instant DROP/reorder field map is applied
 
     # --- field layout ----------------------------------------------------------------------
 
@@ -214,8 +236,62 @@ class IndexReader:
             specs = tuple(
                 FieldSpec(f.fixed_len(True), f.column.nullable, f.column.big) for f in fields
             )
-            z = self._specs[key] = ZipIndex(specs, True, None, sum(s.nullable for s in specs))
+            n_nullable = sum(s.nullable for s in specs)
+            if fields is self.core_fields and self.core_null_bytes is not None:
+                n_nullable = self.core_null_bytes * 8
+            z = self._specs[key] = ZipIndex(specs, True, None, n_nullable)
         return z
+
+    # --- MariaDB 10.4+ instant DROP COLUMN / reorder -----------------------------------------
+
+    def _alter_metadata_ref(self, page: bytes, rec: int, compact: bool) -> ExternRef:
+        if compact:
+            at = rec + metadata_ref_offset(self.index)
+            ref = page[at : at + METADATA_REF_SIZE]
+        else:
+            values = next(r for r in iter_redundant(page) if r.origin == rec).values
+            pos = first_user_field(self.index)
+            ref = values[pos] if pos < len(values) and values[pos] is not None else b""
+        if len(ref) != METADATA_REF_SIZE or int.from_bytes(ref[12:16], "big"):
+            raise InstantError(f"metadata record at {rec}: no BLOB reference after DB_ROLL_PTR")
+        return ExternRef.parse(bytes(ref))
+
+    def _install_alter_metadata(self, page: bytes, rec: int, compact: bool) -> None:
+        """Read the field map the metadata record points to and lay the index out by it."""
+        if not self.index.clustered:
+            return
+        ref = self._alter_metadata_ref(page, rec, compact)
+        try:
+            blob, cut = read_extern(self.get_page, ref, MAX_METADATA_BLOB)
+        except LobError as exc:
+            raise InstantError(f"instant ALTER metadata BLOB: {exc}") from None
+        if cut:
+            raise InstantError(f"instant ALTER metadata BLOB of {ref.length} bytes")
+        self.index = rebuild_clustered(self.table, self.index, parse_field_map(blob))
+        n_core = self.mariadb_core if self.mariadb_core is not None else len(self.index.fields)
+        self.core_fields = self.index.fields[:n_core]
+        self._specs.clear()
+        self.altered = True
+
+    def _metadata_layout(
+        self, page: bytes, rec: int, status: int
+    ) -> tuple[tuple[IndexField, ...], ZipIndex, int]:
+        """The fields of an instant-ALTER metadata record (its BLOB reference left out), its
+        layout with the reference in place, and the header bytes before its null bitmap."""
+        below = rec - REC_N_NEW_EXTRA_BYTES - 1
+        n_add, skip = page[below], 1
+        if n_add & 0x80:
+            n_add, skip = (n_add & 0x7F) | page[below - 1] << 7, 2
+        if status != REC_STATUS_INSTANT:
+            raise InstantError(f"metadata record at {rec} has status {status}")
+        core = self.mariadb_core if self.mariadb_core is not None else len(self.core_fields)
+        fields = self.index.fields[: core + n_add]
+        if core + n_add > len(self.index.fields):
+            raise RecordError(f"metadata record at {rec} has more fields than the index")
+        specs = [FieldSpec(f.fixed_len(True), f.column.nullable, f.column.big) for f in fields]
+        specs.insert(first_user_field(self.index), FieldSpec(METADATA_REF_SIZE, False, False))
+        z = ZipIndex(tuple(specs), True, None, sum(sp.nullable for sp in specs))
+        return fields, z, skip
 
     def _compact_fields(
         self, page: bytes, rec: int, info: int, status: int
@@ -248,15 +324,21 @@ class IndexReader:
             return fields[:n], skip
         return self.core_fields, 0
 
-    def _compact(self, page: bytes) -> Iterator[tuple[int, _Raw]]:
+    def _compact(self, page: bytes, metadata: bool) -> Iterator[tuple[int, _Raw]]:
         for head in iter_records(page):
             if head.status == REC_STATUS_NODE_PTR:
                 raise RecordsError(f"record at {head.origin} is a node pointer on a leaf page")
-            fields, skip = self._compact_fields(page, head.origin, head.info_bits, head.status)
-            lay = record_fields(page, head.origin, self._zindex(fields), False, skip)
+            if metadata and _is_alter_metadata(head.info_bits) and self.index.clustered:
+                self._install_alter_metadata(page, head.origin, True)
+                fields, z, skip = self._metadata_layout(page, head.origin, head.status)
+                got = list(record_fields(page, head.origin, z, False, skip).fields)
+                del got[first_user_field(self.index)]  # the BLOB reference
+            else:
+                fields, skip = self._compact_fields(page, head.origin, head.info_bits, head.status)
+                got = list(record_fields(page, head.origin, self._zindex(fields), False, skip).fields)
             values: list[bytes | None] = []
             extern: list[bool] = []
-            for f in lay.fields:
+            for f in got:
                 values.append(None if f.null else bytes(page[f.start : f.end]))
                 extern.append(f.extern)
             yield (
@@ -271,9 +353,19 @@ class IndexReader:
                 ),
             )
 
-    def _redundant(self, page: bytes) -> Iterator[tuple[int, _Raw]]:
-        fields_all = self.index.fields
+    def _redundant(self, page: bytes, metadata: bool) -> Iterator[tuple[int, _Raw]]:
         for rec in iter_redundant(page):
+            if metadata and rec.min_rec and rec.deleted and self.index.clustered:
+                self._install_alter_metadata(page, rec.origin, False)
+                cut = first_user_field(self.index)
+                rec = RedundantRecord(
+                    rec.origin,
+                    rec.deleted,
+                    rec.min_rec,
+                    rec.values[:cut] + rec.values[cut + 1 :],
+                    rec.extern[:cut] + rec.extern[cut + 1 :],
+                )
+            fields_all = self.index.fields
             if rec.n_fields > len(fields_all):
                 raise RecordError(
                     f"record at {rec.origin} has {rec.n_fields} fields, the index {len(fields_all)}"
@@ -324,7 +416,8 @@ class IndexReader:
         ``metadata``: the page is the index's first leaf; a MariaDB metadata record there
         sets the instantly added columns' values and is not a row.
         """
-        raws = self._compact(page) if page_is_compact(page) else self._redundant(page)
+        compact = page_is_compact(page)
+        raws = self._compact(page, metadata) if compact else self._redundant(page, metadata)
         for origin, raw in raws:
             if raw.min_rec:
                 if metadata and (raw.n_stored > len(self.core_fields) or self.defaults):
@@ -345,11 +438,8 @@ class IndexReader:
             yield row
 
     def _take_metadata(self, raw: _Raw) -> None:
-        if raw.deleted:
-            raise RecordsError(
-                "MariaDB instant DROP/reorder COLUMN metadata is not supported (rebuild the "
-                "table or use the server)"
-            )
+        if raw.deleted and not self.altered:
+            raise RecordsError("instant ALTER metadata record outside a clustered index")
         for f, val, ext in zip(raw.fields, raw.values, raw.extern, strict=True):
             if f not in self.core_fields and not ext:
                 self.defaults[f.column.name] = val
