@@ -169,7 +169,7 @@ def inspect_rows(r: InspectResult) -> list[tuple[str, Styled]]:
             levels = f", height {ix['height']}" if ix["height"] > 1 else ""
             idx.append((ix["name"], "bold"))
             idx.append((f" ({ix['id']}) {plural(ix['pages'], 'page')}{levels}", ""))
-        idx.append((f"   from the {r.index_names.source}", "dim"))
+        idx.append((f"   {r.index_names.described}", "dim"))
         rows.append(("Indexes", idx))
     if r.avg_fill is not None:
         fill: Styled = [(f"{100 * r.avg_fill:.0f}% average", "")]

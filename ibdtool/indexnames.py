@@ -8,7 +8,9 @@ Every index page carries only PAGE_INDEX_ID. The names come from, in this order:
   export of another tablespace is ignored with a warning); its table flags also say the row
   format (``dict_tf``: bit 0 compact, bits 1–4 zip size, bit 5 atomic blobs);
 * a live server's ``INNODB_INDEXES`` / ``INNODB_SYS_INDEXES`` rows for the space
-  (:func:`from_rows`, filled by the caller that holds the connection).
+  (:func:`from_rows`, filled by the caller that holds the connection);
+* ``--schema 'CREATE TABLE …'``, matched by order (:mod:`ibdtool.schemas`): the only source
+  without index ids, used after the SDI and the ``.cfg`` file.
 """
 
 from __future__ import annotations
@@ -30,11 +32,18 @@ MAX_CFG_BYTES = 16 << 20  # a table of 4,096 columns and 64 indexes is far small
 class IndexNames:
     """id → name, where the names came from, and what the source says of the row format."""
 
-    source: str | None = None  # "sdi", "cfg", "server"
+    source: str | None = None  # "sdi", "cfg", "server", "schema" (--schema, by order)
     names: dict[int, str] = field(default_factory=dict)
     roots: dict[int, int] = field(default_factory=dict)  # id → root page, when known
     row_format: str | None = None
     warnings: list[str] = field(default_factory=list)
+
+    @property
+    def described(self) -> str:
+        """Where the names come from, in words: ``from the sdi``, ``(from --schema, by order)``."""
+        if self.source == "schema":
+            return "(from --schema, by order)"
+        return f"from the {self.source or 'nowhere'}"
 
 
 def _row_format(tf: int) -> str:

@@ -21,6 +21,8 @@ from ibdtool.forkscan import map_ranges, split
 from ibdtool.headpages import header_pages
 from ibdtool.headtally import tally_run
 from ibdtool.indexnames import IndexNames, from_cfg
+from ibdtool.records import scan_indexes
+from ibdtool.schemas import index_names_by_order
 from ibdtool.tablespace import Tablespace
 from parsers.checksum import ChecksumAlgo
 from parsers.constants import (
@@ -32,6 +34,7 @@ from parsers.page import PageInfo
 from parsers.rowformat import row_format
 from parsers.sdi import SDI_INDEX_ID, SdiEntry
 from parsers.space import SpaceFormat
+from parsers.tabledef import TableDef
 from parsers.vendor import Vendor
 from parsers.zip_page import ZipPageError, decompress_zip_page, zip_fill
 
@@ -444,8 +447,11 @@ def _tally_range(
     return tally
 
 
-def index_names(ts: Tablespace, sdi: SdiSummary | None = None) -> IndexNames:
-    """The SDI's index names (``sdi`` if already read), else the .cfg file's beside ``ts``."""
+def index_names(
+    ts: Tablespace, sdi: SdiSummary | None = None, schema: TableDef | None = None
+) -> IndexNames:
+    """The SDI's index names (``sdi`` if already read), else the .cfg file's beside ``ts``,
+    else ``schema``'s by order (:mod:`ibdtool.schemas`; one more pass over the page headers)."""
     if sdi is None and ts.format.sdi_root is not None:
         try:
             sdi = summarise_sdi(ts.sdi())
@@ -453,7 +459,18 @@ def index_names(ts: Tablespace, sdi: SdiSummary | None = None) -> IndexNames:
             sdi = None
     if sdi is not None and sdi.indexes:
         return IndexNames(source="sdi", names=dict(sdi.indexes))
-    return from_cfg(ts.path, ts.format.space_id, ts.read_sibling) or IndexNames()
+    cfg = from_cfg(ts.path, ts.format.space_id, ts.read_sibling)
+    if cfg is not None and cfg.source is not None:
+        return cfg
+    if schema is not None:
+        found = scan_indexes(ts)
+        roots = {i: p.root for i, p in found.items() if p.root is not None}
+        if ts.format.sdi_root is not None:
+            roots = {i: r for i, r in roots.items() if r != ts.format.sdi_root}
+        named = index_names_by_order(schema, roots)
+        named.warnings[:0] = cfg.warnings if cfg is not None else []
+        return named
+    return cfg or IndexNames()
 
 
 def inspect(
@@ -464,11 +481,13 @@ def inspect(
     on_page: Callable[[PageInfo], None] | None = None,
     jobs: int | None = None,
     with_zip_fill: bool = True,
+    schema: TableDef | None = None,
 ) -> InspectResult:
     """One pass over ``ts`` (see module doc). ``progress(pages_done)`` is called now and then;
     ``on_page(info)``, when given, sees every page as it is read (the TUI's page map), and may
     raise to stop the scan. ``with_zip_fill``: rebuild ROW_FORMAT=COMPRESSED leaf pages for
-    their real fill (:func:`zip_fill_summary`, up to a second a file; ``report`` does not)."""
+    their real fill (:func:`zip_fill_summary`, up to a second a file; ``report`` does not).
+    ``schema``: the table's ``--schema`` definition (index names)."""
     alloc = ts.allocation
     ts.data_ranges  # noqa: B018  (the data map once, before any fork)
     n = ts.n_pages
@@ -502,7 +521,7 @@ def inspect(
     encryption = encryption_summary(ts, tally)
     if ts.trailing_bytes:
         warnings.append(f"truncated: last page has {ts.trailing_bytes} of {ts.physical_size} bytes")
-    names = index_names(ts, sdi) if with_sdi else IndexNames()
+    names = index_names(ts, sdi, schema) if with_sdi else IndexNames()
     warnings.extend(names.warnings)
     identity = identify(ts.format, stored_types, str(ts.path), sdi.tables if sdi else ())
     vendor = identity.vendor

@@ -21,6 +21,7 @@ import os
 from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
 from functools import partial
+from typing import TYPE_CHECKING
 
 from ibdtool.errors import InputError
 from ibdtool.forkscan import ordered_map
@@ -36,6 +37,9 @@ from parsers.keyring import Keyring
 from parsers.page import HEADER_PREFIX, index_fill
 from parsers.pagecolumns import INDEX_FIELDS, columns, plain_verified, verdict_fields
 from parsers.structs import FIL_HEADER_FAST, INDEX_HEADER_FAST, PAGE_HEADER, IndexHeaderTuple
+
+if TYPE_CHECKING:
+    from parsers.tabledef import TableDef
 
 #: pages per block: one worker's unit of work, and what the parent holds at most per worker
 BLOCK_PAGES = 4096
@@ -85,16 +89,18 @@ def json_lines(
     stop: int | None = None,
     keyring: Keyring | None = None,
     jobs: int | None = None,
+    schema: TableDef | None = None,
 ) -> Iterator[str]:
     """The JSON lines of ``pages --json`` for pages [start, stop) of ``path``, a block of
-    lines (each ending in a newline) at a time, in page order."""
+    lines (each ending in a newline) at a time, in page order (``schema``: ``--schema``'s
+    definition of the table, for index names)."""
     type_names, type_numbers = parse_type_filter(types)
     with Tablespace(path, keyring) as ts:
         n = ts.n_pages
         if start >= n:
             raise InputError(f"{path}: --from {start} is past the last page ({n - 1})")
         stop = n if stop is None else min(stop, n)
-        ctx = _Context(ts, index_names(ts).names, type_names, type_numbers)
+        ctx = _Context(ts, index_names(ts, schema=schema).names, type_names, type_numbers)
         ts.data_map  # noqa: B018  (the data ranges once, before any fork)
         blocks = [(b, min(stop, b + BLOCK_PAGES)) for b in range(start, stop, BLOCK_PAGES)]
         jobs = jobs or os.cpu_count() or 1

@@ -20,6 +20,7 @@ if TYPE_CHECKING:
     from ibdtool.inspect import InspectResult
     from parsers.keyring import Keyring
     from parsers.page import PageInfo
+    from parsers.tabledef import TableDef
 
 MODES = ("type", "compression", "allocation", "index")
 #: glyphs given to categories in legend order; letters when the blocks run out
@@ -100,10 +101,15 @@ def label_of(info: PageInfo, mode: str) -> str:
 
 
 def map_path(
-    path: str, mode: str, with_sdi: bool = True, keyring: Keyring | None = None
+    path: str,
+    mode: str,
+    with_sdi: bool = True,
+    keyring: Keyring | None = None,
+    schema: TableDef | None = None,
 ) -> tuple[InspectResult, PageMap]:
     """Inspect ``path`` and collect its page map under ``mode`` in the same pass (``keyring``
-    opens an encrypted tablespace: its pages then show their real types)."""
+    opens an encrypted tablespace: its pages then show their real types; ``schema``: the
+    table's ``--schema`` definition, for index names)."""
     from ibdtool.inspect import inspect
     from ibdtool.tablespace import Tablespace
 
@@ -113,7 +119,7 @@ def map_path(
         pm.labels.append(label_of(info, mode))
 
     with Tablespace(path, keyring) as ts:
-        result = inspect(ts, with_sdi=with_sdi, on_page=on_page, jobs=1)
+        result = inspect(ts, with_sdi=with_sdi, on_page=on_page, jobs=1, schema=schema)
         if mode == "allocation":
             size = ts.physical_size
             per_page = ts.allocation.per_page_allocated(size, len(pm.labels), 0)

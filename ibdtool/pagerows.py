@@ -11,6 +11,7 @@ from ibdtool.tablespace import Tablespace
 from parsers.constants import MARIADB_TYPE_NAMES, MYSQL_TYPE_NAMES
 from parsers.keyring import Keyring
 from parsers.page import DOUBLEWRITE_NAME, ENCRYPTED_NAME, PageInfo
+from parsers.tabledef import TableDef
 
 KNOWN_TYPE_NAMES = sorted(
     set(MYSQL_TYPE_NAMES.values())
@@ -73,6 +74,7 @@ def page_rows(
     start: int = 0,
     stop: int | None = None,
     keyring: Keyring | None = None,
+    schema: TableDef | None = None,
 ) -> Iterator[dict[str, Any]]:
     names, numbers = parse_type_filter(types)
     with Tablespace(path, keyring) as ts:
@@ -80,7 +82,7 @@ def page_rows(
             raise InputError(f"{path}: --from {start} is past the last page ({ts.n_pages - 1})")
         alloc = ts.allocation
         psize = ts.physical_size
-        by_id = index_names(ts).names
+        by_id = index_names(ts, schema=schema).names
         for info in ts.pages(start, stop, header_only=True):
             if (names or numbers) and not (
                 info.type_name in names or info.real_type in numbers or info.stored_type in numbers

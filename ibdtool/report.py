@@ -27,6 +27,7 @@ from typing import Any
 from ibdtool import report_schema as schema
 from ibdtool.errors import IbdtoolError, InputError
 from ibdtool.inspect import PARALLEL_MIN_PAGES, InspectResult, inspect, inspect_path
+from ibdtool.schemas import Schemas
 from ibdtool.tablespace import FileSource, Tablespace
 from ibdtool.workpool import WorkerPool
 from parsers import filename
@@ -218,6 +219,8 @@ class ScanOptions:
     file_jobs: int = 1
     #: add a sampled page-type map to each row (``report --map``, drawn by the HTML page)
     page_map: bool = False
+    #: ``--schema``: CREATE TABLE statements, each naming its table's indexes by order
+    schemas: Schemas | None = None
 
 
 _ALWAYS_PLAIN_TYPES = ("FSP_HDR", "XDES", "ALLOCATED")
@@ -301,6 +304,7 @@ INSPECT_KEYS = (
     "sdi",
     "space_kind",
     "indexes",
+    "index_names_from",
     "warnings",
 )
 
@@ -457,13 +461,16 @@ def scan_one(
     if t.error:
         return error_row(t, t.error, local)
     try:
+        table_def = opts.schemas.for_file(t.path) if opts.schemas else None
         if source is not None:
             with Tablespace(t.path, source=source(t.path)) as ts:
-                result = inspect(ts, jobs=1, with_zip_fill=False)
+                result = inspect(ts, jobs=1, with_zip_fill=False, schema=table_def)
         elif not stat.S_ISREG(os.stat(t.path).st_mode):  # a FIFO would block the open
             return error_row(t, f"{t.path}: not a regular file")
         else:
-            result = inspect_path(t.path, jobs=opts.file_jobs, with_zip_fill=False)
+            result = inspect_path(
+                t.path, jobs=opts.file_jobs, with_zip_fill=False, schema=table_def
+            )
         row = row_from_inspect(t, result, opts)
     except SourceLost:
         raise

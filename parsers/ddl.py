@@ -49,6 +49,9 @@ _KEY_WORDS = {"primary", "unique", "key", "index", "fulltext", "spatial", "const
               "foreign", "check", "period", "system"}  # fmt: skip
 
 
+_UNREAD_KEYS = ("fulltext", "spatial")  # no B-tree of their own in the record layout
+
+
 class DdlError(ParseError):
     """A CREATE TABLE statement ibdtool cannot read."""
 
@@ -334,8 +337,35 @@ def parse_create_table(sql: str) -> TableDef:
         raise DdlError(f"cannot read the statement ({exc})") from None
 
 
+def parse_create_tables(sql: str) -> list[TableDef]:
+    """Every ``CREATE TABLE`` in ``sql`` — ``SHOW CREATE TABLE`` output, a ``mysqldump
+    --no-data`` file — in order; other statements (``SET``, ``DROP TABLE``, views…) are
+    skipped. :class:`DdlError` names the table it could not read."""
+    out = []
+    statement: list[_Tok] = []
+    for tok in [*_tokens(sql), _Tok("punct", ";")]:
+        if not (tok.kind == "punct" and tok.text == ";"):
+            statement.append(tok)
+            continue
+        words = [t.word for t in statement[:4]]
+        if words[:1] == ["create"] and "table" in words:
+            try:
+                out.append(_from_tokens(statement))
+            except (IndexError, ValueError) as exc:
+                name = next((t.text for t in statement[2:6] if t.kind in ("name", "word")
+                             and t.word not in ("table", "temporary", "if", "not", "exists")),
+                            "?")  # fmt: skip
+                raise DdlError(f"CREATE TABLE {name}: {exc}") from None
+        statement = []
+    return out
+
+
 def _create_table(sql: str) -> TableDef:
-    p = _Parser(_tokens(sql))
+    return _from_tokens(_tokens(sql))
+
+
+def _from_tokens(toks: list[_Tok]) -> TableDef:
+    p = _Parser(toks)
     p.expect("create")
     p.accept("or", "replace")
     p.accept("temporary")
@@ -409,11 +439,13 @@ def _create_table(sql: str) -> TableDef:
     for kind, kname, parts in keys:
         if pk is not None and kname == pk[1] and kind == pk[0]:
             continue
-        if kind in ("fulltext", "spatial"):
+        if kind in _UNREAD_KEYS:
             continue
         parts = [IndexField(by[f.column.name], f.prefix) for f in parts]
         indexes.append(secondary_layout(kname, parts, clustered))
-    return TableDef(name, cols, tuple(indexes), "schema")
+    skipped = [f"{kind.upper()} {kname}" for kind, kname, _ in keys if kind in _UNREAD_KEYS]
+    notes = (f"not read: {', '.join(skipped)}",) if skipped else ()
+    return TableDef(name, cols, tuple(indexes), "schema", notes=notes)
 
 
 def _table_key(

@@ -88,7 +88,7 @@ def core_null_bytes(root: bytes, compact: bool) -> int | None:
     inf, sup = (
         (PAGE_NEW_INFIMUM, PAGE_NEW_SUPREMUM) if compact else (PAGE_OLD_INFIMUM, PAGE_OLD_SUPREMUM)
     )
-    if root[inf : inf + 8] == b"infimum\x00" or any(root[inf : inf + 8]) or any(root[sup : sup + 7]):
+    if any(root[inf : inf + 8]) or any(root[sup : sup + 7]):  # "infimum", "supremum": intact
         return None
     return root[sup + 7]
 

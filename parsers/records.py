@@ -245,14 +245,15 @@ class IndexReader:
     # --- MariaDB 10.4+ instant DROP COLUMN / reorder -----------------------------------------
 
     def _alter_metadata_ref(self, page: bytes, rec: int, compact: bool) -> ExternRef:
+        ref: bytes | None = b""
         if compact:
             at = rec + metadata_ref_offset(self.index)
             ref = page[at : at + METADATA_REF_SIZE]
         else:
             values = next(r for r in iter_redundant(page) if r.origin == rec).values
             pos = first_user_field(self.index)
-            ref = values[pos] if pos < len(values) and values[pos] is not None else b""
-        if len(ref) != METADATA_REF_SIZE or int.from_bytes(ref[12:16], "big"):
+            ref = values[pos] if pos < len(values) else None
+        if ref is None or len(ref) != METADATA_REF_SIZE or int.from_bytes(ref[12:16], "big"):
             raise InstantError(f"metadata record at {rec}: no BLOB reference after DB_ROLL_PTR")
         return ExternRef.parse(bytes(ref))
 
@@ -335,7 +336,9 @@ class IndexReader:
                 del got[first_user_field(self.index)]  # the BLOB reference
             else:
                 fields, skip = self._compact_fields(page, head.origin, head.info_bits, head.status)
-                got = list(record_fields(page, head.origin, self._zindex(fields), False, skip).fields)
+                got = list(
+                    record_fields(page, head.origin, self._zindex(fields), False, skip).fields
+                )
             values: list[bytes | None] = []
             extern: list[bool] = []
             for f in got:

@@ -185,7 +185,8 @@ def _value(v: Any) -> Any:
 
 @pytest.mark.parametrize("shape", SHAPES, ids=[s.table for s in SHAPES])
 def test_records_after_instant_drop_and_reorder(
-    shape: Shape, mariadb: ThrowawayServer  # noqa: F811
+    shape: Shape,
+    mariadb: ThrowawayServer,  # noqa: F811
 ) -> None:
     live, by_a, schema_docs, cfg_docs, sec_docs = _make(mariadb, shape)
     assert len(live) == 395

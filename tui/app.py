@@ -22,8 +22,10 @@ from textual.screen import Screen
 
 from ibdtool.errors import InputError
 from ibdtool.openfile import open_regular
+from ibdtool.schemas import Schemas
 from ibdtool.server.connection import ConnectionOptions
 from parsers.keyring import Keyring
+from parsers.tabledef import TableDef
 from tui.commandlog import CommandLog, LogEntry
 from tui.messages import LogAdded
 from tui.screens.browser import BrowserScreen
@@ -58,11 +60,14 @@ class IbdtoolApp(App[None]):
         open_file: Path | None = None,
         server: tuple[ConnectionOptions, str | None] | None = None,
         keyring: Keyring | None = None,
+        schemas: Schemas | None = None,
     ) -> None:
         """``server``: connection options and ``--datadir``; the app then opens on the
-        server's tables instead of a directory. ``keyring`` opens encrypted tablespaces."""
+        server's tables instead of a directory. ``keyring`` opens encrypted tablespaces;
+        ``schemas`` (``--schema``) name the indexes of files without an SDI or a .cfg."""
         super().__init__()
         self.keyring = keyring
+        self.schemas = schemas
         self.root = root
         self.open_file = open_file
         self.server = server
@@ -92,6 +97,13 @@ class IbdtoolApp(App[None]):
 
     def on_unmount(self) -> None:
         sys.setswitchinterval(self._switch_interval)
+
+    def schema_for(self, path: Path) -> TableDef | None:
+        """The ``--schema`` definition of the table in ``path`` (the one file the app was
+        opened on takes the only statement given, whatever its name)."""
+        if self.schemas is None:
+            return None
+        return self.schemas.for_file(path, single=path == self.open_file)
 
     # --- a crash: exit status 1 and one line, not a screenful ------------------------------
 
@@ -180,16 +192,17 @@ def create_app(
     path: str | os.PathLike[str] = ".",
     server: tuple[ConnectionOptions, str | None] | None = None,
     keyring: Keyring | None = None,
+    schemas: Schemas | None = None,
 ) -> IbdtoolApp:
     """The app for a data directory, a folder of tablespaces, or one tablespace file; or,
     with ``server`` (connection options and ``--datadir``), for a live server's tables."""
     if server is not None:
-        return IbdtoolApp(Path(path), server=server, keyring=keyring)
+        return IbdtoolApp(Path(path), server=server, keyring=keyring, schemas=schemas)
     p = Path(path)
     if not p.exists():
         raise InputError(f"{p}: no such file or directory")
     if p.is_dir():
-        return IbdtoolApp(p, keyring=keyring)
+        return IbdtoolApp(p, keyring=keyring, schemas=schemas)
     fd, _ = open_regular(p)  # a FIFO, socket or device: one line, before the screen is taken
     os.close(fd)
-    return IbdtoolApp(p.parent, open_file=p, keyring=keyring)
+    return IbdtoolApp(p.parent, open_file=p, keyring=keyring, schemas=schemas)

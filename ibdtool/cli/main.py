@@ -11,15 +11,19 @@ import json
 import os
 import sys
 from collections.abc import Callable, Sequence
-from typing import Any, ClassVar, NoReturn, TypeVar
+from typing import TYPE_CHECKING, Any, ClassVar, NoReturn, TypeVar
 
 import click
 
 from ibdtool.cli.complete import TablespacePath, complete_algorithms, complete_block_sizes
 from ibdtool.cli.keyring_option import keyring_options
+from ibdtool.cli.schema_option import schema_options
 from ibdtool.errors import ExitCode, IbdtoolError, InputError
 from parsers import codecs
 from parsers.keyring import Keyring
+
+if TYPE_CHECKING:
+    from ibdtool.schemas import Schemas
 
 #: the page map's colourings (ibdtool.pagemap.MODES, kept here so start-up imports nothing)
 MAP_MODES = ("type", "compression", "allocation", "index")
@@ -199,6 +203,7 @@ def _fail_if_truncated(path: str) -> None:
     help="Write the page map as SVG to this new file (never overwrites; one path only).",
 )
 @keyring_options
+@schema_options
 def inspect(
     paths: tuple[str, ...],
     as_json: bool,
@@ -207,6 +212,7 @@ def inspect(
     map_by: str,
     map_svg: str | None,
     keyring: Keyring | None,
+    schemas: Schemas | None,
 ) -> None:
     """Summary of each tablespace: format, pages, compression, checksums, disk use."""
     from ibdtool.inspect import inspect_path
@@ -216,17 +222,22 @@ def inspect(
     maps: dict[str, Any] = {}
 
     def one(path: str) -> Any:
+        schema = schemas.for_file(path, single=len(paths) == 1) if schemas else None
         if show_map or map_svg:
             from ibdtool.pagemap import map_path
 
-            result, maps[path] = map_path(path, map_by, with_sdi=not no_sdi, keyring=keyring)
+            result, maps[path] = map_path(
+                path, map_by, with_sdi=not no_sdi, keyring=keyring, schema=schema
+            )
             return result
         if as_json:  # no progress, no tables: Rich is not even imported
-            return inspect_path(path, keyring, with_sdi=not no_sdi)
+            return inspect_path(path, keyring, with_sdi=not no_sdi, schema=schema)
         from ibdtool.cli.render import progress_for
 
         with progress_for(path, enabled=True) as progress:
-            return inspect_path(path, keyring, with_sdi=not no_sdi, progress=progress)
+            return inspect_path(
+                path, keyring, with_sdi=not no_sdi, progress=progress, schema=schema
+            )
 
     outcomes = _outcomes(paths, one)
     results = [r for _p, r, e in outcomes if e is None]
@@ -279,6 +290,7 @@ def inspect(
 @click.option("--csv", "as_csv", is_flag=True, help="CSV with a header row.")
 @click.option("--wide", is_flag=True, help="Text: every column, however wide the terminal.")
 @keyring_options
+@schema_options
 def pages(
     path: str,
     types: tuple[str, ...],
@@ -288,6 +300,7 @@ def pages(
     as_csv: bool,
     wide: bool,
     keyring: Keyring | None,
+    schemas: Schemas | None,
 ) -> None:
     """One row per page: type, compression, sizes, allocation, checksum, index fields."""
     from ibdtool.cli.render_plain import write_rows
@@ -296,14 +309,16 @@ def pages(
     if as_json and as_csv:
         raise click.UsageError("choose one of --jsonl and --csv")
     end = None if stop is None else stop + 1
+    schema = schemas.for_file(path, single=True) if schemas else None
     if as_json:  # written from the stored bytes on every core, in page order (ibdtool.pagejson)
         from ibdtool.pagejson import json_lines
 
-        for text in json_lines(path, types=types, start=start, stop=end, keyring=keyring):
+        lines = json_lines(path, types=types, start=start, stop=end, keyring=keyring, schema=schema)
+        for text in lines:
             sys.stdout.write(text)
         _fail_if_truncated(path)
         return
-    rows = page_rows(path, types=types, start=start, stop=end, keyring=keyring)
+    rows = page_rows(path, types=types, start=start, stop=end, keyring=keyring, schema=schema)
     write_rows(rows, "csv" if as_csv else "text", wide)
     _fail_if_truncated(path)
 

@@ -22,7 +22,9 @@ import click
 
 from ibdtool import report as rp
 from ibdtool.cli.complete import TablespacePath
+from ibdtool.cli.schema_option import schema_options
 from ibdtool.errors import ExitCode, InputError
+from ibdtool.schemas import Schemas
 
 MAX_LISTED_ERRORS = 20
 FORMATS = ("table", "json", "jsonl", "csv", "markdown", "html")
@@ -177,6 +179,7 @@ def report_meta(
 @click.option(
     "--remote-python", metavar="PATH", help="host:path: the remote interpreter [python3]."
 )
+@schema_options
 def report(
     paths: tuple[str, ...],
     fmt: str,
@@ -191,6 +194,7 @@ def report(
     rsh: str | None,
     ssh_option: tuple[str, ...],
     remote_python: str | None,
+    schemas: Schemas | None,
 ) -> None:
     """Report every tablespace under data directories (or the files given).
 
@@ -214,6 +218,7 @@ def report(
         sample=sample,
         fragmented_per_gib=fragmented_per_gib,
         page_map=page_map,
+        schemas=schemas,
     )
     groups = None
     if any(":" in p for p in paths):  # host:path (only then the ssh machinery is imported)

@@ -11,6 +11,7 @@ from typing import Any
 import click
 
 from ibdtool.cli.keyring_option import keyring_options
+from ibdtool.cli.schema_option import schema_options
 from ibdtool.cli.server import (
     CLIENT_CONTEXT,
     ClientCommand,
@@ -18,6 +19,7 @@ from ibdtool.cli.server import (
     resolve_connection,
 )
 from ibdtool.errors import IbdtoolError
+from ibdtool.schemas import Schemas
 from parsers.keyring import Keyring
 
 
@@ -31,7 +33,10 @@ from parsers.keyring import Keyring
 )
 @connection_options
 @keyring_options
-def tui(path: str, use_server: bool, keyring: Keyring | None, **kw: Any) -> None:
+@schema_options
+def tui(
+    path: str, use_server: bool, keyring: Keyring | None, schemas: Schemas | None, **kw: Any
+) -> None:
     """Browse a data directory, a tablespace's page map, a page's bytes; simulate; convert.
 
     PATH is a data directory, any folder of tablespaces, or one tablespace file (default: the
@@ -41,7 +46,7 @@ def tui(path: str, use_server: bool, keyring: Keyring | None, **kw: Any) -> None
     from tui.app import create_app
 
     server = resolve_connection(kw) if use_server else None
-    app = create_app(path, server=server, keyring=keyring)
+    app = create_app(path, server=server, keyring=keyring, schemas=schemas)
     app.show_traceback = bool(click.get_current_context().find_root().params.get("traceback"))
     app.run()
     if app.return_code:

@@ -154,11 +154,12 @@ type, compression algorithm, stored size, allocation on disk or checksum.
                     ts.n_pages, ts.physical_size, ts.logical_size, alloc.fs_block_size, per_page
                 )
                 with log.timed("file", f"index names of {self.path}") as run:
-                    names = self.names_from() if self.names_from else index_names(ts)
+                    schema = self.ibd_app.schema_for(self.path)
+                    names = self.names_from() if self.names_from else index_names(ts, None, schema)
                     if not names.names:
-                        names = index_names(ts)
+                        names = index_names(ts, None, schema)
                     model.index_names = names.names
-                    run.detail = f"{len(names.names)} from the {names.source or 'nowhere'}"
+                    run.detail = f"{len(names.names)} {names.described}"
                 self.post_message(ScanStarted(ts.format, alloc, model, ts.size))
                 total = ts.n_pages
                 last = time.monotonic()
@@ -174,7 +175,7 @@ type, compression algorithm, stored size, allocation on disk or checksum.
                         self.post_message(ScanProgress(info.page_no + 1, total))
 
                 with log.timed("file", f"pread {ts.size:,} bytes of {self.path}") as run:
-                    result = inspect(ts, on_page=on_page)
+                    result = inspect(ts, on_page=on_page, schema=schema)
                     run.detail = f"{total:,} pages decoded"
             self.post_message(ScanProgress(total, total))
             self.post_message(ScanFinished(result))
@@ -195,7 +196,7 @@ type, compression algorithm, stored size, allocation on disk or checksum.
             self.post_message(ScanProgress(done, total))
 
         with self.ibd_app.command_log.timed("file", f"inspect {self.path} (no page map)") as run:
-            result = inspect(ts, progress=progress)
+            result = inspect(ts, progress=progress, schema=self.ibd_app.schema_for(self.path))
             run.detail = f"{total:,} pages counted"
         self.post_message(ScanProgress(total, total))
         self.post_message(ScanFinished(result))

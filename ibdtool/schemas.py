@@ -1,0 +1,85 @@
+"""``--schema``: table definitions the user gives, and the file each one belongs to.
+
+The option takes the text of one or more ``CREATE TABLE`` statements (``SHOW CREATE TABLE``
+output, a ``mysqldump --no-data`` file), or ``@FILE`` to read them from a file. A tablespace
+takes the statement whose table name is the one its file name says (``t#P#p0.ibd`` → ``t``,
+``@0024``-style escapes decoded; case-insensitive); a command that reads one file also takes
+the only statement when there is just one, whatever the file is called.
+
+:func:`index_names_by_order` names a tablespace's indexes from such a definition. A ``CREATE
+TABLE`` holds no index ids, so they are matched by order: the clustered index (PRIMARY KEY,
+else the first UNIQUE key on NOT NULL columns, else GEN_CLUST_INDEX) and then the secondary
+indexes as ``SHOW CREATE TABLE`` lists them, against the indexes found in the pages ordered by
+root page (then id). InnoDB creates a fresh table's indexes in that order with consecutive ids
+and root pages, so the names hold for a table created as it is; an index added or dropped
+later, or a FULLTEXT index (its hidden FTS_DOC_ID_INDEX), can shift them — the output says
+"by order".
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from pathlib import Path
+
+from ibdtool.errors import InputError
+from ibdtool.indexnames import IndexNames
+from parsers.ddl import DdlError, parse_create_tables
+from parsers.filename import split_table_file
+from parsers.tabledef import TableDef
+
+MAX_SCHEMA_BYTES = 64 << 20
+
+
+@dataclass(frozen=True)
+class Schemas:
+    """The definitions given with ``--schema``."""
+
+    tables: tuple[TableDef, ...]
+
+    def for_file(self, path: str | Path, *, single: bool = False) -> TableDef | None:
+        """The definition of the table ``path`` holds; ``single``: the command reads one file,
+        which takes the only statement given whatever its name."""
+        want = split_table_file(Path(path).stem).table.lower()
+        for t in self.tables:
+            if t.name.lower() == want:
+                return t
+        if single and len(self.tables) == 1:
+            return self.tables[0]
+        return None
+
+
+def load_schemas(text: str | None) -> Schemas | None:
+    """``--schema``'s value (SQL, or ``@FILE``) → its definitions; :class:`InputError` when it
+    cannot be read or holds no ``CREATE TABLE``."""
+    if text is None:
+        return None
+    if text.startswith("@"):
+        try:
+            with open(text[1:], encoding="utf-8", errors="replace") as fh:
+                text = fh.read(MAX_SCHEMA_BYTES)
+        except OSError as exc:
+            raise InputError(f"--schema {text[1:]}: {exc.strerror}") from None
+    try:
+        tables = parse_create_tables(text)
+    except DdlError as exc:
+        raise InputError(f"--schema: {exc}") from None
+    if not tables:
+        raise InputError("--schema: no CREATE TABLE statement")
+    return Schemas(tuple(tables))
+
+
+def index_names_by_order(table: TableDef, roots: dict[int, int]) -> IndexNames:
+    """Names for the index ids in ``roots`` (id → root page) from ``table``, by order."""
+    order = sorted(roots, key=lambda i: (roots[i], i))
+    out = IndexNames(source="schema")
+    for index, iid in zip(table.indexes, order, strict=False):
+        out.names[iid] = index.name
+        out.roots[iid] = roots[iid]
+    if len(order) != len(table.indexes):
+        out.warnings.append(
+            f"--schema declares {len(table.indexes)} indexes of {table.name}, the file has "
+            f"{len(order)}: named by order as far as they go"
+        )
+    for note in table.notes:
+        out.warnings.append(f"--schema {table.name}: {note} (names by order may be shifted)")
+    return out
