@@ -277,7 +277,7 @@ def open_records(
     path: str,
     *,
     index: str | None = None,
-    schema: str | None = None,
+    schema: str | TableDef | None = None,
     server_sql: Callable[[str, str], str | None] | None = None,
     extern_limit: int = DEFAULT_EXTERN_LIMIT,
     keyring: Keyring | None = None,
@@ -318,12 +318,16 @@ def _need_key(ts: Tablespace) -> None:
 
 
 def _definition(
-    ts: Tablespace, schema: str | None, server_sql: Callable[[str, str], str | None] | None
+    ts: Tablespace,
+    schema: str | TableDef | None,
+    server_sql: Callable[[str, str], str | None] | None,
 ) -> TableDef | None:
     if ts.format.sdi_root is not None and ts.format.vendor is Vendor.MYSQL:
         table = definition_from_sdi(ts)
         if table is not None:
             return table
+    if isinstance(schema, TableDef):
+        return schema
     if schema is not None:
         return definition_from_schema(schema)
     if server_sql is not None:

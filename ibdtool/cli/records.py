@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import json
 import sys
+from pathlib import Path
 from typing import Any
 
 import click
@@ -61,7 +62,13 @@ def _server_sql(kw: dict[str, Any]) -> Any:
 @click.command()
 @click.argument("path", type=click.Path(readable=False))
 @click.option("--index", "index_name", help="Index name (default: the clustered index).")
-@click.option("--schema", "schema_sql", help="CREATE TABLE statement of the table (or @FILE).")
+@click.option(
+    "--schema",
+    "schema_sql",
+    metavar="SQL|@FILE",
+    help="CREATE TABLE statement of the table (@FILE: a file, such as a mysqldump --no-data "
+    "one, whose statement for this table is taken by name).",
+)
 @click.option("--json", "as_json", is_flag=True, help="JSON lines, one object per record.")
 @click.option(
     "--max-extern",
@@ -87,19 +94,21 @@ def records(
     An encrypted tablespace is read with --keyring.
     """
     from ibdtool.records import open_records
+    from ibdtool.schemas import load_schemas
 
     limit = _size(max_extern)
-    if schema_sql is not None and schema_sql.startswith("@"):
-        try:
-            with open(schema_sql[1:], encoding="utf-8") as fh:
-                schema_sql = fh.read()
-        except OSError as exc:
-            raise InputError(f"{schema_sql[1:]}: {exc.strerror}") from None
+    schema = None
+    schemas = load_schemas(schema_sql)
+    if schemas is not None:
+        schema = schemas.for_file(path, single=True)
+        if schema is None:
+            names = ", ".join(t.name for t in schemas.tables)
+            raise InputError(f"--schema has no CREATE TABLE for {Path(path).stem} (only {names})")
     server_sql = _server_sql(kw)
     run = open_records(
         path,
         index=index_name,
-        schema=schema_sql,
+        schema=schema,
         server_sql=server_sql,
         extern_limit=limit,
         keyring=keyring,
