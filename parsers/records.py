@@ -250,9 +250,9 @@ class IndexReader:
             at = rec + metadata_ref_offset(self.index)
             ref = page[at : at + METADATA_REF_SIZE]
         else:
-            values = next(r for r in iter_redundant(page) if r.origin == rec).values
+            found = next((r for r in iter_redundant(page) if r.origin == rec), None)
             pos = first_user_field(self.index)
-            ref = values[pos] if pos < len(values) else None
+            ref = found.values[pos] if found is not None and pos < len(found.values) else None
         if ref is None or len(ref) != METADATA_REF_SIZE or int.from_bytes(ref[12:16], "big"):
             raise InstantError(f"metadata record at {rec}: no BLOB reference after DB_ROLL_PTR")
         return ExternRef.parse(bytes(ref))

@@ -1,28 +1,35 @@
 """``ibdtool records`` after MariaDB 10.4+ instant DROP COLUMN and column reorder.
 
 Oracle: a throwaway MariaDB 10.11. A table gets rows, then ``ALGORITHM=INSTANT`` ALTERs — DROP
-COLUMN (a NOT NULL fixed-length one, a nullable CHAR, a TEXT stored off-page, a NOT NULL INT),
-ADD COLUMN … FIRST, ADD COLUMN … AFTER, MODIFY … AFTER — with rows inserted, updated and
-deleted between them, so the file holds records of every shape (core records, instant ones of
-several lengths, records from before each ALTER). With ``FLUSH TABLES … FOR EXPORT`` held,
-``SELECT … ORDER BY id`` must equal the rows ``records --json`` reads, with the definition from
-``SHOW CREATE TABLE`` (``--schema``) and from the ``.cfg`` file alone, and the secondary index
-must list what ``SELECT a, id … ORDER BY a, id`` lists. That the ALTERs were instant is the
-server's word (it refuses ``ALGORITHM=INSTANT`` otherwise) and the root page's (type 18, its
-infimum and supremum zeroed: the mark of a DROP/reorder).
+COLUMN (a NOT NULL utf8mb4 CHAR, a TEXT partly stored off-page, a NOT NULL INT), ADD COLUMN …
+FIRST, ADD COLUMN … AFTER, MODIFY … AFTER — with rows inserted, updated and deleted between
+them, so the file holds records of every shape (core records, instant ones of several lengths,
+records from before each ALTER). With ``FLUSH TABLES … FOR EXPORT`` held, ``SELECT … ORDER BY
+id`` must equal the rows ``records --json`` reads, with the definition from ``SHOW CREATE
+TABLE`` (``--schema``, and the live server's) and from the ``.cfg`` file alone, and the
+secondary index must list what ``SELECT a, id … ORDER BY a, id`` lists. That the ALTERs were
+instant is the server's word (it refuses ``ALGORITHM=INSTANT`` otherwise) and the root page's
+(type 18, its infimum and supremum zeroed: the mark of a DROP/reorder). Garbled metadata BLOB
+pages are one problem line, not a traceback.
 """
 
 from __future__ import annotations
 
 import random
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Any
 
 import pytest
 
 from ibdtool.tablespace import Tablespace
 from samples.servers import ThrowawayServer
-from tests.server_fixtures import ibdtool, json_lines, mariadb  # noqa: F401  (fixture)
+from tests.server_fixtures import (  # noqa: F401  (fixture)
+    conn_args,
+    ibdtool,
+    json_lines,
+    mariadb,
+)
 from tests.test_records import _text_conn
 
 pytestmark = pytest.mark.xdist_group("mariadb")
@@ -67,7 +74,7 @@ def _run(cur: Any, sql: str, rows: list[tuple[Any, ...]] | None = None) -> None:
         cur.executemany(sql, rows)
 
 
-def _make(srv: ThrowawayServer, shape: Shape) -> tuple[list[dict[str, Any]], ...]:
+def _make(srv: ThrowawayServer, shape: Shape, out_dir: Path) -> tuple[list[dict[str, Any]], ...]:
     rng = random.Random(shape.table)
     t = f"`{SCHEMA}`.`{shape.table}`"
     key = ", k VARCHAR(12) NOT NULL" if shape.key else ""
@@ -167,8 +174,17 @@ def _make(srv: ThrowawayServer, shape: Shape) -> tuple[list[dict[str, Any]], ...
                 assert int.from_bytes(root[24:26], "big") == 18  # FIL_PAGE_TYPE_INSTANT
                 infimum = 99 if shape.options != "ROW_FORMAT=REDUNDANT" else 101
                 assert root[infimum : infimum + 8] == bytes(8)  # zeroed: DROP/reorder
+                keep = out_dir / f"{shape.table}.ibd"
+                keep.write_bytes(path.read_bytes())
+                keep.with_suffix(".cfg").write_bytes(path.with_suffix(".cfg").read_bytes())
                 outs = []
-                for args in (["--schema", create], [], ["--index", "ka", "--schema", create]):
+                runs = (
+                    ["--schema", create],
+                    [],
+                    ["--index", "ka", "--schema", create],
+                    conn_args(srv),  # SHOW CREATE TABLE of the table the file's names say
+                )
+                for args in runs:
                     res = ibdtool("records", str(path), "--json", *args)
                     assert res.returncode == 0, res.stderr[-3000:]
                     outs.append(json_lines(res.stdout))
@@ -187,8 +203,10 @@ def _value(v: Any) -> Any:
 def test_records_after_instant_drop_and_reorder(
     shape: Shape,
     mariadb: ThrowawayServer,  # noqa: F811
+    tmp_path: Path,
 ) -> None:
-    live, by_a, schema_docs, cfg_docs, sec_docs = _make(mariadb, shape)
+    live, by_a, schema_docs, cfg_docs, sec_docs, server_docs = _make(mariadb, shape, tmp_path)
+    assert server_docs == schema_docs
     assert len(live) == 395
     for source, docs in (("--schema", schema_docs), (".cfg", cfg_docs)):
         assert not [d for d in docs if "problem" in d or "errors" in d], (source, docs[:3])
@@ -211,3 +229,24 @@ def test_records_after_instant_drop_and_reorder(
                 )  # fmt: skip
     sec = [d for d in sec_docs if not d["deleted"]]
     assert [(d["fields"]["a"], d["fields"]["id"]) for d in sec] == by_a
+    if shape.table == "t_dynamic":
+        _damaged_metadata_is_a_problem(tmp_path / f"{shape.table}.ibd")
+
+
+def _damaged_metadata_is_a_problem(path: Path) -> None:
+    """The BLOB pages garbled: one problem line and exit 1, never a traceback or wrong rows."""
+    data = bytearray(path.read_bytes())
+    size = 16384
+    blobs = [
+        n for n in range(len(data) // size) if data[n * size + 24 : n * size + 26] == b"\0\x0a"
+    ]
+    assert blobs  # FIL_PAGE_TYPE_BLOB: where the field map lives
+    for n in blobs:
+        data[n * size + 46 : n * size + 60] = b"\xff" * 14  # the count and the first entries
+    bad = path.with_name("bad.ibd")
+    bad.write_bytes(bytes(data))
+    bad.with_suffix(".cfg").write_bytes(path.with_suffix(".cfg").read_bytes())
+    res = ibdtool("records", str(bad), "--json")
+    assert res.returncode == 1, res.stderr
+    assert "Traceback" not in res.stderr and "instant ALTER metadata" in res.stderr
+    assert [d for d in json_lines(res.stdout) if "problem" in d]
