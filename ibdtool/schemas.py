@@ -4,7 +4,8 @@ The option takes the text of one or more ``CREATE TABLE`` statements (``SHOW CRE
 output, a ``mysqldump --no-data`` file), or ``@FILE`` to read them from a file. A tablespace
 takes the statement whose table name is the one its file name says (``t#P#p0.ibd`` → ``t``,
 ``@0024``-style escapes decoded; case-insensitive); a command that reads one file also takes
-the only statement when there is just one, whatever the file is called.
+the only statement when there is just one, whatever the file is called. A statement that
+cannot be read is an error for its own table's file only.
 
 :func:`index_names_by_order` names a tablespace's indexes from such a definition. A ``CREATE
 TABLE`` holds no index ids, so they are matched by order: the clustered index (PRIMARY KEY,
@@ -35,15 +36,21 @@ class Schemas:
     """The definitions given with ``--schema``."""
 
     tables: tuple[TableDef, ...]
+    #: table name → why its statement could not be read (the others are still used)
+    failed: tuple[tuple[str, str], ...] = ()
 
     def for_file(self, path: str | Path, *, single: bool = False) -> TableDef | None:
         """The definition of the table ``path`` holds; ``single``: the command reads one file,
-        which takes the only statement given whatever its name."""
+        which takes the only statement given whatever its name. :class:`InputError` when the
+        table's statement could not be read."""
         want = split_table_file(Path(path).stem).table.lower()
         for t in self.tables:
             if t.name.lower() == want:
                 return t
-        if single and len(self.tables) == 1:
+        for name, why in self.failed:
+            if name.lower() == want:
+                raise InputError(f"--schema: CREATE TABLE {name}: {why}")
+        if single and len(self.tables) == 1 and not self.failed:
             return self.tables[0]
         return None
 
@@ -60,12 +67,15 @@ def load_schemas(text: str | None) -> Schemas | None:
         except OSError as exc:
             raise InputError(f"--schema {text[1:]}: {exc.strerror}") from None
     try:
-        tables = parse_create_tables(text)
+        tables, failed = parse_create_tables(text)
     except DdlError as exc:
         raise InputError(f"--schema: {exc}") from None
+    if not tables and failed:
+        name, why = next(iter(failed.items()))
+        raise InputError(f"--schema: CREATE TABLE {name}: {why}")
     if not tables:
         raise InputError("--schema: no CREATE TABLE statement")
-    return Schemas(tuple(tables))
+    return Schemas(tuple(tables), tuple(failed.items()))
 
 
 def index_names_by_order(table: TableDef, roots: dict[int, int]) -> IndexNames:

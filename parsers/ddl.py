@@ -337,11 +337,12 @@ def parse_create_table(sql: str) -> TableDef:
         raise DdlError(f"cannot read the statement ({exc})") from None
 
 
-def parse_create_tables(sql: str) -> list[TableDef]:
+def parse_create_tables(sql: str) -> tuple[list[TableDef], dict[str, str]]:
     """Every ``CREATE TABLE`` in ``sql`` — ``SHOW CREATE TABLE`` output, a ``mysqldump
-    --no-data`` file — in order; other statements (``SET``, ``DROP TABLE``, views…) are
-    skipped. :class:`DdlError` names the table it could not read."""
-    out = []
+    --no-data`` file — in order, and for each one that could not be read its table's name →
+    why; other statements (``SET``, ``DROP TABLE``, views…) are skipped."""
+    out: list[TableDef] = []
+    failed: dict[str, str] = {}
     statement: list[_Tok] = []
     for tok in [*_tokens(sql), _Tok("punct", ";")]:
         if not (tok.kind == "punct" and tok.text == ";"):
@@ -352,12 +353,20 @@ def parse_create_tables(sql: str) -> list[TableDef]:
             try:
                 out.append(_from_tokens(statement))
             except (IndexError, ValueError) as exc:
-                name = next((t.text for t in statement[2:6] if t.kind in ("name", "word")
-                             and t.word not in ("table", "temporary", "if", "not", "exists")),
-                            "?")  # fmt: skip
-                raise DdlError(f"CREATE TABLE {name}: {exc}") from None
+                failed[_statement_table(statement)] = str(exc)
         statement = []
-    return out
+    return out, failed
+
+
+def _statement_table(toks: list[_Tok]) -> str:
+    """The table a CREATE TABLE statement names (best effort, for messages and matching)."""
+    skip = ("create", "or", "replace", "temporary", "table", "if", "not", "exists")
+    i = 0
+    while i < len(toks) and toks[i].word in skip:
+        i += 1
+    if i + 2 < len(toks) and toks[i + 1].text == ".":
+        i += 2
+    return toks[i].text if i < len(toks) else "?"
 
 
 def _create_table(sql: str) -> TableDef:

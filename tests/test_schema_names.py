@@ -96,7 +96,8 @@ def _check(srv: ThrowawayServer, tmp_path: Path) -> None:
                 assert row["index"] == catalog[t][row["index_id"]], row
     dump = tmp_path / "dump.sql"
     dump.write_text(
-        "".join(f"DROP TABLE IF EXISTS `{t}`;\n{c};\n" for t, c in creates.items()),
+        "".join(f"DROP TABLE IF EXISTS `{t}`;\n{c};\n" for t, c in creates.items())
+        + "CREATE TABLE `other` (x NOSUCHTYPE);\n",  # unreadable: an error for its file only
         encoding="utf-8",
     )
     res = ibdtool("report", "--format", "json", str(tmp_path), "--schema", f"@{dump}")
