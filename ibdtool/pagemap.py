@@ -120,6 +120,9 @@ def map_path(
 
     with Tablespace(path, keyring) as ts:
         result = inspect(ts, with_sdi=with_sdi, on_page=on_page, jobs=1, schema=schema)
+        if mode == "index" and result.index_names.names:  # "index 24 (ua)"
+            names = {f"index {i}": f"index {i} ({n})" for i, n in result.index_names.names.items()}
+            pm.labels = [names.get(label, label) for label in pm.labels]
         if mode == "allocation":
             size = ts.physical_size
             per_page = ts.allocation.per_page_allocated(size, len(pm.labels), 0)

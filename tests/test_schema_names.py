@@ -90,6 +90,9 @@ def _check(srv: ThrowawayServer, tmp_path: Path) -> None:
         assert _named(doc["indexes"]) == catalog[t], t
         text = ibdtool("inspect", path, "--schema", create)
         assert "(from --schema, by order)" in text.stdout
+        legend = ibdtool("inspect", path, "--schema", create, "--map", "--map-by", "index")
+        for iid, name in catalog[t].items():
+            assert f"index {iid} ({name})" in legend.stdout, (t, legend.stdout[-600:])
         pages = json_lines(ibdtool("pages", "--jsonl", path, "--schema", create).stdout)
         for row in pages:
             if row["index_id"] in catalog[t] and row["type"] == "INDEX":
