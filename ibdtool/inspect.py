@@ -13,7 +13,7 @@ from array import array
 from collections import Counter
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from ibdtool.allocation import Allocation
 from ibdtool.errors import InputError
@@ -21,8 +21,6 @@ from ibdtool.forkscan import map_ranges, split
 from ibdtool.headpages import header_pages
 from ibdtool.headtally import tally_run
 from ibdtool.indexnames import IndexNames, from_cfg
-from ibdtool.records import scan_indexes
-from ibdtool.schemas import index_names_by_order
 from ibdtool.tablespace import Tablespace
 from parsers.checksum import ChecksumAlgo
 from parsers.constants import (
@@ -34,9 +32,11 @@ from parsers.page import PageInfo
 from parsers.rowformat import row_format
 from parsers.sdi import SDI_INDEX_ID, SdiEntry
 from parsers.space import SpaceFormat
-from parsers.tabledef import TableDef
 from parsers.vendor import Vendor
 from parsers.zip_page import ZipPageError, decompress_zip_page, zip_fill
+
+if TYPE_CHECKING:
+    from parsers.tabledef import TableDef
 
 MAX_LISTED_PAGES = 1000
 #: ROW_FORMAT=COMPRESSED leaf pages rebuilt for their real fill; more are sampled evenly (a
@@ -462,7 +462,10 @@ def index_names(
     cfg = from_cfg(ts.path, ts.format.space_id, ts.read_sibling)
     if cfg is not None and cfg.source is not None:
         return cfg
-    if schema is not None:
+    if schema is not None and ts.format.space_id != 0:  # not the system tablespace's many
+        from ibdtool.records import scan_indexes  # only with --schema: keep start-up light
+        from ibdtool.schemas import index_names_by_order
+
         found = scan_indexes(ts)
         roots = {i: p.root for i, p in found.items() if p.root is not None}
         if ts.format.sdi_root is not None:

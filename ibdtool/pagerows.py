@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import Iterator, Sequence
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from ibdtool.errors import InputError
 from ibdtool.inspect import index_names
@@ -11,7 +11,9 @@ from ibdtool.tablespace import Tablespace
 from parsers.constants import MARIADB_TYPE_NAMES, MYSQL_TYPE_NAMES
 from parsers.keyring import Keyring
 from parsers.page import DOUBLEWRITE_NAME, ENCRYPTED_NAME, PageInfo
-from parsers.tabledef import TableDef
+
+if TYPE_CHECKING:
+    from parsers.tabledef import TableDef
 
 KNOWN_TYPE_NAMES = sorted(
     set(MYSQL_TYPE_NAMES.values())

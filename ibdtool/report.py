@@ -22,17 +22,19 @@ from dataclasses import dataclass, replace
 from functools import partial
 from pathlib import Path
 from types import TracebackType
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from ibdtool import report_schema as schema
 from ibdtool.errors import IbdtoolError, InputError
 from ibdtool.inspect import PARALLEL_MIN_PAGES, InspectResult, inspect, inspect_path
-from ibdtool.schemas import Schemas
 from ibdtool.tablespace import FileSource, Tablespace
 from ibdtool.workpool import WorkerPool
 from parsers import filename
 from parsers.constants import Algorithm
 from parsers.vendor import Vendor
+
+if TYPE_CHECKING:
+    from ibdtool.schemas import Schemas
 
 SCHEMA_VERSION = 1
 GIB = 1 << 30

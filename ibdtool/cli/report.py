@@ -16,7 +16,7 @@ from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from datetime import UTC, datetime
 from importlib import metadata
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import click
 
@@ -24,7 +24,9 @@ from ibdtool import report as rp
 from ibdtool.cli.complete import TablespacePath
 from ibdtool.cli.schema_option import schema_options
 from ibdtool.errors import ExitCode, InputError
-from ibdtool.schemas import Schemas
+
+if TYPE_CHECKING:
+    from ibdtool.schemas import Schemas
 
 MAX_LISTED_ERRORS = 20
 FORMATS = ("table", "json", "jsonl", "csv", "markdown", "html")

@@ -6,7 +6,7 @@ The app is imported only when this command runs. ``--server`` takes the connecti
 
 from __future__ import annotations
 
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import click
 
@@ -19,8 +19,10 @@ from ibdtool.cli.server import (
     resolve_connection,
 )
 from ibdtool.errors import IbdtoolError
-from ibdtool.schemas import Schemas
 from parsers.keyring import Keyring
+
+if TYPE_CHECKING:
+    from ibdtool.schemas import Schemas
 
 
 @click.command(cls=ClientCommand, context_settings=CLIENT_CONTEXT)
