@@ -5,14 +5,16 @@ with a UNIQUE and two plain keys, a table whose clustered index is a UNIQUE key 
 columns, one with no key at all (GEN_CLUST_INDEX) — are exported with ``FLUSH TABLES … FOR
 EXPORT`` and their ``.ibd`` copied without the ``.cfg``, so ``SHOW CREATE TABLE`` is the only
 source of names. Every index id the pages hold must get the name ``INNODB_SYS_INDEXES`` gives
-it, in ``inspect --json``, ``pages --jsonl``, ``report --format json`` (one ``mysqldump``-like
-file for all three tables, matched by name) and the TUI's page map, each saying the names are
-"by order".
+it, in ``inspect --json`` (and its map legend), ``pages --jsonl``, ``report --format json``
+(the schema's ``mariadb-dump --no-data`` file for all three tables, matched by name) and the
+TUI's page map, each saying the names are "by order".
 """
 
 from __future__ import annotations
 
 import json
+import shutil
+import subprocess
 from pathlib import Path
 from typing import Any
 
@@ -71,6 +73,13 @@ def _make(srv: ThrowawayServer, out: Path) -> tuple[dict[str, str], dict[str, di
     return creates, catalog
 
 
+def _dump_tool() -> str:
+    tool = shutil.which("mariadb-dump") or shutil.which("mysqldump")
+    if tool is None:
+        pytest.fail("mariadb-dump is needed (scripts/setup.sh --test installs MariaDB's client)")
+    return tool
+
+
 def _named(indexes: list[dict[str, Any]]) -> dict[int, str]:
     return {ix["id"]: ix["name"] for ix in indexes if ix["name"] and ix["pages"]}
 
@@ -98,11 +107,13 @@ def _check(srv: ThrowawayServer, tmp_path: Path) -> None:
             if row["index_id"] in catalog[t] and row["type"] == "INDEX":
                 assert row["index"] == catalog[t][row["index_id"]], row
     dump = tmp_path / "dump.sql"
-    dump.write_text(
-        "".join(f"DROP TABLE IF EXISTS `{t}`;\n{c};\n" for t, c in creates.items())
-        + "CREATE TABLE `other` (x NOSUCHTYPE);\n",  # unreadable: an error for its file only
-        encoding="utf-8",
-    )
+    dumped = subprocess.run(
+        [_dump_tool(), "--no-defaults", "-uroot", f"--socket={srv.socket}", "--no-data", SCHEMA],
+        capture_output=True, text=True, check=True, timeout=120,
+    )  # fmt: skip
+    assert all(f"CREATE TABLE `{t}`" in dumped.stdout for t in TABLES)
+    # an unreadable statement is an error for its own table's file only
+    dump.write_text(dumped.stdout + "CREATE TABLE `other` (x NOSUCHTYPE);\n", encoding="utf-8")
     res = ibdtool("report", "--format", "json", str(tmp_path), "--schema", f"@{dump}")
     assert res.returncode == 0, res.stderr
     rows = {Path(r["path"]).stem: r for r in json.loads(res.stdout)["tablespaces"]}
