@@ -177,6 +177,7 @@ def _make(srv: ThrowawayServer, shape: Shape, out_dir: Path) -> tuple[list[dict[
                 assert int.from_bytes(root[24:26], "big") == 18  # FIL_PAGE_TYPE_INSTANT
                 infimum = 99 if shape.options != "ROW_FORMAT=REDUNDANT" else 101
                 assert root[infimum : infimum + 8] == bytes(8)  # zeroed: DROP/reorder
+                assert int.from_bytes(root[64:66], "big") >= 1  # metadata on a leaf, not root
                 keep = out_dir / f"{shape.table}.ibd"
                 keep.write_bytes(path.read_bytes())
                 keep.with_suffix(".cfg").write_bytes(path.with_suffix(".cfg").read_bytes())
