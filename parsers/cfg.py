@@ -16,12 +16,12 @@ bytes. Then the index count (MySQL 8 counts its SDI index, written first) and pe
 (4 each), the name, and per field its prefix length and fixed length (from V4 also
 ``is_ascending``; 4 each) and the column name.
 
-Versions 1–8 are read: MariaDB and MySQL 5.6/5.7 write 1, MySQL 8.0.13–8.0.18 write 3, 8.0.19+
-4 to 6, 8.0.29+ 7, later ones 8 (same layout, a wider row-version range); any other version is
-refused in one line. MariaDB 10.4+ writes an instantly dropped column's clustered field with an
-empty name (:func:`_dropped_field`). The column's type comes from ``mtype`` and the MySQL type
-in ``prtype``; DECIMAL precision/scale and ENUM/SET member names are not in the file, so those
-values are shown raw (hex) and as numbers.
+Versions 1–8 are read: MariaDB and MySQL 5.6/5.7 write 1, MySQL 8.0.13–8.0.18 write 3, later
+8.0 releases 4 to 6, 8.0.29+ 7 (8.0.33 does), later ones 8 (same layout, a wider row-version
+range); any other version is refused in one line. MariaDB 10.4+ writes an instantly dropped
+column's clustered field with an empty name (:func:`_dropped_field`). The column's type comes
+from ``mtype`` and the MySQL type in ``prtype``; DECIMAL precision/scale and ENUM/SET member
+names are not in the file, so those values are shown raw (hex) and as numbers.
 """
 
 from __future__ import annotations
