@@ -20,6 +20,7 @@ from pathlib import Path
 from typing import Any
 
 from ibdtool.errors import InputError
+from ibdtool.schemas import index_names_by_order
 from ibdtool.tablespace import Tablespace
 from parsers.cfg import CfgError, parse_cfg
 from parsers.constants import FIL_NULL, FIL_PAGE_INDEX
@@ -183,10 +184,11 @@ def _match_index(table: TableDef, index: IndexDef, found: dict[int, IndexPages])
         for ip in found.values():
             if ip.root == index.root:
                 return ip
-    ids = sorted(found)
-    pos = table.indexes.index(index)
-    if pos < len(ids) and index.index_id is None:
-        return found[ids[pos]]
+    if index.index_id is None:  # CREATE TABLE: no ids, matched by order (ibdtool.schemas)
+        roots = {i: p.root for i, p in found.items() if p.root is not None}
+        for iid, name in index_names_by_order(table, roots).names.items():
+            if name == index.name:
+                return found[iid]
     raise InputError(f"index {index.name} has no pages in this file")
 
 

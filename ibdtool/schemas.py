@@ -11,9 +11,10 @@ cannot be read is an error for its own table's file only.
 TABLE`` holds no index ids, so they are matched by order: the clustered index (PRIMARY KEY,
 else the first UNIQUE key on NOT NULL columns, else GEN_CLUST_INDEX) and then the secondary
 indexes as ``SHOW CREATE TABLE`` lists them, against the indexes found in the pages ordered by
-root page (then id). InnoDB creates a fresh table's indexes in that order with consecutive ids
-and root pages, so the names hold for a table created as it is; an index added or dropped
-later, or a FULLTEXT index (its hidden FTS_DOC_ID_INDEX), can shift them — the output says
+root page (then id), FTS_DOC_ID_INDEX second when the table has a FULLTEXT key (R-trees and
+FULLTEXT indexes have no B-tree pages here and are left out on both sides). InnoDB creates a
+fresh table's indexes in that order with consecutive ids and root pages, so the names hold for
+a table created as it is; an index added or dropped later can shift them — the output says
 "by order".
 """
 
@@ -78,18 +79,30 @@ def load_schemas(text: str | None) -> Schemas | None:
     return Schemas(tuple(tables), tuple(failed.items()))
 
 
+FTS_DOC_ID_INDEX = "FTS_DOC_ID_INDEX"
+
+
+def btree_names(table: TableDef) -> list[str]:
+    """The table's B-trees in the order InnoDB creates them: the clustered index, then
+    FTS_DOC_ID_INDEX when a FULLTEXT key made InnoDB add it (MariaDB 10.11 and MySQL 5.7 both
+    put it second), then the secondary indexes (FULLTEXT and SPATIAL keys have no B-tree)."""
+    names = [table.clustered.name]
+    if table.fulltext and table.index(FTS_DOC_ID_INDEX) is None:
+        names.append(FTS_DOC_ID_INDEX)
+    return names + [ix.name for ix in table.indexes[1:]]
+
+
 def index_names_by_order(table: TableDef, roots: dict[int, int]) -> IndexNames:
-    """Names for the index ids in ``roots`` (id → root page) from ``table``, by order."""
+    """Names for the B-tree index ids in ``roots`` (id → root page) from ``table``, by order."""
     order = sorted(roots, key=lambda i: (roots[i], i))
+    names = btree_names(table)
     out = IndexNames(source="schema")
-    for index, iid in zip(table.indexes, order, strict=False):
-        out.names[iid] = index.name
+    for name, iid in zip(names, order, strict=False):
+        out.names[iid] = name
         out.roots[iid] = roots[iid]
-    if len(order) != len(table.indexes):
+    if len(order) != len(names):
         out.warnings.append(
-            f"--schema declares {len(table.indexes)} indexes of {table.name}, the file has "
+            f"--schema declares {len(names)} B-tree indexes of {table.name}, the file has "
             f"{len(order)}: named by order as far as they go"
         )
-    for note in table.notes:
-        out.warnings.append(f"--schema {table.name}: {note} (names by order may be shifted)")
     return out

@@ -454,7 +454,8 @@ def _from_tokens(toks: list[_Tok]) -> TableDef:
         indexes.append(secondary_layout(kname, parts, clustered))
     skipped = [f"{kind.upper()} {kname}" for kind, kname, _ in keys if kind in _UNREAD_KEYS]
     notes = (f"not read: {', '.join(skipped)}",) if skipped else ()
-    return TableDef(name, cols, tuple(indexes), "schema", notes=notes)
+    fulltext = any(kind == "fulltext" for kind, _, _ in keys)
+    return TableDef(name, cols, tuple(indexes), "schema", notes=notes, fulltext=fulltext)
 
 
 def _table_key(

@@ -151,6 +151,8 @@ class TableDef:
     #: MySQL 8.0.29+: records carry a row version; records without one are version 0
     versioned: bool = False
     notes: tuple[str, ...] = field(default_factory=tuple)
+    #: a FULLTEXT key: InnoDB adds FTS_DOC_ID_INDEX (the clustered index's next B-tree)
+    fulltext: bool = False
 
     @property
     def clustered(self) -> IndexDef:

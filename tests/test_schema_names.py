@@ -1,12 +1,13 @@
 """Index names from ``--schema 'CREATE TABLE …'`` (by order), against the server's own catalog.
 
-Oracles: throwaway MariaDB 10.11 and MySQL 5.7.22 servers (no SDI). Three tables — a PRIMARY KEY
+Oracles: throwaway MariaDB 10.11 and MySQL 5.7.22 servers (no SDI). Four tables — a PRIMARY KEY
 with a UNIQUE and two plain keys, a table whose clustered index is a UNIQUE key on NOT NULL
-columns, one with no key at all (GEN_CLUST_INDEX) — are exported with ``FLUSH TABLES … FOR
+columns, one with no key at all (GEN_CLUST_INDEX), one with FULLTEXT and SPATIAL keys (InnoDB's
+hidden FTS_DOC_ID_INDEX comes second) — are exported with ``FLUSH TABLES … FOR
 EXPORT`` and their ``.ibd`` copied without the ``.cfg``, so ``SHOW CREATE TABLE`` is the only
 source of names. Every index id the pages hold must get the name ``INNODB_SYS_INDEXES`` gives
 it, in ``inspect --json`` (and its map legend), ``pages --jsonl``, ``report --format json``
-(the schema's ``mariadb-dump --no-data`` file for all three tables, matched by name) and the
+(the schema's ``mariadb-dump --no-data`` file for all four tables, matched by name) and the
 TUI's page map, each saying the names are "by order".
 """
 
@@ -32,7 +33,11 @@ TABLES = {
     "PRIMARY KEY (id), KEY kb (b), UNIQUE KEY uu (u), KEY kca (c, a)",
     "t_uniq": "x INT NOT NULL, y VARCHAR(20) NOT NULL, z INT, UNIQUE KEY ux (x), KEY kz (z)",
     "t_none": "p INT, q VARCHAR(30), KEY kq (q)",
+    # InnoDB adds FTS_DOC_ID_INDEX (second); the R-tree and the FULLTEXT index have no B-tree
+    "t_fts": "id INT NOT NULL, body TEXT, k INT, g GEOMETRY NOT NULL, PRIMARY KEY (id), "
+    "KEY kk (k), FULLTEXT KEY ft (body), SPATIAL KEY sp (g), KEY k2 (k, id)",
 }
+BTREE_TYPES = "(0, 1, 2, 3)"  # INNODB_SYS_INDEXES.TYPE: not 32 (FULLTEXT) nor 64 (SPATIAL)
 
 
 def _make(srv: ThrowawayServer, out: Path) -> tuple[dict[str, str], dict[str, dict[int, str]]]:
@@ -54,13 +59,19 @@ def _make(srv: ThrowawayServer, out: Path) -> tuple[dict[str, str], dict[str, di
         cur.executemany(
             f"INSERT INTO {SCHEMA}.t_none VALUES (%s, %s)", [(i, f"q{i}") for i in range(1, 2001)]
         )
+        cur.executemany(
+            f"INSERT INTO {SCHEMA}.t_fts VALUES (%s, %s, %s, ST_GeomFromText(%s))",
+            [(i, f"word{i % 50} text", i % 31, f"POINT({i} {i % 7})") for i in range(1, 1501)],
+        )
+        cur.execute(f"SELECT k, id FROM {SCHEMA}.t_fts ORDER BY k, id")
+        by_k = [tuple(r) for r in cur.fetchall()]
         for t in TABLES:
             cur.execute(f"SHOW CREATE TABLE {SCHEMA}.{t}")
             creates[t] = cur.fetchall()[0][1]
             cur.execute(
                 "SELECT i.INDEX_ID, i.NAME FROM information_schema.INNODB_SYS_INDEXES i JOIN "
                 "information_schema.INNODB_SYS_TABLES t ON t.TABLE_ID = i.TABLE_ID "
-                "WHERE t.NAME = %s",
+                f"WHERE t.NAME = %s AND i.TYPE IN {BTREE_TYPES}",
                 (f"{SCHEMA}/{t}",),
             )
             catalog[t] = {int(i): str(n) for i, n in cur.fetchall()}
@@ -70,6 +81,7 @@ def _make(srv: ThrowawayServer, out: Path) -> tuple[dict[str, str], dict[str, di
                 (out / f"{t}.ibd").write_bytes(srv.file_path(SCHEMA, t).read_bytes())
         finally:
             cur.execute("UNLOCK TABLES")
+    catalog["by_k"] = by_k  # type: ignore[assignment]
     return creates, catalog
 
 
@@ -86,6 +98,16 @@ def _named(indexes: list[dict[str, Any]]) -> dict[int, str]:
 
 def _check(srv: ThrowawayServer, tmp_path: Path) -> None:
     creates, catalog = _make(srv, tmp_path)
+    by_k: list[tuple[int, int]] = catalog.pop("by_k")  # type: ignore[assignment]
+    assert "FTS_DOC_ID_INDEX" in catalog["t_fts"].values()
+    # records takes the index the same way: kk is the third B-tree, not the second
+    res = ibdtool(
+        "records", str(tmp_path / "t_fts.ibd"), "--json", "--index", "kk", "--schema",
+        creates["t_fts"],
+    )  # fmt: skip
+    assert res.returncode == 0, res.stderr
+    got = [(d["fields"]["k"], d["fields"]["id"]) for d in json_lines(res.stdout)]
+    assert got == [(int(k), int(i)) for k, i in by_k]
     assert len(catalog["t_keys"]) == 4 and "GEN_CLUST_INDEX" in catalog["t_none"].values()
     assert not list(tmp_path.glob("*.cfg"))
     for t, create in creates.items():
@@ -98,7 +120,7 @@ def _check(srv: ThrowawayServer, tmp_path: Path) -> None:
         assert doc["index_names_from"] == "schema"
         assert _named(doc["indexes"]) == catalog[t], t
         text = ibdtool("inspect", path, "--schema", create)
-        assert "(from --schema, by order)" in text.stdout
+        assert "(from --schema, by order)" in " ".join(text.stdout.split())  # may wrap
         legend = ibdtool("inspect", path, "--schema", create, "--map", "--map-by", "index")
         for iid, name in catalog[t].items():
             assert f"index {iid} ({name})" in legend.stdout, (t, legend.stdout[-600:])
