@@ -4,7 +4,8 @@ Only what InnoDB's record layout needs is read: each column's type, length, char
 and ENUM/SET members (virtual generated columns are not stored and are left out), the PRIMARY
 KEY and the other keys with their column prefixes, and the table's default charset. Without a
 primary key the first UNIQUE key on NOT NULL columns is the clustered index, as InnoDB chooses;
-without one either, the hidden DB_ROW_ID is. FULLTEXT and SPATIAL keys are skipped. Temporal
+without one either, the hidden DB_ROW_ID is. FULLTEXT and SPATIAL keys are skipped (a FULLTEXT
+key adds InnoDB's hidden FTS_DOC_ID column at the end of the clustered records). Temporal
 columns are taken in their MySQL 5.6.4+ formats.
 """
 
@@ -50,6 +51,7 @@ _KEY_WORDS = {"primary", "unique", "key", "index", "fulltext", "spatial", "const
 
 
 _UNREAD_KEYS = ("fulltext", "spatial")  # no B-tree of their own in the record layout
+FTS_DOC_ID = Column("FTS_DOC_ID", Kind.INT, 8, nullable=False, unsigned=True, hidden=True)
 
 
 class DdlError(ParseError):
@@ -440,9 +442,16 @@ def _from_tokens(toks: list[_Tok]) -> TableDef:
         )
         by = {c.name: c for c in cols}
         pk_fields = [IndexField(by[f.column.name], f.prefix) for f in pk_fields]
-        clustered = clustered_layout(cols, pk_fields, pk[1])
     else:
-        clustered = clustered_layout(cols, [], "GEN_CLUST_INDEX")
+        pk_fields = []
+    stored = cols
+    fulltext = any(kind == "fulltext" for kind, _, _ in keys)
+    if fulltext and not any(c.name.upper() == "FTS_DOC_ID" for c in cols):
+        stored = (*cols, FTS_DOC_ID)  # InnoDB's hidden last column for the FULLTEXT index
+    if pk is not None:
+        clustered = clustered_layout(stored, pk_fields, pk[1])
+    else:
+        clustered = clustered_layout(stored, [], "GEN_CLUST_INDEX")
     by = {c.name: c for c in cols}
     indexes = [clustered]
     for kind, kname, parts in keys:
@@ -454,7 +463,6 @@ def _from_tokens(toks: list[_Tok]) -> TableDef:
         indexes.append(secondary_layout(kname, parts, clustered))
     skipped = [f"{kind.upper()} {kname}" for kind, kname, _ in keys if kind in _UNREAD_KEYS]
     notes = (f"not read: {', '.join(skipped)}",) if skipped else ()
-    fulltext = any(kind == "fulltext" for kind, _, _ in keys)
     return TableDef(name, cols, tuple(indexes), "schema", notes=notes, fulltext=fulltext)
 
 
