@@ -18,7 +18,7 @@ import zlib
 from bisect import bisect_right
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass, field, replace
-from typing import Any, Literal
+from typing import TYPE_CHECKING, Any, Literal
 
 from ibdtool.cost import CLOCK, Cost, CostRun, measure
 from ibdtool.cost import MAX_PAGES as MAX_COST_PAGES
@@ -36,10 +36,12 @@ from parsers.constants import (
     Algorithm,
 )
 from parsers.envelope import read_envelope
-from parsers.keyring import Keyring
 from parsers.layout import MYSQL_HEADER, allocated_for_image, ntfs_allocated, server_stored_size
 from parsers.vendor import Vendor
 from parsers.zip_page import ZipPageError, zip_logical_image
+
+if TYPE_CHECKING:  # parsers.keyring loads construct and cryptography: only with --keyring
+    from parsers.keyring import Keyring
 
 Z95 = 1.959963984540054
 FULL_SCAN_MAX_PAGES = 8192  # files up to 128 MiB of 16K pages are scanned whole by default
@@ -141,18 +143,34 @@ def _items(specs: Iterable[str]) -> Iterator[str]:
                 yield item
 
 
+#: the ``-a`` item that asks for the ROW_FORMAT=COMPRESSED what-if (``all`` includes it)
+ROW_COMPRESSED = "row"
+
+
+def wants_row_compressed(specs: Iterable[str]) -> bool:
+    """Whether ``-a`` asks for the ROW_FORMAT=COMPRESSED what-if: when it is not given, or
+    names ``all`` or ``row``. ``-a zlib,lz4`` asks for page codecs only, and the what-if (a
+    dozen deflates per index page it looks at) is not run."""
+    items = list(_items(specs))
+    return not items or "all" in items or ROW_COMPRESSED in items
+
+
 def parse_algorithms(specs: Iterable[str]) -> list[Scenario]:
-    """``mysql:zlib:1``, ``mariadb:lzma``, ``zstd:9``, or a bare codec for every server."""
+    """``mysql:zlib:1``, ``mariadb:lzma``, ``zstd:9``, or a bare codec for every server
+    (``row``, the ROW_FORMAT=COMPRESSED what-if, is no page codec: see
+    :func:`wants_row_compressed`)."""
     out: list[Scenario] = []
     valid = (
         [f"mysql:{c}" for c in MYSQL_CODECS]
         + [f"mariadb:{c}" for c in MARIADB_CODECS]
-        + [*WHAT_IF_CODECS, "all"]
+        + [*WHAT_IF_CODECS, "all", ROW_COMPRESSED]
         + sorted(set(MYSQL_CODECS) | set(MARIADB_CODECS))
     )
     for item in _items(specs):
         if item == "all":
             out.extend(DEFAULT_SCENARIOS)
+            continue
+        if item == ROW_COMPRESSED:
             continue
         parts = item.split(":")
         level: int | None = None
@@ -787,7 +805,7 @@ def simulate(
                     progress(acc.n, len(page_nos))
         if acc.n != len(page_nos):  # a worker saw a shorter file: never a partial answer
             raise InputError(f"{path}: file shrank while reading")
-        if not acc.compressed_pages:
+        if cfg.scenarios and not acc.compressed_pages:
             notes.append(
                 "no page with data was simulated (every page looked at is all zeros, or one "
                 "no server compresses): the prediction is what empty pages cost"

@@ -165,8 +165,34 @@ def test_json_output_has_the_documented_keys() -> None:
     for key in ("best", "cheapest", "saves_nothing", "cost_certainty", "cost_ties"):
         assert key in doc["recommendations"][0]
     assert {r["server"] for r in doc["results"]} == {"mariadb", "what-if"}
-    assert [z["key_block_size"] for z in doc["row_compressed"]] == [1024, 2048, 4096, 8192, 16384]
+    assert doc["row_compressed"] == []  # -a named page codecs only: the what-if is not run
     assert doc["pages"] == doc["pages_sampled"] == 458752 // 16384
+
+
+@pytest.mark.parametrize(
+    ("algorithms", "scenarios", "row"),
+    [
+        ([], 11, True),  # no -a: every codec and the what-if
+        (["all"], 11, True),
+        (["mariadb:zlib"], 1, False),
+        (["zlib,lz4"], 4, False),  # bare codecs: both servers
+        (["mariadb:zlib,row"], 1, True),
+        (["row"], 0, True),
+    ],
+)
+def test_row_compressed_what_if_runs_only_when_asked(
+    algorithms: list[str], scenarios: int, row: bool
+) -> None:
+    """``-a`` naming only page codecs skips the ROW_FORMAT=COMPRESSED what-if (a dozen
+    deflates per index page); ``row`` or ``all`` (or no ``-a``) asks for it."""
+    args = [a for spec in algorithms for a in ("-a", spec)]
+    proc = run_ibdtool(
+        "simulate", "--json", *args, sample("mariadb/p16k-plain.ibd"), cwd=None, check=True
+    )
+    doc = json.loads(proc.stdout)
+    assert len({(r["server"], r["algorithm"], r["level"]) for r in doc["results"]}) == scenarios
+    kbs = [z["key_block_size"] for z in doc["row_compressed"]]
+    assert kbs == ([1024, 2048, 4096, 8192, 16384] if row else [])
 
 
 @pytest.mark.parametrize(

@@ -34,6 +34,7 @@ def algorithm_names() -> list[str]:
     what_if = [c.name for c in codecs.vendor_codecs(codecs.WHAT_IF)]
     return [
         "all",
+        "row",
         *sorted(set(mysql) | set(mariadb)),
         *what_if,
         *(f"mysql:{c}" for c in mysql),

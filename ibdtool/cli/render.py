@@ -291,7 +291,8 @@ def print_simulation(r: SimResult, wide: bool = False) -> None:
             return Text(value, style="green" if r.results[row].saving_pct > 0 else "red")
         return value
 
-    con.print(fitted(None, cols, texts, wide, style))
+    if texts:  # none with -a row (the ROW_FORMAT=COMPRESSED what-if alone)
+        con.print(fitted(None, cols, texts, wide, style))
     note = cost_note(r)
     if note:
         con.print(Text(note, style="dim"))
