@@ -19,6 +19,7 @@ from dataclasses import dataclass, field
 from functools import partial
 from itertools import compress
 from operator import not_, or_
+from typing import TYPE_CHECKING
 
 from ibdtool.errors import InputError
 from ibdtool.forkscan import map_ranges, split
@@ -33,7 +34,6 @@ from parsers.constants import (
 from parsers.crc32c_fast import crc32c
 from parsers.envelope import Kind, fcrc32_stored_size, read_envelope
 from parsers.inflate import inflate
-from parsers.keyring import Keyring
 from parsers.pagecolumns import (
     columns,
     compressed_verified,
@@ -41,6 +41,9 @@ from parsers.pagecolumns import (
     verdict_fields,
 )
 from parsers.space import SpaceFormat
+
+if TYPE_CHECKING:  # parsers.keyring loads construct and cryptography: only with --keyring
+    from parsers.keyring import Keyring
 
 PARALLEL_MIN_PAGES = 8192
 

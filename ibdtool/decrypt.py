@@ -15,14 +15,17 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
 from ibdtool.errors import InputError
 from parsers import crypt
 from parsers.crypt import Cipher_, CryptError
 from parsers.envelope import Envelope, read_envelope, read_key_version
-from parsers.keyring import Keyring
 from parsers.page import decode_page
 from parsers.space import SpaceFormat
+
+if TYPE_CHECKING:  # parsers.keyring loads construct and cryptography: only with --keyring
+    from parsers.keyring import Keyring
 
 PROBE_PAGES = 8  # encrypted pages tried before a MariaDB key is called wrong
 #: filesystem blocks a MySQL type-16 page may have been written in (the write length)

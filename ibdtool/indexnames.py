@@ -20,8 +20,6 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from parsers.cfg import CfgError, read_cfg
-
 DICT_TF_COMPACT = 1
 DICT_TF_ZSSIZE_SHIFT = 1
 DICT_TF_ATOMIC_BLOBS = 1 << 5
@@ -72,6 +70,9 @@ def from_cfg(
     data = read(path, MAX_CFG_BYTES)
     if data is None:
         return None
+    # imported only when a .cfg exists: its declarations cost start-up time (issue 14)
+    from parsers.cfg import CfgError, read_cfg
+
     try:
         cfg: Any = read_cfg(data)
     except CfgError as exc:

@@ -27,7 +27,6 @@ from parsers.constants import (
     Algorithm,
 )
 from parsers.identity import Identity, identify
-from parsers.keyring import Keyring
 from parsers.page import PageInfo
 from parsers.rowformat import row_format
 from parsers.sdi import SDI_INDEX_ID, SdiEntry
@@ -35,7 +34,8 @@ from parsers.space import SpaceFormat
 from parsers.vendor import Vendor
 from parsers.zip_page import ZipPageError, decompress_zip_page, zip_fill
 
-if TYPE_CHECKING:
+if TYPE_CHECKING:  # parsers.keyring loads construct and cryptography: only with --keyring
+    from parsers.keyring import Keyring
     from parsers.tabledef import TableDef
 
 MAX_LISTED_PAGES = 1000

@@ -9,10 +9,10 @@ from ibdtool.errors import InputError
 from ibdtool.inspect import index_names
 from ibdtool.tablespace import Tablespace
 from parsers.constants import MARIADB_TYPE_NAMES, MYSQL_TYPE_NAMES
-from parsers.keyring import Keyring
 from parsers.page import DOUBLEWRITE_NAME, ENCRYPTED_NAME, PageInfo
 
-if TYPE_CHECKING:
+if TYPE_CHECKING:  # parsers.keyring loads construct and cryptography: only with --keyring
+    from parsers.keyring import Keyring
     from parsers.tabledef import TableDef
 
 KNOWN_TYPE_NAMES = sorted(

@@ -21,7 +21,7 @@ from dataclasses import replace
 from functools import cached_property
 from pathlib import Path
 from types import TracebackType
-from typing import Protocol
+from typing import TYPE_CHECKING, Protocol
 
 from ibdtool.allocation import Allocation, read_allocation, scan_ranges
 from ibdtool.decrypt import page_decryptor
@@ -29,12 +29,14 @@ from ibdtool.errors import InputError
 from ibdtool.openfile import open_regular
 from parsers.checksum import ChecksumAlgo
 from parsers.constants import FIL_PAGE_TYPE_XDES
-from parsers.keyring import Keyring
 from parsers.page import DOUBLEWRITE_NAME, PageInfo, decode_page
 from parsers.sdi import SdiEntry, SdiError, read_sdi, read_zip_sdi
 from parsers.space import SpaceFormat, detect_format
 from parsers.vendor import Vendor
 from parsers.xdes import decode_descriptor_page
+
+if TYPE_CHECKING:  # parsers.keyring loads construct and cryptography: only with --keyring
+    from parsers.keyring import Keyring
 
 CHUNK_BYTES = 4 << 20
 #: the most pages one run of :meth:`Tablespace.page_runs` spans (per-page arrays stay small)

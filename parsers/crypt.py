@@ -28,6 +28,9 @@ MySQL (storage/innobase/os/os0enc.cc):
 
 Each ``*_plain_image`` function returns the stored image as the server would have written it
 unencrypted, so the ordinary decoder then reads it (decompression, the plaintext's checksum).
+
+``cryptography`` is imported by the functions that run AES, when the first key or page is
+decrypted: reading an unencrypted file never loads it (start-up time, issue 14).
 """
 
 from __future__ import annotations
@@ -37,7 +40,6 @@ from dataclasses import dataclass
 from enum import StrEnum
 
 from construct import Bytes, Const, ConstructError, Int8ub, Int32ub, Struct
-from cryptography.hazmat.primitives.ciphers import Cipher, algorithms, modes
 
 from parsers import checksum
 from parsers.constants import (
@@ -219,6 +221,8 @@ def read_mysql_info(page0: bytes, info_offset: int) -> MysqlEncryptionInfo | Non
 
 def unwrap_mysql_key(info: MysqlEncryptionInfo, master_key: bytes) -> tuple[bytes, bytes]:
     """The tablespace key and IV; :class:`CryptError` when the checksum says the key is wrong."""
+    from cryptography.hazmat.primitives.ciphers import Cipher, algorithms, modes
+
     if len(master_key) != MYSQL_KEY_LEN:
         raise CryptError(f"master key {info.master_key_name} is {len(master_key)} bytes, not 32")
     dec = Cipher(algorithms.AES(master_key), modes.ECB()).decryptor()
@@ -241,6 +245,8 @@ def mysql_key_matches(info: MysqlEncryptionInfo, key: bytes, iv: bytes) -> bool:
 
 def mariadb_page_key(file_key: bytes, crypt_iv: bytes) -> bytes:
     """The AES-128 page key: the crypt-data IV encrypted (ECB) with the key file's key."""
+    from cryptography.hazmat.primitives.ciphers import Cipher, algorithms, modes
+
     enc = Cipher(algorithms.AES(file_key), modes.ECB()).encryptor()
     return enc.update(crypt_iv) + enc.finalize()
 
@@ -251,6 +257,8 @@ def mariadb_iv(space_id: int, page_no: int, lsn: int) -> bytes:
 
 def mariadb_decrypt(data: bytes, key: bytes, iv: bytes, cipher: Cipher_) -> bytes:
     """Decrypt ``data`` as my_aes_crypt does without padding (same length out)."""
+    from cryptography.hazmat.primitives.ciphers import Cipher, algorithms, modes
+
     if cipher is Cipher_.CTR:
         dec = Cipher(algorithms.AES(key), modes.CTR(iv)).decryptor()
         return dec.update(data) + dec.finalize()
@@ -325,6 +333,8 @@ def mariadb_plain_image(
 
 def mysql_decrypt(data: bytes, key: bytes, iv: bytes) -> bytes:
     """AES-256-CBC as Encryption::decrypt: the last 32 bytes first when not whole blocks."""
+    from cryptography.hazmat.primitives.ciphers import Cipher, algorithms, modes
+
     n = len(data)
     whole = n // AES_BLOCK * AES_BLOCK
 

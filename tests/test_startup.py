@@ -1,15 +1,24 @@
 """Start-up: a command imports only what it uses.
 
 ``inspect --json`` is what scripts run over many files; it must not pay for the Textual UI,
-the MySQL client or Rich's tables. Checked in a fresh interpreter's ``sys.modules``.
+the MySQL client, Rich's tables, the keyring and AES code of encrypted files, the codecs its
+file does not use, the ``.cfg`` reader when there is no ``.cfg``, or the other commands'
+modules. Checked in a
+fresh interpreter's ``sys.modules``; the time it takes is in bench/ (bench_startup.py).
 """
 
 from __future__ import annotations
 
 import json
+import shutil
 import subprocess
 import sys
+from pathlib import Path
 
+import click
+import pytest
+
+from ibdtool.cli.main import IbdtoolGroup, main
 from tests.conftest import SAMPLES
 
 PROBE = """
@@ -19,32 +28,92 @@ try:
     main(sys.argv[1:])
 except SystemExit as exc:
     code = exc.code
-heavy = sorted({m.split(".")[0] for m in sys.modules} & {"rich", "textual", "pymysql"})
+heavy = sorted(
+    {m for m in sys.modules if m in HEAVY or m.split(".")[0] in HEAVY}
+)
 print(code, " ".join(heavy) or "-", file=sys.stderr)
 """
+
+#: what a plain, unencrypted small file's ``inspect --json`` must not import
+HEAVY = {
+    "rich",
+    "textual",
+    "pymysql",
+    "cryptography",
+    "lz4",
+    "zstandard",
+    "cramjam",
+    "lzo",
+    "parsers.keyring",
+    "parsers.tabledef",
+    "ibdtool.cli.server",
+    "ibdtool.cli.copy",
+    "ibdtool.cli.report",
+    "ibdtool.cli.records",
+    "ibdtool.cli.tui",
+    "ibdtool.cli.render",
+    "multiprocessing",
+    "concurrent",
+}
 
 
 def _heavy(*args: str) -> tuple[int, list[str], str]:
     done = subprocess.run(
-        [sys.executable, "-c", PROBE, *args], capture_output=True, text=True, check=True
+        [sys.executable, "-c", f"HEAVY = {sorted(HEAVY)!r}\n{PROBE}", *args],
+        capture_output=True,
+        text=True,
+        check=True,
     )
     code, heavy = done.stderr.strip().splitlines()[-1].split(" ", 1)
     return int(code), [] if heavy == "-" else heavy.split(), done.stdout
 
 
-def test_inspect_json_imports_no_ui_and_no_client() -> None:
-    path = SAMPLES / "mariadb" / "p16k-pc_zlib.ibd"
+def test_inspect_json_imports_no_ui_and_no_client(tmp_path: Path) -> None:
+    # a copy without the .cfg beside it: a .cfg is read with parsers.tabledef
+    path = tmp_path / "t.ibd"
+    shutil.copyfile(SAMPLES / "mariadb" / "p16k-pc_zlib.ibd", path)
     code, heavy, out = _heavy("inspect", "--json", str(path))
     assert code == 0
     assert json.loads(out)["pages"] == path.stat().st_size // 16384
     assert heavy == []
 
 
+def test_checksum_of_a_small_file_imports_no_keyring() -> None:
+    path = SAMPLES / "mariadb" / "p16k-crc32_plain.ibd"
+    code, heavy, out = _heavy("checksum", str(path))
+    assert code == 0
+    assert "OK" in out or "ok" in out.lower()
+    assert heavy == [m for m in heavy if m.split(".")[0] == "rich"]  # the text verdict
+
+
+def test_help_imports_no_lazy_command() -> None:
+    """``ibdtool --help`` lists every command from the table, importing none of them."""
+    code, heavy, out = _heavy("--help")
+    assert code == 0
+    assert heavy == []
+    for name in IbdtoolGroup.lazy_commands:
+        assert f"  {name} " in out
+
+
+@pytest.mark.parametrize("name", sorted(IbdtoolGroup.lazy_commands))
+def test_lazy_help_is_the_commands_own(name: str) -> None:
+    """The help line ``--help`` shows for a lazy command is the one its module declares, at
+    every terminal width."""
+    ctx = click.Context(main)
+    real = main.get_command(ctx, name)
+    assert real is not None
+    stub = click.Command(name, help=IbdtoolGroup.lazy_commands[name][1])
+    for limit in range(20, 200, 7):
+        assert stub.get_short_help_str(limit) == real.get_short_help_str(limit)
+
+
 def test_the_probe_sees_what_a_table_imports() -> None:
-    """The same probe on ``inspect`` without --json finds Rich (so it can fail)."""
+    """The same probe on ``inspect`` without --json finds Rich, and on a file with a .cfg
+    the table-definition reader (so it can fail)."""
     code, heavy, _ = _heavy("inspect", str(SAMPLES / "mariadb" / "p16k-pc_zlib.ibd"))
     assert code == 0
     assert "rich" in heavy
+    assert "parsers.tabledef" in heavy
 
 
 def test_pages_json_imports_no_rich() -> None:
@@ -52,4 +121,4 @@ def test_pages_json_imports_no_rich() -> None:
     code, heavy, out = _heavy("pages", "--json", str(path))
     assert code == 0
     assert len(out.splitlines()) == path.stat().st_size // 16384
-    assert heavy == []
+    assert not {m.split(".")[0] for m in heavy} & {"rich", "textual", "pymysql"}

@@ -2,19 +2,22 @@
 pages (inspect and its --map, pages, page, checksum, records, simulate, sdi, tui).
 
 The decorated command receives ``keyring``: the :class:`~parsers.keyring.Keyring` read from
-the file, or None. A key file that cannot be read is a one-line error (exit 2).
+the file, or None. A key file that cannot be read is a one-line error (exit 2). The keyring
+code is imported only when ``--keyring`` is given.
 """
 
 from __future__ import annotations
 
 import functools
 from collections.abc import Callable
-from typing import Any, TypeVar
+from typing import TYPE_CHECKING, Any, TypeVar
 
 import click
 
 from ibdtool.errors import InputError
-from parsers.keyring import Keyring, KeyringError, read_keyring
+
+if TYPE_CHECKING:
+    from parsers.keyring import Keyring
 
 F = TypeVar("F", bound=Callable[..., Any])
 
@@ -25,6 +28,9 @@ def load_keyring(path: str | None, filekey: str | None) -> Keyring | None:
         if filekey is not None:
             raise InputError("--keyring-filekey needs --keyring")
         return None
+    # imported only now: parsers.keyring loads construct and cryptography (start-up, issue 14)
+    from parsers.keyring import KeyringError, read_keyring
+
     try:
         return read_keyring(path, filekey)
     except KeyringError as exc:

@@ -20,7 +20,9 @@ from ibdtool.cli.keyring_option import keyring_options
 from ibdtool.cli.schema_option import schema_options
 from ibdtool.errors import ExitCode, IbdtoolError, InputError
 from parsers import codecs
-from parsers.keyring import Keyring
+
+if TYPE_CHECKING:  # parsers.keyring loads construct and cryptography: only with --keyring
+    from parsers.keyring import Keyring
 
 if TYPE_CHECKING:
     from ibdtool.schemas import Schemas
@@ -72,40 +74,68 @@ class IbdtoolGroup(click.Group):
         except KeyboardInterrupt:
             _stop_on_interrupt()
 
-    # Commands that live in their own modules, imported only when used (keeps start-up
-    # fast, and lets each feature own its CLI module): name -> "module:attribute".
-    lazy_commands: ClassVar[dict[str, str]] = {
-        "server": "ibdtool.cli.server:server",
-        "migrate": "ibdtool.cli.server:migrate",
-        "copy": "ibdtool.cli.copy:copy",
-        "report": "ibdtool.cli.report:report",
-        "records": "ibdtool.cli.records:records",
-        "tui": "ibdtool.cli.tui:tui",
-        "completion": "ibdtool.cli.complete:completion",
+    # Commands that live in their own modules, imported only when run (keeps start-up fast,
+    # and lets each feature own its CLI module): name -> ("module:attribute", the first
+    # paragraph of its help, which `ibdtool --help` shows without importing the module; a
+    # test keeps each in step with the command's own docstring).
+    lazy_commands: ClassVar[dict[str, tuple[str, str]]] = {
+        "server": (
+            "ibdtool.cli.server:server",
+            "Look at a live MariaDB/MySQL server: settings and tablespaces.",
+        ),
+        "migrate": (
+            "ibdtool.cli.server:migrate",
+            "Convert tables to a compression format on a live server (dry run by default).",
+        ),
+        "copy": (
+            "ibdtool.cli.copy:copy",
+            "Copy SRC... to DST keeping holes; either side may be [user@]host:path.",
+        ),
+        "report": (
+            "ibdtool.cli.report:report",
+            "Report every tablespace under data directories (or the files given).",
+        ),
+        "records": (
+            "ibdtool.cli.records:records",
+            "The user records of an index, in key order, decoded by column.",
+        ),
+        "tui": (
+            "ibdtool.cli.tui:tui",
+            "Browse a data directory, a tablespace's page map, a page's bytes; simulate; convert.",
+        ),
+        "completion": (
+            "ibdtool.cli.complete:completion",
+            "Print the completion script for SHELL (bash, zsh or fish).",
+        ),
     }
 
     def list_commands(self, ctx: click.Context) -> list[str]:
-        names = set(super().list_commands(ctx))
-        names.update(n for n in self.lazy_commands if self._lazy(n) is not None)
-        return sorted(names)
+        return sorted({*super().list_commands(ctx), *self.lazy_commands})
 
     def get_command(self, ctx: click.Context, cmd_name: str) -> click.Command | None:
         return super().get_command(ctx, cmd_name) or self._lazy(cmd_name)
 
+    def format_commands(self, ctx: click.Context, formatter: click.HelpFormatter) -> None:
+        """click's own listing, with the lazy commands' help from the table above."""
+        stubs = {n: click.Command(n, help=h) for n, (_t, h) in self.lazy_commands.items()}
+        commands = [
+            (n, cmd)
+            for n in self.list_commands(ctx)
+            if (cmd := self.commands.get(n) or stubs.get(n)) is not None and not cmd.hidden
+        ]
+        if commands:
+            limit = formatter.width - 6 - max(len(n) for n, _c in commands)
+            with formatter.section("Commands"):
+                formatter.write_dl([(n, cmd.get_short_help_str(limit)) for n, cmd in commands])
+
     def _lazy(self, name: str) -> click.Command | None:
-        target = self.lazy_commands.get(name)
-        if target is None:
+        entry = self.lazy_commands.get(name)
+        if entry is None:
             return None
-        module_name, attr = target.split(":")
+        module_name, attr = entry[0].split(":")
         import importlib
 
-        try:
-            module = importlib.import_module(module_name)
-        except ModuleNotFoundError as exc:
-            if exc.name == module_name:  # that feature is not built (yet)
-                return None
-            raise
-        command = getattr(module, attr)
+        command = getattr(importlib.import_module(module_name), attr)
         assert isinstance(command, click.Command)
         return command
 
@@ -424,7 +454,8 @@ def checksum(
     "-a",
     multiple=True,
     shell_complete=complete_algorithms,
-    help=f"{codecs.spellings()}, a bare codec for every server, or all (default).",
+    help=f"{codecs.spellings()}, a bare codec for every server, row (the ROW_FORMAT=COMPRESSED "
+    "what-if, run only when -a names it or all), or all (default).",
 )
 @click.option(
     "--block-sizes",
@@ -480,6 +511,7 @@ def simulate(
                 full=True if full else None,
                 seed=seed,
                 jobs=jobs,
+                row_compressed=sim.wants_row_compressed(algorithms),
                 progress=(lambda done, total: bar(done, total)) if bar else None,
                 keyring=keyring,
             )
