@@ -4,14 +4,19 @@ A tablespace that lost its holes (copied with scp, cat, or a tool that expands s
 still holds, in every compressed page slot, the zero bytes beyond the stored image, and whole
 all-zero pages. The server never reads them: MySQL type-14 pages end at ``38 + compressed size``,
 MariaDB page_compressed images at their stored size, and the server punches the rest when it
-writes. :func:`needless_ranges` finds them from :meth:`Tablespace.pages` (``PageInfo.empty``,
-``stored_size``, ``compression``) so a copy can leave them out, as the server would have.
+writes. :func:`needless_ranges` finds them so a copy can leave them out, as the server would
+have.
 
-Two rules keep this safe: a range is needless only if its bytes are zero now (so the punched
-file reads back byte for byte the same, and a stale tail left by a server that could not punch
-is kept), and a compressed page counts only when it decodes and its checksum verifies (a
-full_crc32 image by the CRC-32C over it, so only its header is inflated; the others inflate
-whole, their checksum being inside).
+Only each page's stored size is needed, and the header holds it (the full_crc32 type word,
+the type-14 metadata, the classic length field): :func:`parsers.envelope.read_envelope` reads
+it, for the pages whose type word says compressed; nothing is decompressed and no per-page
+object is made. The file is read in big chunks (only its fully allocated page slots: a slot
+the server punched has nothing left to find) and adjacent ranges are merged as they are found.
+
+One rule keeps this safe: a range is needless only if its bytes are zero now, so the punched
+file reads back byte for byte the same whatever the header says, and a stale tail left by a
+server that could not punch is kept. A damaged header can therefore cost a hole, never a byte;
+an impossible size (:attr:`Envelope.problem`) is not used at all.
 Punching ``[image end, slot end)`` frees the whole filesystem blocks in it whatever the block
 size, i.e. down to ``align_up(image, block)`` as the server does.
 
@@ -31,11 +36,28 @@ from pathlib import Path
 
 from ibdtool.allocation import Allocation
 from ibdtool.forkscan import map_ranges
-from ibdtool.tablespace import Tablespace
-from parsers.page import PageInfo
+from ibdtool.tablespace import CHUNK_BYTES, Tablespace
+from parsers.constants import (
+    FIL_PAGE_COMPRESS_FCRC32_MARKER,
+    FIL_PAGE_COMPRESSED,
+    FIL_PAGE_COMPRESSED_AND_ENCRYPTED,
+    FIL_PAGE_PAGE_COMPRESSED,
+    FIL_PAGE_PAGE_COMPRESSED_ENCRYPTED,
+)
+from parsers.envelope import read_envelope
 
 #: process names of the servers whose data directory is their working directory
 SERVER_NAMES = frozenset({"mysqld", "mariadbd", "mysqld-debug", "mariadbd-debug"})
+#: classic (not full_crc32) type words of page-compressed images: the only pages with a tail
+_COMPRESSED_TYPES = frozenset(
+    t.to_bytes(2, "big")
+    for t in (
+        FIL_PAGE_COMPRESSED,
+        FIL_PAGE_COMPRESSED_AND_ENCRYPTED,
+        FIL_PAGE_PAGE_COMPRESSED,
+        FIL_PAGE_PAGE_COMPRESSED_ENCRYPTED,
+    )
+)
 
 
 @dataclass
@@ -63,45 +85,21 @@ class Needless:
 
 
 def candidate_runs(alloc: Allocation | None, page_size: int, n_pages: int) -> list[range]:
-    """Runs of pages worth decoding: every page, or (given the file's allocation) only the
-    pages whose whole slot is allocated; a partly allocated slot was punched by the server."""
+    """Runs of pages worth reading: every page, or (given the file's allocation) only the
+    pages whose whole slot is allocated; a partly allocated slot was punched by the server.
+    Worked out from the data ranges (one run each at most), not page by page."""
     if alloc is None:
         return [range(0, n_pages)] if n_pages else []
-    per_page = alloc.per_page_allocated(page_size, n_pages)
     runs: list[range] = []
-    start = None
-    for n in range(n_pages + 1):
-        full = n < n_pages and per_page[n] == page_size
-        if full and start is None:
-            start = n
-        elif not full and start is not None:
-            runs.append(range(start, n))
-            start = None
+    for start, end in alloc.data_ranges:
+        first, stop = -(-start // page_size), min(n_pages, end // page_size)
+        if stop <= first:
+            continue
+        if runs and runs[-1].stop == first:
+            runs[-1] = range(runs[-1].start, stop)
+        else:
+            runs.append(range(first, stop))
     return runs
-
-
-def _tail_start(info: PageInfo, read_slot: Callable[[], bytes]) -> tuple[int, str] | None:
-    """Where the needless zero bytes of one page slot start, and why; None if it has none.
-
-    ``"zero"``: an all-zero page; ``"tail"``: a compressed page's zeros beyond its image;
-    ``"stale"``: a compressed page with non-zero bytes beyond its image (only zeros after the
-    last of them count).
-    """
-    if info.empty:
-        return 0, "zero"
-    if not info.is_compressed or not info.stored_size:
-        return None
-    if info.checksum_valid is False or info.problem:
-        return None  # do not trust the sizes of a damaged page
-    slot = read_slot()
-    image = info.stored_size
-    if image >= len(slot):
-        return None
-    tail = memoryview(slot)[image:]
-    if tail == _zeros(len(tail)):  # the common case, at memcmp speed
-        return image, "tail"
-    kept = len(bytes(tail).rstrip(b"\0"))
-    return image + kept, "stale"
 
 
 _ZEROS = bytearray()
@@ -126,8 +124,8 @@ def needless_ranges(
     """The needless zero ranges of ``ts`` (see module doc), sorted and merged.
 
     With ``alloc`` (the file's :class:`Allocation`) only fully allocated page slots are
-    decoded: on a file that kept its holes that is a handful of pages. Many pages are split
-    over ``jobs`` forked processes (default: all cores), since decoding decompresses.
+    read: on a file that kept its holes that is a handful of pages. Many pages are split
+    over ``jobs`` forked processes (default: all cores).
     ``progress(pages_done, pages_total)`` is called now and then.
     """
     runs = candidate_runs(alloc, ts.physical_size, ts.n_pages)
@@ -193,29 +191,55 @@ def _scan(
     progress: Callable[[int, int], None] | None,
     total: int,
 ) -> Needless:
+    """Chunk by chunk: a page whose type word is 0 may be all zeros (the whole slot goes); a
+    page whose type word says compressed has its stored size read from its header and the
+    zeros after it go. Every other page is one comparison of two bytes."""
     out = Needless()
+    ranges = out.ranges
+    fmt = ts.format
     psize = ts.physical_size
+    zero = _zeros(psize)
+    fcrc32 = fmt.full_crc32
+    marker = FIL_PAGE_COMPRESS_FCRC32_MARKER
+    compressed_types = _COMPRESSED_TYPES
+    per_chunk = max(1, CHUNK_BYTES // psize)
     done = 0
     for run in runs:
-        for info in ts.pages(run.start, run.stop, header_only=True):
-            done += 1
-            slot_start = info.page_no * psize
-            found = _tail_start(info, lambda: ts.read(slot_start, psize))  # noqa: B023
-            if found is not None:
-                start, why = found
-                if why == "zero":
+        for first, chunk in ts.read_pages(run.start, run.stop, per_chunk):
+            mv = memoryview(chunk)
+            base = first * psize
+            for off in range(0, len(chunk), psize):
+                word = chunk[off + 24 : off + 26]
+                if word == b"\0\0":
+                    if mv[off : off + psize] != zero:
+                        continue
                     out.zero_pages += 1
-                elif why == "tail":
-                    out.compressed_slots += 1
+                    start = off
+                elif (word[0] & (marker >> 8)) if fcrc32 else word in compressed_types:
+                    page = mv[off : off + psize]
+                    image = read_envelope(page, fmt).stored_size
+                    if not image or image >= psize:
+                        continue
+                    if page[image:] == zero[: psize - image]:
+                        out.compressed_slots += 1
+                        start = off + image
+                    else:
+                        kept = len(bytes(page[image:]).rstrip(b"\0"))
+                        out.stale_tails += 1
+                        if image + kept >= psize:
+                            continue
+                        start = off + image + kept
                 else:
-                    out.stale_tails += 1
-                if start < psize:
-                    _append(out.ranges, slot_start + start, slot_start + psize)
-            if progress is not None and done % 1024 == 0:
+                    continue
+                at = base + start
+                if ranges and ranges[-1][1] == at:
+                    ranges[-1] = (ranges[-1][0], base + off + psize)
+                else:
+                    ranges.append((at, base + off + psize))
+            done += len(chunk) // psize
+            if progress is not None:
                 progress(done, total)
     out.pages_scanned = done
-    if progress is not None:
-        progress(done, total)
     return out
 
 

@@ -10,6 +10,7 @@ are its size in 256-byte units; MariaDB classic type 34354: 40 + the 2-byte leng
 from __future__ import annotations
 
 import itertools
+import os
 import struct
 from pathlib import Path
 
@@ -106,3 +107,47 @@ def test_balanced_split() -> None:
     assert sum(counts) == 85 and max(counts) - min(counts) <= 2
     assert cuts[0][0] == 0 and cuts[-1][1] == 100
     assert all(a[1] == b[0] for a, b in itertools.pairwise(cuts))
+
+
+def _expected_data(data: bytes, page: int, block: int) -> list[tuple[int, int]]:
+    """The file's data ranges once the needless ranges (from the headers, above) are punched:
+    each shrunk to whole filesystem blocks (all a filesystem can free), the rest is data."""
+    out: list[tuple[int, int]] = []
+    pos = 0
+    for start, end in expected_ranges(data, page):
+        lo, hi = -(-start // block) * block, end // block * block
+        if hi <= lo:
+            continue
+        if lo > pos:
+            out.append((pos, lo))
+        pos = hi
+    if pos < len(data):
+        out.append((pos, len(data)))
+    return out
+
+
+@pytest.mark.parametrize("in_place", [True, False], ids=["in-place", "copy"])
+@pytest.mark.parametrize("rel", [r for r in sorted(CASES) if "plain" not in r])
+def test_holes_after_repunch_are_the_stored_sizes(rel: str, in_place: bool, tmp_path: Path) -> None:
+    """A densified real compressed file, re-punched (in place, and by a copy): SEEK_DATA and
+    SEEK_HOLE find data exactly up to each compressed page's stored size (rounded up to a
+    filesystem block) and holes after it and over all-zero pages, as the page headers say."""
+    from tests.test_copy_local import densify, ibdtool
+    from tests.test_copy_remote import allocated, seek_data_ranges
+
+    dense = densify(sample(rel), tmp_path / "dense.ibd")
+    data = dense.read_bytes()
+    if in_place:
+        res = ibdtool("copy", "--in-place", "--repunch", "--yes", str(dense))
+        out = dense
+    else:
+        out = tmp_path / "copy.ibd"
+        res = ibdtool("copy", "--repunch", str(dense), str(out))
+    assert res.returncode == 0, res.stderr
+    assert out.read_bytes() == data
+    block = os.statvfs(out).f_bsize
+    expected = _expected_data(data, CASES[rel], block)
+    assert seek_data_ranges(out) == expected
+    # and nothing else is allocated but ext4's extent-tree blocks (one per ~340 extents)
+    held = sum(e - s for s, e in expected)
+    assert held <= allocated(out) <= held + block * (1 + len(expected) // 300)
