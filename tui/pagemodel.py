@@ -1,24 +1,39 @@
-"""What the page map draws: one small code per page for each colouring, filled as pages are read.
+"""What the page map draws: small codes per page for each colouring, filled as pages are read.
 
 A scan worker calls :meth:`PageMapModel.add` with each :class:`~parsers.page.PageInfo` the
-engine yields; the UI thread reads the code arrays to draw cells, count legend entries and find
-filter matches. Arrays are ``bytearray``\\ s so that counting, grouping and matching run in C
-(``bytes.count``, ``translate``) even for a 10 GB file's 655,360 pages. Pages at or past
-:attr:`PageMapModel.scanned` have not been read yet (code 0 in the page-content colourings);
-the allocation colouring is known for every page before the scan starts, from SEEK_DATA.
+engine yields; the UI thread reads the codes to draw cells, count legend entries and find
+filter matches. Pages at or past :attr:`PageMapModel.scanned` have not been read yet (code 0 in
+the page-content colourings); the allocation colouring is known for every page before the scan
+starts, from SEEK_DATA.
+
+Memory: four bytes a page, in four ``bytearray`` objects, and nothing else per page (a 1 TiB file
+of 16K pages: 256 MiB). The page type and the index each take a byte (up to 254 values each:
+a file's indexes, a damaged file's made-up types); the five small colourings are packed two
+and three to a byte — compression (4 bits) with the B-tree level (4 bits), and allocation (2
+bits) with checksum (3) and the stored-size ratio (3). A colouring's codes are unpacked with
+one ``bytes.translate``, so counting, grouping and matching still run in C. One or two bytes a
+page would need a palette of (type, index, level) combinations, which a general tablespace
+with hundreds of indexes overflows. The bytes each page's slot holds and its stored image size
+are not kept: they are read when the cursor asks (:meth:`PageMapModel.allocated_at`, from the
+data ranges; :meth:`PageMapModel.stored_size`, from the page's header).
 """
 
 from __future__ import annotations
 
-from array import array
+import os
 from collections import Counter
 from dataclasses import dataclass
 from enum import StrEnum
 
+from ibdtool.allocation import Allocation
+from ibdtool.errors import InputError
 from ibdtool.inspect import unpunched_bytes
+from ibdtool.openfile import open_regular
 from parsers import codecs
 from parsers.constants import Algorithm
+from parsers.envelope import read_envelope
 from parsers.page import PageInfo
+from parsers.space import SpaceFormat
 
 
 class Mode(StrEnum):
@@ -167,6 +182,24 @@ _VALID, _EMPTY_CHECK, _INVALID, _UNVERIFIABLE = 1, 2, 3, 4
 MIXED_GLYPH = "▓"
 
 
+#: how the packed colourings sit in their bytes: mode -> (array, shift, bits)
+_PACKED = {
+    Mode.COMPRESSION: ("_cl", 0, 4),
+    Mode.LEVEL: ("_cl", 4, 4),
+    Mode.ALLOCATION: ("_acr", 0, 2),
+    Mode.CHECKSUM: ("_acr", 2, 3),
+    Mode.RATIO: ("_acr", 5, 3),
+}
+#: ``bytes.translate`` tables that unpack one colouring from its byte
+_UNPACK = {
+    m: bytes((b >> shift) & ((1 << bits) - 1) for b in range(256))
+    for m, (_a, shift, bits) in _PACKED.items()
+}
+MAX_LEVEL_CODE = 15  # 4 bits: codes 2..15 are levels 0..13, the last also every deeper one
+#: pages whose allocation codes are filled at once (bounds the temporary per-page array)
+_ALLOC_WINDOW = 1 << 20
+
+
 class PageMapModel:
     """Per-page codes for every colouring of one tablespace (see module doc)."""
 
@@ -176,33 +209,51 @@ class PageMapModel:
         physical_size: int,
         logical_size: int,
         fs_block_size: int,
-        allocated: array[int],
+        alloc: Allocation,
+        path: str | os.PathLike[str] | None = None,
+        fmt: SpaceFormat | None = None,
     ) -> None:
         self.n_pages = n_pages
         self.physical_size = physical_size
         self.logical_size = logical_size
         self.fs_block_size = fs_block_size
-        self.allocated = allocated
+        self.alloc = alloc
+        self.path = path
+        self.format = fmt
         self.scanned = 0
         self.type_names: list[str] = [UNSCANNED.label]
         self._type_index: dict[str, int] = {}
-        self.stored = array("I", bytes(4 * n_pages))
         #: index ids in the order the scan met them (code 2 is the first); names once known
         self.index_ids: list[int] = []
         self._index_code: dict[int, int] = {}
         self.index_names: dict[int, str] = {}
         self.max_level = 0
-        self.codes: dict[Mode, bytearray] = {m: bytearray(n_pages) for m in Mode}
-        alloc = self.codes[Mode.ALLOCATION]
-        for n, a in enumerate(allocated):
-            alloc[n] = HOLE if a == 0 else FULL if a >= physical_size else PUNCHED
+        self._type = bytearray(n_pages)
+        self._index = bytearray(n_pages)
+        self._cl = bytearray(n_pages)  # compression | level << 4
+        self._acr = bytearray(n_pages)  # allocation | checksum << 2 | ratio << 5 (HOLE is 0)
+        self._fill_allocation()
+
+    def _fill_allocation(self) -> None:
+        """Allocation codes from the data ranges, a range at a time (never page by page: a
+        sparse file of a billion pages has a handful of ranges): slots a range covers whole
+        are full, slots it covers in part punched, the rest holes (code 0 already)."""
+        acr, psize, n_pages = self._acr, self.physical_size, self.n_pages
+        full = bytes([FULL]) * min(_ALLOC_WINDOW, n_pages)
+        for start, end in self.alloc.data_ranges:
+            first, stop = -(-start // psize), min(n_pages, end // psize)
+            for lo in range(first, stop, _ALLOC_WINDOW):
+                hi = min(stop, lo + _ALLOC_WINDOW)
+                acr[lo:hi] = full[: hi - lo]
+            for part in {start // psize, end // psize} - set(range(first, stop)):
+                if part < n_pages and part * psize < end and (part + 1) * psize > start:
+                    acr[part] = PUNCHED
 
     # --- filled by the scan worker ---------------------------------------------------------
 
     def add(self, info: PageInfo) -> None:
         """Record one page (called in page order from the scan thread)."""
         n = info.page_no
-        codes = self.codes
         code = self._type_index.get(info.type_name)
         if code is None:
             # a damaged file can hold thousands of made-up types: past 253, one "OTHER"
@@ -211,39 +262,81 @@ class PageMapModel:
             if code is None:
                 code = self._type_index[name] = len(self.type_names)
                 self.type_names.append(name)
-        codes[Mode.TYPE][n] = code
+        self._type[n] = code
+        allocation = self._acr[n] & 3
         if info.empty:
-            codes[Mode.COMPRESSION][n] = _EMPTY_ALGO
-            codes[Mode.RATIO][n] = 1
-            codes[Mode.CHECKSUM][n] = _EMPTY_CHECK
+            comp, ratio, check = _EMPTY_ALGO, 1, _EMPTY_CHECK
         else:
-            codes[Mode.COMPRESSION][n] = _ALGO_CODE[info.compression]
+            comp = _ALGO_CODE[info.compression]
             stored = self.physical_size
             if info.is_compressed and info.stored_size:
                 stored = info.stored_size
-            self.stored[n] = stored
-            ratio = stored / self.logical_size
-            bucket = next((i for i, b in enumerate(RATIO_BOUNDS) if ratio <= b), 4)
-            codes[Mode.RATIO][n] = 2 + bucket
+            ratio = 2 + next(
+                (i for i, b in enumerate(RATIO_BOUNDS) if stored / self.logical_size <= b), 4
+            )
             if info.checksum_valid is None:
-                codes[Mode.CHECKSUM][n] = _UNVERIFIABLE
+                check = _UNVERIFIABLE
             else:
-                codes[Mode.CHECKSUM][n] = _VALID if info.checksum_valid else _INVALID
+                check = _VALID if info.checksum_valid else _INVALID
         idx = info.index
         if idx is None:
-            codes[Mode.INDEX][n] = codes[Mode.LEVEL][n] = 1
+            self._index[n] = 1
+            level_code = 1
         else:
             icode = self._index_code.get(idx.index_id)
             if icode is None and len(self.index_ids) < OTHER_INDEXES - 2:
                 icode = self._index_code[idx.index_id] = len(self.index_ids) + 2
                 self.index_ids.append(idx.index_id)
-            codes[Mode.INDEX][n] = icode or OTHER_INDEXES
-            level = min(idx.level, MAX_CODES - 1)
+            self._index[n] = icode or OTHER_INDEXES
+            level = min(idx.level, MAX_LEVEL_CODE - 2)
             self.max_level = max(self.max_level, level)
-            codes[Mode.LEVEL][n] = 2 + level
-        if n < len(self.allocated) and unpunched_bytes(info, self.allocated[n], self.fs_block_size):
-            codes[Mode.ALLOCATION][n] = UNPUNCHED
+            level_code = 2 + level
+        self._cl[n] = comp | level_code << 4
+        if allocation != HOLE and info.is_compressed:
+            held = self.physical_size if allocation == FULL else self.allocated_at(n)
+            if unpunched_bytes(info, held, self.fs_block_size):
+                allocation = UNPUNCHED
+        self._acr[n] = allocation | check << 2 | ratio << 5
         self.scanned = n + 1
+
+    # --- per page, on demand --------------------------------------------------------------
+
+    def allocated_at(self, page: int) -> int:
+        """Bytes the filesystem holds in the slot of ``page`` (from the data ranges)."""
+        if not 0 <= page < self.n_pages:
+            return 0
+        return self.alloc.per_page_allocated(self.physical_size, 1, page)[0]
+
+    def stored_size(self, page: int) -> int | None:
+        """The stored image size of a compressed ``page``, read from its header now; None
+        when it cannot be read or the header names none."""
+        if self.path is None or self.format is None:
+            return None
+        try:
+            fd, _st = open_regular(self.path)
+        except InputError:
+            return None
+        try:
+            data = os.pread(fd, self.physical_size, page * self.physical_size)
+        except OSError:
+            return None
+        finally:
+            os.close(fd)
+        if len(data) < self.physical_size:
+            return None
+        return read_envelope(data, self.format).stored_size
+
+    def codes(self, mode: Mode, start: int = 0, stop: int | None = None) -> bytes | bytearray:
+        """One code per page of ``[start, stop)`` under ``mode`` (indexes of
+        :meth:`categories`); for the whole file of the type and index colourings, the model's
+        own array, which callers only read."""
+        whole = start == 0 and stop is None  # no copy of the whole array (read it only)
+        if mode is Mode.TYPE:
+            return self._type if whole else self._type[start:stop]
+        if mode is Mode.INDEX:
+            return self._index if whole else self._index[start:stop]
+        packed: bytearray = getattr(self, _PACKED[mode][0])
+        return (packed if whole else packed[start:stop]).translate(_UNPACK[mode])
 
     # --- read by the UI -------------------------------------------------------------------
 
@@ -264,7 +357,9 @@ class PageMapModel:
                 NOT_INDEX,
                 *(
                     Category(
-                        f"level {lv}" + (" (leaf)" if lv == 0 else ""),
+                        f"level {lv}"
+                        + (" (leaf)" if lv == 0 else "")
+                        + ("+" if lv == MAX_LEVEL_CODE - 2 else ""),
                         LEVEL_COLORS[min(lv, len(LEVEL_COLORS) - 1)],
                     )
                     for lv in range(self.max_level + 1)
@@ -286,7 +381,7 @@ class PageMapModel:
 
     def counts(self, mode: Mode) -> list[tuple[Category, int]]:
         """Pages per category, skipping empty categories (and unread pages once all are read)."""
-        codes = self.codes[mode]
+        codes = self.codes(mode)
         out = []
         for i, cat in enumerate(self.categories(mode)):
             if i > 1 and cat is NOT_INDEX:
@@ -299,7 +394,7 @@ class PageMapModel:
     def cell(self, mode: Mode, start: int, count: int) -> tuple[int, bool]:
         """The code drawn for pages ``[start, start + count)``: the most common, and whether
         every page has it."""
-        seg = self.codes[mode][start : start + count]
+        seg = self.codes(mode, start, start + count)
         if not seg:
             return 0, True
         first = seg[0]
@@ -309,12 +404,12 @@ class PageMapModel:
 
     def group_counts(self, mode: Mode, start: int, count: int) -> list[tuple[Category, int]]:
         cats = self.categories(mode)
-        seg = self.codes[mode][start : start + count]
+        seg = self.codes(mode, start, start + count)
         return [(cats[c], n) for c, n in Counter(seg).most_common() if c < len(cats)]
 
     def labels(self, page: int) -> dict[Mode, str]:
         """The page's category under every colouring."""
-        return {m: self.categories(m)[self.codes[m][page]].label for m in Mode}
+        return {m: self.categories(m)[self.codes(m, page, page + 1)[0]].label for m in Mode}
 
     def matches(self, query: str) -> bytes:
         """One byte per page: 1 where any colouring's label of the page contains ``query``
@@ -327,5 +422,5 @@ class PageMapModel:
                 if cat is not UNSCANNED and any(w in cat.label.lower() for w in words):
                     table[i] = 1
             if any(table):
-                acc |= int.from_bytes(self.codes[mode].translate(table), "big")
+                acc |= int.from_bytes(self.codes(mode).translate(table), "big")
         return acc.to_bytes(self.n_pages, "big")

@@ -185,8 +185,8 @@ stored image beside the decoded (decompressed) page, coloured by region.
         if rebuild_problem:
             grid.add_row("decoded", Text(rebuild_problem, style="red"))
         grid.add_row("LSN", f"{info.lsn:,}")
-        if info.page_no < len(self.model.allocated):
-            alloc = self.model.allocated[info.page_no]
+        if info.page_no < self.model.n_pages:
+            alloc = self.model.allocated_at(info.page_no)
             text = f"{alloc:,} of {fmt.physical_size:,} bytes"
             extra = unpunched_bytes(info, alloc, self.model.fs_block_size)
             grid.add_row(

@@ -45,8 +45,11 @@ if TYPE_CHECKING:
     from tui.app import IbdtoolApp
 
 PROGRESS_INTERVAL = 0.1  # seconds between progress messages: at most ~10 a second
-#: a page map holds ~13 bytes per page: past 16 M pages (256 GiB of 16K pages) only the summary
-#: is made, holes counted without a read, so a 15 TiB sparse file costs seconds and no GiBs
+#: past 16 M pages (256 GiB of 16K pages) only the summary is made, holes counted without a
+#: read, so a 15 TiB sparse file costs seconds and no GiBs. Memory is no longer what limits the
+#: map (4 bytes a page, tui.pagemodel: 64 MiB here); time is: the map is filled by one Python
+#: call per page, pages in holes included (``inspect``'s ``on_page``), ~4 minutes for 16 M
+#: pages. Lifting the limit needs the scan to hand the map its hole runs whole.
 MAP_MAX_PAGES = 1 << 24
 MODES = list(Mode)
 
@@ -144,14 +147,19 @@ type, compression algorithm, stored size, allocation on disk or checksum.
                     return
                 with log.timed("file", f"lseek SEEK_DATA/SEEK_HOLE + FIEMAP {self.path}") as run:
                     alloc = ts.allocation
-                    per_page = alloc.per_page_allocated(ts.physical_size, ts.n_pages)
                     run.detail = (
                         f"{len(alloc.data_ranges)} data ranges, "
                         f"{alloc.extents if alloc.extents is not None else '?'} extents, "
                         f"{alloc.allocated:,} bytes allocated"
                     )
                 model = PageMapModel(
-                    ts.n_pages, ts.physical_size, ts.logical_size, alloc.fs_block_size, per_page
+                    ts.n_pages,
+                    ts.physical_size,
+                    ts.logical_size,
+                    alloc.fs_block_size,
+                    alloc,
+                    self.path,
+                    ts.format,
                 )
                 with log.timed("file", f"index names of {self.path}") as run:
                     schema = self.ibd_app.schema_for(self.path)
@@ -308,17 +316,16 @@ type, compression algorithm, stored size, allocation on disk or checksum.
             return
         labels = model.labels(page)
         text = Text(f"page {page:,}: ", style="bold")
-        alloc = model.allocated[page] if page < len(model.allocated) else 0
+        alloc = model.allocated_at(page)
         if page >= model.scanned:
             text.append("not read yet", style="dim")
         else:
             text.append(labels[Mode.TYPE], style="bold")
             comp = labels[Mode.COMPRESSION]
             if comp not in ("none", "empty"):
-                stored = model.stored[page]
-                text.append(
-                    f" · {comp} {human_bytes(stored)} of {human_bytes(model.physical_size)}"
-                )
+                stored = model.stored_size(page)  # read from the header: the map keeps none
+                size = f" {human_bytes(stored)} of {human_bytes(model.physical_size)}"
+                text.append(f" · {comp}{size if stored else ''}")
             elif comp == "empty":
                 text.append(" · all zero")
             text.append(f" · checksum {labels[Mode.CHECKSUM]}")

@@ -1,0 +1,108 @@
+"""The TUI page map's model (``tui.pagemodel``): what it holds per page, checked against the
+file itself, and what that costs in memory.
+
+Expected values come from elsewhere: SEEK_DATA/SEEK_HOLE walked here for the allocation, the
+page headers read here (the on-disk rules of ``tests/test_copy_repunch.py``) for stored sizes,
+and ``inspect``'s own tallies for the page types.
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+import struct
+import tracemalloc
+from pathlib import Path
+
+import pytest
+
+from ibdtool.inspect import inspect
+from ibdtool.tablespace import Tablespace
+from tests.samples_manifest import sample
+from tests.test_copy_remote import seek_data_ranges, synced_sparse_copy
+from tui.pagemodel import FULL, HOLE, PUNCHED, Mode, PageMapModel
+
+PAGE = 16384
+
+
+def _model(ts: Tablespace, path: Path) -> PageMapModel:
+    alloc = ts.allocation
+    return PageMapModel(
+        ts.n_pages, ts.physical_size, ts.logical_size, alloc.fs_block_size, alloc, path, ts.format
+    )
+
+
+def _held(ranges: list[tuple[int, int]], page: int) -> int:
+    lo, hi = page * PAGE, (page + 1) * PAGE
+    return sum(max(0, min(e, hi) - max(s, lo)) for s, e in ranges)
+
+
+def _stored(slot: bytes, n: int) -> int | None:
+    ptype = int.from_bytes(slot[24:26], "big")
+    if ptype == 14:
+        return 38 + struct.unpack_from(">H", slot, 32)[0]
+    if ptype == 34354:
+        return 40 + struct.unpack_from(">H", slot, 38)[0]
+    if ptype & 0x8000 and n > 0:
+        return (ptype & 0x7FFF) << 8
+    return None
+
+
+@pytest.mark.parametrize(
+    "rel", ["mariadb/p16k-crc32_pc_zlib.ibd", "mariadb/p16k-pc_lz4.ibd", "mysql80/zlib.ibd"]
+)
+def test_codes_match_the_file(rel: str, tmp_path: Path) -> None:
+    """A server-punched copy: allocation codes and bytes per slot as SEEK_DATA says, stored
+    sizes as the headers say, page types as inspect counts them."""
+    path = synced_sparse_copy(sample(rel), tmp_path / "t.ibd")
+    data = path.read_bytes()
+    ranges = seek_data_ranges(path)
+    with Tablespace(path) as ts:
+        model = _model(ts, path)
+        result = inspect(ts, on_page=model.add, jobs=1)
+    n_pages = len(data) // PAGE
+    assert model.scanned == n_pages
+    allocation = model.codes(Mode.ALLOCATION)
+    punched = 0
+    for n in range(n_pages):
+        held = _held(ranges, n)
+        assert model.allocated_at(n) == held, n
+        want = HOLE if held == 0 else FULL if held == PAGE else PUNCHED
+        # a compressed slot holding more blocks than its image is flagged "unpunched" instead
+        assert allocation[n] == want or (want != HOLE and allocation[n] == 3), n
+        punched += allocation[n] == PUNCHED
+        stored = _stored(data[n * PAGE : (n + 1) * PAGE], n)
+        if stored is not None:
+            assert model.stored_size(n) == stored, n
+    assert punched > 0  # the server punched these files: the check above saw partial slots
+    types = {cat.label: count for cat, count in model.counts(Mode.TYPE)}
+    assert types == result.page_types
+
+
+def test_map_of_a_large_sparse_file_costs_four_bytes_a_page(tmp_path: Path) -> None:
+    """``truncate -s`` to 4 M pages (64 GiB) after a real tablespace's pages: building the map
+    and adding the real pages stays within 4 bytes a page (the old model held ~15)."""
+    path = tmp_path / "big.ibd"
+    shutil.copyfile(sample("mariadb/p16k-crc32_pc_zlib.ibd"), path)
+    n_pages = 4 << 20
+    os.truncate(path, n_pages * PAGE)
+    with Tablespace(path) as ts:
+        assert ts.n_pages == n_pages
+        alloc = ts.allocation  # read before measuring: it is the engine's, not the map's
+        tracemalloc.start()
+        try:
+            model = PageMapModel(n_pages, PAGE, PAGE, alloc.fs_block_size, alloc, path, ts.format)
+            for info in ts.pages(0, 64):
+                model.add(info)
+            for mode in Mode:  # what drawing and the legend do
+                model.counts(mode)
+                model.cell(mode, 0, 4096)
+            _, peak = tracemalloc.get_traced_memory()
+        finally:
+            tracemalloc.stop()
+    per_page = peak / n_pages
+    # four arrays of one byte a page, and one colouring unpacked at a time while counting
+    assert per_page < 5.2, per_page
+    assert model.codes(Mode.ALLOCATION)[n_pages - 1] == HOLE
+    assert model.allocated_at(n_pages - 1) == 0
+    assert model.labels(n_pages - 1)[Mode.TYPE] == "not read yet"
