@@ -37,27 +37,10 @@ from pathlib import Path
 from ibdtool.allocation import Allocation
 from ibdtool.forkscan import map_ranges
 from ibdtool.tablespace import CHUNK_BYTES, Tablespace
-from parsers.constants import (
-    FIL_PAGE_COMPRESS_FCRC32_MARKER,
-    FIL_PAGE_COMPRESSED,
-    FIL_PAGE_COMPRESSED_AND_ENCRYPTED,
-    FIL_PAGE_PAGE_COMPRESSED,
-    FIL_PAGE_PAGE_COMPRESSED_ENCRYPTED,
-)
-from parsers.envelope import read_envelope
+from parsers.envelope import may_have_stored_size, read_envelope
 
 #: process names of the servers whose data directory is their working directory
 SERVER_NAMES = frozenset({"mysqld", "mariadbd", "mysqld-debug", "mariadbd-debug"})
-#: classic (not full_crc32) type words of page-compressed images: the only pages with a tail
-_COMPRESSED_TYPES = frozenset(
-    t.to_bytes(2, "big")
-    for t in (
-        FIL_PAGE_COMPRESSED,
-        FIL_PAGE_COMPRESSED_AND_ENCRYPTED,
-        FIL_PAGE_PAGE_COMPRESSED,
-        FIL_PAGE_PAGE_COMPRESSED_ENCRYPTED,
-    )
-)
 
 
 @dataclass
@@ -200,8 +183,6 @@ def _scan(
     psize = ts.physical_size
     zero = _zeros(psize)
     fcrc32 = fmt.full_crc32
-    marker = FIL_PAGE_COMPRESS_FCRC32_MARKER
-    compressed_types = _COMPRESSED_TYPES
     per_chunk = max(1, CHUNK_BYTES // psize)
     done = 0
     for run in runs:
@@ -217,7 +198,7 @@ def _scan(
                         continue
                     out.zero_pages += 1
                     start = off
-                elif (word[0] & (marker >> 8)) if fcrc32 else word in compressed_types:
+                elif may_have_stored_size(word, fcrc32):
                     image = read_envelope(mv[off : off + psize], fmt).stored_size
                     if not image or image >= psize:
                         continue

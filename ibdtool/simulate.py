@@ -35,7 +35,7 @@ from parsers.constants import (
     FIL_PAGE_TYPE_XDES,
     Algorithm,
 )
-from parsers.envelope import read_envelope
+from parsers.envelope import may_have_stored_size, read_envelope
 from parsers.layout import MYSQL_HEADER, allocated_for_image, ntfs_allocated, server_stored_size
 from parsers.vendor import Vendor
 from parsers.zip_page import ZipPageError, zip_logical_image
@@ -962,12 +962,14 @@ def _time_codecs(
 def _current_state(ts: Tablespace) -> dict[str, Any]:
     """For an already-compressed file: actual allocation against the ideal for its images.
 
-    Only each page's envelope is read (its algorithm and stored size, as the decoder gets
-    them): nothing is decompressed or verified, the scan that simulated did that already."""
+    Nothing is decoded, decompressed or verified (the scan that simulated did that already):
+    pages whose type word cannot mean a compressed image count whole after one comparison,
+    and only the others have their envelope read (algorithm and stored size)."""
     alloc = ts.allocation
     block = alloc.fs_block_size
     psize = ts.physical_size
     fmt = ts.format
+    fcrc32 = fmt.full_crc32
     zero = bytes(psize)
     ideal = 0
     compressed = unpunched = 0
@@ -979,8 +981,10 @@ def _current_state(ts: Tablespace) -> dict[str, Any]:
         for n, raw in ts.read_pages(first, end, max(1, CHUNK_BYTES // psize)):
             mv = memoryview(raw)
             for off in range(0, len(raw), psize):
-                if raw.startswith(zero, off):
-                    continue  # never written: empty
+                if not may_have_stored_size(raw[off + 24 : off + 26], fcrc32):
+                    if not raw.startswith(zero, off):
+                        ideal += psize
+                    continue  # an all-zero page was never written: empty
                 env = read_envelope(mv[off : off + psize], fmt)
                 if env.algorithm is not Algorithm.NONE and env.stored_size:
                     compressed += 1

@@ -274,6 +274,26 @@ _SPECIAL_TYPES = frozenset(
     {FIL_PAGE_PAGE_COMPRESSED, FIL_PAGE_PAGE_COMPRESSED_ENCRYPTED, FIL_PAGE_COMPRESSED}
     | MYSQL_ENCRYPTED_TYPES
 )
+#: classic type words of the only pages :func:`read_envelope` can give a stored size
+_SIZED_TYPE_WORDS = frozenset(
+    t.to_bytes(2, "big")
+    for t in (
+        FIL_PAGE_COMPRESSED,
+        FIL_PAGE_COMPRESSED_AND_ENCRYPTED,
+        FIL_PAGE_PAGE_COMPRESSED,
+        FIL_PAGE_PAGE_COMPRESSED_ENCRYPTED,
+    )
+)
+
+
+def may_have_stored_size(type_word: bytes | memoryview, full_crc32: bool) -> bool:
+    """From a stored page's FIL_PAGE_TYPE bytes (24..25) alone: can :func:`read_envelope` give
+    it a ``stored_size``? False is certain (a whole-slot page); True means ask it. Lets a scan
+    that needs only stored sizes (re-punching, the current-state figures of ``simulate``) skip
+    every other page with one comparison."""
+    if full_crc32:
+        return bool(type_word[0] & (FIL_PAGE_COMPRESS_FCRC32_MARKER >> 8))
+    return bytes(type_word) in _SIZED_TYPE_WORDS
 
 
 @cache
