@@ -1,0 +1,128 @@
+"""Issue 14: start-up time of ``ibdtool inspect tiny.ibd --json`` (goal ≤ 60 ms) and friends.
+
+Run by hand:  PYTHONPATH=$PWD .venv/bin/python bench/bench_startup.py [--runs N]
+              [--before DIR]   (another checkout, e.g. ``git archive main | tar -x -C DIR``)
+
+Every command is run ``--runs`` times, interleaved with ``python -c pass`` in the same loop, so
+a busy moment on a shared machine hurts every row alike; the table has the best (min) and
+median wall and CPU time of each (CPU: user + system of the process, from ``wait4``) and the
+load average. The trees are byte-compiled first (an installed ibdtool has its ``.pyc``; a
+checkout run with ``PYTHONDONTWRITEBYTECODE`` would compile every module on every start).
+``tiny.ibd`` is ``samples/mariadb/p4k-plain.ibd`` (16 pages of 4K) copied without its ``.cfg``;
+the ``.cfg`` row reads the sample in place, ``.cfg`` beside it.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import shutil
+import statistics
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+from common import REPO, WORK, append_results
+
+
+def _compile(tree: Path) -> None:
+    env = {k: v for k, v in os.environ.items() if k != "PYTHONDONTWRITEBYTECODE"}
+    for pkg in ("ibdtool", "parsers", "tui"):
+        subprocess.run(
+            [sys.executable, "-m", "compileall", "-q", str(tree / pkg)],
+            env=env,
+            check=True,
+            stdout=subprocess.DEVNULL,
+        )
+
+
+def _once(cmd: list[str], env: dict[str, str]) -> tuple[float, float]:
+    t0 = time.perf_counter()
+    # run from the tree itself: ``python -m`` puts the working directory first on sys.path
+    cwd = env.get("PYTHONPATH", str(WORK))
+    proc = subprocess.Popen(cmd, env=env, cwd=cwd, stdout=subprocess.DEVNULL)
+    _, status, usage = os.wait4(proc.pid, 0)
+    wall = time.perf_counter() - t0
+    if os.waitstatus_to_exitcode(status) != 0:
+        raise SystemExit(f"{cmd} exited {status}")
+    return wall, usage.ru_utime + usage.ru_stime
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    ap.add_argument("--runs", type=int, default=40)
+    ap.add_argument("--before", type=Path, help="a checkout of the code before, for comparison")
+    args = ap.parse_args()
+    WORK.mkdir(parents=True, exist_ok=True)
+    tiny = WORK / "tiny.ibd"
+    shutil.copyfile(REPO / "samples" / "mariadb" / "p4k-plain.ibd", tiny)
+    with_cfg = REPO / "samples" / "mariadb" / "p4k-plain.ibd"
+    trees = {"now": REPO}
+    if args.before:
+        trees = {"before": args.before.resolve(), **trees}
+    py = sys.executable
+    base_env = {k: v for k, v in os.environ.items() if k != "PYTHONPATH"}
+    rows: list[tuple[str, str, list[str], dict[str, str]]] = [
+        ("", "`python -c pass`", [py, "-c", "pass"], base_env),
+    ]
+    for label, tree in trees.items():
+        _compile(tree)
+        env = {**base_env, "PYTHONPATH": str(tree)}
+        ibd = [py, "-m", "ibdtool.cli"]
+        rows += [
+            (
+                label,
+                "`ibdtool inspect --json tiny.ibd`",
+                [*ibd, "inspect", "--json", str(tiny)],
+                env,
+            ),
+            (
+                label,
+                "`ibdtool inspect --json p4k-plain.ibd` (.cfg beside)",
+                [*ibd, "inspect", "--json", str(with_cfg)],
+                env,
+            ),
+            (label, "`ibdtool checksum tiny.ibd`", [*ibd, "checksum", str(tiny)], env),
+            (label, "`ibdtool --help`", [*ibd, "--help"], env),
+        ]
+    load = os.getloadavg()
+    walls: list[list[float]] = [[] for _ in rows]
+    cpus: list[list[float]] = [[] for _ in rows]
+    for _ in range(args.runs):
+        for i, (_label, _name, cmd, env) in enumerate(rows):
+            w, c = _once(cmd, env)
+            walls[i].append(w)
+            cpus[i].append(c)
+    load_after = os.getloadavg()
+    lines = [
+        f"{args.runs} interleaved runs of each; load average {load[0]:.2f} / {load[1]:.2f} / "
+        f"{load[2]:.2f} before, {load_after[0]:.2f} after. `python` is the venv's (its site "
+        "runs the editable install's finder, about 8 ms of the `python -c pass` row: see below).",
+        "",
+        "| code | command | wall min ms | wall median ms | CPU min ms | CPU median ms |",
+        "|---|---|---:|---:|---:|---:|",
+    ]
+    for i, (label, name, _cmd, _env) in enumerate(rows):
+        w, c = walls[i], cpus[i]
+        lines.append(
+            f"| {label} | {name} | {min(w) * 1000:.0f} | {statistics.median(w) * 1000:.0f} | "
+            f"{min(c) * 1000:.0f} | {statistics.median(c) * 1000:.0f} |"
+        )
+    now = next(i for i, r in enumerate(rows) if r[0] == "now")
+    lines += [
+        "",
+        f"- start-up now: {min(walls[now]) * 1000:.0f} ms wall at best, "
+        f"{min(cpus[now]) * 1000:.0f} ms CPU at best (goal ≤ 60 ms): "
+        f"{'met' if min(walls[now]) <= 0.060 else '**not met**'}",
+        "",
+        "Command: `PYTHONPATH=$PWD .venv/bin/python bench/bench_startup.py"
+        + (" --before DIR`" if args.before else "`"),
+    ]
+    body = "\n".join(lines)
+    append_results("Start-up: inspect --json of a tiny file, checksum, --help", body)
+    print(body)
+
+
+if __name__ == "__main__":
+    main()
