@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 import shutil
 import subprocess
 from pathlib import Path
@@ -37,4 +38,11 @@ def sparse_copy(src: Path, dst: Path) -> Path:
     if shutil.which("cp") is None:
         pytest.fail("cp (coreutils) is needed")
     subprocess.run(["cp", "--sparse=always", str(src), str(dst)], check=True)
+    # written back before anyone reads st_blocks: with delayed allocation the count of a file
+    # still in the page cache is a reservation, not the extents (and their tree block) it gets
+    fd = os.open(dst, os.O_RDONLY)
+    try:
+        os.fsync(fd)
+    finally:
+        os.close(fd)
     return dst
