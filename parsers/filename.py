@@ -228,10 +228,14 @@ def table_file_stem(
 ) -> str:
     """The file name (without ``.ibd``) of a table or of one of its partitions.
 
-    ``lower_separators``: ``#p#``/``#sp#`` as MySQL writes them from 8.0.17 on (``#P#``/``#SP#``
-    before, and on MariaDB).
+    ``lower_separators``: as MySQL writes them from 8.0.17 on: ``#p#``/``#sp#`` and the
+    partition names in lower case (``T#p#pa#sp#pasp0`` for partition ``Pa``, seen on 8.0.33;
+    8.0.15, 5.7 and MariaDB write ``T#P#Pa#SP#Pasp0``).
     """
     p, sp = ("#p#", "#sp#") if lower_separators else ("#P#", "#SP#")
+    if lower_separators:
+        partition = partition.lower() if partition is not None else None
+        subpartition = subpartition.lower() if subpartition is not None else None
     stem = encode(table)
     if partition is not None:
         stem += p + encode(partition)

@@ -46,5 +46,10 @@ def test_partition_files_both_separator_cases() -> None:
         got = filename.split_table_file(stem)
         assert (got.table, got.partition, got.subpartition) == names
         assert got.partition_label == "p ü0/p ü0sp1"
+    # MySQL 8.0.17+ lower-cases the partition names too (files seen on 8.0.33; 8.0.15 keeps them)
+    assert (
+        filename.table_file_stem("Tt", "Pa", "pBsp0", lower_separators=True) == "Tt#p#pa#sp#pbsp0"
+    )
+    assert filename.table_file_stem("Tt", "Pa", "pBsp0") == "Tt#P#Pa#SP#pBsp0"
     assert filename.split_table_file("#sql-ib1234-5678").temporary
     assert filename.split_table_file("#mysql50#a-b").table == "a-b"

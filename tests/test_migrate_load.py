@@ -18,15 +18,19 @@ import pytest
 
 from samples.servers import ThrowawayServer
 from tests.server_fixtures import (
+    NEWER,
     conn_args,
     ibdtool,
     json_lines,
     make_table,
     mariadb,  # noqa: F401  (fixtures)
+    mariadb114,  # noqa: F401
     mariadb_bare,  # noqa: F401
     mysql57,  # noqa: F401
     mysql80,  # noqa: F401
+    mysql8033,  # noqa: F401
     run_migration,
+    server_param,
     space_id,
 )
 from tests.writeload import WriteLoad
@@ -48,6 +52,7 @@ SERVERS = [
     pytest.param("mariadb", marks=pytest.mark.xdist_group("mariadb"), id="mariadb"),
     pytest.param("mysql80", marks=pytest.mark.xdist_group("mysql80"), id="8.0.15"),
     pytest.param("mysql57", marks=pytest.mark.xdist_group("mysql57"), id="5.7.22"),
+    *NEWER,
 ]
 
 
@@ -122,15 +127,17 @@ def test_dirty_pages_in_the_plan_match_the_buffer_pool(srv: ThrowawayServer) -> 
     assert tp["verification"]["flush_for_export"] is True
 
 
-@pytest.mark.xdist_group("mariadb")
-def test_the_plan_states_every_lock(mariadb: ThrowawayServer) -> None:  # noqa: F811
-    make_table(mariadb, "locks", "t", rows=2000)
+@pytest.mark.parametrize(
+    "srv", [server_param("mariadb", "10.11"), server_param("mariadb114", "11.4")], indirect=True
+)
+def test_the_plan_states_every_lock(srv: ThrowawayServer) -> None:
+    make_table(srv, "locks", "t", rows=2000)
     for extra, rebuild_lock, verify_lock in (
         ((), "LOCK=NONE", "none"),
         (("--algorithm", "copy"), "LOCK=SHARED", "none"),
         (("--flush-for-export",), "LOCK=NONE", "FOR EXPORT"),
     ):
-        args = ("migrate", "locks.t", "--to", "page:zlib", *extra, *conn_args(mariadb))
+        args = ("migrate", "locks.t", "--to", "page:zlib", *extra, *conn_args(srv))
         res = ibdtool(*args, "--json")
         assert res.returncode == 0, res.stderr
         (tp,) = json.loads(res.stdout)["tables"]

