@@ -65,6 +65,9 @@ class SdiSummary:
     compression: str | None = None
     indexes: dict[int, str] = field(default_factory=dict)  # index id -> name
     tables: list[str] = field(default_factory=list)  # "schema.table" of every table record
+    #: the table's partitions as created, ``p`` or ``p/sp`` (MySQL 8.0.17+ file names hold
+    #: them lower-cased)
+    partitions: list[str] = field(default_factory=list)
 
 
 _DD_ROW_FORMATS = {1: "FIXED", 2: "DYNAMIC", 3: "COMPRESSED", 4: "REDUNDANT", 5: "COMPACT"}
@@ -99,6 +102,7 @@ def summarise_sdi(entries: list[SdiEntry]) -> SdiSummary | None:
             idx_name = idx.get("name")
             if index_id.isdigit():
                 indexes.append((int(index_id), idx_name if isinstance(idx_name, str) else "?"))
+        partitions = _partition_labels(obj)
         found.append(
             (
                 name if isinstance(name, str) else None,
@@ -115,9 +119,26 @@ def summarise_sdi(entries: list[SdiEntry]) -> SdiSummary | None:
     out.tables = [f"{s or '?'}.{t or '?'}" for t, s, *_ in found]
     if len(found) == 1:
         out.table, out.schema, out.row_format, out.compression, _ = found[0]
+        out.partitions = partitions
     for table, _s, _rf, _c, indexes in found:
         for iid, iname in indexes:
             out.indexes[iid] = iname if len(found) == 1 else f"{table}.{iname}"
+    return out
+
+
+def _partition_labels(table: dict[str, Any]) -> list[str]:
+    """``p`` / ``p/sp`` of every partition in an SDI table object (type-checked)."""
+    out: list[str] = []
+    parts = table.get("partitions")
+    for p in parts if isinstance(parts, list) else []:
+        name = p.get("name") if isinstance(p, dict) else None
+        if not isinstance(name, str):
+            continue
+        subs = p.get("subpartitions")
+        names = (
+            [s.get("name") for s in subs if isinstance(s, dict)] if isinstance(subs, list) else []
+        )
+        out += [f"{name}/{s}" for s in names if isinstance(s, str)] or [name]
     return out
 
 

@@ -19,14 +19,20 @@ import re
 import stat
 from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass, replace
-from functools import partial
+from functools import lru_cache, partial
 from pathlib import Path
 from types import TracebackType
 from typing import TYPE_CHECKING, Any
 
 from ibdtool import report_schema as schema
 from ibdtool.errors import IbdtoolError, InputError
-from ibdtool.inspect import PARALLEL_MIN_PAGES, InspectResult, inspect, inspect_path
+from ibdtool.inspect import (
+    PARALLEL_MIN_PAGES,
+    InspectResult,
+    inspect,
+    inspect_path,
+    summarise_sdi,
+)
 from ibdtool.tablespace import FileSource, Tablespace
 from ibdtool.workpool import WorkerPool
 from parsers import filename
@@ -322,12 +328,58 @@ def _base_row(t: Target) -> dict[str, Any]:
     }
 
 
+def as_created(partition: str, created: Iterable[str]) -> str:
+    """The partition label from a file name (lower-cased by MySQL 8.0.17+: ``pa/pasp0``) in the
+    case the table's SDI gives it (``Pa/Pasp0``), when exactly one partition matches."""
+    same = [c for c in created if c.lower() == partition.lower()]
+    return same[0] if len(same) == 1 else partition
+
+
+@lru_cache(maxsize=64)
+def sibling_partitions(folder: str, table_stem: str) -> tuple[str, ...]:
+    """The partitions of the table whose files start ``<table_stem>#p#`` in ``folder``, as
+    created: MySQL 8 keeps the table's SDI in one partition's file only, so the others ask it
+    (once per table and worker process). Empty when no file of the table holds it."""
+    prefix = f"{table_stem}#p#".lower()
+    try:
+        names = sorted(n for n in os.listdir(folder) if n.lower().startswith(prefix))
+    except OSError:
+        return ()
+    for name in names:
+        if not name.endswith(".ibd"):
+            continue
+        try:
+            with Tablespace(os.path.join(folder, name)) as ts:
+                if ts.format.sdi_root is None:
+                    return ()
+                found = summarise_sdi(ts.sdi())
+        except (InputError, OSError):
+            continue
+        if found is not None and found.partitions:
+            return tuple(found.partitions)
+    return ()
+
+
+def _partition_as_created(t: Target, r: InspectResult) -> str | None:
+    """``t.partition`` in the case it was created with, where the file name lost it."""
+    if not t.partition:
+        return t.partition
+    if r.sdi is not None and r.sdi.partitions:
+        return as_created(t.partition, r.sdi.partitions)
+    stem = os.path.basename(t.path)
+    if r.fmt.sdi_root is None or "#p#" not in stem:  # only 8.0.17+ lower-cases the names
+        return t.partition
+    table_stem = stem[: stem.index("#p#")]
+    return as_created(t.partition, sibling_partitions(os.path.dirname(t.path), table_stem))
+
+
 def row_from_inspect(t: Target, r: InspectResult, opts: ScanOptions) -> dict[str, Any]:
     """The report row of one tablespace (see README, ``report --json``)."""
     doc = r.to_json()
     row = _base_row(t)
     row.update((k, doc[k]) for k in INSPECT_KEYS)
     row["sdi"] = None if r.sdi is None else {"schema": r.sdi.schema, "table": r.sdi.table}
+    row["partition"] = _partition_as_created(t, r)
     logical, allocated = doc["logical_size"], doc["allocated_size"]
     compressed = r.pages - r.compression.get(Algorithm.NONE.value, 0)
     eligible = compressible_pages(r)

@@ -327,6 +327,9 @@ def test_hostile_sdi(craft: str, tmp_path: Path) -> None:
         {"row_format": []},
         {"indexes": [1, None, {"se_private_data": 5}]},
         {"name": 3, "options": ["compress=zlib"], "indexes": "PRIMARY"},
+        {"partitions": "p0"},
+        {"partitions": [1, {"name": 5}, {"name": "p", "subpartitions": [None, {"name": 2}]}]},
+        {"partitions": [{"name": "q", "subpartitions": {"name": "qsp0"}}]},
         [],
     ],
 )
@@ -338,5 +341,6 @@ def test_hostile_sdi_json_types_give_fewer_facts_not_errors(dd_object: object) -
     if isinstance(dd_object, dict):
         assert summary is not None and summary.indexes == {}
         assert summary.row_format is None and summary.table is None
+        assert summary.partitions in ([], ["p"], ["q"])
     else:
         assert summary is None

@@ -12,7 +12,7 @@ Differences between the versions the tests run (README, "Server versions the tes
 * 8.0.15: ``INNODB_TABLESPACES``/``INNODB_DATAFILES`` (``mysql8``); partition files still
   ``T#P#Pa#SP#Pasp0``; FILE_SIZE/ALLOCATED_SIZE 0 for non-ASCII names.
 * 8.0.17+ (seen on 8.0.33): ``T#p#pa#sp#pasp0``, separators and partition names lower-cased
-  (``partition_separator``).
+  (``partition_separator``; ``report`` takes the case back from the SDI).
 * 8.0.22+ (seen on 8.0.33): ``SHOW REPLICAS`` / ``SHOW REPLICA STATUS`` with
   ``Replica_SQL_Running``/``Seconds_Behind_Source``; the SLAVE forms warn (1287) and are gone in
   8.4 (``replication_words``).
