@@ -746,18 +746,16 @@ def mariadb_server(
     dist = mariadb_dist_version(version)
     if dist is not None:
         base = mariadb_basedir(dist)
-        server_bin, install = (
-            str(base / "bin" / "mariadbd"),
-            str(base / "scripts" / "mariadb-install-db"),
-        )
-        install_cmd = [install, f"--basedir={base}"]
+        server_bin = str(base / "bin" / "mariadbd")
+        install_cmd = [str(base / "scripts" / "mariadb-install-db"), f"--basedir={base}"]
         base_options = ["--skip-log-bin", f"--lc-messages-dir={base / 'share'}"]
         found = dist
     else:
-        ok, why = available("mariadb", version)
         bins = mariadb_binaries()
-        if bins is None or not ok:
-            raise ServerError(why)
+        if bins is None or version is not None:  # missing, or maybe not the version asked for
+            ok, why = available("mariadb", version)
+            if bins is None or not ok:
+                raise ServerError(why)
         server_bin, install_cmd = bins[0], [bins[1]]
         base_options = ["--skip-log-bin"]
         found = mariadb_version() or "unknown"

@@ -39,10 +39,12 @@ DOUBLINGS = 3  # 160,000 rows, ~125 MB: a rebuild of a few seconds
 
 
 def dirty_in_pool(srv: ThrowawayServer, schema: str, table: str) -> int:
-    """Dirty pages of the table's space, asked by the test itself."""
+    """Dirty pages of the table's space, asked by the test itself. Not 1: MariaDB 11.4 shows 1
+    for pages written but still on its flush list (seen while FLUSH … FOR EXPORT held, which
+    has written them all); 10.11 shows 0 for those."""
     ((n,),) = srv.query(
         "SELECT COUNT(*) FROM information_schema.INNODB_BUFFER_PAGE "
-        "WHERE SPACE = %s AND OLDEST_MODIFICATION > 0",
+        "WHERE SPACE = %s AND OLDEST_MODIFICATION > 1",
         (space_id(srv, schema, table),),
     )
     return int(n)

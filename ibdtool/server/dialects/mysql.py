@@ -15,7 +15,7 @@ Differences between the versions the tests run (README, "Server versions the tes
   (``partition_separator``; ``report`` takes the case back from the SDI).
 * 8.0.22+ (seen on 8.0.33): ``SHOW REPLICAS`` / ``SHOW REPLICA STATUS`` with
   ``Replica_SQL_Running``/``Seconds_Behind_Source``; the SLAVE forms warn (1287) and are gone in
-  8.4 (``replication_words``).
+  8.4 (``replica_terms``).
 * Every 8.0: ``ALTER TABLE … COMPRESSION=`` rewrites the SDI page, compressed at once.
 """
 
