@@ -189,3 +189,12 @@ def test_mariadb_counts_only_real_lsns_as_dirty() -> None:
 )
 def test_catalog_names_follow_the_dictionary(reported: tuple[str, str], as_written: bool) -> None:
     assert parse_flavor(*reported).names_as_written is as_written
+
+
+def test_partition_file_separator_changed_in_8_0_17() -> None:
+    """8.0.15 writes ``T#P#Pa``, 8.0.33 ``T#p#pa`` (tests/test_names_live.py reads both)."""
+    seps = {
+        v: parse_flavor(v).partition_separator for v in ("5.7.22", "8.0.15", "8.0.17", "8.0.33")
+    }
+    assert seps == {"5.7.22": "#P#", "8.0.15": "#P#", "8.0.17": "#p#", "8.0.33": "#p#"}
+    assert parse_flavor("11.4.5-MariaDB").partition_separator == "#P#"
