@@ -45,11 +45,19 @@ def srv(request: pytest.FixtureRequest) -> ThrowawayServer:
 
 
 @pytest.mark.parametrize(
-    "srv",
-    [*SERVERS, pytest.param("mysql8033", marks=pytest.mark.xdist_group("mysql8033"), id="8.0.33")],
-    indirect=True,
-)
-def test_conversions_plain_zlib_lz4_row8_none(srv: ThrowawayServer) -> None:
+    ("srv", "extra"),
+    [
+        *(pytest.param(*p.values, (), marks=p.marks, id=p.id) for p in SERVERS),
+        # 8.0.33's page cleaner leaves the last pages of the rebuilt table in the buffer pool
+        # (ibdtool: awaiting_flush, 5 pages), as MariaDB's does: its pages verified under the lock
+        pytest.param(
+            "mysql8033", ("--flush-for-export",), marks=pytest.mark.xdist_group("mysql8033"),
+            id="8.0.33",
+        ),
+    ],
+    indirect=["srv"],
+)  # fmt: skip
+def test_conversions_plain_zlib_lz4_row8_none(srv: ThrowawayServer, extra: tuple[str, ...]) -> None:
     make_table(srv, "chain", "t", rows=20000)
     rows = rows_crc(srv, "chain", "t")
     plain = on_disk(srv, "chain", "t")
@@ -63,9 +71,9 @@ def test_conversions_plain_zlib_lz4_row8_none(srv: ThrowawayServer) -> None:
         ("none", "ROW_FORMAT=DYNAMIC", "ROW_FORMAT=COMPRESSED", ["ALTER"]),
     ):
         before = space_id(srv, "chain", "t")
-        events = migrate_cli(srv, "chain.t", target)
+        events = migrate_cli(srv, "chain.t", target, *extra)
         ran = [e["sql"].split()[0] for e in events if e["event"] == "statement_start"]
-        assert ran == statements
+        assert [s for s in ran if s != "FLUSH"] == statements
         done = [e for e in events if e["event"] == "table_done"]
         assert len(done) == 1 and done[0]["result"]["verified"] is True, events[-3:]
         state = on_disk(srv, "chain", "t")

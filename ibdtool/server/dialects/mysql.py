@@ -16,6 +16,8 @@ Differences between the versions the tests run (README, "Server versions the tes
 * 8.0.22+ (seen on 8.0.33): ``SHOW REPLICAS`` / ``SHOW REPLICA STATUS`` with
   ``Replica_SQL_Running``/``Seconds_Behind_Source``; the SLAVE forms warn (1287) and are gone in
   8.4 (``replica_terms``).
+* 8.0.33: the page cleaner leaves the last few pages of a rebuilt table in the buffer pool
+  (a run ends ``awaiting_flush`` unless ``--flush-for-export``); 8.0.15 writes them at once.
 * Every 8.0: ``ALTER TABLE … COMPRESSION=`` rewrites the SDI page, compressed at once.
 """
 
