@@ -360,26 +360,31 @@ def sibling_partitions(folder: str, table_stem: str) -> tuple[str, ...]:
     return ()
 
 
-def _partition_as_created(t: Target, r: InspectResult) -> str | None:
-    """``t.partition`` in the case it was created with, where the file name lost it."""
+def _partition_as_created(t: Target, r: InspectResult, local: bool) -> str | None:
+    """``t.partition`` in the case it was created with, where the file name lost it (the
+    sibling files are asked only when they are on this machine)."""
     if not t.partition:
         return t.partition
     if r.sdi is not None and r.sdi.partitions:
         return as_created(t.partition, r.sdi.partitions)
     stem = os.path.basename(t.path)
-    if r.fmt.sdi_root is None or "#p#" not in stem:  # only 8.0.17+ lower-cases the names
+    if (
+        not local or r.fmt.sdi_root is None or "#p#" not in stem
+    ):  # only 8.0.17+ lower-cases the names
         return t.partition
     table_stem = stem[: stem.index("#p#")]
     return as_created(t.partition, sibling_partitions(os.path.dirname(t.path), table_stem))
 
 
-def row_from_inspect(t: Target, r: InspectResult, opts: ScanOptions) -> dict[str, Any]:
+def row_from_inspect(
+    t: Target, r: InspectResult, opts: ScanOptions, local: bool = True
+) -> dict[str, Any]:
     """The report row of one tablespace (see README, ``report --json``)."""
     doc = r.to_json()
     row = _base_row(t)
     row.update((k, doc[k]) for k in INSPECT_KEYS)
     row["sdi"] = None if r.sdi is None else {"schema": r.sdi.schema, "table": r.sdi.table}
-    row["partition"] = _partition_as_created(t, r)
+    row["partition"] = _partition_as_created(t, r, local)
     logical, allocated = doc["logical_size"], doc["allocated_size"]
     compressed = r.pages - r.compression.get(Algorithm.NONE.value, 0)
     eligible = compressible_pages(r)
@@ -525,7 +530,7 @@ def scan_one(
             result = inspect_path(
                 t.path, jobs=opts.file_jobs, with_zip_fill=False, schema=table_def
             )
-        row = row_from_inspect(t, result, opts)
+        row = row_from_inspect(t, result, opts, local)
     except SourceLost:
         raise
     except InputError as exc:
