@@ -9,8 +9,10 @@ through one of the readers in turn, and every ``--sample-every``-th input also t
 command in a subprocess (``tests.fuzz.runner.run_cli``: limits, wait4 rusage). Each run is
 classified ok / clean error / traceback / hang / over-limit; any input not ok or a clean error
 is saved under ``bench/work/fuzz/`` with what was done to it. A worker that dies (a crash the
-classifier could not see) is counted against the input it was on, saved too, and the next
-chunk goes on. The last result, with counts per class, replaces its section of RESULTS.md.
+classifier could not see) is counted against the input it was on, saved too, and the rest of
+its chunk goes to a later chunk. A fault of the harness itself (a full disk while it writes the
+input) is no verdict on ibdtool: the worker stops with ``HARNESS_FAULT`` and its input is
+re-planned. The last result, with counts per class, replaces its section of RESULTS.md.
 ``--minutes`` stops early and records how far it got and the command for the rest (a later
 ``--seed`` gives fresh inputs).
 """
@@ -32,6 +34,7 @@ from typing import Any
 BENCH = Path(__file__).resolve().parent
 REPO = BENCH.parent
 OUT = BENCH / "work" / "fuzz"
+HARNESS_FAULT = 3  # a worker's exit status when the harness itself failed (its disk, say)
 WORKER_AS = 3 << 30  # the worker's own cap; each input is also checked against RSS_LIMIT
 
 
@@ -88,8 +91,13 @@ def worker(seed: int, count: int, sample_every: int, first: int) -> None:
         if state["n"] >= count:
             return
         kind, data, done = case.kind, case.data, list(case.done)
-        current.write_bytes(data)
-        (OUT / f"current-{os.getpid()}.txt").write_text(kind + "\n" + "\n".join(done) + "\n")
+        try:
+            current.write_bytes(data)
+            (OUT / f"current-{os.getpid()}.txt").write_text(kind + "\n" + "\n".join(done) + "\n")
+        except OSError as exc:  # the harness's own disk (seen: ENOSPC), not ibdtool's fault
+            report()
+            print(f"harness: cannot write the input: {exc}", file=sys.stderr, flush=True)
+            os._exit(HARNESS_FAULT)
         name = names[state["n"] % len(names)]
         run = run_inprocess(name, current)
         outcome = run.outcome
@@ -153,6 +161,10 @@ def _chunk(
     code = proc.wait()
     n = int(last["done"])
     counts, cli = Counter(last["counts"]), Counter(last["cli"])
+    if code == HARNESS_FAULT:  # no verdict on the input it was writing: the driver re-plans it
+        for suffix in ("ibd", "txt"):
+            (OUT / f"current-{proc.pid}.{suffix}").unlink(missing_ok=True)
+        return n, counts, cli, False
     died = code != 0 and not stopped
     if died:  # the worker died on an input: count it, keep it
         counts["over-limit" if code in (-9, 137) else "traceback"] += 1
@@ -191,6 +203,10 @@ def drive(args: argparse.Namespace) -> None:
                 state["seed"] += 1
             n, counts, cli, died = _chunk(args, seed, count, first, deadline)
             with lock:
+                if n < count and (deadline is None or time.monotonic() < deadline):
+                    # a worker that stopped early (died, or a harness fault) leaves the rest
+                    # of its chunk to a later chunk with a fresh seed, so the total is reached
+                    state["planned"] -= count - n
                 state["done"] += n
                 state["crashes"] += died
                 total.update(counts)
