@@ -101,6 +101,11 @@ def parse_location(arg: str) -> Location:
     return Location(host, path)
 
 
+#: ssh options ibdtool adds unless the user gives them with -o: a silent host is dropped after
+#: ServerAliveInterval × ServerAliveCountMax seconds (one error row, not a hang)
+KEEPALIVE = (("ServerAliveInterval", "15"), ("ServerAliveCountMax", "4"))
+
+
 @dataclass(frozen=True)
 class SshConfig:
     command: tuple[str, ...] = ("ssh",)
@@ -121,6 +126,14 @@ class SshConfig:
         out = list(self.command)
         for opt in self.options:
             out += ["-o", opt]
+        if os.path.basename(self.command[0]) == "ssh":
+            # a host that stops answering (hung, cable pulled) ends its session after a minute
+            # instead of holding the run forever; ssh keeps the first value it is given, so an
+            # -o from the user above wins (and these beat ~/.ssh/config's; --ssh-option says so)
+            given = {o.split("=", 1)[0].strip().lower() for o in self.options}
+            for name, value in KEEPALIVE:
+                if name.lower() not in given:
+                    out += ["-o", f"{name}={value}"]
         return [*out, "--", host, remote_command]
 
 

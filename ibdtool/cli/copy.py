@@ -74,7 +74,12 @@ def parse_rate(text: str | None) -> int:
     help="The ssh command to run (default: $IBDTOOL_SSH, else ssh), e.g. 'ssh -F conf'.",
 )
 @click.option(
-    "--ssh-option", "-o", multiple=True, metavar="OPTION", help="Passed to ssh as -o OPTION."
+    "--ssh-option",
+    "-o",
+    multiple=True,
+    metavar="OPTION",
+    help="Passed to ssh as -o OPTION. Unless given here, ibdtool adds "
+    "ServerAliveInterval=15 and ServerAliveCountMax=4: a host silent for a minute is dropped.",
 )
 @click.option("--remote-python", metavar="PATH", help="The remote interpreter [python3].")
 @click.option(

@@ -176,7 +176,12 @@ def report_meta(
     help="host:path: the ssh command to run (default: $IBDTOOL_SSH, else ssh), e.g. 'ssh -F conf'.",
 )
 @click.option(
-    "--ssh-option", "-o", multiple=True, metavar="OPTION", help="Passed to ssh as -o OPTION."
+    "--ssh-option",
+    "-o",
+    multiple=True,
+    metavar="OPTION",
+    help="Passed to ssh as -o OPTION. Unless given here, ibdtool adds "
+    "ServerAliveInterval=15 and ServerAliveCountMax=4: a host silent for a minute is dropped.",
 )
 @click.option(
     "--remote-python", metavar="PATH", help="host:path: the remote interpreter [python3]."
