@@ -1,10 +1,14 @@
-"""Shared fixtures: the corpus and samples locations, sparse copies of real files."""
+"""Shared fixtures: the corpus and samples locations, sparse copies of real files; a guard that
+no test leaves Ctrl-C ignored in the test process."""
 
 from __future__ import annotations
 
 import os
 import shutil
+import signal
 import subprocess
+import warnings
+from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
@@ -26,6 +30,39 @@ def corpus_file(rel: str) -> Path:
     if not path.is_file():
         pytest.fail(f"corpus file {path} is missing")
     return path
+
+
+def _ctrl_c_back(item: pytest.Item, phase: str) -> None:
+    """A test that leaves SIGINT ignored in this process (suspected in one full run) passes the
+    ignored disposition to every ibdtool a later test starts, which then cannot be interrupted
+    (Python keeps an inherited SIG_IGN): put Ctrl-C back and name the test."""
+    if signal.getsignal(signal.SIGINT) is signal.SIG_IGN:
+        signal.signal(signal.SIGINT, signal.default_int_handler)
+        warnings.warn(f"{item.nodeid} ({phase}) left SIGINT ignored; restored", stacklevel=1)
+
+
+@pytest.hookimpl(wrapper=True)
+def pytest_runtest_setup(item: pytest.Item) -> Iterator[None]:
+    try:
+        return (yield)
+    finally:
+        _ctrl_c_back(item, "setup")
+
+
+@pytest.hookimpl(wrapper=True)
+def pytest_runtest_call(item: pytest.Item) -> Iterator[None]:
+    try:
+        return (yield)
+    finally:
+        _ctrl_c_back(item, "call")
+
+
+@pytest.hookimpl(wrapper=True)
+def pytest_runtest_teardown(item: pytest.Item) -> Iterator[None]:
+    try:
+        return (yield)
+    finally:
+        _ctrl_c_back(item, "teardown")
 
 
 @pytest.fixture(scope="session")
