@@ -52,10 +52,7 @@ class Needless:
     zero_pages: int = 0  # all-zero pages
     stale_tails: int = 0  # compressed pages with non-zero bytes beyond their image (kept)
     pages_scanned: int = 0
-
-    @property
-    def bytes(self) -> int:
-        return sum(end - start for start, end in self.ranges)
+    bytes: int = 0  # counted as found: a streamed scan (:func:`iter_needless`) keeps no ranges
 
     def to_json(self) -> dict[str, int]:
         return {
@@ -137,6 +134,7 @@ def needless_ranges(
         out.zero_pages += part.zero_pages
         out.stale_tails += part.stale_tails
         out.pages_scanned += part.pages_scanned
+        out.bytes += part.bytes
     if progress is not None:
         progress(total, total)
     return out
@@ -174,17 +172,43 @@ def _scan(
     progress: Callable[[int, int], None] | None,
     total: int,
 ) -> Needless:
+    """:func:`_iter_scan`, its ranges kept in a list."""
+    out = Needless()
+    out.ranges = list(_iter_scan(ts, runs, progress, total, out))
+    return out
+
+
+def iter_needless(
+    ts: Tablespace,
+    alloc: Allocation | None,
+    counts: Needless,
+    progress: Callable[[int, int], None] | None = None,
+) -> Iterator[tuple[int, int]]:
+    """The ranges of :func:`needless_ranges`, sorted and merged, made as they are consumed:
+    memory does not grow with the page count (``counts`` gets the totals, not the ranges).
+    One process; call again to scan again (a file's headers are cheap to re-read)."""
+    runs = candidate_runs(alloc, ts.physical_size, ts.n_pages)
+    return _iter_scan(ts, runs, progress, sum(len(r) for r in runs), counts)
+
+
+def _iter_scan(
+    ts: Tablespace,
+    runs: list[range],
+    progress: Callable[[int, int], None] | None,
+    total: int,
+    out: Needless,
+) -> Iterator[tuple[int, int]]:
     """Chunk by chunk: a page whose type word is 0 may be all zeros (the whole slot goes); a
     page whose type word says compressed has its stored size read from its header and the
-    zeros after it go. Every other page is one comparison of two bytes."""
-    out = Needless()
-    ranges = out.ranges
+    zeros after it go. Every other page is one comparison of two bytes. Adjacent ranges are
+    merged before they are yielded; ``out`` counts what was found."""
     fmt = ts.format
     psize = ts.physical_size
     zero = _zeros(psize)
     fcrc32 = fmt.full_crc32
     per_chunk = max(1, CHUNK_BYTES // psize)
     done = 0
+    held_start = held_end = -1  # the range being merged, not yet yielded
     for run in runs:
         for first, chunk in ts.read_pages(run.start, run.stop, per_chunk):
             mv = memoryview(chunk)
@@ -213,16 +237,19 @@ def _scan(
                         start = off + image + kept
                 else:
                     continue
+                out.bytes += off + psize - start
                 at = base + start
-                if ranges and ranges[-1][1] == at:
-                    ranges[-1] = (ranges[-1][0], base + off + psize)
-                else:
-                    ranges.append((at, base + off + psize))
+                if held_end != at:
+                    if held_end > held_start:
+                        yield held_start, held_end
+                    held_start = at
+                held_end = base + off + psize
             done += len(chunk) // psize
+            out.pages_scanned = done
             if progress is not None:
                 progress(done, total)
-    out.pages_scanned = done
-    return out
+    if held_end > held_start:
+        yield held_start, held_end
 
 
 def _append(ranges: list[tuple[int, int]], start: int, end: int) -> None:

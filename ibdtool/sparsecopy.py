@@ -24,14 +24,14 @@ import errno
 import os
 import stat
 import time
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass, field
 from typing import Any
 
 from ibdtool import copy_agent as agent
 from ibdtool.allocation import Allocation, read_allocation
 from ibdtool.errors import ExitCode, IbdtoolError, InputError
-from ibdtool.repunch import Needless, lock_exclusive, needless_ranges, users_of
+from ibdtool.repunch import Needless, iter_needless, lock_exclusive, needless_ranges, users_of
 from ibdtool.tablespace import Tablespace
 from parsers.layout import align_up
 
@@ -160,40 +160,71 @@ def union(a: Iterable[tuple[int, int]], b: Iterable[tuple[int, int]]) -> Ranges:
 
 def subtract(a: Ranges, b: Ranges) -> Ranges:
     """``a`` without ``b``; both sorted and disjoint."""
-    out: Ranges = []
-    j = 0
+    return list(iter_subtract(a, b))
+
+
+def iter_subtract(
+    a: Iterable[tuple[int, int]], b: Iterable[tuple[int, int]]
+) -> Iterator[tuple[int, int]]:
+    """:func:`subtract` of two streams, made as it is consumed (both sorted and disjoint)."""
+    rest = iter(b)
+    cut = next(rest, None)
     for start, end in a:
         pos = start
-        while j < len(b) and b[j][1] <= pos:
-            j += 1
-        k = j
-        while k < len(b) and b[k][0] < end:
-            if b[k][0] > pos:
-                out.append((pos, b[k][0]))
-            pos = max(pos, b[k][1])
-            k += 1
+        while cut is not None and cut[1] <= pos:
+            cut = next(rest, None)
+        while cut is not None and cut[0] < end:
+            if cut[0] > pos:
+                yield pos, cut[0]
+            pos = max(pos, cut[1])
+            if cut[1] >= end:  # it may cut the next range of ``a`` too
+                break
+            cut = next(rest, None)
         if pos < end:
-            out.append((pos, end))
-    return out
+            yield pos, end
 
 
 def align_inward(ranges: Ranges, block: int) -> Ranges:
     """Each range shrunk to whole ``block``s (what a filesystem can actually free)."""
-    out: Ranges = []
+    return list(iter_align_inward(ranges, block))
+
+
+def iter_align_inward(ranges: Iterable[tuple[int, int]], block: int) -> Iterator[tuple[int, int]]:
+    """:func:`align_inward` of a stream."""
     for start, end in ranges:
         s, e = align_up(start, block), end // block * block
         if e > s:
-            out.append((s, e))
-    return out
+            yield s, e
+
+
+def iter_complement(ranges: Iterable[tuple[int, int]], size: int) -> Iterator[tuple[int, int]]:
+    """The gaps of a sorted, disjoint stream within ``[0, size)`` (:func:`agent.complement`)."""
+    pos = 0
+    for start, end in ranges:
+        if start > pos:
+            yield pos, start
+        pos = max(pos, end)
+    if pos < size:
+        yield pos, size
 
 
 def zero_blocks(
     read: Callable[[int, int], bytes], ranges: Ranges, block: int, progress: Callable[[int], None]
 ) -> Ranges:
     """All-zero, ``block``-aligned blocks inside ``ranges`` (``cp --sparse=always``'s holes)."""
+    return list(iter_zero_blocks(read, ranges, block, progress))
+
+
+def iter_zero_blocks(
+    read: Callable[[int, int], bytes],
+    ranges: Iterable[tuple[int, int]],
+    block: int,
+    progress: Callable[[int], None],
+) -> Iterator[tuple[int, int]]:
+    """:func:`zero_blocks` of a stream, merged, made as it is consumed."""
     zero = bytes(block)
-    out: Ranges = []
-    for start, end in align_inward(ranges, block):
+    held_start = held_end = -1
+    for start, end in iter_align_inward(ranges, block):
         pos = start
         while pos < end:
             stop = min(end, pos + ZERO_SCAN_CHUNK)
@@ -201,13 +232,15 @@ def zero_blocks(
             for off in range(0, len(view), block):
                 if view[off : off + block] == zero:
                     at = pos + off
-                    if out and out[-1][1] == at:
-                        out[-1] = (out[-1][0], at + block)
-                    else:
-                        out.append((at, at + block))
+                    if held_end != at:
+                        if held_end > held_start:
+                            yield held_start, held_end
+                        held_start = at
+                    held_end = at + block
             pos = stop
             progress(stop - start)
-    return out
+    if held_end > held_start:
+        yield held_start, held_end
 
 
 # --- the plan ------------------------------------------------------------------------------------
@@ -279,6 +312,65 @@ def scan_progress(progress: ProgressFn | None, ts: Tablespace) -> Callable[[int,
         return None
     psize = ts.physical_size
     return lambda done, total: progress(CopyProgress("scan", done * psize, total * psize))
+
+
+@dataclass
+class PlanTotals:
+    """What a streamed plan (:func:`plan_stream`) found, counted as it is consumed."""
+
+    needless: Needless = field(default_factory=Needless)
+    zero_block_bytes: int = 0
+
+
+def plan_stream(
+    ts: Tablespace | None,
+    source: agent.Source,
+    alloc: Allocation,
+    *,
+    dig_holes: bool,
+    block: int,
+    totals: PlanTotals,
+    progress: ProgressFn | None = None,
+) -> Iterator[tuple[int, int]]:
+    """The ranges of :func:`build_plan` (``ts``: the tablespace to re-punch, or None), made
+    as they are consumed: memory does not grow with the page count. Each call scans again."""
+    drop: Iterable[tuple[int, int]] = ()
+    if ts is not None:
+        drop = iter_align_inward(
+            iter_needless(ts, alloc, totals.needless, scan_progress(progress, ts)), block
+        )
+    rest = iter_subtract(alloc.data_ranges, drop)
+    if not dig_holes:
+        return rest
+    # the zero blocks of the rest (a second scan of it, side by side) come out of it too
+    twin = plan_stream(ts, source, alloc, dig_holes=False, block=block, totals=PlanTotals())
+    total = alloc.data_bytes
+
+    def zscan(done: int) -> None:
+        if progress is not None:
+            progress(CopyProgress("zeros", done, total))
+
+    def counted(ranges: Iterable[tuple[int, int]]) -> Iterator[tuple[int, int]]:
+        for start, end in ranges:
+            totals.zero_block_bytes += end - start
+            yield start, end
+
+    zeros = iter_zero_blocks(source.read, twin, block, _accumulate(zscan))
+    return iter_subtract(rest, counted(zeros))
+
+
+def tablespace_to_repunch(path: str, repunch: bool | None, notes: list[str]) -> Tablespace | None:
+    """``path`` opened as a tablespace if it is to be re-punched (see :func:`wants_repunch`);
+    None, with a note, if it is not one and ``repunch`` was not asked for explicitly."""
+    if not wants_repunch(path, repunch):
+        return None
+    try:
+        return Tablespace(path)
+    except InputError as exc:
+        if repunch:
+            raise
+        notes.append(f"not re-punched: {exc.message}")
+        return None
 
 
 def plan_for(
@@ -548,34 +640,18 @@ def repunch_in_place(
         result = InPlaceResult(path, st.st_size, alloc.allocated)
         source = agent.Source(path)
         try:
-            plan = build_plan(
-                path,
-                source,
-                alloc,
-                repunch=repunch,
-                dig_holes=dig_holes,
-                block=alloc.fs_block_size,
-                progress=progress,
-            )
+            ts = tablespace_to_repunch(path, repunch, result.notes)
+            try:
+                _punch_streamed(
+                    path, fd, st, ts, source, alloc, result, dig_holes, verify, confirm, progress
+                )
+            finally:
+                if ts is not None:
+                    ts.close()
         finally:
             source.close()
-        holes = agent.complement(plan.ranges, st.st_size)
-        punch = subtract(align_inward(holes, alloc.fs_block_size), _holes_of(alloc))
-        result.needless, result.zero_block_bytes = plan.needless, plan.zero_block_bytes
-        result.punched_bytes = agent.plan_bytes(punch)
-        if not punch:
-            result.allocated_after = alloc.allocated
-            result.notes.append("nothing to punch: the file already has its holes")
+        if not result.punched_bytes:
             return result
-        if not confirm(result):
-            raise CopyFailed(f"{path}: not changed (not confirmed)")
-        _same_file_or_fail(path, st)
-        for start, end in punch:
-            if not agent.punch_hole(fd, start, end - start):
-                raise CopyFailed(f"{path}: the filesystem cannot punch holes")
-        os.fsync(fd)
-        if verify != "none":
-            _verify_zeros(path, fd, punch)
         if verify == "full":
             if progress is not None:
                 progress(CopyProgress("check", st.st_size, st.st_size))
@@ -586,6 +662,63 @@ def repunch_in_place(
         os.close(fd)
     result.elapsed = time.monotonic() - t0
     return result
+
+
+def _punch_streamed(
+    path: str,
+    fd: int,
+    st: os.stat_result,
+    ts: Tablespace | None,
+    source: agent.Source,
+    alloc: Allocation,
+    result: InPlaceResult,
+    dig_holes: bool,
+    verify: str,
+    confirm: Callable[[InPlaceResult], bool],
+    progress: ProgressFn | None,
+) -> None:
+    """Two scans, neither keeping a range: one counts what would be punched (for the
+    preview), the other punches it, each range read back as zeros right after (``verify``).
+    Both find the same ranges: punching only zero bytes changes nothing a scan reads."""
+    block = alloc.fs_block_size
+
+    def punches(totals: PlanTotals, report: ProgressFn | None) -> Iterator[tuple[int, int]]:
+        plan = plan_stream(
+            ts, source, alloc, dig_holes=dig_holes, block=block, totals=totals, progress=report
+        )
+        holes = iter_align_inward(iter_complement(plan, st.st_size), block)
+        return iter_subtract(holes, alloc.hole_ranges)
+
+    totals = PlanTotals()
+    result.punched_bytes = sum(end - start for start, end in punches(totals, progress))
+    result.needless = totals.needless if ts is not None else None
+    result.zero_block_bytes = totals.zero_block_bytes
+    if not result.punched_bytes:
+        result.allocated_after = alloc.allocated
+        result.notes.append("nothing to punch: the file already has its holes")
+        return
+    if not confirm(result):
+        raise CopyFailed(f"{path}: not changed (not confirmed)")
+    _same_file_or_fail(path, st)
+    punched = 0
+    for start, end in punches(PlanTotals(), _as_punching(progress)):
+        if not agent.punch_hole(fd, start, end - start):
+            raise CopyFailed(f"{path}: the filesystem cannot punch holes")
+        if verify != "none":
+            _verify_zeros(path, fd, [(start, end)])
+        punched += end - start
+    if punched != result.punched_bytes:  # cannot happen on a file nothing else writes
+        raise VerifyFailed(
+            f"{path}: {punched} bytes punched, {result.punched_bytes} expected; the file changed"
+        )
+    os.fsync(fd)
+
+
+def _as_punching(progress: ProgressFn | None) -> ProgressFn | None:
+    """The second scan's progress, shown as punching."""
+    if progress is None:
+        return None
+    return lambda ev: progress(CopyProgress("punch", ev.done, ev.total))
 
 
 def _same_file_or_fail(path: str, st: os.stat_result) -> None:

@@ -266,7 +266,9 @@ def _progress_adapter(bar: Callable[..., None]) -> Callable[[Any], None]:
         elif ev.phase == "check":
             bar(ev.done, ev.total, info="checking every page checksum")
         else:
-            what = "finding needless pages" if ev.phase == "scan" else "finding zero blocks"
+            what = {"scan": "finding needless pages", "punch": "punching needless pages"}.get(
+                ev.phase, "finding zero blocks"
+            )
             bar(ev.done, ev.total, info=what)
 
     return update
