@@ -594,12 +594,23 @@ class Destination:
 
     # -- plan and resume state ------------------------------------------------------------------
 
-    def prepare(self, plan, window):
-        """Open (or reopen, with --resume) the part file; return the first window to send."""
+    def prepare(self, plan, window, streamed=None):
+        """Open (or reopen, with --resume) the part file; return the first window to send.
+
+        ``streamed`` replaces ``plan`` where keeping every range would not fit (a local copy
+        of a densified compressed tablespace: one range a page): its ``windows`` is a sequence
+        that makes each window's pieces on demand, ``crc`` is :func:`plan_crc` of the plan and
+        ``bytes`` its :func:`plan_bytes`."""
         self.plan = plan
         self.window = window
-        self.windows = list(iter_windows(plan, window))
-        self.plan_crc = plan_crc(plan, self.size)
+        if streamed is None:
+            self.windows = list(iter_windows(plan, window))
+            self.plan_crc = plan_crc(plan, self.size)
+            total = plan_bytes(plan)
+        else:
+            self.windows = streamed.windows
+            self.plan_crc = streamed.crc
+            total = streamed.bytes
         state = self._load_state(self.plan_crc) if self.resume else None
         if not self.resume and self._part_exists():
             self.notes.append("discarded an interrupted copy (use --resume to continue one)")
@@ -633,7 +644,8 @@ class Destination:
             _unlink_quiet(self.state_name, self.dir_fd)
             os.ftruncate(self.fd, 0)
         self._next_window = len(self.verified)
-        remaining = sum(plan_bytes(w) for w in self.windows[len(self.verified) :])
+        # every window but the last holds exactly ``window`` bytes
+        remaining = max(0, total - len(self.verified) * window)
         try:
             st = os.fstatvfs(self.dir_fd)
             free = st.f_bavail * st.f_frsize

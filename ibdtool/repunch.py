@@ -183,11 +183,15 @@ def iter_needless(
     alloc: Allocation | None,
     counts: Needless,
     progress: Callable[[int, int], None] | None = None,
+    first_page: int = 0,
 ) -> Iterator[tuple[int, int]]:
     """The ranges of :func:`needless_ranges`, sorted and merged, made as they are consumed:
     memory does not grow with the page count (``counts`` gets the totals, not the ranges).
-    One process; call again to scan again (a file's headers are cheap to re-read)."""
+    One process; call again to scan again (a file's headers are cheap to re-read). From
+    ``first_page`` on, a range reaching back before it is cut at its start."""
     runs = candidate_runs(alloc, ts.physical_size, ts.n_pages)
+    if first_page:
+        runs = _clip(runs, first_page, ts.n_pages)
     return _iter_scan(ts, runs, progress, sum(len(r) for r in runs), counts)
 
 

@@ -21,12 +21,17 @@ The engine reports through a ``progress(CopyProgress)`` callback; the CLI draws 
 from __future__ import annotations
 
 import errno
+import math
 import os
 import stat
+import struct
+import threading
 import time
-from collections.abc import Callable, Iterable, Iterator
+import zlib
+from array import array
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, overload
 
 from ibdtool import copy_agent as agent
 from ibdtool.allocation import Allocation, read_allocation
@@ -331,19 +336,27 @@ def plan_stream(
     block: int,
     totals: PlanTotals,
     progress: ProgressFn | None = None,
+    start: int = 0,
 ) -> Iterator[tuple[int, int]]:
     """The ranges of :func:`build_plan` (``ts``: the tablespace to re-punch, or None), made
-    as they are consumed: memory does not grow with the page count. Each call scans again."""
+    as they are consumed: memory does not grow with the page count. Each call scans again.
+    ``start`` (a multiple of ``block`` and of the page size) skips what lies before it."""
+    data: Iterable[tuple[int, int]] = alloc.data_ranges
+    if start:
+        data = ((max(s, start), e) for s, e in alloc.data_ranges if e > start)
     drop: Iterable[tuple[int, int]] = ()
     if ts is not None:
-        drop = iter_align_inward(
-            iter_needless(ts, alloc, totals.needless, scan_progress(progress, ts)), block
+        scan = iter_needless(
+            ts, alloc, totals.needless, scan_progress(progress, ts), start // ts.physical_size
         )
-    rest = iter_subtract(alloc.data_ranges, drop)
+        drop = iter_align_inward(scan, block)
+    rest = iter_subtract(data, drop)
     if not dig_holes:
         return rest
     # the zero blocks of the rest (a second scan of it, side by side) come out of it too
-    twin = plan_stream(ts, source, alloc, dig_holes=False, block=block, totals=PlanTotals())
+    twin = plan_stream(
+        ts, source, alloc, dig_holes=False, block=block, totals=PlanTotals(), start=start
+    )
     total = alloc.data_bytes
 
     def zscan(done: int) -> None:
@@ -357,6 +370,84 @@ def plan_stream(
 
     zeros = iter_zero_blocks(source.read, twin, block, _accumulate(zscan))
     return iter_subtract(rest, counted(zeros))
+
+
+class StreamedPlan:
+    """A local copy's plan kept as the means to remake it (:func:`plan_stream`), for
+    :meth:`ibdtool.copy_agent.Destination.prepare`: one summing scan gives its bytes, its
+    CRC and where each :data:`agent.PIECE` of it starts; :attr:`windows` then remakes a
+    window's pieces from there when asked (the last few are kept)."""
+
+    KEEP = 3  # the window being copied, the one being flushed, the one before it
+
+    def __init__(
+        self,
+        ts: Tablespace | None,
+        source: agent.Source,
+        alloc: Allocation,
+        *,
+        dig_holes: bool,
+        block: int,
+        progress: ProgressFn | None,
+    ) -> None:
+        self._make = lambda start, totals, report: plan_stream(
+            ts, source, alloc, dig_holes=dig_holes, block=block, totals=totals,
+            progress=report, start=start,
+        )  # fmt: skip
+        self._unit = math.lcm(block, ts.physical_size if ts is not None else 1)
+        self.totals = PlanTotals()
+        marks = array("q")  # file offset of every PIECE-th byte of the plan
+        crc = held = 0
+        for start, end in self._make(0, self.totals, progress):
+            crc = zlib.crc32(agent.RANGE.pack(start, end), crc)
+            first = -(-held // agent.PIECE) * agent.PIECE
+            for at in range(first, held + end - start, agent.PIECE):
+                marks.append(start + at - held)
+            held += end - start
+        self.bytes = held
+        self.crc = zlib.crc32(struct.pack(">Q", source.size), crc)
+        self.window = agent.choose_window(held)
+        step = self.window // agent.PIECE
+        self._starts = marks[::step]
+        self._lock = threading.Lock()
+        self._kept: dict[int, Ranges] = {}
+        self.windows = _Windows(self)
+
+    def window_pieces(self, index: int) -> Ranges:
+        with self._lock:
+            pieces = self._kept.get(index)
+            if pieces is None:
+                at = self._starts[index]
+                ranges = self._make(at // self._unit * self._unit, PlanTotals(), None)
+                clipped = ((max(s, at), e) for s, e in ranges if e > at)
+                pieces = next(agent.iter_windows(clipped, self.window))
+                if len(self._kept) >= self.KEEP:
+                    del self._kept[min(self._kept)]
+                self._kept[index] = pieces
+            return pieces
+
+
+class _Windows(Sequence[Ranges]):
+    """The windows of a :class:`StreamedPlan`, each made when it is read."""
+
+    def __init__(self, plan: StreamedPlan) -> None:
+        self._plan = plan
+
+    def __len__(self) -> int:
+        return len(self._plan._starts)
+
+    @overload
+    def __getitem__(self, index: int) -> Ranges: ...
+    @overload
+    def __getitem__(self, index: slice) -> Sequence[Ranges]: ...
+    def __getitem__(self, index: int | slice) -> Ranges | Sequence[Ranges]:
+        if isinstance(index, slice):
+            return [self[i] for i in range(*index.indices(len(self)))]
+        if index < 0:
+            index += len(self)
+        if not 0 <= index < len(self):
+            raise IndexError(index)
+        return self._plan.window_pieces(index)
 
 
 def tablespace_to_repunch(path: str, repunch: bool | None, notes: list[str]) -> Tablespace | None:
@@ -491,11 +582,24 @@ def copy_local(
             )
         except agent.AgentError as exc:
             raise CopyFailed(str(exc)) from None
-        plan = plan_for(src, source, alloc, opts, dest.fs_block, progress)
-        result.notes += plan.notes
-        result.needless, result.zero_block_bytes = plan.needless, plan.zero_block_bytes
-        result.data_ranges, result.plan_bytes = plan.data_ranges, plan.bytes
-        _run_local(source, dest, plan, opts, result, progress)
+        ts = tablespace_to_repunch(src, opts.repunch, result.notes)
+        try:
+            plan = StreamedPlan(
+                ts,
+                source,
+                alloc,
+                dig_holes=opts.dig_holes,
+                block=min(alloc.fs_block_size, dest.fs_block),
+                progress=progress,
+            )
+            result.needless = plan.totals.needless if ts is not None else None
+            result.zero_block_bytes = plan.totals.zero_block_bytes
+            result.data_ranges, result.plan_bytes = len(alloc.data_ranges), plan.bytes
+            checked = ts is not None or (src.endswith(".ibd") and is_tablespace(src))
+            _run_local(source, dest, plan, checked, opts, result, progress)
+        finally:
+            if ts is not None:
+                ts.close()
     finally:
         source.close()
     result.elapsed = time.monotonic() - t0
@@ -505,7 +609,8 @@ def copy_local(
 def _run_local(
     source: agent.Source,
     dest: agent.Destination,
-    plan: Plan,
+    plan: StreamedPlan,
+    pages_too: bool,
     opts: CopyOptions,
     result: CopyResult,
     progress: ProgressFn | None,
@@ -513,10 +618,10 @@ def _run_local(
     verify = opts.verify != "none"
     done = False
     try:
-        start = dest.prepare(plan.ranges, agent.choose_window(plan.bytes))
+        start = dest.prepare([], plan.window, streamed=plan)
         result.notes += dest.notes
         result.windows = len(dest.windows)
-        result.resumed_bytes = sum(agent.plan_bytes(w) for w in dest.windows[:start])
+        result.resumed_bytes = min(plan.bytes, start * plan.window)
         copied = held = 0
         limit = agent.RateLimit(opts.bwlimit)
         due = Ticker()
@@ -537,7 +642,7 @@ def _run_local(
         result.bytes_read = result.bytes_sent = copied
         result.dest_allocated = dest.seal()
         result.notes += [n for n in dest.notes if n not in result.notes]
-        if opts.verify == "full" and plan.is_tablespace:
+        if opts.verify == "full" and pages_too:
             if progress is not None:
                 progress(CopyProgress("check", source.size, source.size))
             result.pages = check_pages(dest.part, reference=source.path)

@@ -151,3 +151,104 @@ def test_holes_after_repunch_are_the_stored_sizes(rel: str, in_place: bool, tmp_
     # and nothing else is allocated but ext4's extent-tree blocks (one per ~340 extents)
     held = sum(e - s for s, e in expected)
     assert held <= allocated(out) <= held + block * (1 + len(expected) // 300)
+
+
+# --- memory: nothing kept per page ---------------------------------------------------------------
+
+
+def _many_pages(src: Path, dst: Path, pages: int) -> Path:
+    """A densified tablespace of ``pages`` pages: ``src``'s first 4 pages, then its other
+    written pages over and over, every 7th page all zeros. Headers are not renumbered: the
+    re-punch reads only each page's type and stored size."""
+    data = src.read_bytes()
+    psize = CASES["mysql80/zlib.ibd"]
+    slots = [data[i : i + psize] for i in range(0, len(data), psize)]
+    body = [p for p in slots[4:] if any(p)]
+    with dst.open("wb") as f:
+        for n in range(pages):
+            f.write(slots[n] if n < 4 else bytes(psize) if n % 7 == 0 else body[n % len(body)])
+    return dst
+
+
+SMALL, LARGE = 1500, 4500
+#: bytes a page may add to the peak: a (start, end) tuple kept per page costs over 100
+PER_PAGE_BOUND = 16
+
+
+@pytest.mark.parametrize("how", ["in-place", "copy"])
+def test_memory_does_not_grow_with_the_page_count(
+    how: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Re-punching (in place, and by a local copy) a densified compressed tablespace of 3×
+    the pages peaks (tracemalloc) at about the same memory: the plan, one range a
+    compressed page, is made as it is used, never kept whole. The file still gets exactly
+    the holes its headers call for. A copy holds a few windows' pieces (one a page): windows
+    are 1 MiB here, so both files span many, as a big file spans many 256 MiB ones."""
+    import tracemalloc
+
+    from ibdtool import copy_agent as agent
+
+    monkeypatch.setattr(agent, "MIN_WINDOW", agent.PIECE)
+    monkeypatch.setattr(agent, "MAX_WINDOW", agent.PIECE)
+    from ibdtool.sparsecopy import CopyOptions, copy_local, repunch_in_place
+    from tests.test_copy_remote import seek_data_ranges
+
+    peaks = []
+    for pages in (SMALL, LARGE):
+        dense = _many_pages(sample("mysql80/zlib.ibd"), tmp_path / f"{pages}.ibd", pages)
+        data = dense.read_bytes()
+        tracemalloc.start()
+        try:
+            if how == "in-place":
+                repunch_in_place(str(dense), verify="data", confirm=lambda _r: True)
+                out = dense
+            else:
+                out = tmp_path / f"{pages}-copy.ibd"
+                copy_local(str(dense), str(out), CopyOptions(verify="data"))
+            peaks.append(tracemalloc.get_traced_memory()[1])
+        finally:
+            tracemalloc.stop()
+        assert out.read_bytes() == data
+        block = os.statvfs(out).f_bsize
+        assert seek_data_ranges(out) == _expected_data(data, CASES["mysql80/zlib.ibd"], block)
+        for f in tmp_path.iterdir():
+            f.unlink()
+    grew = peaks[1] - peaks[0]
+    assert grew < PER_PAGE_BOUND * (LARGE - SMALL), f"peaks {peaks}: {grew} bytes more"
+
+
+@pytest.mark.parametrize("dig_holes", [False, True], ids=["repunch", "repunch+dig-holes"])
+def test_streamed_windows_equal_the_listed_plan(dig_holes: bool, tmp_path: Path) -> None:
+    """The windows a local copy remakes on demand (from a mark every PIECE bytes, scanning
+    again from there) equal those cut from the whole plan as the remote copy builds it, and
+    so do the plan's CRC and bytes: resume state stays the same."""
+    from ibdtool import copy_agent as agent
+    from ibdtool.allocation import read_allocation
+    from ibdtool.sparsecopy import StreamedPlan, build_plan, open_source
+
+    dense = _many_pages(sample("mysql80/zlib.ibd"), tmp_path / "many.ibd", LARGE)
+    source = open_source(str(dense))
+    try:
+        alloc = read_allocation(source.fd, with_extents=False)
+        listed = build_plan(
+            str(dense), source, alloc, repunch=True, dig_holes=dig_holes, block=4096
+        )
+        with Tablespace(str(dense)) as ts:
+            streamed = StreamedPlan(
+                ts, source, alloc, dig_holes=dig_holes, block=4096, progress=None
+            )
+            window = agent.choose_window(listed.bytes)
+            expected = list(agent.iter_windows(listed.ranges, window))
+            assert len(expected) > 4  # restarts inside the file are exercised
+            assert streamed.window == window
+            assert streamed.bytes == listed.bytes
+            assert streamed.crc == agent.plan_crc(listed.ranges, source.size)
+            assert len(streamed.windows) == len(expected)
+            for index in (3, 0, len(expected) - 1, 1, 2):  # in any order
+                assert streamed.windows[index] == expected[index]
+            assert list(streamed.windows) == expected
+        assert listed.needless is not None
+        assert streamed.totals.needless.bytes == listed.needless.bytes
+        assert streamed.totals.zero_block_bytes == listed.zero_block_bytes
+    finally:
+        source.close()
