@@ -9,6 +9,14 @@ to ``pread``/``pwrite``. Everything outside the plan is punched with ``fallocate
 The file lives under a temporary name in the destination directory until it is fsynced,
 verified and renamed (:class:`ibdtool.copy_agent.Destination`, shared with the remote end).
 
+The plan of a densified compressed tablespace has one range a page (64M for 1 TiB of 16 KiB
+pages), so a local copy and ``--in-place`` never keep it: :func:`plan_stream` makes it as it
+is consumed (generators all the way from the page scan), a first scan only sums it (bytes, CRC,
+where each MiB of it starts), and each window is made again from its mark when it is copied
+(:class:`StreamedPlan`); in place, a second scan punches what the first one counted. Memory
+is then a few windows' pieces, whatever the page count. The remote copy still builds the
+plan as a list (:func:`build_plan`): it sends it whole to the other end.
+
 Verification, per window of the plan: after ``fdatasync`` the window is read back and its
 CRC-32 compared with the source's (``verify="data"``); for a tablespace ``verify="full"`` also
 checks every page checksum of the copy (:func:`ibdtool.checkscan.check_file`) before the
