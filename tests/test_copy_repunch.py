@@ -252,3 +252,31 @@ def test_streamed_windows_equal_the_listed_plan(dig_holes: bool, tmp_path: Path)
         assert streamed.totals.zero_block_bytes == listed.zero_block_bytes
     finally:
         source.close()
+
+
+def test_in_place_repunch_and_dig_holes_punch_what_the_listed_plan_frees(tmp_path: Path) -> None:
+    """``--in-place --repunch --dig-holes`` (two streamed scans) leaves data exactly where the
+    listed plan of the remote copy (:func:`build_plan`) on the same densified file says, and
+    the file reads back the same."""
+    from ibdtool import copy_agent as agent
+    from ibdtool.allocation import read_allocation
+    from ibdtool.sparsecopy import align_inward, build_plan, open_source
+    from tests.test_copy_local import densify, ibdtool
+    from tests.test_copy_remote import seek_data_ranges
+
+    dense = densify(sample("mysql80/zlib.ibd"), tmp_path / "dense.ibd")
+    data = dense.read_bytes()
+    block = os.statvfs(dense).f_bsize
+    source = open_source(str(dense))
+    try:
+        alloc = read_allocation(source.fd, with_extents=False)
+        plan = build_plan(str(dense), source, alloc, repunch=True, dig_holes=True, block=block)
+    finally:
+        source.close()
+    holes = align_inward(agent.complement(plan.ranges, len(data)), block)
+    expected = agent.complement(holes, len(data))
+    res = ibdtool("copy", "--in-place", "--repunch", "--dig-holes", "--yes", str(dense))
+    assert res.returncode == 0, res.stderr
+    assert dense.read_bytes() == data
+    assert seek_data_ranges(dense) == expected
+    assert len(expected) > 10  # holes were dug between the pages, not just at the end
