@@ -15,6 +15,7 @@ from typing import Any
 
 import click
 
+from ibdtool.cli.ssh_option import ssh_options
 from ibdtool.errors import ExitCode, IbdtoolError
 
 _RATE = re.compile(r"^\s*(\d+(?:\.\d+)?)\s*([kmgKMG]?)(?:i?[bB](?:/s)?)?\s*$")
@@ -67,21 +68,7 @@ def parse_rate(text: str | None) -> int:
 @click.option(
     "--bwlimit", metavar="RATE", help="Limit the bytes copied or sent per second (e.g. 50M)."
 )
-@click.option(
-    "--rsh",
-    "-e",
-    metavar="COMMAND",
-    help="The ssh command to run (default: $IBDTOOL_SSH, else ssh), e.g. 'ssh -F conf'.",
-)
-@click.option(
-    "--ssh-option",
-    "-o",
-    multiple=True,
-    metavar="OPTION",
-    help="Passed to ssh as -o OPTION. Unless given here, ibdtool adds "
-    "ServerAliveInterval=15 and ServerAliveCountMax=4: a host silent for a minute is dropped.",
-)
-@click.option("--remote-python", metavar="PATH", help="The remote interpreter [python3].")
+@ssh_options("Over ssh: ")
 @click.option(
     "--in-place",
     is_flag=True,

@@ -23,6 +23,7 @@ import click
 from ibdtool import report as rp
 from ibdtool.cli.complete import TablespacePath
 from ibdtool.cli.schema_option import schema_options
+from ibdtool.cli.ssh_option import ssh_options
 from ibdtool.errors import ExitCode, InputError
 
 if TYPE_CHECKING:
@@ -169,23 +170,7 @@ def report_meta(
     help="Add each file's page-type map (up to 512 pages read per file): a 'map' per row, "
     "drawn in the HTML page.",
 )
-@click.option(
-    "--rsh",
-    "-e",
-    metavar="CMD",
-    help="host:path: the ssh command to run (default: $IBDTOOL_SSH, else ssh), e.g. 'ssh -F conf'.",
-)
-@click.option(
-    "--ssh-option",
-    "-o",
-    multiple=True,
-    metavar="OPTION",
-    help="Passed to ssh as -o OPTION. Unless given here, ibdtool adds "
-    "ServerAliveInterval=15 and ServerAliveCountMax=4: a host silent for a minute is dropped.",
-)
-@click.option(
-    "--remote-python", metavar="PATH", help="host:path: the remote interpreter [python3]."
-)
+@ssh_options("host:path: ")
 @schema_options
 def report(
     paths: tuple[str, ...],
