@@ -280,20 +280,35 @@ def report(
             rf.write_jsonl_row({**base, "change": c}, sys.stdout)
     else:
         rows.sort(key=rp.sort_key)
-        compare = None
-        if comparer is not None:
-            compare = {
-                "against": comparer.against,
-                "summary": comparer.summary(totals),
-                "changes": sorted(changes + dropped, key=lambda c: c["key"]),
-            }
-        doc = rp.document(rows, totals, meta, compare)
-        if fmt == "table":
-            rf.print_table(doc, wide)
-        else:
-            rf.WRITERS[fmt](doc, sys.stdout)
-            sys.stdout.flush()
+        write_document(rows, totals, meta, comparer, changes + dropped, fmt, wide)
     finish(totals, errors, fail_on)
+
+
+def write_document(
+    rows: list[dict[str, Any]],
+    totals: rp.Totals,
+    meta: dict[str, Any],
+    comparer: rp.Comparer | None,
+    changes: list[dict[str, Any]],
+    fmt: str,
+    wide: bool,
+) -> None:
+    """The whole report (not streamed) in ``fmt``: rows as sorted, totals, the comparison."""
+    from ibdtool.cli import report_formats as rf
+
+    compare = None
+    if comparer is not None:
+        compare = {
+            "against": comparer.against,
+            "summary": comparer.summary(totals),
+            "changes": sorted(changes, key=lambda c: c["key"]),
+        }
+    doc = rp.document(rows, totals, meta, compare)
+    if fmt == "table":
+        rf.print_table(doc, wide)
+    else:
+        rf.WRITERS[fmt](doc, sys.stdout)
+        sys.stdout.flush()
 
 
 def finish(totals: rp.Totals, errors: list[str], fail_on: list[str], host_rows: int = 0) -> None:

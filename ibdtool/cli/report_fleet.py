@@ -15,7 +15,7 @@ from typing import Any
 from ibdtool import fleet
 from ibdtool import report as rp
 from ibdtool.cli import report_formats as rf
-from ibdtool.cli.report import finish, report_meta
+from ibdtool.cli.report import finish, report_meta, write_document
 from ibdtool.errors import InputError
 from ibdtool.remote_copy import SshConfig
 
@@ -85,17 +85,5 @@ def report_fleet(
         rf.write_jsonl_row({"hosts": len(sums["by_host"]), "totals": sums["all"]}, sys.stdout)
     else:
         rows.sort(key=lambda r: (r["host"], *rp.sort_key(r)))
-        compare = None
-        if comparer is not None:
-            compare = {
-                "against": comparer.against,
-                "summary": comparer.summary(totals),
-                "changes": sorted(changes + dropped, key=lambda c: c["key"]),
-            }
-        doc = rp.document(rows, totals, meta, compare)
-        if fmt == "table":
-            rf.print_table(doc, wide)
-        else:
-            rf.WRITERS[fmt](doc, sys.stdout)
-            sys.stdout.flush()
+        write_document(rows, totals, meta, comparer, changes + dropped, fmt, wide)
     finish(totals, errors, fail_on, host_rows)
