@@ -33,6 +33,7 @@ from parsers.inflate import inflate
 from parsers.keyring import read_keyring
 from samples import servers
 from tests.cli_runner import cli_env, ibdtool_command, run_ibdtool
+from tests.page_doc import index_header_fields, page_doc
 from tests.server_fixtures import (
     FAST,
     _need,
@@ -410,32 +411,17 @@ def test_records_page_and_map_refuse_a_wrong_key(made: Made, tmp_path: Path) -> 
             assert len(lines) == 1 and "wrong key" in lines[0], r.stderr
 
 
-def _page_doc(path: Path, n: int, *extra: str) -> dict[str, Any]:
-    r = run_ibdtool("page", "--json", str(path), str(n), *extra)
-    assert r.returncode == 0, r.stderr
-    return dict(json.loads(r.stdout))
-
-
-def _header_fields(doc: dict[str, Any]) -> dict[str, str]:
-    """The index page header of the decoded page, by name (the values the server wrote)."""
-    return {
-        f["name"]: f["value"]
-        for g in doc["logical"]["groups"]
-        if g["title"].startswith("Index page header")
-        for f in g["fields"]
-        if f["name"] in ("PAGE_N_RECS", "PAGE_LEVEL", "PAGE_N_HEAP", "PAGE_N_DIR_SLOTS")
-    }
-
-
 @pytest.mark.parametrize("table", list(TABLES))
 def test_page_with_the_key_decodes_the_twins_page(made: Made, table: str) -> None:
     """Page 3, the clustered index root, decrypted: the twin's type and record counts; without
     the key it is ENCRYPTED. A zip page is shown rebuilt at the logical size."""
     path, twin = made.files[table], made.files[TABLES[table][1]]
-    got = _page_doc(path, 3, *made.keyring_args)
-    want = _page_doc(twin, 3)
+    got = page_doc(path, 3, *made.keyring_args)
+    want = page_doc(twin, 3)
     assert got["type"] == want["type"] == "INDEX"
-    assert _header_fields(got) == _header_fields(want) and len(_header_fields(got)) == 4
+    assert (
+        index_header_fields(got) == index_header_fields(want) and len(index_header_fields(got)) == 4
+    )
     assert got["problem"] is None and got["valid"] is True
     stored = bytes.fromhex(got["stored_hex"])
     assert stored == path.read_bytes()[3 * len(stored) : 4 * len(stored)]  # as the file holds it
@@ -448,7 +434,7 @@ def test_page_with_the_key_decodes_the_twins_page(made: Made, table: str) -> Non
         env=cli_env(),
     )
     assert raw.returncode == 0 and raw.stdout == logical
-    assert _page_doc(path, 3)["type"] == "ENCRYPTED"
+    assert page_doc(path, 3)["type"] == "ENCRYPTED"
 
 
 def test_inspect_map_with_the_key_shows_the_twins_types(made: Made) -> None:

@@ -20,6 +20,7 @@ import pytest
 
 from samples import servers
 from tests.cli_runner import run_ibdtool
+from tests.page_doc import index_header_fields, page_doc
 from tests.server_fixtures import FAST, _need, json_lines, long_values, make_table, select_text
 
 pytestmark = pytest.mark.xdist_group("mysql8033_crypt")
@@ -172,26 +173,14 @@ def test_records_page_and_map_refuse_another_tables_key(made: Made) -> None:
 
 @pytest.mark.parametrize("table", list(TABLES))
 def test_page_with_the_key_decodes_the_twins_page(made: Made, table: str) -> None:
-    def doc(path: Path, *extra: str) -> dict[str, Any]:
-        r = run_ibdtool("page", "--json", str(path), "4", *extra)
-        assert r.returncode == 0, r.stderr
-        return dict(json.loads(r.stdout))
-
-    def header(d: dict[str, Any]) -> dict[str, str]:
-        return {
-            f["name"]: f["value"]
-            for g in d["logical"]["groups"]
-            for f in g["fields"]
-            if f["name"] in ("PAGE_N_RECS", "PAGE_LEVEL", "PAGE_N_HEAP", "PAGE_N_DIR_SLOTS")
-        }
-
-    got = doc(made.files[table], "--keyring", str(made.keyring))
-    want = doc(made.files[TABLES[table][1]])
+    got = page_doc(made.files[table], 4, "--keyring", str(made.keyring))
+    want = page_doc(made.files[TABLES[table][1]], 4)
     assert got["type"] == want["type"] == "INDEX" and got["valid"] is True
-    assert header(got) == header(want) and len(header(got)) == 4
+    assert index_header_fields(got) == index_header_fields(want)
+    assert len(index_header_fields(got)) == 4
     logical = bytes.fromhex(got["logical_hex"])
     assert len(logical) == 16384 and logical[99:107] == b"infimum\x00"
-    assert doc(made.files[table])["type"] == "ENCRYPTED"
+    assert page_doc(made.files[table], 4)["type"] == "ENCRYPTED"
 
 
 def test_inspect_map_with_the_key_shows_the_twins_types(made: Made) -> None:
