@@ -9,7 +9,9 @@ Rich) and :mod:`tui` sit on top. Module map, and where a new thing goes:
 - What-ifs: ``simulate``, ``recommend``.
 - Moving files: ``sparsecopy`` (local), ``remote_copy`` + ``copy_agent`` (over ssh), ``repunch``.
 - Reports: ``report``, ``report_schema``.
-- Words for every front end: ``text``, ``describe``; errors and exit codes: ``errors``.
+- Words for every front end: ``text``, ``describe``; pictures: ``pagemap`` (a page map's
+  categories, cells, SVG) and ``palette`` (the colours every picture and the TUI draw pages
+  in); errors and exit codes: ``errors``.
 - Live servers: ``server/`` (its docstring maps it); **a new server dialect** is one file in
   ``server/dialects/``.
 - **A new CLI command** is one module in ``cli/`` registered in ``cli/main.py``.

@@ -16,6 +16,8 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 from xml.sax.saxutils import escape
 
+from ibdtool import palette
+
 if TYPE_CHECKING:
     from ibdtool.inspect import InspectResult
     from parsers.keyring import Keyring
@@ -25,21 +27,6 @@ if TYPE_CHECKING:
 MODES = ("type", "compression", "allocation", "index")
 #: glyphs given to categories in legend order; letters when the blocks run out
 GLYPHS = "█▓▒░▚▞▙▟▛▜" + "ABCDEFGHIJKLMNOPQRSTUVWXYZ"
-
-_TYPE_COLORS = {
-    "INDEX": "#4f8fdd", "SDI": "#b36bd4", "RTREE": "#3fb0bd", "FSP_HDR": "#e0b251",
-    "XDES": "#c8913f", "INODE": "#7fb95a", "IBUF_BITMAP": "#6fb3a8", "UNDO_LOG": "#a5ad52",
-    "SYS": "#9090c8", "TRX_SYS": "#8080b8", "ALLOCATED": "#5a5a5a", "ENCRYPTED": "#f08020",
-    "BLOB": "#d07aa0", "LOB_FIRST": "#c86a96", "LOB_DATA": "#d98cb0", "DOUBLEWRITE": "#7a7aa0",
-}  # fmt: skip
-_COMPRESSION_COLORS = {
-    "none": "#6a6a6a", "zlib": "#4f8fdd", "lz4": "#5fb85f", "lzo": "#d0a040", "lzma": "#b36bd4",
-    "bzip2": "#d06060", "snappy": "#3fb0bd", "zip": "#e08a3c",
-}  # fmt: skip
-_ALLOCATION_COLORS = {"hole": "#3a3a3a", "partly allocated": "#d8b040", "allocated": "#4f8fdd"}
-_PALETTE = ("#4f8fdd", "#5fb85f", "#d0a040", "#b36bd4", "#d06060", "#3fb0bd", "#e08a3c",
-            "#9090c8", "#a5ad52", "#d07aa0")  # fmt: skip
-_OTHER = "#e05050"
 
 
 @dataclass(frozen=True)
@@ -80,13 +67,23 @@ class PageMap:
         return per_cell, [cells[i : i + width] for i in range(0, len(cells), width)]
 
 
+_ALLOCATION_COLORS = {
+    "hole": palette.HOLE_COLOR,
+    "partly allocated": palette.PARTIAL_COLOR,
+    "allocated": palette.FULL_COLOR,
+}
+
+
 def _color(mode: str, label: str, i: int) -> str:
-    table = {"type": _TYPE_COLORS, "compression": _COMPRESSION_COLORS}.get(mode)
+    if mode == "type":
+        return palette.type_color(label)
+    if mode == "compression":
+        return palette.compression_color(label)
     if mode == "allocation":
-        return _ALLOCATION_COLORS.get(label, _OTHER)
-    if table is not None:
-        return table.get(label, _PALETTE[i % len(_PALETTE)])
-    return "#5a5a5a" if label == "not an index page" else _PALETTE[i % len(_PALETTE)]
+        return _ALLOCATION_COLORS.get(label, palette.OTHER_COLOR)
+    if label == "not an index page":
+        return palette.UNREAD_COLOR
+    return palette.INDEX_PALETTE[i % len(palette.INDEX_PALETTE)]
 
 
 def label_of(info: PageInfo, mode: str) -> str:
@@ -156,11 +153,6 @@ def sampled_types(path: str, cells: int = 512) -> dict[str, Any]:
         "types": types,
         "cells": [index[t] for t in names],
     }
-
-
-def type_color(name: str, i: int) -> str:
-    """The colour of a page type in the report's HTML (the same for every file)."""
-    return _TYPE_COLORS.get(name, _OTHER)
 
 
 def svg(pm: PageMap, title: str, width: int = 128, cell: int = 8) -> str:

@@ -162,10 +162,17 @@ def test_partial_asks_for_more_than_there_is() -> None:
 
 
 def test_tui_colours_follow_the_registry() -> None:
+    from ibdtool import palette
+    from ibdtool.pagemap import PageMap
     from tui import pagemodel
 
     names = [c.label for c in pagemodel.COMPRESSION_CATEGORIES[1:-1]]
     assert names == [a.value for a in codecs.on_disk()]
-    colours = {pagemodel.compression_color(n) for n in names}
-    assert len(colours) == len(names) and pagemodel.FALLBACK_ALGO_COLOR not in colours
-    assert pagemodel.compression_color("brotli") == pagemodel.FALLBACK_ALGO_COLOR
+    colours = {palette.compression_color(n) for n in names}
+    assert len(colours) == len(names) and palette.FALLBACK_ALGO_COLOR not in colours
+    assert palette.compression_color("brotli") == palette.FALLBACK_ALGO_COLOR
+    # the TUI's map and the static map (inspect --map, --map-svg) draw a codec alike
+    tui_colours = {c.label: c.color for c in pagemodel.COMPRESSION_CATEGORIES[1:-1]}
+    static = PageMap("compression", labels=[*names, "brotli"])
+    static_colours = {c.label: c.color for c in static.legend()}
+    assert static_colours == {**tui_colours, "brotli": palette.FALLBACK_ALGO_COLOR}

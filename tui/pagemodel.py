@@ -29,6 +29,18 @@ from ibdtool.allocation import Allocation
 from ibdtool.errors import InputError
 from ibdtool.inspect import unpunched_bytes
 from ibdtool.openfile import open_regular
+from ibdtool.palette import (
+    EMPTY_COLOR,
+    FULL_COLOR,
+    HOLE_COLOR,
+    INDEX_PALETTE,
+    OTHER_COLOR,
+    PARTIAL_COLOR,
+    UNPUNCHED_COLOR,
+    UNREAD_COLOR,
+    compression_color,
+    type_color,
+)
 from parsers import codecs
 from parsers.constants import Algorithm
 from parsers.envelope import read_envelope
@@ -69,58 +81,7 @@ class Category:
     description: str = ""
 
 
-UNSCANNED = Category("not read yet", "#3a3a3a", "·")
-
-_TYPE_COLORS = {
-    "INDEX": "#5f9ee8",
-    "SDI": "#c678dd",
-    "RTREE": "#56b6c2",
-    "INSTANT": "#7aa2f7",
-    "FSP_HDR": "#e5c07b",
-    "XDES": "#d7a35f",
-    "INODE": "#98c379",
-    "IBUF_BITMAP": "#8fbcbb",
-    "IBUF_FREE_LIST": "#8fbcbb",
-    "UNDO_LOG": "#b5bd68",
-    "SYS": "#a0a0d0",
-    "TRX_SYS": "#a0a0d0",
-    "RSEG_ARRAY": "#a0a0d0",
-    "DOUBLEWRITE": "#8787af",
-    "LEGACY_DBLWR": "#8787af",
-    "ALLOCATED": "#585858",
-    "ENCRYPTED": "#ff8700",
-    "UNKNOWN": "#ff5f5f",
-}
-_BLOB_COLOR = "#d787af"
-_OTHER_COLOR = "#ff5f5f"
-
-
-def type_color(name: str) -> str:
-    if name in _TYPE_COLORS:
-        return _TYPE_COLORS[name]
-    if "BLOB" in name or "LOB" in name:
-        return _BLOB_COLOR
-    return _OTHER_COLOR
-
-
-#: colours of the codecs the registry knows today; one it gains later gets the fallback
-_ALGO_COLORS = {
-    "none": "#8a8a8a",
-    "zlib": "#5f9ee8",
-    "lz4": "#98c379",
-    "lzo": "#e5c07b",
-    "lzma": "#c678dd",
-    "bzip2": "#d7875f",
-    "snappy": "#56b6c2",
-}
-FALLBACK_ALGO_COLOR = "#afafd7"
-EMPTY_COLOR = "#444444"
-
-
-def compression_color(algorithm: str) -> str:
-    """The page map's colour for pages stored with ``algorithm`` (``none`` for plain ones)."""
-    return _ALGO_COLORS.get(algorithm, FALLBACK_ALGO_COLOR)
-
+UNSCANNED = Category("not read yet", UNREAD_COLOR, "·")
 
 _ALGORITHMS = tuple(codecs.on_disk())  # every algorithm a page header can name, NONE first
 COMPRESSION_CATEGORIES = (
@@ -151,22 +112,17 @@ RATIO_CATEGORIES = (
 )
 
 NOT_INDEX = Category("not an index page", "#3a3a3a", "·")
-#: distinct colours for indexes, in the order the scan meets them (then again from the start)
-INDEX_PALETTE = (
-    "#5f9ee8", "#98c379", "#e5c07b", "#c678dd", "#56b6c2", "#d7875f",
-    "#ff87af", "#87d7af", "#afafd7", "#d7d75f", "#5fafaf", "#af87ff",
-)  # fmt: skip
 LEVEL_COLORS = ("#5f9ee8", "#98c379", "#e5c07b", "#d7875f", "#c678dd", "#ff5f5f")
 MAX_CODES = 254  # codes 0 and 1 are "not read yet" and "not an index page"
 OTHER_INDEXES = MAX_CODES - 1  # the code of every index past the first 251
 
 HOLE, PUNCHED, FULL, UNPUNCHED = range(4)
 ALLOCATION_CATEGORIES = (
-    Category("hole", "#3a4a6a", "░", "nothing allocated"),
-    Category("punched", "#5f9ee8", description="part of the slot allocated"),
-    Category("full", "#b0b0b0", description="the whole slot allocated"),
+    Category("hole", HOLE_COLOR, "░", "nothing allocated"),
+    Category("punched", PARTIAL_COLOR, description="part of the slot allocated"),
+    Category("full", FULL_COLOR, description="the whole slot allocated"),
     Category(
-        "unpunched", "#ff8700", description="compressed, but more blocks than its image needs"
+        "unpunched", UNPUNCHED_COLOR, description="compressed, but more blocks than its image needs"
     ),
 )
 
@@ -350,7 +306,7 @@ class PageMapModel:
                 for k, iid in enumerate(list(self.index_ids))
             ]
             gap = [NOT_INDEX] * (OTHER_INDEXES - 2 - len(named))  # never drawn: no page has them
-            return (UNSCANNED, NOT_INDEX, *named, *gap, Category("other indexes", _OTHER_COLOR))
+            return (UNSCANNED, NOT_INDEX, *named, *gap, Category("other indexes", OTHER_COLOR))
         if mode is Mode.LEVEL:
             return (
                 UNSCANNED,

@@ -652,13 +652,13 @@ def schema_chart(by_schema: list[dict[str, Any]], width: int = 760) -> str:
 
 def page_map_svg(m: dict[str, Any], label: str, width: int = 512) -> str:
     """One tablespace's sampled page-type map (``report --map``) as an inline SVG strip."""
-    from ibdtool.pagemap import type_color
+    from ibdtool.palette import type_color
 
     cells = m["cells"]
     cols = min(width, max(1, len(cells)))
     size = max(2, min(8, 760 // cols))
     rows = -(-len(cells) // cols)
-    colors = [type_color(t, i) for i, t in enumerate(m["types"])]
+    colors = [type_color(t) for t in m["types"]]
     rects = "".join(
         f'<rect x="{(i % cols) * size}" y="{(i // cols) * size}" width="{size - 1 or 1}" '
         f'height="{size - 1 or 1}" fill="{colors[c]}" data-type="{_e(m["types"][c])}"/>'
@@ -675,14 +675,14 @@ def _maps_section(doc: dict[str, Any]) -> str:
     rows = [r for r in doc["tablespaces"] if r.get("map")]
     if not rows:
         return ""
-    from ibdtool.pagemap import type_color
+    from ibdtool.palette import type_color
 
     seen: dict[str, str] = {}
     items = []
     for r in rows:
         m = r["map"]
-        for i, t in enumerate(m["types"]):
-            seen.setdefault(t, type_color(t, i))
+        for t in m["types"]:
+            seen.setdefault(t, type_color(t))
         every = "every page" if m["per_cell"] == 1 else f"1 cell ≈ {m['per_cell']:.0f} pages"
         items.append(
             f'<div class="map" data-name="{_e(r.get("name"))}"><p>{_e(tablespace_label(r))} '
