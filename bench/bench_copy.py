@@ -8,9 +8,10 @@ Over ssh (a throwaway sshd on 127.0.0.1, see tests/test_copy_remote.py): the byt
 puts on the wire, counted by a ProxyCommand relay between ssh and sshd (so encryption and
 protocol overhead count the same for everyone), against ``scp`` and ``rsync --sparse``.
 
-    .venv/bin/python bench/bench_copy.py [--file bench/work/big-p16k-pc_zlib.ibd] [--runs 3]
+    .venv/bin/python bench/bench_copy.py [--file bench/work/big-fcrc32-zlib.ibd] [--runs 3]
 
-The file comes from ``samples/make_samples.py --big bench/work``. Prints the Markdown section
+The file comes from :func:`common.make_bench_file` (made if missing). The local sparse copy is
+:func:`copy_row`, a row of bench_issue14.py too. Prints the Markdown section
 and, with ``--write``, puts it in bench/RESULTS.md (replacing an earlier one).
 """
 
@@ -22,19 +23,20 @@ import os
 import shutil
 import signal
 import socket
-import statistics
 import subprocess
 import sys
 import tempfile
 import threading
 import time
+from collections.abc import Callable
 from pathlib import Path
 
 from common import IBDTOOL as _IBDTOOL
-from common import REPO, WORK, append_results, warm
+from common import REPO, append_results, make_bench_file, warm
+from sidebyside import Contender, Goal, Row, run_row, table
 
 sys.path.insert(0, str(REPO))
-IBDTOOL = _IBDTOOL[0]
+IBDTOOL = " ".join(_IBDTOOL)
 
 
 def relay(host: str, port: int, out: str) -> None:
@@ -88,34 +90,56 @@ def same(a: Path, b: Path) -> bool:
     return subprocess.run(["cmp", "-s", str(a), str(b)]).returncode == 0
 
 
+def copy_row(src: Path, work: Path, more: bool = False) -> tuple[Row, dict[str, int]]:
+    """``ibdtool copy`` (default verification, goal ≤ 1.3×; ``--verify none``, ≤ 1.0×) of the
+    sparse ``src`` into ``work`` beside ``cp --sparse=always SRC DST && sync DST``; ``more``
+    adds plain ``cp --sparse=always`` and ``--verify data``. Each destination is removed before
+    its run (untimed); the first run of each is compared with the source. Also returned: the
+    bytes each leaves allocated, filled in as the row runs."""
+    dst = work / "local.ibd"
+    alloc: dict[str, int] = {}
+
+    def fresh() -> None:
+        dst.unlink(missing_ok=True)
+
+    def checked(label: str) -> Callable[[int], None]:
+        def after(i: int) -> None:
+            alloc[label] = allocated(dst)
+            if i == 0 and not same(src, dst):
+                raise SystemExit(f"{label}: the copy differs from the source")
+
+        return after
+
+    sync = "cp --sparse=always {src} {dst} && sync {dst}"
+    ibd = f"{IBDTOOL} copy -q"
+    cases: list[tuple[str, str, Goal | None, bool]] = [
+        ("`cp --sparse=always && sync FILE`", sync, None, True),
+        ("`cp --sparse=always`", "cp --sparse=always {src} {dst}", None, more),
+        ("`ibdtool copy`", f"{ibd} {{src}} {{dst}}", Goal("at_most", 1.3), True),
+        ("`ibdtool copy --verify data`", f"{ibd} --verify data {{src}} {{dst}}", None, more),
+        (
+            "`ibdtool copy --verify none`",
+            f"{ibd} --verify none {{src}} {{dst}}",
+            Goal("at_most", 1.0),
+            True,
+        ),
+    ]
+    contenders = [
+        Contender(
+            label, cmd.format(src=src, dst=dst), goal=goal, before=fresh, after=checked(label)
+        )
+        for label, cmd, goal, wanted in cases
+        if wanted
+    ]
+    return Row(f"copy {src.name} (sparse)", contenders), alloc
+
+
 def bench_local(src: Path, work: Path, runs: int) -> list[str]:
     warm(src)
-    cases: list[tuple[str, list[str] | str]] = [
-        ("cp --sparse=always", "cp --sparse=always {src} {dst}"),
-        ("cp --sparse=always && sync FILE", "cp --sparse=always {src} {dst} && sync {dst}"),
-        ("ibdtool copy --verify none", f"{IBDTOOL} copy -q --verify none {{src}} {{dst}}"),
-        ("ibdtool copy --verify data", f"{IBDTOOL} copy -q --verify data {{src}} {{dst}}"),
-        ("ibdtool copy (default: data + pages)", f"{IBDTOOL} copy -q {{src}} {{dst}}"),
-    ]
-    times: dict[str, list[float]] = {name: [] for name, _ in cases}
-    alloc: dict[str, int] = {}
-    for _ in range(runs):  # interleaved, so a busy moment hurts everyone alike
-        for name, cmd in cases:
-            dst = work / "local.ibd"
-            dst.unlink(missing_ok=True)
-            times[name].append(timed(str(cmd).format(src=src, dst=dst), shell=True))
-            alloc[name] = allocated(dst)
-            assert same(src, dst), name
-    rows = [
-        "| command | median s | runs (s) | allocated at the destination |",
-        "|---|---:|---|---:|",
-    ]
-    for name, _ in cases:
-        t = times[name]
-        rows.append(
-            f"| `{name}` | {statistics.median(t):.2f} | {', '.join(f'{x:.2f}' for x in t)} | "
-            f"{mib(alloc[name])} |"
-        )
+    row, alloc = copy_row(src, work, more=True)
+    run_row(row, runs)
+    rows = [*table([row]), "", *row.verdicts, ""]
+    rows += [f"- allocated after {label}: {mib(n)}" for label, n in alloc.items()]
     dense = work / "dense.ibd"
     subprocess.run(f"cat {src} > {dense}", shell=True, check=True)
     rows += ["", "Densified source (written with `cat`, every byte allocated):", ""]
@@ -155,10 +179,10 @@ def bench_ssh(src: Path, work: Path) -> list[str]:
             ("scp", ["scp", "-q", "-F", str(sshd.ssh_config), "-o", proxy, str(src)]),
             ("rsync --sparse", ["rsync", "--sparse", "-e", ssh, str(src)]),
             ("rsync --sparse --compress", ["rsync", "--sparse", "-z", "-e", ssh, str(src)]),
-            ("ibdtool copy (remote python3 without zstd)", [IBDTOOL, "copy", "-q", str(src)]),
+            ("ibdtool copy (remote python3 without zstd)", [*_IBDTOOL, "copy", "-q", str(src)]),
             (
                 "ibdtool copy (remote python3 with zstandard)",
-                [IBDTOOL, "copy", "-q", "--remote-python", sys.executable, str(src)],
+                [*_IBDTOOL, "copy", "-q", "--remote-python", sys.executable, str(src)],
             ),
         ]
         for name, argv in cases:
@@ -178,7 +202,7 @@ def bench_ssh(src: Path, work: Path) -> list[str]:
 
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__)
-    ap.add_argument("--file", type=Path, default=WORK / "big-p16k-pc_zlib.ibd")
+    ap.add_argument("--file", type=Path)
     ap.add_argument("--runs", type=int, default=3)
     ap.add_argument("--skip-ssh", action="store_true")
     ap.add_argument("--skip-local", action="store_true")
@@ -188,9 +212,9 @@ def main() -> None:
     if args.relay:
         relay(args.relay[0], int(args.relay[1]), args.relay[2])
         return
-    src: Path = args.file
+    src: Path = args.file or make_bench_file("big-fcrc32-zlib.ibd")
     if not src.is_file():
-        sys.exit(f"bench_copy: {src} is missing: samples/make_samples.py --big bench/work")
+        sys.exit(f"bench_copy: {src} is missing")
     work = Path(tempfile.mkdtemp(prefix="bench-copy-", dir=src.parent))
     try:
         sparse = work / src.name
@@ -205,7 +229,7 @@ def main() -> None:
             "page cache warm. Command: `.venv/bin/python bench/bench_copy.py --write`.",
         ]
         if not args.skip_local:
-            body += ["", "Local copy, median of the runs (interleaved):", ""]
+            body += ["", "Local copy, interleaved runs:", ""]
             body += bench_local(sparse, work, args.runs)
             print("\n".join(body), flush=True)
         if not args.skip_ssh:

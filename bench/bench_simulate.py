@@ -12,33 +12,36 @@ FILE defaults to bench/work/big-p16k-plain.ibd (samples/make_samples.py --big).
 
 from __future__ import annotations
 
-import os
-import random
 import sys
 import time
 from pathlib import Path
 
-from common import WORK, append_results, warm
+from common import IBDTOOL, WORK, append_results, warm
+from sidebyside import Contender, Goal, Row, run_row, table
 
 from ibdtool.simulate import BlockSpec, parse_algorithms, simulate
-from ibdtool.tablespace import Tablespace
 
 DEFAULT = "mariadb:lz4,mariadb:snappy,mariadb:lzo,mariadb:zlib,mysql:zlib,zstd:3"
-BARE_PAGES = 3000
+BARE = Path(__file__).resolve().parent / "bare.py"
 
 
-def bare_pages_per_s(path: Path, algo: str) -> float:
-    """One core compressing decoded pages, nothing else."""
+def simulate_row(path: Path, algo: str) -> Row:
+    """``simulate --full -a ALGO`` beside the bare codec compressing every written page of
+    ``path`` on every core (bench/bare.py); goal ≥ 85% of its speed."""
     scenario = parse_algorithms([algo])[0]
-    with Tablespace(path) as ts:
-        rng = random.Random(5)
-        numbers = rng.sample(range(ts.n_pages), min(BARE_PAGES, ts.n_pages))
-        pages = [ts.page_with_data(n)[2] for n in numbers]
-    data = [p[38:] if scenario.server == "mysql" else p for p in pages if any(p[:64])]
-    t = time.perf_counter()
-    for d in data:
-        scenario.compress(d)
-    return len(data) / (time.perf_counter() - t)
+    bare = [sys.executable, str(BARE), "compress", scenario.algorithm, str(scenario.level or 0)]
+    return Row(
+        f"simulate --full {algo}",
+        [
+            Contender(f"bare {scenario.algorithm} × cores", [*bare, str(path)], splits=True),
+            Contender(
+                f"`ibdtool simulate --full -a {algo}`",
+                [*IBDTOOL, "simulate", "--full", "--json", "-a", algo, str(path)],
+                splits=True,
+                goal=Goal("share", 0.85),
+            ),
+        ],
+    )
 
 
 def main() -> None:
@@ -50,44 +53,36 @@ def main() -> None:
     if not path.is_file():
         raise SystemExit(f"{path}: missing; make it with samples/make_samples.py --big {WORK}")
     warm(path)
-    cores = os.cpu_count() or 1
-    block = [BlockSpec(4096)]
+    rows = [run_row(simulate_row(path, a), repeat=1) for a in algos.split(",")]
     lines = [
-        f"File: `{path.name}`, {path.stat().st_size:,} bytes; {cores} cores; block 4K.",
+        f"File: `{path.name}`, {path.stat().st_size:,} bytes; the rows at the file's block size, "
+        "one run each; the sampling below at 4K.",
         "",
-        "| algorithm | simulate pages/s (full, all cores) | bare codec pages/s x cores | ratio |",
-        "|---|---:|---:|---:|",
+        *table(rows),
+        "",
+        *(v for r in rows for v in r.verdicts),
     ]
-    full_total = 0.0
-    full_results = {}
-    for algo in algos.split(","):
-        scen = parse_algorithms([algo])
-        t = time.perf_counter()
-        r = simulate(path, scen, block, full=True)
-        wall = time.perf_counter() - t
-        full_total += wall
-        full_results[algo] = r.results[0].predicted
-        sim_rate = r.pages / wall
-        bare = bare_pages_per_s(path, algo) * cores
-        lines.append(f"| {algo} | {sim_rate:,.0f} | {bare:,.0f} | {sim_rate / bare:.0%} |")
     t = time.perf_counter()
-    sampled = simulate(path, parse_algorithms([algos]), block)
+    full = simulate(path, parse_algorithms([algos]), [BlockSpec(4096)], full=True)
+    full_total = time.perf_counter() - t
+    full_results = {r.scenario: r.predicted for r in full.results}
+    t = time.perf_counter()
+    sampled = simulate(path, parse_algorithms([algos]), [BlockSpec(4096)])
     sample_wall = time.perf_counter() - t
     lines += [
         "",
         f"Sampled run (default size, {sampled.pages_sampled} of {sampled.pages} pages, all the "
-        f"algorithms above at once): {sample_wall:.1f} s; the full scans took {full_total:.1f} s "
-        f"in all: **{100 * sample_wall / full_total:.1f}%** (target < 10%).",
+        f"algorithms above at once): {sample_wall:.1f} s; a full scan of them all took "
+        f"{full_total:.1f} s: **{100 * sample_wall / full_total:.1f}%** (target < 10%).",
         "",
         "| algorithm | full-scan prediction | sample's 95% interval | inside |",
         "|---|---:|---:|---|",
     ]
     for res in sampled.results:
         label = res.scenario.label
-        key = next((a for a in full_results if parse_algorithms([a])[0] == res.scenario), None)
-        if key is None or res.ci95 is None:
+        truth = full_results.get(res.scenario)
+        if truth is None or res.ci95 is None:
             continue
-        truth = full_results[key]
         inside = "yes" if res.ci95[0] <= truth <= res.ci95[1] else "NO"
         lines.append(f"| {label} | {truth:,} | {res.ci95[0]:,} – {res.ci95[1]:,} | {inside} |")
     lines.append(

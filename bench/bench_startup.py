@@ -3,6 +3,9 @@
 Run by hand:  PYTHONPATH=$PWD .venv/bin/python bench/bench_startup.py [--runs N]
               [--before DIR]   (another checkout, e.g. ``git archive main | tar -x -C DIR``)
 
+(The issue's own start-up row, with innochecksum beside it, is :func:`startup_row`, run by
+bench_issue14.py.)
+
 Every command is run ``--runs`` times, interleaved with ``python -c pass`` in the same loop, so
 a busy moment on a shared machine hurts every row alike; the table has the best (min) and
 median wall and CPU time of each (CPU: user + system of the process, from ``wait4``) and the
@@ -20,10 +23,10 @@ import shutil
 import statistics
 import subprocess
 import sys
-import time
 from pathlib import Path
 
 from common import REPO, WORK, append_results
+from sidebyside import Contender, Goal, Row, run_once
 
 
 def _compile(tree: Path) -> None:
@@ -38,15 +41,39 @@ def _compile(tree: Path) -> None:
 
 
 def _once(cmd: list[str], env: dict[str, str]) -> tuple[float, float]:
-    t0 = time.perf_counter()
     # run from the tree itself: ``python -m`` puts the working directory first on sys.path
-    cwd = env.get("PYTHONPATH", str(WORK))
-    proc = subprocess.Popen(cmd, env=env, cwd=cwd, stdout=subprocess.DEVNULL)
-    _, status, usage = os.wait4(proc.pid, 0)
-    wall = time.perf_counter() - t0
-    if os.waitstatus_to_exitcode(status) != 0:
-        raise SystemExit(f"{cmd} exited {status}")
-    return wall, usage.ru_utime + usage.ru_stime
+    return run_once(cmd, env=env, cwd=env.get("PYTHONPATH", str(WORK)))
+
+
+def tiny_file() -> Path:
+    """``tiny.ibd``: the 16-page 4K sample without its ``.cfg``."""
+    WORK.mkdir(parents=True, exist_ok=True)
+    tiny = WORK / "tiny.ibd"
+    shutil.copyfile(REPO / "samples" / "mariadb" / "p4k-plain.ibd", tiny)
+    return tiny
+
+
+def startup_row(runs: int = 20) -> Row:
+    """Issue 14's start-up row: ``ibdtool inspect --json tiny.ibd`` (goal ≤ 60 ms) beside
+    ``python -c pass`` and ``innochecksum tiny.ibd``, ``runs`` interleaved runs."""
+    _compile(REPO)
+    tiny = tiny_file()
+    base_env = {k: v for k, v in os.environ.items() if k != "PYTHONPATH"}
+    env = {**base_env, "PYTHONPATH": str(REPO)}
+    row = [Contender("`python -c pass`", [sys.executable, "-c", "pass"], env=base_env)]
+    innochecksum = shutil.which("innochecksum")
+    if innochecksum:
+        row.append(Contender("`innochecksum tiny.ibd`", [innochecksum, str(tiny)]))
+    row.append(
+        Contender(
+            "`ibdtool inspect --json tiny.ibd`",
+            [sys.executable, "-m", "ibdtool.cli", "inspect", "--json", str(tiny)],
+            goal=Goal("seconds", 0.060),
+            env=env,
+            cwd=str(REPO),
+        )
+    )
+    return Row("start-up: `inspect tiny.ibd --json`", row, repeat=runs)
 
 
 def main() -> None:
@@ -54,9 +81,7 @@ def main() -> None:
     ap.add_argument("--runs", type=int, default=40)
     ap.add_argument("--before", type=Path, help="a checkout of the code before, for comparison")
     args = ap.parse_args()
-    WORK.mkdir(parents=True, exist_ok=True)
-    tiny = WORK / "tiny.ibd"
-    shutil.copyfile(REPO / "samples" / "mariadb" / "p4k-plain.ibd", tiny)
+    tiny = tiny_file()
     with_cfg = REPO / "samples" / "mariadb" / "p4k-plain.ibd"
     trees = {"now": REPO}
     if args.before:

@@ -1,6 +1,8 @@
 """Issue 5 benchmark: the TUI on a 1 GB tablespace — summary time, map fill, key latency.
 
 Run by hand:  .venv/bin/python bench/bench_tui.py [FILE]
+(``--scan-only``: one run without keys, its scan time as JSON: :func:`tui_row`, which
+bench_issue14.py runs.)
 FILE defaults to bench/work/big-p16k-pc_zlib.ibd (``samples/make_samples.py --big``).
 
 The app is the one ``ibdtool tui FILE`` runs (same factory), headless at 120×40:
@@ -18,13 +20,16 @@ The app is the one ``ibdtool tui FILE`` runs (same factory), headless at 120×40
 from __future__ import annotations
 
 import asyncio
+import json
 import os
 import statistics
+import subprocess
 import sys
 import time
 from pathlib import Path
 
 from common import WORK, append_results, warm
+from sidebyside import Contender, Goal, Row
 from textual import events
 
 from tui.app import create_app
@@ -33,7 +38,8 @@ from tui.screens.tablespace import TablespaceScreen
 KEYS = 40
 
 
-async def measure(path: Path) -> dict[str, object]:
+async def measure(path: Path, keys: int = KEYS) -> dict[str, object]:
+    """The figures above; with ``keys=0`` no key is pressed (the scan's own speed)."""
     app = create_app(path)
     t0 = time.perf_counter()
     cpu0 = time.process_time()
@@ -51,7 +57,7 @@ async def measure(path: Path) -> dict[str, object]:
         fill: list[tuple[float, int]] = [(summary_s, model.scanned)]
         latencies: list[float] = []
         scanned_during_keys = model.scanned
-        for _ in range(KEYS):
+        for _ in range(keys):
             before = screen._cursor
             t = time.perf_counter()
             app.post_message(events.Key("right", None))
@@ -82,10 +88,37 @@ async def measure(path: Path) -> dict[str, object]:
     }
 
 
+def _scan_once(path: Path) -> tuple[float, float]:
+    """(app start → scan done s, the app's CPU s) of a fresh interpreter, no key pressed."""
+    out = subprocess.run(
+        [sys.executable, __file__, "--scan-only", str(path)],
+        capture_output=True,
+        text=True,
+        check=True,
+    ).stdout
+    r = json.loads(out.splitlines()[-1])
+    return r["total_s"], r["cpu_s"]
+
+
+def tui_row(path: Path) -> Row:
+    """Issue 14's TUI row: app start until the scan of ``path`` is done, each run in a fresh
+    interpreter; the goal (< 3 s for 1 GB) scaled by 10⁹ bytes over the file's size."""
+    size = path.stat().st_size
+    goal = Goal("seconds", 3.0, 1e9 / size, f" for 1 GB (scaled from {size / 1e9:.2f} GB)")
+    label = "`ibdtool tui` headless, app start → scan done"
+    run = Contender(label, fn=lambda: _scan_once(path), goal=goal)
+    return Row(f"TUI: {path.name}, scan done (no key pressed)", [run])
+
+
 def main() -> None:
-    path = Path(sys.argv[1]) if len(sys.argv) > 1 else WORK / "big-p16k-pc_zlib.ibd"
+    args = [a for a in sys.argv[1:] if a != "--scan-only"]
+    path = Path(args[0]) if args else WORK / "big-p16k-pc_zlib.ibd"
     if not path.is_file():
         raise SystemExit(f"{path}: missing; make it with samples/make_samples.py --big {WORK}")
+    if "--scan-only" in sys.argv:  # one run for tui_row: its figures as JSON, no RESULTS.md
+        r = asyncio.run(measure(path, keys=0))
+        print(json.dumps({"total_s": r["total_s"], "cpu_s": r["cpu_s"]}))
+        return
     warm(path)
     r = asyncio.run(measure(path))
     lat = sorted(1000 * x for x in r["latencies"])  # type: ignore[attr-defined]

@@ -161,16 +161,25 @@ def _renumber(page: bytes, page_no: int, psize: int, full_crc32: bool) -> bytes:
     return bytes(p)
 
 
-def make_bench_file(name: str, pages: int = BENCH_PAGES, work: Path = WORK) -> Path:
+def bench_dir(pages: int) -> Path:
+    """Where :func:`make_bench_file` keeps files of ``pages`` pages: bench/work for the
+    issue-14 size, a subdirectory for the small ones of a quick try (so that a ``--pages``
+    run never remakes the big files other benches use)."""
+    return WORK if pages == BENCH_PAGES else WORK / f"pages-{pages}"
+
+
+def make_bench_file(name: str, pages: int = BENCH_PAGES, work: Path | None = None) -> Path:
     """``work/name``: page 0–3 of its sample, then the sample's other written pages repeated
     to ``pages``, each renumbered with valid checksums; zero tails punched as MariaDB punches
-    them (``fallocate --dig-holes``). Kept between runs (remade when the page count differs).
+    them (``fallocate --dig-holes``), in ``work`` (default :func:`bench_dir`). Kept between
+    runs (remade when the page count differs).
     The extent descriptors past page 0 are data pages here, so free-page figures are not real."""
     from parsers.space import detect_format
     from parsers.structs import FSP_HEADER_OFFSET
 
     fsp_size_at = FSP_HEADER_OFFSET + 8  # after the space id and a word not used
 
+    work = bench_dir(pages) if work is None else work
     dst = work / name
     src = SOURCES[name].read_bytes()
     fmt = detect_format(lambda off, n: src[off : off + n], len(src))
