@@ -177,12 +177,16 @@ def main() -> None:
         for key, make in rows(files, scratch, innochecksum):
             if words and not any(key.startswith(w) for w in words):
                 continue
+            t_warm = time.monotonic()
             for path in files.values():  # every contender starts from the page cache
                 warm(path)
+            print(f"{key}: warm {time.monotonic() - t_warm:.1f} s", file=sys.stderr)
             for row in make():
                 print(f"{row.name} …", file=sys.stderr, flush=True)
+                started = time.monotonic()
                 done.append(run_row(row, args.repeat, args.settle))
-                print("\n".join(row.verdicts), file=sys.stderr, flush=True)
+                took = time.monotonic() - started
+                print(*row.verdicts, f"  ({took:.0f} s)", sep="\n", file=sys.stderr, flush=True)
     finally:
         shutil.rmtree(scratch, ignore_errors=True)
     if not done:
@@ -204,14 +208,16 @@ def main() -> None:
             "(`common.make_bench_file`), from the page cache; ibdtool and its anchor "
             f"interleaved, {args.repeat} runs each (start-up 20). CPU = user + system of the "
             "command and its children. load = the 1-minute load average at the row's start; "
-            "others' cores = the CPU the rest of the machine used during the row, in cores. "
+            "others' cores = the CPU the rest of the machine used during the row, in cores "
+            "(the kernel's writeback of our own copies counts there). "
             f"Whole run {time.monotonic() - t0:.0f} s.",
             "",
             *table(done),
             "",
             f"Verdicts: best wall times when the load average at the row's start is under "
             f"{IDLE_LOAD}; otherwise a CPU-based estimate (median CPU seconds, over the "
-            f"{cores} cores for the commands that split a file over every core).",
+            f"{cores} cores for the commands that split a file over every core; for the copy "
+            "and re-punch rows it leaves out both sides' disk waits).",
             "",
             *(v for r in done for v in r.verdicts),
             "",

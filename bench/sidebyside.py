@@ -157,14 +157,22 @@ def verdict(goal: Goal, mine: Contender, anchor: Contender, load: float, cores: 
     elif goal.kind == "share":
         value = _time(anchor, busy, cores) / t
         good = value >= goal.limit
-        text = f"{how}{value:.0%} of the speed of {anchor.label} (goal ≥ {goal.limit:.0%})"
+        shown = _near(value, goal.limit, "{:.0%}", "{:.1%}")
+        text = f"{how}{shown} of the speed of {anchor.label} (goal ≥ {goal.limit:.0%})"
     elif goal.kind == "at_most":
         value = t / _time(anchor, busy, cores)
         good = value <= goal.limit
-        text = f"{how}{value:.2f}× {anchor.label} (goal ≤ {goal.limit:g}×)"
+        shown = _near(value, goal.limit, "{:.2f}", "{:.3f}")
+        text = f"{how}{shown}× {anchor.label} (goal ≤ {goal.limit:.1f}×)"
     else:
         raise ValueError(goal.kind)
     return f"{text}: {'met' if good else '**not met**'}"
+
+
+def _near(value: float, limit: float, short: str, long: str) -> str:
+    """``value`` in the ``short`` format, or the ``long`` one where the short would read as the
+    limit itself (84.9% is not 85%)."""
+    return long.format(value) if short.format(value) == short.format(limit) else short.format(value)
 
 
 def table(rows: Sequence[Row]) -> list[str]:

@@ -46,6 +46,10 @@ def test_share_of_the_anchors_speed() -> None:
     assert sb.verdict(sb.Goal("share", 0.85), _c([4.2], [8.4]), bare, 1.0, 2).endswith(
         "74% of the speed of x (goal ≥ 85%): **not met**"
     )
+    near = sb.verdict(sb.Goal("share", 0.85), _c([3.1 / 0.849], [1.0]), bare, 1.0, 2)
+    assert near.endswith("84.9% of the speed of x (goal ≥ 85%): **not met**")  # not "85%"
+    near = sb.verdict(sb.Goal("at_most", 1.0), _c([1.004], [1.0]), _c([1.0], [1.0]), 1.0, 2)
+    assert near.endswith("1.004× x (goal ≤ 1.0×): **not met**")
 
 
 def test_seconds_scaled_and_in_milliseconds() -> None:
