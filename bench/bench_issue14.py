@@ -42,8 +42,8 @@ startup              ``inspect tiny.ibd --json``                     ≤ 60 ms (
 The rows come from the other benches' importable row functions (``bench_copy.copy_row``,
 ``bench_repunch.repunch_rows``, ``bench_simulate.simulate_row``, ``bench_tui.tui_row``,
 ``bench_startup.startup_row``); the reader rows (checksum, inspect, pages, report) live here.
-Before each row the script waits up to ``--settle`` seconds for the load average — mostly the
-previous row's — to fall under 1.5.
+Before each row the script waits up to ``--settle`` seconds (default 30) for the load average —
+mostly the previous row's — to fall under 1.5, as long as it keeps falling.
 """
 
 from __future__ import annotations
@@ -62,7 +62,15 @@ from bench_repunch import repunch_rows
 from bench_simulate import simulate_row
 from bench_startup import startup_row
 from bench_tui import tui_row
-from common import BENCH_PAGES, IBDTOOL, append_results, bench_dir, make_bench_file, warm
+from common import (
+    BENCH_PAGES,
+    IBDTOOL,
+    append_results,
+    bench_dir,
+    machine,
+    make_bench_file,
+    warm,
+)
 from sidebyside import IDLE_LOAD, Contender, Goal, Row, run_row, table
 
 PLAIN, FCRC32, CLASSIC = "big-plain.ibd", "big-fcrc32-zlib.ibd", "big-classic-zlib.ibd"
@@ -133,11 +141,13 @@ def report_row(paths: list[Path], innochecksum: str) -> Row:
     )  # fmt: skip
 
 
-def rows(files: dict[str, Path], scratch: Path, innochecksum: str) -> list[tuple[str, Callable]]:
+def rows(
+    files: dict[str, Path], scratch: Path, innochecksum: str
+) -> list[tuple[str, Callable[[], list[Row]]]]:
     """(key, a function making the row) in the issue's order; made only when selected, as
     some make files (the densified copy)."""
     p, f, c = files[PLAIN], files[FCRC32], files[CLASSIC]
-    out: list[tuple[str, Callable]] = [
+    out: list[tuple[str, Callable[[], list[Row]]]] = [
         ("checksum-plain", lambda: [checksum_row(p, innochecksum, "plain")]),
         ("checksum-fcrc32", lambda: [checksum_row(f, innochecksum, "full_crc32 compressed")]),
         ("checksum-classic", lambda: [checksum_classic_row(c, innochecksum)]),
@@ -224,7 +234,7 @@ def main() -> None:
             f"Command: `{command}`",
         ]
     )
-    print(body)
+    print(f"Machine: {machine()}\n\n{body}")
     if not args.no_write:
         append_results(TITLE, body)
 

@@ -104,10 +104,16 @@ def _our_cpu_s() -> float:
 
 def settle(limit_s: float) -> None:
     """Wait up to ``limit_s`` for the load average to fall under :data:`IDLE_LOAD` — mostly our
-    own previous row's, which a 1-minute average keeps for a while."""
+    own previous row's, which a 1-minute average keeps for a while. The kernel updates it every
+    5 s; when an update does not lower it, the load is someone else's and waiting is useless."""
     end = time.monotonic() + limit_s
-    while os.getloadavg()[0] >= IDLE_LOAD and time.monotonic() < end:
-        time.sleep(1)
+    last = os.getloadavg()[0]
+    while last >= IDLE_LOAD and time.monotonic() < end:
+        time.sleep(5)
+        now = os.getloadavg()[0]
+        if now > 0.97 * last:
+            return
+        last = now
 
 
 def run_row(row: Row, repeat: int, settle_s: float = 0.0) -> Row:
