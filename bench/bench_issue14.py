@@ -92,10 +92,11 @@ def checksum_row(path: Path, innochecksum: str, kind: str) -> Row:
         f"checksum, {kind}",
         [
             Contender("innochecksum", [innochecksum, str(path)]),
-            Contender("`ibdtool checksum`", _ibd("checksum", path), splits=True,
-                      goal=Goal("at_most", 1.0)),
+            Contender(
+                "`ibdtool checksum`", _ibd("checksum", path), splits=True, goal=Goal("at_most", 1.0)
+            ),
         ],
-    )  # fmt: skip
+    )
 
 
 def checksum_classic_row(path: Path, innochecksum: str) -> Row:
@@ -104,27 +105,39 @@ def checksum_classic_row(path: Path, innochecksum: str) -> Row:
     return Row(
         "checksum, classic page_compressed",
         [
-            Contender("bare zlib inflate × cores", [sys.executable, str(BARE), "inflate-classic",
-                      str(path)], splits=True),
-            Contender("`ibdtool checksum`", _ibd("checksum", path), splits=True,
-                      goal=Goal("share", 0.85)),
+            Contender(
+                "bare zlib inflate × cores",
+                [sys.executable, str(BARE), "inflate-classic", str(path)],
+                splits=True,
+            ),
+            Contender(
+                "`ibdtool checksum`", _ibd("checksum", path), splits=True, goal=Goal("share", 0.85)
+            ),
             Contender("innochecksum (does not inflate)", [innochecksum, str(path)]),
         ],
-    )  # fmt: skip
+    )
 
 
 def inspect_row(path: Path, kind: str, limit: float, pages: bool) -> Row:
     """``inspect --json`` (and ``pages --json``) beside dd reading the file."""
     row = [
         _dd(path),
-        Contender("`ibdtool inspect --json`", _ibd("inspect", "--json", path), splits=True,
-                  goal=Goal("at_most", limit)),
-    ]  # fmt: skip
+        Contender(
+            "`ibdtool inspect --json`",
+            _ibd("inspect", "--json", path),
+            splits=True,
+            goal=Goal("at_most", limit),
+        ),
+    ]
     if pages:
         row.append(
-            Contender("`ibdtool pages --json`", _ibd("pages", "--json", path), splits=True,
-                      goal=Goal("at_most", limit))
-        )  # fmt: skip
+            Contender(
+                "`ibdtool pages --json`",
+                _ibd("pages", "--json", path),
+                splits=True,
+                goal=Goal("at_most", limit),
+            )
+        )
     return Row(f"inspect{' / pages' if pages else ''} --json, {kind}", row)
 
 
@@ -135,10 +148,14 @@ def report_row(paths: list[Path], innochecksum: str) -> Row:
         "report over the three files",
         [
             Contender("a loop of innochecksum", loop),
-            Contender("`ibdtool report --format json`", _ibd("report", "--format", "json", *paths),
-                      splits=True, goal=Goal("at_most", 3.0)),
+            Contender(
+                "`ibdtool report --format json`",
+                _ibd("report", "--format", "json", *paths),
+                splits=True,
+                goal=Goal("at_most", 3.0),
+            ),
         ],
-    )  # fmt: skip
+    )
 
 
 def rows(
