@@ -1,7 +1,7 @@
 """Issue 3 benchmark: simulate throughput against the bare codecs, and sampled vs full scans.
 
 Run by hand:  .venv/bin/python bench/bench_simulate.py [FILE] [--algorithms a,b,...]
-FILE defaults to bench/work/big-p16k-plain.ibd (samples/make_samples.py --big).
+FILE defaults to bench/work/big-plain.ibd (:func:`common.make_bench_file`).
 
 1. For each algorithm: pages/s of `simulate --full` on the whole file, against the same
    library compressing the same (decoded) pages in a bare loop, times the cores.
@@ -16,7 +16,7 @@ import sys
 import time
 from pathlib import Path
 
-from common import IBDTOOL, WORK, append_results, warm
+from common import IBDTOOL, append_results, make_bench_file, warm
 from sidebyside import Contender, Goal, Row, run_row, table
 
 from ibdtool.simulate import BlockSpec, parse_algorithms, simulate
@@ -46,12 +46,12 @@ def simulate_row(path: Path, algo: str) -> Row:
 
 def main() -> None:
     args = [a for a in sys.argv[1:] if not a.startswith("--")]
-    path = Path(args[0]) if args else WORK / "big-p16k-plain.ibd"
+    path = Path(args[0]) if args else make_bench_file("big-plain.ibd")
     algos = DEFAULT
     if "--algorithms" in sys.argv:
         algos = sys.argv[sys.argv.index("--algorithms") + 1]
     if not path.is_file():
-        raise SystemExit(f"{path}: missing; make it with samples/make_samples.py --big {WORK}")
+        raise SystemExit(f"{path}: missing")
     warm(path)
     rows = [run_row(simulate_row(path, a), repeat=1) for a in algos.split(",")]
     lines = [

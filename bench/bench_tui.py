@@ -3,7 +3,7 @@
 Run by hand:  .venv/bin/python bench/bench_tui.py [FILE]
 (``--scan-only``: one run without keys, its scan time as JSON: :func:`tui_row`, which
 bench_issue14.py runs.)
-FILE defaults to bench/work/big-p16k-pc_zlib.ibd (``samples/make_samples.py --big``).
+FILE defaults to bench/work/big-fcrc32-zlib.ibd (:func:`common.make_bench_file`).
 
 The app is the one ``ibdtool tui FILE`` runs (same factory), headless at 120×40:
 
@@ -28,7 +28,7 @@ import sys
 import time
 from pathlib import Path
 
-from common import WORK, append_results, warm
+from common import append_results, make_bench_file, warm
 from sidebyside import Contender, Goal, Row
 from textual import events
 
@@ -92,7 +92,7 @@ def _scan_once(path: Path) -> tuple[float, float]:
     """(app start → scan done s, the app's CPU s) of a fresh interpreter, no key pressed."""
     out = subprocess.run(
         [sys.executable, __file__, "--scan-only", str(path)],
-        capture_output=True,
+        stdout=subprocess.PIPE,
         text=True,
         check=True,
     ).stdout
@@ -112,9 +112,9 @@ def tui_row(path: Path) -> Row:
 
 def main() -> None:
     args = [a for a in sys.argv[1:] if a != "--scan-only"]
-    path = Path(args[0]) if args else WORK / "big-p16k-pc_zlib.ibd"
+    path = Path(args[0]) if args else make_bench_file("big-fcrc32-zlib.ibd")
     if not path.is_file():
-        raise SystemExit(f"{path}: missing; make it with samples/make_samples.py --big {WORK}")
+        raise SystemExit(f"{path}: missing")
     if "--scan-only" in sys.argv:  # one run for tui_row: its figures as JSON, no RESULTS.md
         r = asyncio.run(measure(path, keys=0))
         print(json.dumps({"total_s": r["total_s"], "cpu_s": r["cpu_s"]}))
