@@ -43,7 +43,8 @@ The rows come from the other benches' importable row functions (``bench_copy.cop
 ``bench_repunch.repunch_rows``, ``bench_simulate.simulate_row``, ``bench_tui.tui_row``,
 ``bench_startup.startup_row``); the reader rows (checksum, inspect, pages, report) live here.
 Before each row the script waits up to ``--settle`` seconds (default 30) for the load average —
-mostly the previous row's — to fall under 1.5, as long as it keeps falling.
+mostly the previous row's — to fall under 1.5, as long as it keeps falling, and not at all
+when the rest of the machine kept half a core busy during the previous row.
 """
 
 from __future__ import annotations
@@ -211,7 +212,9 @@ def main() -> None:
             for row in make():
                 print(f"{row.name} …", file=sys.stderr, flush=True)
                 started = time.monotonic()
-                done.append(run_row(row, args.repeat, args.settle))
+                # others kept half a core busy during the last row: waiting will not make it idle
+                busy = bool(done) and done[-1].others >= 0.5
+                done.append(run_row(row, args.repeat, 0 if busy else args.settle))
                 took = time.monotonic() - started
                 print(*row.verdicts, f"  ({took:.0f} s)", sep="\n", file=sys.stderr, flush=True)
     finally:
