@@ -27,10 +27,10 @@ inspect-plain        ``inspect --json``                              dd, ≤ 1.5
 inspect-fcrc32       ``inspect --json``, ``pages --json``            dd, ≤ 3×
 inspect-classic      ``inspect --json``, ``pages --json``            dd, ≤ 3×
 tui                  ``tui`` on the full_crc32 file: scan done       < 3 s for 1 GB (scaled)
-simulate-zlib/lz4/   ``simulate --full -a mariadb:zlib`` …           the bare codec compressing
-zstd                                                                 every page × cores, ≥ 85%
-copy                 ``copy`` (default; ``--verify none``)           ``cp --sparse=always &&
-                                                                     sync``, ≤ 1.3× / ≤ 1.0×
+simulate-zlib/lz4/   ``simulate --full -a mariadb:zlib`` (…          the bare codec compressing
+zstd                 ``mariadb:lz4``, ``zstd:3``) on the plain file  every page × cores, ≥ 85%
+copy                 ``copy`` (default; ``--verify none``) of the    ``cp --sparse=always &&
+                     full_crc32 compressed file                      sync``, ≤ 1.3× / ≤ 1.0×
 repunch              ``copy`` of the densified full_crc32 file;      the same cp, ≤ 1.3×;
                      ``copy --in-place --repunch`` of it             ``fallocate -d && sync``,
                                                                      ≤ 1.0×
@@ -42,9 +42,12 @@ startup              ``inspect tiny.ibd --json``                     ≤ 60 ms (
 The rows come from the other benches' importable row functions (``bench_copy.copy_row``,
 ``bench_repunch.repunch_rows``, ``bench_simulate.simulate_row``, ``bench_tui.tui_row``,
 ``bench_startup.startup_row``); the reader rows (checksum, inspect, pages, report) live here.
-Before each row the script waits up to ``--settle`` seconds (default 30) for the load average —
-mostly the previous row's — to fall under 1.5, as long as it keeps falling, and not at all
-when the rest of the machine kept half a core busy during the previous row.
+A row's progress and verdicts go to stderr as it runs; ``--no-write`` leaves RESULTS.md as it
+is. Whole run at the defaults on the 2-core machine, idle: about 10–12 minutes (estimated from
+``--pages 20000 --repeat 1`` runs). Before each row the script waits up to ``--settle``
+seconds (default 30) for the load average — mostly the previous row's — to fall under 1.5, as
+long as it keeps falling, and not at all when the rest of the machine kept half a core busy
+during the previous row.
 """
 
 from __future__ import annotations
