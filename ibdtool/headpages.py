@@ -16,13 +16,13 @@ from collections.abc import Callable, Iterator
 
 from ibdtool.headtally import compressed_header
 from ibdtool.tablespace import Tablespace
+from parsers._structs_gen import FIL_HEADER_FAST
 from parsers.checksum import ChecksumAlgo
 from parsers.codecs import codec_for
 from parsers.constants import Algorithm, index_types, page_type_name
 from parsers.envelope import MARIADB_FCRC32_PAYLOAD
 from parsers.page import HEADER_PREFIX, IndexStats, PageInfo, index_fill, index_stats
 from parsers.pagecolumns import INDEX_FIELDS, columns, plain_verified, verdict_fields
-from parsers.structs import FIL_HEADER_FAST
 
 _FIELDS = ("prev", "next", "space_id")
 

@@ -23,6 +23,7 @@ from operator import and_, not_
 from typing import TYPE_CHECKING
 
 from ibdtool.tablespace import Tablespace
+from parsers._structs_gen import FIL_HEADER_FAST, INDEX_HEADER_FAST, PAGE_HEADER, IndexHeaderTuple
 from parsers.checksum import ChecksumAlgo
 from parsers.codecs import CodecError, codec_for
 from parsers.constants import (
@@ -36,7 +37,6 @@ from parsers.envelope import MARIADB_FCRC32_PAYLOAD, fcrc32_payload_end, fcrc32_
 from parsers.page import HEADER_PREFIX, index_fill, index_fills
 from parsers.pagecolumns import INDEX_FIELDS, columns, plain_verified, verdict_fields
 from parsers.sdi import SDI_INDEX_ID
-from parsers.structs import FIL_HEADER_FAST, INDEX_HEADER_FAST, PAGE_HEADER, IndexHeaderTuple
 
 if TYPE_CHECKING:
     from ibdtool.inspect import PageTally

@@ -29,6 +29,7 @@ from ibdtool.headtally import compressed_header
 from ibdtool.inspect import index_names
 from ibdtool.pagerows import page_row, parse_type_filter
 from ibdtool.tablespace import Tablespace
+from parsers._structs_gen import FIL_HEADER_FAST, INDEX_HEADER_FAST, PAGE_HEADER, IndexHeaderTuple
 from parsers.checksum import ChecksumAlgo
 from parsers.codecs import codec_for
 from parsers.constants import Algorithm, index_types, page_type_name
@@ -36,7 +37,6 @@ from parsers.envelope import MARIADB_FCRC32_PAYLOAD
 from parsers.keyring import Keyring
 from parsers.page import HEADER_PREFIX, index_fill
 from parsers.pagecolumns import INDEX_FIELDS, columns, plain_verified, verdict_fields
-from parsers.structs import FIL_HEADER_FAST, INDEX_HEADER_FAST, PAGE_HEADER, IndexHeaderTuple
 
 if TYPE_CHECKING:
     from parsers.tabledef import TableDef

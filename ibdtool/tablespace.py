@@ -24,7 +24,6 @@ from types import TracebackType
 from typing import TYPE_CHECKING, Protocol
 
 from ibdtool.allocation import Allocation, read_allocation, scan_ranges
-from ibdtool.decrypt import page_decryptor
 from ibdtool.errors import InputError
 from ibdtool.openfile import open_regular
 from parsers.checksum import ChecksumAlgo
@@ -36,6 +35,7 @@ from parsers.vendor import Vendor
 from parsers.xdes import decode_descriptor_page
 
 if TYPE_CHECKING:  # parsers.keyring loads construct and cryptography: only with --keyring
+    from ibdtool.decrypt import PageDecryptor
     from parsers.keyring import Keyring
 
 CHUNK_BYTES = 4 << 20
@@ -116,8 +116,16 @@ class Tablespace:
         self.trailing_bytes = self.size % self.physical_size
         self._descriptor_cache: dict[int, bytes] = {}
         self.sdi_warnings: list[str] = []
+        self.decryptor: PageDecryptor | None = None
         try:
-            self.decryptor = page_decryptor(self.format, keyring, self.raw_page, self.n_pages, name)
+            fmt = self.format
+            # ibdtool.decrypt (parsers.crypt, the key checks) only for a file it may decrypt:
+            # MySQL encryption info (the default master key needs no keyring), or MariaDB crypt
+            # data that says encrypted and a key file; page_decryptor returns None otherwise
+            if fmt.mysql_encryption is not None or (fmt.crypt_encrypted and keyring is not None):
+                from ibdtool.decrypt import page_decryptor
+
+                self.decryptor = page_decryptor(fmt, keyring, self.raw_page, self.n_pages, name)
         except BaseException:
             self.close()
             raise

@@ -30,31 +30,19 @@ Each ``*_plain_image`` function returns the stored image as the server would hav
 unencrypted, so the ordinary decoder then reads it (decompression, the plaintext's checksum).
 
 ``cryptography`` is imported by the functions that run AES, when the first key or page is
-decrypted: reading an unencrypted file never loads it (start-up time, issue 14).
+decrypted: reading an unencrypted file never loads it (start-up time, issue 14). Page 0's
+information is read by :mod:`parsers.cryptinfo`, so an unencrypted file
+does not load this module either.
 """
 
 from __future__ import annotations
 
 import struct
-from dataclasses import dataclass
 from enum import StrEnum
 
-from construct import Bytes, Const, ConstructError, Int8ub, Int32ub, Struct
-
 from parsers import checksum
-from parsers.constants import (
-    FIL_PAGE_COMPRESSED,
-    FIL_PAGE_COMPRESSED_AND_ENCRYPTED,
-    FIL_PAGE_DATA,
-    FIL_PAGE_ENCRYPTED,
-    FIL_PAGE_ENCRYPTED_RTREE,
-    FIL_PAGE_PAGE_COMPRESSED,
-    FIL_PAGE_RTREE,
-)
-from parsers.crc32c_fast import crc32c
-from parsers.envelope import Checksum, Envelope, Kind
-from parsers.errors import ParseError
-from parsers.structs import (
+from parsers._structs_gen import (
+    AES_BLOCK,
     FCRC32_KEY_VERSION_OFFSET,
     FIL_HEADER_FAST,
     MARIADB_CLASSIC_COMP_OFFSET,
@@ -64,48 +52,24 @@ from parsers.structs import (
     MARIADB_CRYPT_HEADER_END,
     MARIADB_CRYPT_KEY_VERSION_OFFSET,
     MYSQL_COMPRESSION_META_OFFSET,
+    MYSQL_KEY_LEN,
     MYSQL_META_FAST,
 )
+from parsers.constants import (
+    FIL_PAGE_COMPRESSED,
+    FIL_PAGE_COMPRESSED_AND_ENCRYPTED,
+    FIL_PAGE_ENCRYPTED,
+    FIL_PAGE_ENCRYPTED_RTREE,
+    FIL_PAGE_PAGE_COMPRESSED,
+    FIL_PAGE_RTREE,
+)
+from parsers.crc32c_fast import crc32c
+from parsers.cryptinfo import MysqlEncryptionInfo
+from parsers.envelope import Checksum, Envelope, Kind
+from parsers.errors import ParseError
 
-MARIADB_CRYPT_MAGIC = bytes.fromhex("730E0C524574")
-MYSQL_MAGICS = {b"lCA": 1, b"lCB": 2, b"lCC": 3}
-MYSQL_KEY_LEN = 32
-MYSQL_SERVER_UUID_LEN = 36
-MYSQL_MASTER_KEY_PREFIX = "INNODBKey"
 #: Encryption::DEFAULT_MASTER_KEY, used while no keyring master key exists (master key id 0)
 MYSQL_DEFAULT_MASTER_KEY = b"DefaultMasterKey".ljust(MYSQL_KEY_LEN, b"\0")
-AES_BLOCK = 16
-
-# --- page 0 -----------------------------------------------------------------------------------
-
-#: MariaDB crypt data (fil_space_read_crypt_data), at 38 + E on page 0.
-MARIADB_CRYPT_DATA = Struct(
-    "magic" / Const(MARIADB_CRYPT_MAGIC),
-    "scheme" / Int8ub,  # 0 CRYPT_SCHEME_UNENCRYPTED, 1 CRYPT_SCHEME_1
-    "iv_len" / Const(AES_BLOCK, Int8ub),  # CRYPT_SCHEME_1_IV_LEN; the server rejects others
-    "iv" / Bytes(AES_BLOCK),
-    "min_key_version" / Int32ub,
-    "key_id" / Int32ub,
-    "encryption" / Int8ub,  # fil_encryption_t
-)
-
-#: MySQL encryption info, version 3 (``lCC``) and 2 (``lCB``), at E on page 0.
-MYSQL_ENCRYPTION_INFO = Struct(
-    "magic" / Bytes(3),
-    "master_key_id" / Int32ub,
-    "server_uuid" / Bytes(MYSQL_SERVER_UUID_LEN),
-    "encrypted_key_iv" / Bytes(2 * MYSQL_KEY_LEN),
-    "checksum" / Int32ub,  # CRC-32C of the plaintext key and IV
-)
-#: Version 1 (``lCA``, 5.7.11) has no server UUID.
-MYSQL_ENCRYPTION_INFO_V1 = Struct(
-    "magic" / Bytes(3),
-    "master_key_id" / Int32ub,
-    "encrypted_key_iv" / Bytes(2 * MYSQL_KEY_LEN),
-    "checksum" / Int32ub,
-)
-
-MARIADB_MODES = {0: "default", 1: "on", 2: "off"}
 
 
 class CryptError(ParseError):
@@ -117,106 +81,6 @@ class Cipher_(StrEnum):
 
     CBC = "aes_cbc"
     CTR = "aes_ctr"
-
-
-@dataclass(frozen=True, slots=True)
-class MariadbCrypt:
-    """MariaDB crypt data of page 0."""
-
-    offset: int
-    scheme: int
-    iv: bytes
-    min_key_version: int
-    key_id: int
-    encryption: int
-
-    @property
-    def encrypted(self) -> bool:
-        return self.scheme == 1
-
-    def as_dict(self) -> dict[str, object]:
-        return {
-            "vendor": "mariadb",
-            "offset": self.offset,
-            "scheme": self.scheme,
-            "key_id": self.key_id,
-            "min_key_version": self.min_key_version,
-            "encryption": MARIADB_MODES.get(self.encryption, str(self.encryption)),
-            "iv": self.iv.hex(),
-        }
-
-
-@dataclass(frozen=True, slots=True)
-class MysqlEncryptionInfo:
-    """MySQL encryption info of page 0."""
-
-    offset: int
-    magic: str
-    version: int
-    master_key_id: int
-    server_uuid: str | None
-    encrypted_key_iv: bytes
-    checksum: int
-
-    @property
-    def master_key_name(self) -> str:
-        """The keyring key that wraps the tablespace key."""
-        uuid = self.server_uuid if self.server_uuid is not None else "<server_id>"
-        return f"{MYSQL_MASTER_KEY_PREFIX}-{uuid}-{self.master_key_id}"
-
-    def as_dict(self) -> dict[str, object]:
-        return {
-            "vendor": "mysql",
-            "offset": self.offset,
-            "magic": self.magic,
-            "version": self.version,
-            "master_key_id": self.master_key_id,
-            "server_uuid": self.server_uuid,
-            "master_key": self.master_key_name,
-            "encrypted_key": self.encrypted_key_iv[:MYSQL_KEY_LEN].hex(),
-            "encrypted_iv": self.encrypted_key_iv[MYSQL_KEY_LEN:].hex(),
-            "checksum": f"{self.checksum:08x}",
-        }
-
-
-def read_mariadb_crypt(page0: bytes, info_offset: int) -> MariadbCrypt | None:
-    """The crypt data at ``38 + info_offset`` (E of §4.1), or None if there is none."""
-    at = FIL_PAGE_DATA + info_offset
-    raw = page0[at : at + MARIADB_CRYPT_DATA.sizeof()]
-    if not raw.startswith(MARIADB_CRYPT_MAGIC) or len(raw) < MARIADB_CRYPT_DATA.sizeof():
-        return None
-    try:
-        c = MARIADB_CRYPT_DATA.parse(raw)
-    except ConstructError:
-        return None
-    if c.scheme not in (0, 1):
-        return None
-    return MariadbCrypt(at, c.scheme, c.iv, c.min_key_version, c.key_id, c.encryption)
-
-
-def read_mysql_info(page0: bytes, info_offset: int) -> MysqlEncryptionInfo | None:
-    """The encryption info at ``info_offset`` (E of §4.1), or None if there is none."""
-    magic = bytes(page0[info_offset : info_offset + 3])
-    version = MYSQL_MAGICS.get(magic)
-    if version is None:
-        return None
-    raw = bytes(page0[info_offset : info_offset + MYSQL_ENCRYPTION_INFO.sizeof() + 4])
-    if version < 3 and raw[7:11] == b"\0\0\0\0":
-        # lCA/lCB: the master key id may have been written in 8 bytes (os0enc.cc)
-        raw = raw[:7] + raw[11:]
-    need = (MYSQL_ENCRYPTION_INFO_V1 if version == 1 else MYSQL_ENCRYPTION_INFO).sizeof()
-    if len(raw) < need:
-        return None  # a page 0 cut short
-    if version == 1:
-        v1 = MYSQL_ENCRYPTION_INFO_V1.parse(raw)
-        return MysqlEncryptionInfo(
-            info_offset, magic.decode(), 1, v1.master_key_id, None, v1.encrypted_key_iv, v1.checksum
-        )
-    c = MYSQL_ENCRYPTION_INFO.parse(raw)
-    uuid = c.server_uuid.decode("ascii", errors="replace")
-    return MysqlEncryptionInfo(
-        info_offset, magic.decode(), version, c.master_key_id, uuid, c.encrypted_key_iv, c.checksum
-    )
 
 
 def unwrap_mysql_key(info: MysqlEncryptionInfo, master_key: bytes) -> tuple[bytes, bytes]:

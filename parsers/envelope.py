@@ -28,21 +28,7 @@ from enum import StrEnum
 from functools import cache
 from typing import Protocol
 
-from parsers.codecs import FCRC32_LENGTH_BYTE, MARIADB_ALGORITHMS, MYSQL_ALGORITHMS
-from parsers.constants import (
-    FIL_PAGE_COMPRESS_FCRC32_MARKER,
-    FIL_PAGE_COMPRESSED,
-    FIL_PAGE_COMPRESSED_AND_ENCRYPTED,
-    FIL_PAGE_DATA,
-    FIL_PAGE_DATA_END,
-    FIL_PAGE_PAGE_COMPRESSED,
-    FIL_PAGE_PAGE_COMPRESSED_ENCRYPTED,
-    FIL_PAGE_TYPE_FSP_HDR,
-    FIL_PAGE_TYPE_XDES,
-    MYSQL_ENCRYPTED_TYPES,
-    Algorithm,
-)
-from parsers.structs import (
+from parsers._structs_gen import (
     FCRC32_CHECKSUM_SIZE,
     FCRC32_KEY_VERSION_OFFSET,
     FCRC32_SIZE_BITS,
@@ -58,6 +44,20 @@ from parsers.structs import (
     MYSQL_COMPRESSION_META_OFFSET,
     MYSQL_META_FAST,
     PAGE_DATA,
+)
+from parsers.codecs import FCRC32_LENGTH_BYTE, MARIADB_ALGORITHMS, MYSQL_ALGORITHMS
+from parsers.constants import (
+    FIL_PAGE_COMPRESS_FCRC32_MARKER,
+    FIL_PAGE_COMPRESSED,
+    FIL_PAGE_COMPRESSED_AND_ENCRYPTED,
+    FIL_PAGE_DATA,
+    FIL_PAGE_DATA_END,
+    FIL_PAGE_PAGE_COMPRESSED,
+    FIL_PAGE_PAGE_COMPRESSED_ENCRYPTED,
+    FIL_PAGE_TYPE_FSP_HDR,
+    FIL_PAGE_TYPE_XDES,
+    MYSQL_ENCRYPTED_TYPES,
+    Algorithm,
 )
 from parsers.vendor import Vendor
 

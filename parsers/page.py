@@ -25,6 +25,13 @@ from operator import sub, truediv
 from typing import Any
 
 from parsers import checksum
+from parsers._structs_gen import (
+    FIL_HEADER_FAST,
+    INDEX_HEADER_FAST,
+    PAGE_DATA,
+    PAGE_HEADER,
+    IndexHeaderTuple,
+)
 from parsers.checksum import ChecksumAlgo
 from parsers.codecs import CodecError, partial_decompress, zlib_stream
 from parsers.constants import (
@@ -41,13 +48,6 @@ from parsers.envelope import Checksum, Envelope, Kind, read_envelope, read_key_v
 from parsers.errors import ParseError
 from parsers.inflate import inflate
 from parsers.space import SpaceFormat
-from parsers.structs import (
-    FIL_HEADER_FAST,
-    INDEX_HEADER_FAST,
-    PAGE_DATA,
-    PAGE_HEADER,
-    IndexHeaderTuple,
-)
 
 #: Bytes of a logical page that the header fields of a scan need: FIL header, index header.
 HEADER_PREFIX = PAGE_DATA

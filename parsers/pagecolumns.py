@@ -7,8 +7,9 @@ the fields of every page (as columns, one tuple per field), and one CRC-32C call
 a memoryview of the chunk (``map`` over precomputed slices, with no Python frame per page)
 gives each verdict, so the per-page work runs in C. The formats are derived from the construct
 declarations of :mod:`parsers.structs` (``FilHeader`` at 0, ``IndexHeader`` at 38,
-``FilTrailer`` in the last 8 bytes): they stay the one source of truth, and the tests compare
-these columns with the construct parse on every page of the samples and the corpus.
+``FilTrailer`` in the last 8 bytes, through their fields in :mod:`parsers._structs_gen`): they
+stay the one source of truth, and the tests compare these columns with the construct parse on
+every page of the samples and the corpus.
 
 :func:`plain_verified` says, per page, whether it is exactly what :func:`parsers.page.
 decode_page` would call a valid unencrypted, uncompressed page with this page number and no
@@ -24,6 +25,13 @@ from functools import cache
 from itertools import compress, repeat
 from operator import and_, eq, is_not, not_, xor
 
+from parsers._structs_gen import (
+    FIL_HEADER_FIELDS,
+    FIL_TRAILER_FIELDS,
+    FULL_CRC32_TRAILER_FIELDS,
+    INDEX_HEADER_FIELDS,
+    PAGE_HEADER,
+)
 from parsers.constants import (
     FIL_PAGE_COMPRESS_FCRC32_MARKER,
     FIL_PAGE_COMPRESSED,
@@ -34,14 +42,6 @@ from parsers.constants import (
 )
 from parsers.crc32c_fast import crc32c
 from parsers.envelope import fcrc32_stored_size
-from parsers.structs import (
-    PAGE_HEADER,
-    FilHeader,
-    FilTrailer,
-    FullCrc32Trailer,
-    IndexHeader,
-    flat_fields,
-)
 
 #: page types whose envelope is not the plain page in a crc32 (not full_crc32) tablespace
 SPECIAL_TYPES = frozenset(
@@ -79,16 +79,17 @@ def page_struct(
     """A ``psize``-byte ``struct.Struct`` unpacking ``fields`` of one page and skipping the
     rest: FIL header names, index page header names, and the trailer's with a ``trailer_``
     prefix; the names come back in the order the tuples hold them."""
-    trailer = FullCrc32Trailer if full_crc32 else FilTrailer
+    trailer = FULL_CRC32_TRAILER_FIELDS if full_crc32 else FIL_TRAILER_FIELDS
+    trailer_size = struct.calcsize(">" + "".join(code for _, code in trailer))
     parts: list[tuple[int, str, str]] = []
-    for base, con, prefix in (
-        (0, FilHeader, ""),
-        (PAGE_HEADER, IndexHeader, ""),
-        (psize - trailer.sizeof(), trailer, "trailer_"),
+    for base, flat, prefix in (
+        (0, FIL_HEADER_FIELDS, ""),
+        (PAGE_HEADER, INDEX_HEADER_FIELDS, ""),
+        (psize - trailer_size, trailer, "trailer_"),
     ):
         at = base
-        for name, code in flat_fields(con, prefix):
-            parts.append((at, name, code))
+        for name, code in flat:
+            parts.append((at, prefix + name, code))
             at += struct.calcsize(">" + code)
     unknown = set(fields) - {name for _, name, _ in parts}
     if unknown:

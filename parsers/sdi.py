@@ -20,12 +20,21 @@ import json
 from collections import deque
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
+from struct import Struct
 from typing import Any
 
+from parsers._structs_gen import (
+    BLOB_REF_FAST,
+    LOB_HEADER_FAST,
+    SDI_RECORD_DATA,
+    SDI_RECORD_FAST,
+    BlobRefTuple,
+    LobHeaderTuple,
+    SdiRecordTuple,
+)
 from parsers.codecs import CodecError, zlib_inflate, zlib_stream
 from parsers.constants import FIL_NULL, FIL_PAGE_SDI, FIL_PAGE_SDI_BLOB, UNIV_ZIP_SIZE_MAX
 from parsers.errors import ParseError
-from parsers.structs import SDI_RECORD_DATA, BlobRef, LobHeader, SdiRecord
 
 PAGE_NEW_INFIMUM = 99
 REC_INFO_DELETED = 0x20
@@ -150,9 +159,21 @@ def _walk_leaf_records(
         page = get_page(page_no)
 
 
+def _unpack(packer: Struct, buf: bytes, at: int, what: str) -> tuple[Any, ...]:
+    """``packer``'s fields at ``at``; :class:`SdiError` when ``buf`` ends before them."""
+    if at < 0 or at + packer.size > len(buf):
+        raise SdiError(f"{what} cut short at byte {at}")
+    return packer.unpack_from(buf, at)
+
+
+def _sdi_record(page: bytes, origin: int) -> SdiRecordTuple:
+    """The SDI record header at ``origin`` (§8.3)."""
+    return SdiRecordTuple._make(_unpack(SDI_RECORD_FAST, page, origin, "SDI record"))
+
+
 def _record_data(get_page: Callable[[int], bytes], page: bytes, origin: int) -> bytes:
     """The compressed JSON of one record, from the page or its SDI_BLOB chain (§8.3)."""
-    hdr = SdiRecord.parse(page[origin : origin + SDI_RECORD_DATA])
+    hdr = _sdi_record(page, origin)
     b = page[origin - 6]
     if b & 0x80:
         local_len = ((b & 0x3F) << 8) | page[origin - 7]
@@ -162,11 +183,11 @@ def _record_data(get_page: Callable[[int], bytes], page: bytes, origin: int) -> 
     start = origin + SDI_RECORD_DATA
     if not external:
         return page[start : start + local_len]
-    prefix_len = local_len - BlobRef.sizeof()
+    prefix_len = local_len - BLOB_REF_FAST.size
     if prefix_len < 0 or start + local_len > len(page):
         raise SdiError(f"SDI record {hdr.sdi_id} has a broken external reference")
     data = bytearray(page[start : start + prefix_len])
-    ref = BlobRef.parse(page[start + prefix_len : start + local_len])
+    ref = BlobRefTuple._make(BLOB_REF_FAST.unpack(page[start + prefix_len : start + local_len]))
     remaining = min(ref.length & 0xFFFFFFFF, hdr.compressed_len - len(data))
     blob_page = ref.page_no
     chain: set[int] = set()
@@ -179,7 +200,7 @@ def _record_data(get_page: Callable[[int], bytes], page: bytes, origin: int) -> 
         bp = get_page(blob_page)
         if _be(bp, 24, 2) != FIL_PAGE_SDI_BLOB:
             raise SdiError(f"page {blob_page} in an SDI BLOB chain is not SDI_BLOB")
-        lob = LobHeader.parse(bp[38:46])
+        lob = LobHeaderTuple._make(_unpack(LOB_HEADER_FAST, bp, 38, "SDI BLOB page"))
         part = bp[46 : 46 + min(lob.part_len, remaining)]
         data += part
         remaining -= len(part)
@@ -197,7 +218,7 @@ def read_sdi(get_page: Callable[[int], bytes], root: int, warn: Warn = _ignore) 
     out: list[SdiEntry] = []
     budget = Budget()
     for page, origin in _walk_leaf_records(get_page, root, warn):
-        hdr = SdiRecord.parse(page[origin : origin + SDI_RECORD_DATA])
+        hdr = _sdi_record(page, origin)
         budget.allow_inflate(hdr.uncompressed_len, f"SDI record {hdr.sdi_id}")
         data = _record_data(get_page, page, origin)
         out.append(_entry(hdr.sdi_type, hdr.sdi_id, data, hdr.uncompressed_len, budget))

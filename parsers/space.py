@@ -11,9 +11,10 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 
 from parsers import checksum
+from parsers._structs_gen import FSP_HEADER_FAST, FSP_HEADER_OFFSET, FspHeaderTuple
 from parsers.codecs import CodecError
 from parsers.constants import FIL_PAGE_COMPRESSED, Algorithm
-from parsers.crypt import MariadbCrypt, MysqlEncryptionInfo, read_mariadb_crypt, read_mysql_info
+from parsers.cryptinfo import MariadbCrypt, MysqlEncryptionInfo, read_mariadb_crypt, read_mysql_info
 from parsers.envelope import Checksum, Geometry, Kind, read_envelope
 from parsers.errors import ParseError
 from parsers.flags import (
@@ -29,7 +30,6 @@ from parsers.flags import (
     vendor_from_flags,
 )
 from parsers.inflate import inflate
-from parsers.structs import FSP_HEADER_OFFSET, FspHeader
 from parsers.vendor import Vendor
 
 MYSQL_ENCRYPTION_INFO_MAX_SIZE = 115
@@ -202,7 +202,7 @@ def detect_format(read: Callable[[int, int], bytes], file_size: int) -> SpaceFor
     Raises ParseError with a one-line reason when neither the flags nor the vote give an answer.
     """
     head = read(0, 65536 if file_size >= 65536 else file_size)
-    if len(head) < FSP_HEADER_OFFSET + FspHeader.sizeof():
+    if len(head) < FSP_HEADER_OFFSET + FSP_HEADER_FAST.size:
         raise ParseError(f"file too small for an InnoDB page 0 ({file_size} bytes)")
     raw_flags = _be32(head, FSP_SPACE_FLAGS_OFFSET)
     flags = decode_flags(raw_flags)
@@ -240,7 +240,7 @@ def detect_format(read: Callable[[int, int], bytes], file_size: int) -> SpaceFor
             warnings.append("page 0 checksum does not verify; its flags agree with the vote")
     if file_size < physical:
         raise ParseError(f"file is {file_size} bytes, smaller than one {physical}-byte page")
-    hdr = FspHeader.parse(head[FSP_HEADER_OFFSET : FSP_HEADER_OFFSET + FspHeader.sizeof()])
+    hdr = FspHeaderTuple._make(FSP_HEADER_FAST.unpack_from(head, FSP_HEADER_OFFSET))
     trusted = flags.valid and detected_by == "flags"
     vendor = vendor_from_flags(flags, head) if trusted else Vendor.UNKNOWN
     if fcrc32:

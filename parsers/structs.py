@@ -4,6 +4,13 @@ Each declaration cites its section of FORMATS.md. Hot loops use the ``struct.Str
 that :func:`fast` derives from the same declaration (construct's own parser costs ~25 µs for a
 38-byte header); tests compare the two on every page of the corpus. Field names follow the
 server sources (lower-cased, without the ``FIL_PAGE_`` / ``FSP_`` / ``PAGE_`` prefixes).
+
+The read path does not import this module (construct costs ~10 ms of start-up, issue 14): it
+imports :mod:`parsers._structs_gen`, which :func:`generated_module` writes from the
+declarations of :data:`GENERATED` and every constant here (``scripts/gen_structs.py``; never
+edited by hand; tests/test_structs.py checks that regenerating it gives the committed file and
+that it decodes like construct). Construct loads only where a declaration itself is used (the
+page view, ``.cfg`` and keyring readers, the generator and the tests).
 """
 
 from __future__ import annotations
@@ -17,6 +24,7 @@ from construct import (
     BitsInteger,
     BitStruct,
     Bytes,
+    Const,
     Construct,
     Flag,
     Int8ub,
@@ -187,6 +195,39 @@ LobHeader = Struct("part_len" / Int32ub, "next_page_no" / Int32ub)  # at FIL_PAG
 # --- §4.1 MySQL 8 SDI header on page 0, at S (after the encryption info) -----------------------
 SdiHeader = Struct("version" / Int32ub, "root_page" / Int32ub)  # SDI_VERSION = 1
 
+# --- §3.2 / §4.1 encryption information on page 0, at 38 + E (MariaDB) or E (MySQL) ----------
+MARIADB_CRYPT_MAGIC = bytes.fromhex("730E0C524574")
+AES_BLOCK = 16
+MYSQL_KEY_LEN = 32
+MYSQL_SERVER_UUID_LEN = 36
+
+#: MariaDB crypt data (fil_space_read_crypt_data), at 38 + E on page 0.
+MARIADB_CRYPT_DATA = Struct(
+    "magic" / Const(MARIADB_CRYPT_MAGIC),
+    "scheme" / Int8ub,  # 0 CRYPT_SCHEME_UNENCRYPTED, 1 CRYPT_SCHEME_1
+    "iv_len" / Const(AES_BLOCK, Int8ub),  # CRYPT_SCHEME_1_IV_LEN; the server rejects others
+    "iv" / Bytes(AES_BLOCK),
+    "min_key_version" / Int32ub,
+    "key_id" / Int32ub,
+    "encryption" / Int8ub,  # fil_encryption_t
+)
+
+#: MySQL encryption info, version 3 (``lCC``) and 2 (``lCB``), at E on page 0.
+MYSQL_ENCRYPTION_INFO = Struct(
+    "magic" / Bytes(3),
+    "master_key_id" / Int32ub,
+    "server_uuid" / Bytes(MYSQL_SERVER_UUID_LEN),
+    "encrypted_key_iv" / Bytes(2 * MYSQL_KEY_LEN),
+    "checksum" / Int32ub,  # CRC-32C of the plaintext key and IV
+)
+#: Version 1 (``lCA``, 5.7.11) has no server UUID.
+MYSQL_ENCRYPTION_INFO_V1 = Struct(
+    "magic" / Bytes(3),
+    "master_key_id" / Int32ub,
+    "encrypted_key_iv" / Bytes(2 * MYSQL_KEY_LEN),
+    "checksum" / Int32ub,
+)
+
 # --- Fast path derived from the declarations -------------------------------------------------
 
 _FORMAT_CODES: dict[int, str] = {1: "B", 2: "H", 4: "I", 8: "Q"}
@@ -197,6 +238,8 @@ def flat_fields(con: Construct, prefix: str = "") -> list[tuple[str, str]]:
     out: list[tuple[str, str]] = []
     for sub in con.subcons:
         inner = sub.subcon if hasattr(sub, "subcon") else sub
+        if isinstance(inner, Const):
+            inner = inner.subcon
         name = prefix + sub.name
         if isinstance(inner, Struct):
             out.extend(flat_fields(inner, name + "_"))
@@ -231,8 +274,81 @@ def fast_parser(con: Construct, typename: str) -> Callable[[Any, int], Any]:
     return parse
 
 
-FIL_HEADER_FAST, FilHeaderTuple = fast(FilHeader, "FilHeaderTuple")
-INDEX_HEADER_FAST, IndexHeaderTuple = fast(IndexHeader, "IndexHeaderTuple")
-MYSQL_META_FAST, MySQLCompressionMetaTuple = fast(MySQLCompressionMeta, "MySQLCompressionMeta")
-MARIADB_CLASSIC_FAST, _ = fast(MariaDBClassicCompHeader, "MariaDBClassicCompHeader")
-MARIADB_CLASSIC_ENC_FAST, _ = fast(MariaDBClassicEncCompHeader, "MariaDBClassicEncCompHeader")
+
+
+def const_fields(con: Construct) -> dict[str, Any]:
+    """The value each ``Const`` field of a (flat) construct Struct must have."""
+    return {
+        sub.name: sub.subcon.value
+        for sub in con.subcons
+        if hasattr(sub, "subcon") and isinstance(sub.subcon, Const)
+    }
+
+
+# --- The generated module: what the read path uses without construct -------------------------
+
+#: (name prefix, NamedTuple type, declaration) of each fixed-size Struct written to
+#: parsers/_structs_gen.py as ``PREFIX_FIELDS`` (name, struct code), ``PREFIX_FAST`` (the
+#: ``struct.Struct``), the NamedTuple type and, when it has Const fields, ``PREFIX_CONST``
+GENERATED: tuple[tuple[str, str, Construct], ...] = (
+    ("FIL_HEADER", "FilHeaderTuple", FilHeader),
+    ("FIL_TRAILER", "FilTrailerTuple", FilTrailer),
+    ("FULL_CRC32_TRAILER", "FullCrc32TrailerTuple", FullCrc32Trailer),
+    ("FSP_HEADER", "FspHeaderTuple", FspHeader),
+    ("INDEX_HEADER", "IndexHeaderTuple", IndexHeader),
+    ("MYSQL_META", "MySQLCompressionMetaTuple", MySQLCompressionMeta),
+    ("MARIADB_CLASSIC", "MariaDBClassicCompTuple", MariaDBClassicCompHeader),
+    ("MARIADB_CLASSIC_ENC", "MariaDBClassicEncCompTuple", MariaDBClassicEncCompHeader),
+    ("SDI_RECORD", "SdiRecordTuple", SdiRecord),
+    ("BLOB_REF", "BlobRefTuple", BlobRef),
+    ("LOB_HEADER", "LobHeaderTuple", LobHeader),
+    ("MARIADB_CRYPT_DATA", "MariadbCryptDataTuple", MARIADB_CRYPT_DATA),
+    ("MYSQL_ENCRYPTION_INFO", "MysqlEncryptionInfoTuple", MYSQL_ENCRYPTION_INFO),
+    ("MYSQL_ENCRYPTION_INFO_V1", "MysqlEncryptionInfoV1Tuple", MYSQL_ENCRYPTION_INFO_V1),
+    # §9.2 for the extent sizes of the five logical page sizes (4K: 256 … 16K-64K: 64)
+    *((f"XDES_ENTRY_{n}", f"XdesEntry{n}Tuple", xdes_entry(n)) for n in (64, 128, 256)),
+)
+
+
+def _literal(value: object) -> str:
+    """``value`` as the formatter would write it (bytes as hex: no quoting questions)."""
+    if isinstance(value, bytes):
+        return f'bytes.fromhex("{value.hex().upper()}")'
+    return repr(value)
+
+
+def generated_module() -> str:
+    """The text of parsers/_structs_gen.py (see the module doc): regenerate it with
+    ``python scripts/gen_structs.py`` after changing a declaration or a constant here."""
+    out = [
+        '"""Generated by scripts/gen_structs.py from parsers/structs.py: DO NOT EDIT.',
+        "",
+        "The struct formats, NamedTuple types and constants of the declarations the read path",
+        "needs, so that it does not import construct (see parsers/structs.py).",
+        '"""',
+        "",
+        "from __future__ import annotations",
+        "",
+        "import struct",
+        "from typing import NamedTuple",
+        "",
+    ]
+    for name, value in globals().items():
+        if name.isupper() and isinstance(value, int | bytes) and not isinstance(value, bool):
+            out.append(f"{name} = {_literal(value)}")
+    for prefix, typename, con in GENERATED:
+        fields = flat_fields(con)
+        packer, _ = fast(con, typename)
+        out += ["", "", f"{prefix}_FIELDS = ("]
+        out += [f'    ("{field}", "{code}"),' for field, code in fields]
+        out += [")", f'{prefix}_FAST = struct.Struct("{packer.format}")']
+        consts = const_fields(con)
+        if consts:
+            out.append(f"{prefix}_CONST = {{")
+            out += [f'    "{field}": {_literal(value)},' for field, value in consts.items()]
+            out.append("}")
+        out += ["", "", f"class {typename}(NamedTuple):"]
+        out += [
+            f"    {field}: {'bytes' if code.endswith('s') else 'int'}" for field, code in fields
+        ]
+    return "\n".join(out) + "\n"

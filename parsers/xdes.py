@@ -7,13 +7,22 @@ FREE bit. Pure decoding: the caller reads the descriptor pages.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass
 from functools import cache
+from struct import Struct
 from typing import Any
 
+from parsers._structs_gen import (
+    XDES_ARR_OFFSET,
+    XDES_ENTRY_64_FAST,
+    XDES_ENTRY_128_FAST,
+    XDES_ENTRY_256_FAST,
+    XdesEntry64Tuple,
+    XdesEntry128Tuple,
+    XdesEntry256Tuple,
+)
 from parsers.space import SpaceFormat, extent_pages, xdes_size
-from parsers.structs import XDES_ARR_OFFSET, fast_parser, xdes_entry
 
 XDES_NOT_INITED = 0
 XDES_FREE = 1
@@ -50,9 +59,27 @@ def descriptor_pages(fmt: SpaceFormat, n_pages: int) -> range:
     return range(0, n_pages, fmt.physical_size)
 
 
+#: the generated XDES entry of each extent size the five logical page sizes have (§9.1)
+_ENTRIES: dict[int, tuple[Struct, Callable[[Iterable[Any]], Any]]] = {
+    64: (XDES_ENTRY_64_FAST, XdesEntry64Tuple._make),
+    128: (XDES_ENTRY_128_FAST, XdesEntry128Tuple._make),
+    256: (XDES_ENTRY_256_FAST, XdesEntry256Tuple._make),
+}
+
+
 @cache
 def _entry_parser(ext: int) -> Callable[[Any, int], Any]:
-    return fast_parser(xdes_entry(ext), "XdesEntry")
+    if ext not in _ENTRIES:  # no page size gives another; the declaration itself would
+        from parsers.structs import fast_parser, xdes_entry
+
+        return fast_parser(xdes_entry(ext), "XdesEntry")
+    packer, make = _ENTRIES[ext]
+    unpack_from = packer.unpack_from
+
+    def parse(buf: Any, offset: int = 0) -> Any:
+        return make(unpack_from(buf, offset))
+
+    return parse
 
 
 def decode_descriptor_page(

@@ -40,6 +40,7 @@ import zlib
 from dataclasses import dataclass
 from typing import Any
 
+from parsers._structs_gen import INDEX_HEADER_FAST, PAGE_DATA, PAGE_HEADER, IndexHeaderTuple
 from parsers.compact_rec import (
     BTR_EXTERN_FIELD_REF_SIZE,
     DATA_TRX_ROLL_LEN,
@@ -62,7 +63,6 @@ from parsers.compact_rec import (
 )
 from parsers.constants import FIL_NULL, FIL_PAGE_INDEX, FIL_PAGE_RTREE, FIL_PAGE_SDI
 from parsers.errors import ParseError
-from parsers.structs import INDEX_HEADER_FAST, PAGE_DATA, PAGE_HEADER, IndexHeaderTuple
 
 # §5.2 / §7.1 constants (page0types.h, page0zip.h)
 PAGE_NEW_SUPREMUM_END = 120

@@ -155,7 +155,8 @@ def test_a_keyring_without_the_master_key_names_it(tmp_path: Path) -> None:
 def test_a_cfp_transfer_key_opens_the_table_without_a_keyring(tmp_path: Path) -> None:
     """A .cfp as FLUSH TABLES … FOR EXPORT writes it: the tablespace key and IV under a
     random transfer key (made here from the key page 0 wraps)."""
-    from parsers.crypt import read_mysql_info, unwrap_mysql_key
+    from parsers.crypt import unwrap_mysql_key
+    from parsers.cryptinfo import read_mysql_info
     from parsers.space import encryption_info_offset
 
     path = corpus_file(ENCRYPTED[1])

@@ -36,13 +36,12 @@ from parsers.envelope import (
 from parsers.flags import PAGE_SIZES
 from parsers.inflate import inflate
 from parsers.layout import mariadb_fcrc32_stored_size, mysql_write_size
+from parsers._structs_gen import MARIADB_CLASSIC_FAST, MYSQL_META_FAST
 from parsers.structs import (
     FCRC32_SIZE_UNIT,
-    MARIADB_CLASSIC_FAST,
     MARIADB_CRYPT_CHECKSUM_OFFSET,
     MARIADB_CRYPT_KEY_VERSION_OFFSET,
     MYSQL_COMPRESSION_META_OFFSET,
-    MYSQL_META_FAST,
     Fcrc32CompressedType,
     MariaDBClassicCompHeader,
     MariaDBClassicCryptHeader,
