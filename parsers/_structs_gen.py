@@ -4,10 +4,9 @@ The struct formats, NamedTuple types and constants of the declarations the read 
 needs, so that it does not import construct (see parsers/structs.py).
 """
 
-from __future__ import annotations
-
 import struct
-from typing import NamedTuple
+from collections import namedtuple
+from typing import TYPE_CHECKING, NamedTuple
 
 FSP_HEADER_OFFSET = 38
 XDES_ARR_OFFSET = 150
@@ -47,15 +46,24 @@ FIL_HEADER_FIELDS = (
 FIL_HEADER_FAST = struct.Struct(">IIIIQHQI")
 
 
-class FilHeaderTuple(NamedTuple):
-    checksum: int
-    page_no: int
-    prev: int
-    next: int
-    lsn: int
-    page_type: int
-    flush_lsn: int
-    space_id: int
+if TYPE_CHECKING:
+
+    class FilHeaderTuple(NamedTuple):
+        checksum: int
+        page_no: int
+        prev: int
+        next: int
+        lsn: int
+        page_type: int
+        flush_lsn: int
+        space_id: int
+
+else:
+    FilHeaderTuple = namedtuple(
+        "FilHeaderTuple",
+        [name for name, _ in FIL_HEADER_FIELDS],
+        module=__name__,
+    )
 
 
 FIL_TRAILER_FIELDS = (
@@ -65,9 +73,18 @@ FIL_TRAILER_FIELDS = (
 FIL_TRAILER_FAST = struct.Struct(">II")
 
 
-class FilTrailerTuple(NamedTuple):
-    old_checksum: int
-    lsn_low: int
+if TYPE_CHECKING:
+
+    class FilTrailerTuple(NamedTuple):
+        old_checksum: int
+        lsn_low: int
+
+else:
+    FilTrailerTuple = namedtuple(
+        "FilTrailerTuple",
+        [name for name, _ in FIL_TRAILER_FIELDS],
+        module=__name__,
+    )
 
 
 FULL_CRC32_TRAILER_FIELDS = (
@@ -77,9 +94,18 @@ FULL_CRC32_TRAILER_FIELDS = (
 FULL_CRC32_TRAILER_FAST = struct.Struct(">II")
 
 
-class FullCrc32TrailerTuple(NamedTuple):
-    lsn_low: int
-    crc32c: int
+if TYPE_CHECKING:
+
+    class FullCrc32TrailerTuple(NamedTuple):
+        lsn_low: int
+        crc32c: int
+
+else:
+    FullCrc32TrailerTuple = namedtuple(
+        "FullCrc32TrailerTuple",
+        [name for name, _ in FULL_CRC32_TRAILER_FIELDS],
+        module=__name__,
+    )
 
 
 FSP_HEADER_FIELDS = (
@@ -119,39 +145,48 @@ FSP_HEADER_FIELDS = (
 FSP_HEADER_FAST = struct.Struct(">IIIIIIIIHIHIIHIHIIHIHQIIHIHIIHIH")
 
 
-class FspHeaderTuple(NamedTuple):
-    space_id: int
-    not_used: int
-    size: int
-    free_limit: int
-    space_flags: int
-    frag_n_used: int
-    free_length: int
-    free_first_page: int
-    free_first_offset: int
-    free_last_page: int
-    free_last_offset: int
-    free_frag_length: int
-    free_frag_first_page: int
-    free_frag_first_offset: int
-    free_frag_last_page: int
-    free_frag_last_offset: int
-    full_frag_length: int
-    full_frag_first_page: int
-    full_frag_first_offset: int
-    full_frag_last_page: int
-    full_frag_last_offset: int
-    seg_id: int
-    seg_inodes_full_length: int
-    seg_inodes_full_first_page: int
-    seg_inodes_full_first_offset: int
-    seg_inodes_full_last_page: int
-    seg_inodes_full_last_offset: int
-    seg_inodes_free_length: int
-    seg_inodes_free_first_page: int
-    seg_inodes_free_first_offset: int
-    seg_inodes_free_last_page: int
-    seg_inodes_free_last_offset: int
+if TYPE_CHECKING:
+
+    class FspHeaderTuple(NamedTuple):
+        space_id: int
+        not_used: int
+        size: int
+        free_limit: int
+        space_flags: int
+        frag_n_used: int
+        free_length: int
+        free_first_page: int
+        free_first_offset: int
+        free_last_page: int
+        free_last_offset: int
+        free_frag_length: int
+        free_frag_first_page: int
+        free_frag_first_offset: int
+        free_frag_last_page: int
+        free_frag_last_offset: int
+        full_frag_length: int
+        full_frag_first_page: int
+        full_frag_first_offset: int
+        full_frag_last_page: int
+        full_frag_last_offset: int
+        seg_id: int
+        seg_inodes_full_length: int
+        seg_inodes_full_first_page: int
+        seg_inodes_full_first_offset: int
+        seg_inodes_full_last_page: int
+        seg_inodes_full_last_offset: int
+        seg_inodes_free_length: int
+        seg_inodes_free_first_page: int
+        seg_inodes_free_first_offset: int
+        seg_inodes_free_last_page: int
+        seg_inodes_free_last_offset: int
+
+else:
+    FspHeaderTuple = namedtuple(
+        "FspHeaderTuple",
+        [name for name, _ in FSP_HEADER_FIELDS],
+        module=__name__,
+    )
 
 
 INDEX_HEADER_FIELDS = (
@@ -177,25 +212,34 @@ INDEX_HEADER_FIELDS = (
 INDEX_HEADER_FAST = struct.Struct(">HHHHHHHHHQHQIIHIIH")
 
 
-class IndexHeaderTuple(NamedTuple):
-    n_dir_slots: int
-    heap_top: int
-    n_heap: int
-    free: int
-    garbage: int
-    last_insert: int
-    direction: int
-    n_direction: int
-    n_recs: int
-    max_trx_id: int
-    level: int
-    index_id: int
-    btr_seg_leaf_space: int
-    btr_seg_leaf_page_no: int
-    btr_seg_leaf_offset: int
-    btr_seg_top_space: int
-    btr_seg_top_page_no: int
-    btr_seg_top_offset: int
+if TYPE_CHECKING:
+
+    class IndexHeaderTuple(NamedTuple):
+        n_dir_slots: int
+        heap_top: int
+        n_heap: int
+        free: int
+        garbage: int
+        last_insert: int
+        direction: int
+        n_direction: int
+        n_recs: int
+        max_trx_id: int
+        level: int
+        index_id: int
+        btr_seg_leaf_space: int
+        btr_seg_leaf_page_no: int
+        btr_seg_leaf_offset: int
+        btr_seg_top_space: int
+        btr_seg_top_page_no: int
+        btr_seg_top_offset: int
+
+else:
+    IndexHeaderTuple = namedtuple(
+        "IndexHeaderTuple",
+        [name for name, _ in INDEX_HEADER_FIELDS],
+        module=__name__,
+    )
 
 
 MYSQL_META_FIELDS = (
@@ -208,12 +252,21 @@ MYSQL_META_FIELDS = (
 MYSQL_META_FAST = struct.Struct(">BBHHH")
 
 
-class MySQLCompressionMetaTuple(NamedTuple):
-    version: int
-    algorithm: int
-    original_type: int
-    original_size: int
-    compressed_size: int
+if TYPE_CHECKING:
+
+    class MySQLCompressionMetaTuple(NamedTuple):
+        version: int
+        algorithm: int
+        original_type: int
+        original_size: int
+        compressed_size: int
+
+else:
+    MySQLCompressionMetaTuple = namedtuple(
+        "MySQLCompressionMetaTuple",
+        [name for name, _ in MYSQL_META_FIELDS],
+        module=__name__,
+    )
 
 
 MARIADB_CLASSIC_FIELDS = (
@@ -224,10 +277,19 @@ MARIADB_CLASSIC_FIELDS = (
 MARIADB_CLASSIC_FAST = struct.Struct(">QIH")
 
 
-class MariaDBClassicCompTuple(NamedTuple):
-    algorithm: int
-    space_id: int
-    comp_size: int
+if TYPE_CHECKING:
+
+    class MariaDBClassicCompTuple(NamedTuple):
+        algorithm: int
+        space_id: int
+        comp_size: int
+
+else:
+    MariaDBClassicCompTuple = namedtuple(
+        "MariaDBClassicCompTuple",
+        [name for name, _ in MARIADB_CLASSIC_FIELDS],
+        module=__name__,
+    )
 
 
 MARIADB_CLASSIC_ENC_FIELDS = (
@@ -240,12 +302,21 @@ MARIADB_CLASSIC_ENC_FIELDS = (
 MARIADB_CLASSIC_ENC_FAST = struct.Struct(">IIIHH")
 
 
-class MariaDBClassicEncCompTuple(NamedTuple):
-    key_version: int
-    post_enc_checksum: int
-    space_id: int
-    comp_size: int
-    algorithm: int
+if TYPE_CHECKING:
+
+    class MariaDBClassicEncCompTuple(NamedTuple):
+        key_version: int
+        post_enc_checksum: int
+        space_id: int
+        comp_size: int
+        algorithm: int
+
+else:
+    MariaDBClassicEncCompTuple = namedtuple(
+        "MariaDBClassicEncCompTuple",
+        [name for name, _ in MARIADB_CLASSIC_ENC_FIELDS],
+        module=__name__,
+    )
 
 
 SDI_RECORD_FIELDS = (
@@ -259,13 +330,22 @@ SDI_RECORD_FIELDS = (
 SDI_RECORD_FAST = struct.Struct(">IQ6s7sII")
 
 
-class SdiRecordTuple(NamedTuple):
-    sdi_type: int
-    sdi_id: int
-    trx_id: bytes
-    roll_ptr: bytes
-    uncompressed_len: int
-    compressed_len: int
+if TYPE_CHECKING:
+
+    class SdiRecordTuple(NamedTuple):
+        sdi_type: int
+        sdi_id: int
+        trx_id: bytes
+        roll_ptr: bytes
+        uncompressed_len: int
+        compressed_len: int
+
+else:
+    SdiRecordTuple = namedtuple(
+        "SdiRecordTuple",
+        [name for name, _ in SDI_RECORD_FIELDS],
+        module=__name__,
+    )
 
 
 BLOB_REF_FIELDS = (
@@ -277,11 +357,20 @@ BLOB_REF_FIELDS = (
 BLOB_REF_FAST = struct.Struct(">IIIQ")
 
 
-class BlobRefTuple(NamedTuple):
-    space_id: int
-    page_no: int
-    offset: int
-    length: int
+if TYPE_CHECKING:
+
+    class BlobRefTuple(NamedTuple):
+        space_id: int
+        page_no: int
+        offset: int
+        length: int
+
+else:
+    BlobRefTuple = namedtuple(
+        "BlobRefTuple",
+        [name for name, _ in BLOB_REF_FIELDS],
+        module=__name__,
+    )
 
 
 LOB_HEADER_FIELDS = (
@@ -291,9 +380,18 @@ LOB_HEADER_FIELDS = (
 LOB_HEADER_FAST = struct.Struct(">II")
 
 
-class LobHeaderTuple(NamedTuple):
-    part_len: int
-    next_page_no: int
+if TYPE_CHECKING:
+
+    class LobHeaderTuple(NamedTuple):
+        part_len: int
+        next_page_no: int
+
+else:
+    LobHeaderTuple = namedtuple(
+        "LobHeaderTuple",
+        [name for name, _ in LOB_HEADER_FIELDS],
+        module=__name__,
+    )
 
 
 MARIADB_CRYPT_DATA_FIELDS = (
@@ -312,14 +410,23 @@ MARIADB_CRYPT_DATA_CONST = {
 }
 
 
-class MariadbCryptDataTuple(NamedTuple):
-    magic: bytes
-    scheme: int
-    iv_len: int
-    iv: bytes
-    min_key_version: int
-    key_id: int
-    encryption: int
+if TYPE_CHECKING:
+
+    class MariadbCryptDataTuple(NamedTuple):
+        magic: bytes
+        scheme: int
+        iv_len: int
+        iv: bytes
+        min_key_version: int
+        key_id: int
+        encryption: int
+
+else:
+    MariadbCryptDataTuple = namedtuple(
+        "MariadbCryptDataTuple",
+        [name for name, _ in MARIADB_CRYPT_DATA_FIELDS],
+        module=__name__,
+    )
 
 
 MYSQL_ENCRYPTION_INFO_FIELDS = (
@@ -332,12 +439,21 @@ MYSQL_ENCRYPTION_INFO_FIELDS = (
 MYSQL_ENCRYPTION_INFO_FAST = struct.Struct(">3sI36s64sI")
 
 
-class MysqlEncryptionInfoTuple(NamedTuple):
-    magic: bytes
-    master_key_id: int
-    server_uuid: bytes
-    encrypted_key_iv: bytes
-    checksum: int
+if TYPE_CHECKING:
+
+    class MysqlEncryptionInfoTuple(NamedTuple):
+        magic: bytes
+        master_key_id: int
+        server_uuid: bytes
+        encrypted_key_iv: bytes
+        checksum: int
+
+else:
+    MysqlEncryptionInfoTuple = namedtuple(
+        "MysqlEncryptionInfoTuple",
+        [name for name, _ in MYSQL_ENCRYPTION_INFO_FIELDS],
+        module=__name__,
+    )
 
 
 MYSQL_ENCRYPTION_INFO_V1_FIELDS = (
@@ -349,11 +465,20 @@ MYSQL_ENCRYPTION_INFO_V1_FIELDS = (
 MYSQL_ENCRYPTION_INFO_V1_FAST = struct.Struct(">3sI64sI")
 
 
-class MysqlEncryptionInfoV1Tuple(NamedTuple):
-    magic: bytes
-    master_key_id: int
-    encrypted_key_iv: bytes
-    checksum: int
+if TYPE_CHECKING:
+
+    class MysqlEncryptionInfoV1Tuple(NamedTuple):
+        magic: bytes
+        master_key_id: int
+        encrypted_key_iv: bytes
+        checksum: int
+
+else:
+    MysqlEncryptionInfoV1Tuple = namedtuple(
+        "MysqlEncryptionInfoV1Tuple",
+        [name for name, _ in MYSQL_ENCRYPTION_INFO_V1_FIELDS],
+        module=__name__,
+    )
 
 
 XDES_ENTRY_64_FIELDS = (
@@ -368,14 +493,23 @@ XDES_ENTRY_64_FIELDS = (
 XDES_ENTRY_64_FAST = struct.Struct(">QIHIHI16s")
 
 
-class XdesEntry64Tuple(NamedTuple):
-    seg_id: int
-    flst_node_prev_page: int
-    flst_node_prev_offset: int
-    flst_node_next_page: int
-    flst_node_next_offset: int
-    state: int
-    bitmap: bytes
+if TYPE_CHECKING:
+
+    class XdesEntry64Tuple(NamedTuple):
+        seg_id: int
+        flst_node_prev_page: int
+        flst_node_prev_offset: int
+        flst_node_next_page: int
+        flst_node_next_offset: int
+        state: int
+        bitmap: bytes
+
+else:
+    XdesEntry64Tuple = namedtuple(
+        "XdesEntry64Tuple",
+        [name for name, _ in XDES_ENTRY_64_FIELDS],
+        module=__name__,
+    )
 
 
 XDES_ENTRY_128_FIELDS = (
@@ -390,14 +524,23 @@ XDES_ENTRY_128_FIELDS = (
 XDES_ENTRY_128_FAST = struct.Struct(">QIHIHI32s")
 
 
-class XdesEntry128Tuple(NamedTuple):
-    seg_id: int
-    flst_node_prev_page: int
-    flst_node_prev_offset: int
-    flst_node_next_page: int
-    flst_node_next_offset: int
-    state: int
-    bitmap: bytes
+if TYPE_CHECKING:
+
+    class XdesEntry128Tuple(NamedTuple):
+        seg_id: int
+        flst_node_prev_page: int
+        flst_node_prev_offset: int
+        flst_node_next_page: int
+        flst_node_next_offset: int
+        state: int
+        bitmap: bytes
+
+else:
+    XdesEntry128Tuple = namedtuple(
+        "XdesEntry128Tuple",
+        [name for name, _ in XDES_ENTRY_128_FIELDS],
+        module=__name__,
+    )
 
 
 XDES_ENTRY_256_FIELDS = (
@@ -412,11 +555,20 @@ XDES_ENTRY_256_FIELDS = (
 XDES_ENTRY_256_FAST = struct.Struct(">QIHIHI64s")
 
 
-class XdesEntry256Tuple(NamedTuple):
-    seg_id: int
-    flst_node_prev_page: int
-    flst_node_prev_offset: int
-    flst_node_next_page: int
-    flst_node_next_offset: int
-    state: int
-    bitmap: bytes
+if TYPE_CHECKING:
+
+    class XdesEntry256Tuple(NamedTuple):
+        seg_id: int
+        flst_node_prev_page: int
+        flst_node_prev_offset: int
+        flst_node_next_page: int
+        flst_node_next_offset: int
+        state: int
+        bitmap: bytes
+
+else:
+    XdesEntry256Tuple = namedtuple(
+        "XdesEntry256Tuple",
+        [name for name, _ in XDES_ENTRY_256_FIELDS],
+        module=__name__,
+    )

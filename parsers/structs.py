@@ -274,8 +274,6 @@ def fast_parser(con: Construct, typename: str) -> Callable[[Any, int], Any]:
     return parse
 
 
-
-
 def const_fields(con: Construct) -> dict[str, Any]:
     """The value each ``Const`` field of a (flat) construct Struct must have."""
     return {
@@ -327,10 +325,9 @@ def generated_module() -> str:
         "needs, so that it does not import construct (see parsers/structs.py).",
         '"""',
         "",
-        "from __future__ import annotations",
-        "",
         "import struct",
-        "from typing import NamedTuple",
+        "from collections import namedtuple",
+        "from typing import TYPE_CHECKING, NamedTuple",
         "",
     ]
     for name, value in globals().items():
@@ -347,8 +344,19 @@ def generated_module() -> str:
             out.append(f"{prefix}_CONST = {{")
             out += [f'    "{field}": {_literal(value)},' for field, value in consts.items()]
             out.append("}")
-        out += ["", "", f"class {typename}(NamedTuple):"]
+        # typing.NamedTuple's class is ~3x slower to create than collections.namedtuple's: the
+        # typed class is for mypy, the plain one for the interpreter (same type, same fields)
+        out += ["", "", "if TYPE_CHECKING:", "", f"    class {typename}(NamedTuple):"]
         out += [
-            f"    {field}: {'bytes' if code.endswith('s') else 'int'}" for field, code in fields
+            f"        {field}: {'bytes' if code.endswith('s') else 'int'}" for field, code in fields
+        ]
+        out += [
+            "",
+            "else:",
+            f"    {typename} = namedtuple(",
+            f'        "{typename}",',
+            f"        [name for name, _ in {prefix}_FIELDS],",
+            "        module=__name__,",
+            "    )",
         ]
     return "\n".join(out) + "\n"

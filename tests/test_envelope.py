@@ -16,6 +16,7 @@ import pytest
 
 from ibdtool.tablespace import Tablespace
 from parsers import checksum
+from parsers._structs_gen import MARIADB_CLASSIC_FAST, MYSQL_META_FAST
 from parsers.codecs import FCRC32_LENGTH_BYTE
 from parsers.constants import (
     FIL_PAGE_COMPRESSED_AND_ENCRYPTED,
@@ -36,7 +37,6 @@ from parsers.envelope import (
 from parsers.flags import PAGE_SIZES
 from parsers.inflate import inflate
 from parsers.layout import mariadb_fcrc32_stored_size, mysql_write_size
-from parsers._structs_gen import MARIADB_CLASSIC_FAST, MYSQL_META_FAST
 from parsers.structs import (
     FCRC32_SIZE_UNIT,
     MARIADB_CRYPT_CHECKSUM_OFFSET,
