@@ -22,7 +22,6 @@ from operator import not_, or_
 from typing import TYPE_CHECKING
 
 from ibdtool.errors import InputError
-from ibdtool.forkscan import map_ranges, split
 from ibdtool.tablespace import Tablespace
 from parsers.checksum import ChecksumAlgo
 from parsers.codecs import CodecError
@@ -200,7 +199,9 @@ def check_file(
         ts.scan_ranges  # noqa: B018  (where the data is, once, before any fork)
         if jobs == 1 or n < parallel_min:
             parts = [scan_range(ts, 0, n, progress)]
-        else:
+        else:  # forkscan (pickle, the worker pipes) only for a file worth forking for
+            from ibdtool.forkscan import map_ranges, split
+
             parts = map_ranges(ts, partial(scan_range, progress=progress), split(n, jobs))
     for counts, invalid, unverifiable, done in parts:
         result.by_algorithm.update(counts)

@@ -17,7 +17,6 @@ from typing import TYPE_CHECKING, Any
 
 from ibdtool.allocation import Allocation
 from ibdtool.errors import InputError
-from ibdtool.forkscan import map_ranges, split
 from ibdtool.headpages import header_pages
 from ibdtool.headtally import tally_run
 from ibdtool.indexnames import IndexNames, from_cfg
@@ -32,7 +31,6 @@ from parsers.rowformat import row_format
 from parsers.sdi import SDI_INDEX_ID, SdiEntry
 from parsers.space import SpaceFormat
 from parsers.vendor import Vendor
-from parsers.zip_page import ZipPageError, decompress_zip_page, zip_fill
 
 if TYPE_CHECKING:  # parsers.keyring loads construct and cryptography: only with --keyring
     from parsers.keyring import Keyring
@@ -517,6 +515,8 @@ def inspect(
     n = ts.n_pages
     jobs = jobs or os.cpu_count() or 1
     if on_page is None and progress is None and jobs > 1 and n >= PARALLEL_MIN_PAGES:
+        from ibdtool.forkscan import map_ranges, split  # pickle, pipes: only when it forks
+
         parts = map_ranges(ts, _tally_range, split(n, jobs))
         tally = parts[0]
         for part in parts[1:]:
@@ -620,6 +620,8 @@ def zip_fill_summary(
 ) -> ZipFillSummary:
     """Rebuild the zip leaf pages ``leaves`` (an even sample of ``limit`` when there are more)
     and average their fills (see :class:`ZipFillSummary`)."""
+    from parsers.zip_page import ZipPageError, decompress_zip_page, zip_fill  # zip files only
+
     n = len(leaves)
     picked = [leaves[i * n // limit] for i in range(limit)] if n > limit else list(leaves)
     rebuilt = failed = records = 0

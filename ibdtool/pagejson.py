@@ -34,11 +34,11 @@ from parsers.checksum import ChecksumAlgo
 from parsers.codecs import codec_for
 from parsers.constants import Algorithm, index_types, page_type_name
 from parsers.envelope import MARIADB_FCRC32_PAYLOAD
-from parsers.keyring import Keyring
 from parsers.page import HEADER_PREFIX, index_fill
 from parsers.pagecolumns import INDEX_FIELDS, columns, plain_verified, verdict_fields
 
-if TYPE_CHECKING:
+if TYPE_CHECKING:  # parsers.keyring loads construct and cryptography: only with --keyring
+    from parsers.keyring import Keyring
     from parsers.tabledef import TableDef
 
 #: pages per block: one worker's unit of work, and what the parent holds at most per worker

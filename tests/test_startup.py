@@ -3,8 +3,11 @@
 ``inspect --json`` is what scripts run over many files; it must not pay for the Textual UI,
 the MySQL client, Rich's tables, the keyring and AES code of encrypted files, the codecs its
 file does not use, the ``.cfg`` reader when there is no ``.cfg``, or the other commands'
-modules. Checked in a
-fresh interpreter's ``sys.modules``; the time it takes is in bench/ (bench_startup.py).
+modules; nor, with ``checksum``, for construct (the read path uses the formats generated from
+its declarations, parsers/_structs_gen.py), the decryption of pages of an unencrypted file,
+the ROW_FORMAT=COMPRESSED page rebuild of a file without such pages, or the fork-and-pickle
+split of a file too small to split. Checked in a fresh interpreter's ``sys.modules``; the time
+it takes is in bench/ (bench_startup.py).
 """
 
 from __future__ import annotations
@@ -19,6 +22,7 @@ import click
 import pytest
 
 from ibdtool.cli.main import IbdtoolGroup, main
+from tests.catalog import CORPUS
 from tests.conftest import SAMPLES
 
 PROBE = """
@@ -54,6 +58,19 @@ HEAVY = {
     "ibdtool.cli.render",
     "multiprocessing",
     "concurrent",
+    # issue 14, start-up: ~10 ms of construct (with pdb, inspect, hashlib) and the rest
+    "construct",
+    "pdb",
+    "hashlib",
+    "parsers.structs",
+    "parsers.pages",
+    "parsers.crypt",
+    "ibdtool.decrypt",
+    "parsers.zip_page",
+    "parsers.compact_rec",
+    "ibdtool.forkscan",
+    "ibdtool.workpool",
+    "pickle",
 }
 
 
@@ -116,9 +133,33 @@ def test_the_probe_sees_what_a_table_imports() -> None:
     assert "parsers.tabledef" in heavy
 
 
-def test_pages_json_imports_no_rich() -> None:
-    path = SAMPLES / "mariadb" / "p16k-pc_zlib.ibd"
+def test_the_probe_sees_construct_and_decryption() -> None:
+    """Where they are needed, construct (the page view's declarations) and the decryption
+    modules (a MySQL encrypted file: its page 0 key info opens ibdtool.decrypt) are found."""
+    code, heavy, _ = _heavy("page", "--json", str(SAMPLES / "mariadb" / "p4k-plain.ibd"), "3")
+    assert code == 0
+    assert {"construct", "parsers.structs", "parsers.pages"} <= set(heavy)
+    encrypted = CORPUS / "percona-parser" / "encrypted_test.ibd"
+    code, heavy, out = _heavy("inspect", "--json", str(encrypted))
+    assert code == 0
+    assert json.loads(out)["encryption"]["vendor"] == "mysql"
+    assert {"ibdtool.decrypt", "parsers.crypt"} <= set(heavy)
+    assert "construct" not in heavy
+
+
+def test_pages_json_imports_no_rich(tmp_path: Path) -> None:
+    # a copy without the .cfg beside it: a .cfg is read with parsers.cfg (construct)
+    path = tmp_path / "t.ibd"
+    shutil.copyfile(SAMPLES / "mariadb" / "p16k-pc_zlib.ibd", path)
     code, heavy, out = _heavy("pages", "--json", str(path))
     assert code == 0
     assert len(out.splitlines()) == path.stat().st_size // 16384
-    assert not {m.split(".")[0] for m in heavy} & {"rich", "textual", "pymysql"}
+    assert not {m.split(".")[0] for m in heavy} & {
+        "rich",
+        "textual",
+        "pymysql",
+        "construct",
+        "cryptography",
+        "hashlib",
+    }
+    assert not {"parsers.keyring", "parsers.crypt", "ibdtool.decrypt"} & set(heavy)
