@@ -2,6 +2,8 @@
 
 Run by hand:  PYTHONPATH=$PWD .venv/bin/python bench/bench_startup.py [--runs N]
               [--before DIR]   (another checkout, e.g. ``git archive main | tar -x -C DIR``)
+              [--also-python PY]  (another interpreter, e.g. a venv with
+                                   ``pip install -e . --config-settings editable_mode=compat``)
 
 (The issue's own start-up row, with innochecksum beside it, is :func:`startup_row`, run by
 bench_issue14.py.)
@@ -81,6 +83,11 @@ def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("--runs", type=int, default=40)
     ap.add_argument("--before", type=Path, help="a checkout of the code before, for comparison")
+    ap.add_argument(
+        "--also-python",
+        help="another interpreter (another venv: how ibdtool is installed there) for the "
+        "`python -c pass`, inspect and checksum rows of this tree",
+    )
     args = ap.parse_args()
     tiny = tiny_file()
     with_cfg = REPO / "samples" / "mariadb" / "p4k-plain.ibd"
@@ -92,10 +99,28 @@ def main() -> None:
     rows: list[tuple[str, str, list[str], dict[str, str]]] = [
         ("", "`python -c pass`", [py, "-c", "pass"], base_env),
     ]
+    if args.also_python:
+        other = args.also_python
+        rows.append(("", f"`python -c pass` ({other})", [other, "-c", "pass"], base_env))
     for label, tree in trees.items():
         _compile(tree)
         env = {**base_env, "PYTHONPATH": str(tree)}
         ibd = [py, "-m", "ibdtool.cli"]
+        if args.also_python and label == "now":
+            rows += [
+                (
+                    f"now ({other})",
+                    "`ibdtool inspect --json tiny.ibd`",
+                    [other, "-m", "ibdtool.cli", "inspect", "--json", str(tiny)],
+                    env,
+                ),
+                (
+                    f"now ({other})",
+                    "`ibdtool checksum tiny.ibd`",
+                    [other, "-m", "ibdtool.cli", "checksum", str(tiny)],
+                    env,
+                ),
+            ]
         rows += [
             (
                 label,
@@ -143,7 +168,9 @@ def main() -> None:
         f"{'met' if min(walls[now]) <= 0.060 else '**not met**'}",
         "",
         "Command: `PYTHONPATH=$PWD .venv/bin/python bench/bench_startup.py"
-        + (" --before DIR`" if args.before else "`"),
+        + (" --before DIR" if args.before else "")
+        + (" --also-python PY" if args.also_python else "")
+        + "`",
     ]
     body = "\n".join(lines)
     append_results("Start-up: inspect --json of a tiny file, checksum, --help", body)

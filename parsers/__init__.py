@@ -2,9 +2,10 @@
 
 Depends on nothing else in this repository. Module map, and where a new thing goes:
 
-- Declarations: ``structs`` (every on-disk structure, construct), ``constants`` (page types,
-  special values), ``errors`` (:class:`~parsers.errors.ParseError`, the one base), ``vendor``
-  (which server family).
+- Declarations: ``structs`` (every on-disk structure, construct; the read path uses
+  ``_structs_gen``, generated from it by ``scripts/gen_structs.py``, never edited),
+  ``constants`` (page types, special values), ``errors`` (:class:`~parsers.errors.ParseError`,
+  the one base), ``vendor`` (which server family).
 - Tablespace and page: ``space`` (facts from page 0), ``flags`` (FSP flags), ``envelope``
   (what wraps a stored page: kind, algorithm, stored size, payload, checksum scope),
   ``inflate`` (the page inside a compressed image), ``page`` (one page decoded), ``checksum``,
@@ -17,7 +18,7 @@ Depends on nothing else in this repository. Module map, and where a new thing go
 - ROW_FORMAT=COMPRESSED: ``zip_page`` (pages rebuilt in full), ``compact_rec``.
 - Rows: ``tabledef`` (record layout) from ``sdi_table`` / ``cfg`` / ``ddl``; ``records``,
   ``columns``, ``charsets``, ``jsonb``, ``lob``; ``sdi`` (the SDI B-tree).
-- Encryption: ``keyring`` (key files), ``crypt`` (page-0 crypt data, page decryption), when
-  present.
+- Encryption: ``cryptinfo`` (page 0's crypt data / encryption info, read for every file),
+  ``keyring`` (key files) and ``crypt`` (page decryption), when present.
 - Names: ``filename`` (identifiers ↔ file names).
 """

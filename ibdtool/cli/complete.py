@@ -4,25 +4,34 @@ Click's own protocol does the work (the shell calls ``ibdtool`` back with
 ``_IBDTOOL_COMPLETE=bash_complete`` and the words typed); this module adds what click cannot
 know: algorithm names from the codec registry (:mod:`parsers.codecs`), migration targets, block
 sizes, and paths narrowed to folders and tablespace files. Light on purpose: it is imported with
-the command group, so only ``os`` and click at import time.
+the command group, so only ``os`` and click at import time (click's completion module loads
+when a shell asks).
 """
 
 from __future__ import annotations
 
 import os
 import re
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import click
-from click.shell_completion import CompletionItem
+
+if TYPE_CHECKING:
+    from click.shell_completion import CompletionItem
 
 SHELLS = ("bash", "zsh", "fish")
 #: the files ``report`` takes from a data directory; what the path arguments offer
 TABLESPACE_FILE = re.compile(r"(\.(ibd|ibu)|^ibdata\d+|^undo_?\d+)$")
 
 
+def _item(value: str, **kw: Any) -> CompletionItem:
+    from click.shell_completion import CompletionItem
+
+    return CompletionItem(value, **kw)
+
+
 def _matching(values: list[str], incomplete: str) -> list[CompletionItem]:
-    return [CompletionItem(v) for v in dict.fromkeys(values) if v.startswith(incomplete)]
+    return [_item(v) for v in dict.fromkeys(values) if v.startswith(incomplete)]
 
 
 def algorithm_names() -> list[str]:
@@ -83,9 +92,9 @@ def tablespace_paths(incomplete: str) -> list[CompletionItem]:
         except OSError:
             continue
         if is_dir:
-            items.append(CompletionItem(path + "/", type="plain"))
+            items.append(_item(path + "/", type="plain"))
         elif TABLESPACE_FILE.search(entry.name):
-            items.append(CompletionItem(path, type="plain"))
+            items.append(_item(path, type="plain"))
     return items
 
 

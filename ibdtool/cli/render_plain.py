@@ -9,7 +9,6 @@ when ``NO_COLOR`` is set.
 
 from __future__ import annotations
 
-import csv
 import json
 import os
 import sys
@@ -89,6 +88,8 @@ def write_rows(rows: Iterable[dict[str, Any]], fmt: str, wide: bool = False) -> 
     for row in rows:
         if fmt == "csv":
             if writer is None:
+                import csv  # pages --csv only: checksum's verdict does not need it
+
                 writer = csv.DictWriter(sys.stdout, fieldnames=list(row))
                 writer.writeheader()
             writer.writerow(row)
