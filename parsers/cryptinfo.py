@@ -5,7 +5,8 @@ apart from :mod:`parsers.crypt` (the decryption of pages) and reads the formats 
 :mod:`parsers._structs_gen`, derived from the construct declarations of
 :mod:`parsers.structs` (``MARIADB_CRYPT_DATA``, ``MYSQL_ENCRYPTION_INFO``, ``…_V1``; the
 layouts are in the doc of :mod:`parsers.crypt`): an unencrypted file loads neither construct
-nor the AES code (start-up time, issue 14).
+nor the AES code (start-up time, issue 14). Only a page 0 with one of
+the magics at E or 38 + E loads this module (:func:`parsers.space.detect_format` looks first).
 """
 
 from __future__ import annotations
@@ -18,6 +19,9 @@ from parsers._structs_gen import (
     MARIADB_CRYPT_MAGIC,
     MYSQL_ENCRYPTION_INFO_FAST,
     MYSQL_ENCRYPTION_INFO_V1_FAST,
+    MYSQL_ENCRYPTION_MAGIC_V1,
+    MYSQL_ENCRYPTION_MAGIC_V2,
+    MYSQL_ENCRYPTION_MAGIC_V3,
     MYSQL_KEY_LEN,
     MariadbCryptDataTuple,
     MysqlEncryptionInfoTuple,
@@ -25,7 +29,11 @@ from parsers._structs_gen import (
 )
 from parsers.constants import FIL_PAGE_DATA
 
-MYSQL_MAGICS = {b"lCA": 1, b"lCB": 2, b"lCC": 3}
+MYSQL_MAGICS = {
+    MYSQL_ENCRYPTION_MAGIC_V1: 1,
+    MYSQL_ENCRYPTION_MAGIC_V2: 2,
+    MYSQL_ENCRYPTION_MAGIC_V3: 3,
+}
 MYSQL_MASTER_KEY_PREFIX = "INNODBKey"
 MARIADB_MODES = {0: "default", 1: "on", 2: "off"}
 

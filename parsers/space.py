@@ -9,12 +9,20 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from dataclasses import dataclass, field
+from typing import TYPE_CHECKING
 
 from parsers import checksum
-from parsers._structs_gen import FSP_HEADER_FAST, FSP_HEADER_OFFSET, FspHeaderTuple
+from parsers._structs_gen import (
+    FSP_HEADER_FAST,
+    FSP_HEADER_OFFSET,
+    MARIADB_CRYPT_MAGIC,
+    MYSQL_ENCRYPTION_MAGIC_V1,
+    MYSQL_ENCRYPTION_MAGIC_V2,
+    MYSQL_ENCRYPTION_MAGIC_V3,
+    FspHeaderTuple,
+)
 from parsers.codecs import CodecError
-from parsers.constants import FIL_PAGE_COMPRESSED, Algorithm
-from parsers.cryptinfo import MariadbCrypt, MysqlEncryptionInfo, read_mariadb_crypt, read_mysql_info
+from parsers.constants import FIL_PAGE_COMPRESSED, FIL_PAGE_DATA, Algorithm
 from parsers.envelope import Checksum, Geometry, Kind, read_envelope
 from parsers.errors import ParseError
 from parsers.flags import (
@@ -31,6 +39,11 @@ from parsers.flags import (
 )
 from parsers.inflate import inflate
 from parsers.vendor import Vendor
+
+if TYPE_CHECKING:  # parsers.cryptinfo loads only for a page 0 with a magic (start-up time)
+    from parsers.cryptinfo import MariadbCrypt, MysqlEncryptionInfo
+
+_MYSQL_MAGICS = (MYSQL_ENCRYPTION_MAGIC_V1, MYSQL_ENCRYPTION_MAGIC_V2, MYSQL_ENCRYPTION_MAGIC_V3)
 
 MYSQL_ENCRYPTION_INFO_MAX_SIZE = 115
 VOTE_PAGES = 60
@@ -249,8 +262,14 @@ def detect_format(read: Callable[[int, int], bytes], file_size: int) -> SpaceFor
     sdi_root: int | None = None
     enc_off = encryption_info_offset(logical, physical)
     encryption_info: str | None = None
-    mysql_encryption = read_mysql_info(head, enc_off)
-    mariadb_crypt = None if mysql_encryption else read_mariadb_crypt(head, enc_off)
+    mysql_encryption: MysqlEncryptionInfo | None = None
+    mariadb_crypt: MariadbCrypt | None = None
+    at = FIL_PAGE_DATA + enc_off  # MariaDB's crypt data is at 38 + E, MySQL's info at E
+    if head[enc_off : enc_off + 3] in _MYSQL_MAGICS or head[at : at + 6] == MARIADB_CRYPT_MAGIC:
+        from parsers.cryptinfo import read_mariadb_crypt, read_mysql_info
+
+        mysql_encryption = read_mysql_info(head, enc_off)
+        mariadb_crypt = None if mysql_encryption else read_mariadb_crypt(head, enc_off)
     if mysql_encryption is not None:
         encryption_info = "mysql:" + mysql_encryption.magic
         if vendor is Vendor.UNKNOWN:

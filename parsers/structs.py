@@ -197,6 +197,9 @@ SdiHeader = Struct("version" / Int32ub, "root_page" / Int32ub)  # SDI_VERSION = 
 
 # --- §3.2 / §4.1 encryption information on page 0, at 38 + E (MariaDB) or E (MySQL) ----------
 MARIADB_CRYPT_MAGIC = bytes.fromhex("730E0C524574")
+MYSQL_ENCRYPTION_MAGIC_V1 = b"lCA"  # 5.7.11
+MYSQL_ENCRYPTION_MAGIC_V2 = b"lCB"
+MYSQL_ENCRYPTION_MAGIC_V3 = b"lCC"
 AES_BLOCK = 16
 MYSQL_KEY_LEN = 32
 MYSQL_SERVER_UUID_LEN = 36

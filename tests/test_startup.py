@@ -65,6 +65,7 @@ HEAVY = {
     "parsers.structs",
     "parsers.pages",
     "parsers.crypt",
+    "parsers.cryptinfo",
     "ibdtool.decrypt",
     "parsers.zip_page",
     "parsers.compact_rec",
@@ -143,7 +144,7 @@ def test_the_probe_sees_construct_and_decryption() -> None:
     code, heavy, out = _heavy("inspect", "--json", str(encrypted))
     assert code == 0
     assert json.loads(out)["encryption"]["vendor"] == "mysql"
-    assert {"ibdtool.decrypt", "parsers.crypt"} <= set(heavy)
+    assert {"ibdtool.decrypt", "parsers.crypt", "parsers.cryptinfo"} <= set(heavy)
     assert "construct" not in heavy
 
 

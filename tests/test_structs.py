@@ -15,7 +15,7 @@ from parsers._structs_gen import FIL_HEADER_FAST, INDEX_HEADER_FAST, MYSQL_META_
 from parsers.constants import FIL_PAGE_COMPRESSED
 from parsers.cryptinfo import read_mariadb_crypt, read_mysql_info
 from parsers.pagecolumns import CRC32_FIELDS, FCRC32_FIELDS, INDEX_FIELDS, columns
-from parsers.space import encryption_info_offset
+from parsers.space import detect_format, encryption_info_offset
 from parsers.structs import (
     GENERATED,
     MARIADB_CRYPT_DATA,
@@ -288,6 +288,12 @@ def test_mariadb_crypt_data_built_by_construct_reads_alike(scheme: int) -> None:
         if got is None
         else (got.offset, got.scheme, got.iv, got.min_key_version, got.key_id, got.encryption)
     ) == want
+    # the same through detect_format, whose look at the magic decides whether to read it
+    whole = bytearray((SAMPLES / "mariadb" / "p16k-crc32_plain.ibd").read_bytes())
+    whole[:16384] = page0
+    fmt = detect_format(lambda off, n: bytes(whole[off : off + n]), len(whole))
+    assert fmt.mariadb_crypt == read_mariadb_crypt(bytes(page0), e)
+    assert (fmt.mariadb_crypt is None) == (scheme == 2)
     for k in range(len(blob)):
         bad = bytearray(page0)
         bad[38 + e + k] ^= 0x10
