@@ -164,3 +164,22 @@ def test_pages_json_imports_no_rich(tmp_path: Path) -> None:
         "hashlib",
     }
     assert not {"parsers.keyring", "parsers.crypt", "ibdtool.decrypt"} & set(heavy)
+
+
+def test_the_cli_raises_the_young_gc_threshold() -> None:
+    """Importing the CLI (the first thing the console script and ``python -m ibdtool.cli`` do)
+    raises the cyclic collector's young-generation threshold: ~20 passes fewer while the
+    modules load (see ibdtool/cli/__init__.py); the older generations keep theirs."""
+    done = subprocess.run(
+        [
+            sys.executable,
+            "-c",
+            "import gc; d = gc.get_threshold(); import ibdtool.cli; print(*d, *gc.get_threshold())",
+        ],
+        capture_output=True,
+        text=True,
+        check=True,
+    )
+    before, after = done.stdout.split()[:3], done.stdout.split()[3:]
+    assert int(after[0]) >= 20_000 > int(before[0])
+    assert after[1:] == before[1:]

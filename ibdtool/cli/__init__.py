@@ -5,8 +5,19 @@ in their own modules (``server``, ``copy``, ``report``, ``tui``), imported only 
 writers (``render``, ``render_plain``, ``report_formats``, ``server_display``) turn engine
 results into terminal output. Nothing outside this package imports it (an import-linter
 contract in ``pyproject.toml``).
+
+Start-up (issue 14): loading the ~150 modules of ``inspect --json`` creates enough objects for
+about 20 of the cyclic collector's young-generation passes (its threshold is 700 new objects),
+~2–3 ms of a ~60 ms start; the threshold is raised to 20,000 here, before anything else loads
+(the console script and ``python -m ibdtool.cli`` both import this package first). Cyclic
+garbage is still collected, in fewer, larger passes; nothing the commands print depends on it
+(bench/RESULTS.md, "Issue 14: start-up without construct").
 """
 
-from ibdtool.cli.main import main
+import gc
+
+gc.set_threshold(20_000, *gc.get_threshold()[1:])
+
+from ibdtool.cli.main import main  # noqa: E402
 
 __all__ = ["main"]
