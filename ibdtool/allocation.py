@@ -45,6 +45,7 @@ __all__ = [
     "data_ranges",
     "fiemap",
     "fiemap_tuples",
+    "ranges_from_extents",
     "read_allocation",
     "scan_ranges",
 ]
@@ -164,6 +165,35 @@ def data_ranges(fd: int, size: int) -> list[tuple[int, int]]:
     return ranges
 
 
+#: extent flags under which FIEMAP and SEEK_DATA may disagree on what is data: unwritten
+#: extents read as holes (or as data where dirty pages lie over them), delayed allocation and
+#: unknown locations are dirty page cache the ioctl sees before writeback
+_FIEMAP_NOT_PLAIN = FIEMAP_EXTENT_UNWRITTEN | FIEMAP_EXTENT_DELALLOC | FIEMAP_EXTENT_UNKNOWN
+
+
+def ranges_from_extents(
+    extents: list[tuple[int, int, int, int]], size: int
+) -> list[tuple[int, int]] | None:
+    """:func:`data_ranges` from :func:`fiemap_tuples`' extents (clipped to ``size``, touching
+    ones merged), or None where an extent is unwritten, delayed or of unknown location: there
+    only ``SEEK_DATA`` says what reads as data. A page-compressed file has a hole in every
+    page; FIEMAP lists its 89,000 extents in 11 calls where ``SEEK_DATA``/``SEEK_HOLE`` take
+    178,000 (0.24 s of a 1 s scan, and in the parent, before any fork)."""
+    ranges: list[tuple[int, int]] = []
+    for logical, _physical, length, flags in extents:
+        if flags & _FIEMAP_NOT_PLAIN:
+            return None
+        end = min(logical + length, size)
+        if end <= logical:
+            continue
+        if ranges and logical <= ranges[-1][1]:
+            if end > ranges[-1][1]:
+                ranges[-1] = (ranges[-1][0], end)
+        else:
+            ranges.append((logical, end))
+    return ranges
+
+
 def scan_ranges(fd: int, size: int, step: int) -> list[tuple[int, int]]:
     """Byte ranges ``[start, end)`` that hold all the data of the file, zeros maybe included:
     ``lseek(SEEK_DATA)`` probed once every ``step`` bytes of data, not twice per hole.
@@ -278,8 +308,10 @@ class Allocation:
     """A snapshot of how the filesystem stores one file.
 
     ``data_ranges`` holes are from ``SEEK_DATA``/``SEEK_HOLE`` (unwritten extents count as
-    holes there); ``allocated`` is ``st_blocks * 512`` and also includes unwritten extents,
-    block rounding of the tail and filesystem metadata such as extent-tree blocks.
+    holes there), or from FIEMAP's extents where they say the same
+    (:func:`ranges_from_extents`); ``allocated`` is ``st_blocks * 512`` and also includes
+    unwritten extents, block rounding of the tail and filesystem metadata such as extent-tree
+    blocks.
     """
 
     st_size: int
@@ -389,8 +421,9 @@ def _allocation_of_fd(fd: int, with_extents: bool = True) -> Allocation:
         block_size = os.fstatvfs(fd).f_bsize or st.st_blksize
     except OSError:
         block_size = st.st_blksize
-    ranges = data_ranges(fd, st.st_size)
     exts = fiemap_tuples(fd, FIEMAP_BIG_BATCH) if with_extents else None
+    found = None if exts is None else ranges_from_extents(exts, st.st_size)
+    ranges = data_ranges(fd, st.st_size) if found is None else found
     if exts is None:
         n_extents = n_unwritten = runs = unwritten_bytes = None
     else:

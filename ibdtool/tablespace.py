@@ -328,16 +328,12 @@ class Tablespace:
 
     @cached_property
     def data_map(self) -> Allocation:
-        """:attr:`allocation` without FIEMAP's extent counts (None there) when not already
-        read: the data ranges and sizes, for callers that need no extents."""
-        if "allocation" in self.__dict__:
+        """The data ranges and sizes, for callers that need no extents: a local file's
+        :attr:`allocation` (its FIEMAP call is what makes the exact map cheap,
+        :func:`ibdtool.allocation.ranges_from_extents`), a remote source's without extents."""
+        if "allocation" in self.__dict__ or self._source is None:
             return self.allocation
-        if self._source is not None:
-            return self._source.allocation(with_extents=False)
-        try:
-            return read_allocation(self._fd, with_extents=False)
-        except OSError as exc:
-            raise InputError(f"{self.path}: cannot read allocation: {exc.strerror}") from None
+        return self._source.allocation(with_extents=False)
 
     @cached_property
     def data_ranges(self) -> tuple[tuple[int, int], ...]:

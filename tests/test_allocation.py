@@ -30,9 +30,14 @@ from ibdtool.allocation import (
     Extent,
     data_ranges,
     fiemap,
+    fiemap_tuples,
+    ranges_from_extents,
     read_allocation,
     scan_ranges,
 )
+from ibdtool.tablespace import Tablespace
+from tests.catalog import load_catalog
+from tests.conftest import SAMPLES
 
 PAGE = 16384  # InnoDB default page size
 EXT4_MAGIC = "ef53"
@@ -315,6 +320,80 @@ def test_fallocated_space_is_unwritten_and_a_hole_to_seek_data(
     assert [n for n, b in enumerate(pages) if b] == [4, 5]
     assert sum(pages) == 2 * PAGE
     check_against_filefrag(filefrag_bin, path, alloc)
+
+
+def test_fiemap_ranges_are_seek_data_ranges(ext4_dir: Path) -> None:
+    """The exact map from FIEMAP's extents (what read_allocation uses when no extent is
+    unwritten or delayed) is SEEK_DATA/SEEK_HOLE's, on punched files with a short tail and a
+    hole at either end, and on the samples and the corpus (each a real server's file)."""
+    path = ext4_dir / "mixed.ibd"
+    write_file(path, 40 * PAGE + 100)
+    fd = os.open(path, os.O_RDWR)
+    try:
+        bs = os.fstatvfs(fd).f_bsize
+        punch_hole(fd, 0, PAGE)
+        for n in range(3, 30, 3):
+            punch_hole(fd, n * PAGE + bs, PAGE - bs)  # a page-compressed page's hole
+        punch_hole(fd, 39 * PAGE, PAGE)
+        os.fsync(fd)
+    finally:
+        os.close(fd)
+    files = [path, *sorted(SAMPLES.rglob("*.ibd"))]
+    files += [e.path for e in load_catalog() if e.path.is_file()]
+    compared = 0
+    for name in files:
+        fd = os.open(name, os.O_RDONLY)
+        try:
+            size = os.fstat(fd).st_size
+            exts = fiemap_tuples(fd)
+            assert exts is not None
+            found = ranges_from_extents(exts, size)
+            if found is None:
+                continue
+            assert found == data_ranges(fd, size), name
+            assert read_allocation(fd).data_ranges == tuple(found)
+            compared += 1
+        finally:
+            os.close(fd)
+    assert compared > 100
+    fd = os.open(path, os.O_RDONLY)
+    try:
+        assert read_allocation(fd).data_ranges == (
+            (PAGE, 3 * PAGE + bs),
+            *[((n + 1) * PAGE, (n + 3) * PAGE + bs) for n in range(3, 27, 3)],
+            (28 * PAGE, 39 * PAGE),
+            (40 * PAGE, 40 * PAGE + 100),
+        )
+    finally:
+        os.close(fd)
+    sample = SAMPLES / "mariadb" / "p16k-pc_zlib.ibd"  # holes where the server punched them
+    with Tablespace(sample) as ts:  # a local file's data map is its allocation, FIEMAP's
+        assert ts.data_map is ts.allocation
+        fd = os.open(sample, os.O_RDONLY)
+        try:
+            assert list(ts.data_ranges) == data_ranges(fd, ts.size)
+        finally:
+            os.close(fd)
+        assert len(ts.data_ranges) > 1
+
+
+def test_unwritten_extents_leave_the_map_to_seek_data(ext4_dir: Path) -> None:
+    """An unwritten extent (fallocate), written to without fsync: FIEMAP still calls it
+    unwritten, SEEK_DATA calls the dirty pages data; the map is SEEK_DATA's."""
+    fallocate_bin = shutil.which("fallocate")
+    if fallocate_bin is None:
+        pytest.fail("fallocate (util-linux) is required for this test", pytrace=False)
+    path = ext4_dir / "prealloc2.ibd"
+    subprocess.run([fallocate_bin, "-l", str(16 * PAGE), str(path)], check=True)
+    fd = os.open(path, os.O_RDWR)
+    try:
+        os.pwrite(fd, b"\x5a" * PAGE, 2 * PAGE)
+        exts = fiemap_tuples(fd)
+        assert exts is not None
+        assert ranges_from_extents(exts, 16 * PAGE) is None
+        assert read_allocation(fd).data_ranges == ((2 * PAGE, 3 * PAGE),)
+    finally:
+        os.close(fd)
 
 
 def test_thousand_alternating_holes(ext4_dir: Path, filefrag_bin: str) -> None:
