@@ -18,34 +18,37 @@ from __future__ import annotations
 
 from collections import Counter
 from collections.abc import Callable, Iterable, Sequence
-from itertools import compress
-from operator import and_, not_
-from typing import TYPE_CHECKING
+from itertools import compress, repeat
+from operator import add, and_, not_, or_
+from typing import TYPE_CHECKING, NamedTuple
 
 from ibdtool.tablespace import Tablespace
-from parsers._structs_gen import FIL_HEADER_FAST, INDEX_HEADER_FAST, PAGE_HEADER, IndexHeaderTuple
+from parsers._structs_gen import FIL_HEADER_FAST
 from parsers.checksum import ChecksumAlgo
-from parsers.codecs import CodecError, codec_for
+from parsers.codecs import FCRC32_LENGTH_BYTE, CodecError, codec_for
 from parsers.constants import (
     FIL_PAGE_COMPRESS_FCRC32_MARKER,
     Algorithm,
+    Vendor,
     index_types,
     page_type_name,
 )
 from parsers.crc32c_fast import crc32c
 from parsers.envelope import MARIADB_FCRC32_PAYLOAD, fcrc32_payload_end, fcrc32_stored_size
-from parsers.page import HEADER_PREFIX, index_fill, index_fills
-from parsers.pagecolumns import INDEX_FIELDS, columns, plain_verified, verdict_fields
+from parsers.page import HEADER_PREFIX, index_fills
+from parsers.pagecolumns import (
+    INDEX_FIELDS,
+    PREFIX_BYTES,
+    columns,
+    compressed_verified,
+    plain_verified,
+    prefix_columns,
+    verdict_fields,
+)
 from parsers.sdi import SDI_INDEX_ID
 
 if TYPE_CHECKING:
     from ibdtool.inspect import PageTally
-
-# where the index page header's fields sit in its unpacked tuple
-_N_HEAP, _HEAP_TOP, _GARBAGE, _LEVEL, _INDEX_ID = (
-    IndexHeaderTuple._fields.index(f)
-    for f in ("n_heap", "heap_top", "garbage", "level", "index_id")
-)
 
 _COMPACT = 0x8000  # PAGE_N_HEAP bit 15: the page is in compact format (§5.1)
 
@@ -78,13 +81,11 @@ def tally_run(
     zero = bytes(psize)
     names: dict[int, str] = {}
     head = FIL_HEADER_FAST.unpack_from
-    index_head = INDEX_HEADER_FAST.unpack_from
     types, comp, chk = tally.types, tally.comp, tally.chk
-    stored_types, index_pages = tally.stored_types, tally.index_pages
-    index_levels = tally.index_levels
+    stored_types = tally.stored_types
     none_name = Algorithm.NONE.value
     ok_name = ChecksumAlgo.FULL_CRC32.value if fcrc32 else ChecksumAlgo.CRC32.value
-    fill_sum, fill_n = 0.0, 0
+    fill_sum = 0.0
     n_plain = n_empty = n_comp = 0
     fields = (*verdict_fields(fcrc32), *INDEX_FIELDS)
     for n, mv in ts.read_chunks(first, end):
@@ -102,71 +103,54 @@ def tally_run(
                 fill_sum += _tally_plain(
                     tally, cols, good, n - first, per_page, free, idx_types, logical
                 )
-                for stype, c in Counter(compress(cols["page_type"], good)).items():
-                    name = names.get(stype)
-                    if name is None:
-                        name = names[stype] = page_type_name(stype, vendor)
-                    types[name] = types.get(name, 0) + c
-                    stored_types.add(stype)
+                _count_types(tally, cols["page_type"], good, names, vendor)
+                stored_types.update(compress(cols["page_type"], good))
             if passed == count:
                 continue
+            if partial is not None and algorithm is not None:
+                # the compressed images of the chunk at once: their CRCs, then their headers
+                got = compressed_headers(mv, psize, n, cols, partial, algorithm, dblwr)
+                n_got = got.ok.count(True)
+                if n_got:
+                    n_comp += n_got
+                    at = n - first
+                    fill_sum += _tally_plain(
+                        tally, got.heads, got.ok, at, per_page, free, idx_types, logical
+                    )
+                    _count_types(tally, got.heads["page_type"], got.ok, names, vendor)
+                    stored_types.update(compress(cols["page_type"], got.ok))
+                    tally.compressed_bytes += sum(got.sizes)
+                    for k in compress(range(count), got.ok):
+                        size = got.sizes[k]
+                        allocated = per_page[at + k]
+                        ideal = -(-size // block) * block
+                        if allocated > ideal:
+                            tally.unpunched_pages += 1
+                            tally.unpunched_bytes += allocated - ideal
+                    good = list(map(or_, good, got.ok))
+                    if passed + n_got == count:
+                        continue
             rest = compress(range(count), map(not_, good))
         for i in rest:
             page_no = n + i
             off = i * psize
-            end_at = off + psize
             allocated = per_page[page_no - first]
             is_free = free[page_no - first]
-            chk_word, stored_no, _p, _n, _lsn, ptype, _f, _s = head(mv, off)
-            page: bytes | memoryview | None = None
-            size = psize
-            if stored_no != page_no or (dblwr and page_no in dblwr):
-                if not stored_no and not chk_word and mv[off:end_at].tobytes() == zero:
-                    n_empty += 1
-                    if is_free:
-                        tally.free_pages += 1
-                        tally.free_allocated += allocated
-                    continue
-            elif fcrc32 and not chk_word and partial is not None:
-                got = compressed_header(mv, off, psize, ptype, partial, algorithm)  # type: ignore[arg-type]
-                if got is not None:
-                    page, size, _end = got
-            if page is None:
-                info = ts._decode(mv[off:end_at], page_no, None, True)
-                tally.add(info, allocated, block, bool(is_free))
+            chk_word, stored_no = head(mv, off)[:2]
+            if (
+                (stored_no != page_no or (dblwr and page_no in dblwr))
+                and not stored_no
+                and not chk_word
+                and mv[off : off + psize] == zero
+            ):
+                n_empty += 1
+                if is_free:
+                    tally.free_pages += 1
+                    tally.free_allocated += allocated
                 continue
-            real_type = int.from_bytes(page[24:26], "big")
-            name = names.get(real_type)
-            if name is None:
-                name = names[real_type] = page_type_name(real_type, vendor)
-            types[name] = types.get(name, 0) + 1
-            stored_types.add(ptype)
-            if is_free:
-                tally.free_pages += 1
-                tally.free_with_data += 1
-                tally.free_allocated += allocated
-            # only a full_crc32 compressed image comes this far (plain pages went above)
-            n_comp += 1
-            tally.compressed_bytes += size
-            ideal = -(-size // block) * block
-            if allocated > ideal:
-                tally.unpunched_pages += 1
-                tally.unpunched_bytes += allocated - ideal
-            if real_type in idx_types:
-                h = index_head(page, PAGE_HEADER)
-                index_id = h[_INDEX_ID]
-                index_pages[index_id] = index_pages.get(index_id, 0) + 1
-                index_levels[index_id, h[_LEVEL]] += 1
-                if index_id != SDI_INDEX_ID:
-                    if h[_N_HEAP] & 0x8000:  # the compact bit (§5.1)
-                        tally.compact_pages += 1
-                    else:
-                        tally.redundant_pages += 1
-                if h[_LEVEL] == 0:
-                    fill_sum += index_fill(h[_N_HEAP], h[_HEAP_TOP], h[_GARBAGE], logical)[1]
-                    fill_n += 1
+            info = ts._decode(mv[off : off + psize], page_no, None, True)
+            tally.add(info, allocated, block, bool(is_free))
     tally.fill_sum += fill_sum
-    tally.fill_n += fill_n
     if n_empty:
         types["ALLOCATED"] = types.get("ALLOCATED", 0) + n_empty
         comp[none_name] = comp.get(none_name, 0) + n_empty
@@ -207,6 +191,88 @@ def compressed_header(
         return read_header(image[MARIADB_FCRC32_PAYLOAD:stop_at]), size, stop_at
     except CodecError:
         return None
+
+
+class CompressedHeaders(NamedTuple):
+    """The full_crc32 page-compressed images of one chunk, from :func:`compressed_headers`:
+    per page of the chunk, whether its header came out, and columns of that header."""
+
+    ok: list[bool]
+    #: :data:`HEADER_FIELDS` of the page inside (zeros where not ``ok``)
+    heads: dict[str, tuple[int, ...]]
+    #: the image's stored size (0 where not ``ok``)
+    sizes: list[int]
+    #: the end of its payload within the page (0 where not ``ok``)
+    ends: list[int]
+
+
+#: what :func:`compressed_headers` unpacks from the page inside
+HEADER_FIELDS = ("page_type", *INDEX_FIELDS)
+_NO_HEAD = bytes(PREFIX_BYTES)
+
+
+def compressed_headers(
+    mv: memoryview,
+    psize: int,
+    first_page: int,
+    cols: dict[str, tuple[int, ...]],
+    read_header: Callable[[memoryview], bytes],
+    algorithm: Algorithm,
+    dblwr: frozenset[int] | set[int] | None = None,
+) -> CompressedHeaders:
+    """:func:`compressed_header` for every page of the chunk ``mv`` at once (``cols``: its
+    :func:`~parsers.pagecolumns.columns` with the verdict fields): the CRC-32Cs in one
+    :func:`~parsers.pagecolumns.compressed_verified` call, the headers inflated one after the
+    other in C (``map``, no Python frame per page but the reader's) and unpacked together
+    (:func:`~parsers.pagecolumns.prefix_columns`). A page whose header does not inflate, or
+    that is in ``dblwr``, is not ``ok``: the decoder says what it is."""
+    count = len(cols["page_no"])
+    ok = compressed_verified(mv, psize, first_page, cols)
+    if dblwr:
+        ok = [g and first_page + k not in dblwr for k, g in enumerate(ok)]
+    where = list(compress(range(count), ok))
+    # compressed_verified took only the pages whose size is valid: never None here
+    sizes: list[int] = list(map(fcrc32_stored_size, compress(cols["page_type"], ok), repeat(psize)))  # type: ignore[arg-type]
+    if algorithm in FCRC32_LENGTH_BYTE:
+        pages = (mv[k * psize : (k + 1) * psize] for k in where)
+        ends = list(map(fcrc32_payload_end, pages, sizes, repeat(algorithm)))
+    else:
+        ends = sizes  # the whole image: the codec stops at its end of stream (§3.2)
+    starts = [k * psize for k in where]
+    spans = map(slice, map(add, starts, repeat(MARIADB_FCRC32_PAYLOAD)), map(add, starts, ends))
+    try:
+        got = list(map(read_header, map(mv.__getitem__, spans)))
+    except CodecError:  # one page that does not inflate: the chunk's again, page by page
+        got = []
+        for k, start, end in zip(where, starts, ends, strict=True):
+            try:
+                got.append(read_header(mv[start + MARIADB_FCRC32_PAYLOAD : start + end]))
+            except CodecError:
+                ok[k] = False
+                got.append(_NO_HEAD)
+    heads = [_NO_HEAD] * count
+    all_sizes, all_ends = [0] * count, [0] * count
+    for k, head, size, end in zip(where, got, sizes, ends, strict=True):
+        if ok[k]:
+            heads[k], all_sizes[k], all_ends[k] = head[:PREFIX_BYTES], size, end
+    head_cols = prefix_columns(b"".join(heads), HEADER_FIELDS)
+    return CompressedHeaders(ok, head_cols, all_sizes, all_ends)
+
+
+def _count_types(
+    tally: PageTally,
+    page_types: tuple[int, ...],
+    mask: list[bool],
+    names: dict[int, str],
+    vendor: Vendor,
+) -> None:
+    """Count the types of the pages of ``mask`` by name into ``tally.types``."""
+    types = tally.types
+    for stype, c in Counter(compress(page_types, mask)).items():
+        name = names.get(stype)
+        if name is None:
+            name = names[stype] = page_type_name(stype, vendor)
+        types[name] = types.get(name, 0) + c
 
 
 def _tally_plain(

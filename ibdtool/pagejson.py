@@ -5,7 +5,8 @@ for byte (the tests compare both on every sample and corpus file). The pages a l
 made of — plain pages with a good crc32 or full_crc32 checksum, full_crc32 page-compressed
 images with a good CRC-32C, all-zero pages — are written from a template, their fields taken
 from the columns of a whole chunk (:mod:`parsers.pagecolumns`) or, for a compressed image,
-from the header of the page inside (:func:`ibdtool.headtally.compressed_header`); every other
+from the header of the page inside (a chunk at a time, :func:`ibdtool.headtally.
+compressed_headers`); every other
 page (and every page of a tablespace opened with a key) goes through the decoder and
 :func:`~ibdtool.pagerows.page_row`, as before.
 
@@ -25,11 +26,10 @@ from typing import TYPE_CHECKING
 
 from ibdtool.errors import InputError
 from ibdtool.forkscan import ordered_map
-from ibdtool.headtally import compressed_header
+from ibdtool.headtally import CompressedHeaders, compressed_headers
 from ibdtool.inspect import index_names
 from ibdtool.pagerows import page_row, parse_type_filter
 from ibdtool.tablespace import Tablespace
-from parsers._structs_gen import FIL_HEADER_FAST, INDEX_HEADER_FAST, PAGE_HEADER, IndexHeaderTuple
 from parsers.checksum import ChecksumAlgo
 from parsers.codecs import codec_for
 from parsers.constants import Algorithm, index_types, page_type_name
@@ -46,10 +46,6 @@ BLOCK_PAGES = 4096
 #: files with fewer pages stay in one process (a fork costs more than they take)
 PARALLEL_MIN_PAGES = 8192
 
-_N_HEAP, _HEAP_TOP, _GARBAGE, _N_RECS, _LEVEL, _INDEX_ID = (
-    IndexHeaderTuple._fields.index(f)
-    for f in ("n_heap", "heap_top", "garbage", "n_recs", "level", "index_id")
-)
 _encode = json.JSONEncoder().encode
 # page_row's keys in its order, with the values a verified page leaves to the template
 _ROW = (
@@ -181,20 +177,23 @@ def _data_run(ctx: _Context, first: int, end: int, per_page: Sequence[int], out:
         return _INDEX % (iid, name, level, n_recs, float.__repr__(fill))
 
     fields = (*verdict_fields(fcrc32), "space_id", *INDEX_FIELDS)
-    head = FIL_HEADER_FAST.unpack_from
-    index_head = INDEX_HEADER_FAST.unpack_from
     zero = bytes(psize)
     for n, mv in ts.read_chunks(first, end):
         count = len(mv) // psize
         good: list[bool] = [False] * count
         cols: dict[str, tuple[int, ...]] = {}
+        comp: CompressedHeaders | None = None
         if inline and (fcrc32 or crc32_plain):
             cols = columns(mv, psize, fcrc32, fields)
             good = plain_verified(mv, psize, n, fcrc32, cols)
+            if dblwr:
+                good = [g and n + k not in dblwr for k, g in enumerate(good)]
+            if decompress_head is not None and algorithm is not None and not all(good):
+                comp = compressed_headers(mv, psize, n, cols, decompress_head, algorithm, dblwr)
         for k in range(count):
             page_no = n + k
             allocated = per_page[page_no - first]
-            if good[k] and not (dblwr and page_no in dblwr):
+            if good[k]:
                 ptype = cols["page_type"][k]
                 name, name_json = type_of(ptype)
                 if not ctx.wanted(name, ptype, ptype):
@@ -227,27 +226,22 @@ def _data_run(ctx: _Context, first: int, end: int, per_page: Sequence[int], out:
                     + "\n"
                 )
                 continue
-            off = k * psize
-            chk, stored_no, _p, _n, lsn, ptype, _f, space_id = head(mv, off)
-            got = None
-            if (
-                decompress_head is not None
-                and stored_no == page_no
-                and not chk
-                and not (dblwr and page_no in dblwr)
-            ):
-                got = compressed_header(mv, off, psize, ptype, decompress_head, algorithm)  # type: ignore[arg-type]
-            if got is not None:
-                inner, size, stop_at = got
-                real_type = int.from_bytes(inner[24:26], "big")
+            if comp is not None and comp.ok[k]:
+                heads = comp.heads
+                real_type = heads["page_type"][k]
                 name, name_json = type_of(real_type)
+                ptype = cols["page_type"][k]
                 if not ctx.wanted(name, real_type, ptype):
                     continue
                 part = _NO_INDEX
                 if real_type in idx_types:
-                    h = index_head(inner, PAGE_HEADER)
                     part = index_part(
-                        h[_N_HEAP], h[_HEAP_TOP], h[_GARBAGE], h[_N_RECS], h[_LEVEL], h[_INDEX_ID]
+                        heads["n_heap"][k],
+                        heads["heap_top"][k],
+                        heads["garbage"][k],
+                        heads["n_recs"][k],
+                        heads["level"][k],
+                        heads["index_id"][k],
                     )
                 out.append(
                     _ROW
@@ -256,19 +250,20 @@ def _data_run(ctx: _Context, first: int, end: int, per_page: Sequence[int], out:
                         name_json,
                         ptype,
                         algo_json,
-                        stop_at - MARIADB_FCRC32_PAYLOAD,
-                        size,
+                        comp.ends[k] - MARIADB_FCRC32_PAYLOAD,
+                        comp.sizes[k],
                         allocated,
                         chk_json,
-                        lsn,
-                        space_id,
+                        cols["lsn"][k],
+                        cols["space_id"][k],
                         part,
                     )
                     + "\n"
                 )
                 continue
+            off = k * psize
             stored = mv[off : off + psize]
-            if not stored_no and not chk and stored.tobytes() == zero:
+            if stored == zero:
                 stored = memoryview(zero)
             info = ts._decode(stored, page_no, None, True)
             if ctx.wanted(info.type_name, info.real_type, info.stored_type):

@@ -30,6 +30,7 @@ from parsers._structs_gen import (
     FIL_TRAILER_FIELDS,
     FULL_CRC32_TRAILER_FIELDS,
     INDEX_HEADER_FIELDS,
+    PAGE_DATA,
     PAGE_HEADER,
 )
 from parsers.constants import (
@@ -53,6 +54,9 @@ SPECIAL_TYPES = frozenset(
     }
     | MYSQL_ENCRYPTED_TYPES
 )
+
+#: the FIL header and the index page header: the bytes of a page :func:`prefix_columns` reads
+PREFIX_BYTES = PAGE_DATA
 
 _LOW32 = 0xFFFFFFFF
 _U32 = struct.Struct(">I")
@@ -81,11 +85,33 @@ def page_struct(
     prefix; the names come back in the order the tuples hold them."""
     trailer = FULL_CRC32_TRAILER_FIELDS if full_crc32 else FIL_TRAILER_FIELDS
     trailer_size = struct.calcsize(">" + "".join(code for _, code in trailer))
+    return _struct_of(psize, fields, (psize - trailer_size, trailer, "trailer_"))
+
+
+@cache
+def prefix_struct(fields: tuple[str, ...]) -> tuple[struct.Struct, tuple[str, ...]]:
+    """:func:`page_struct` for the first :data:`PREFIX_BYTES` bytes of a page alone (the FIL
+    and index page headers: what a compressed page's header inflate gives)."""
+    return _struct_of(PREFIX_BYTES, fields)
+
+
+def prefix_columns(heads: bytes | bytearray, fields: tuple[str, ...]) -> dict[str, tuple[int, ...]]:
+    """:func:`columns` over page prefixes laid end to end, :data:`PREFIX_BYTES` each."""
+    packer, names = prefix_struct(fields)
+    cols: list[tuple[int, ...]] = list(zip(*packer.iter_unpack(heads), strict=True))
+    if not cols:
+        cols = [() for _ in names]
+    return dict(zip(names, cols, strict=True))
+
+
+def _struct_of(
+    size: int, fields: tuple[str, ...], *more: tuple[int, tuple[tuple[str, str], ...], str]
+) -> tuple[struct.Struct, tuple[str, ...]]:
     parts: list[tuple[int, str, str]] = []
     for base, flat, prefix in (
         (0, FIL_HEADER_FIELDS, ""),
         (PAGE_HEADER, INDEX_HEADER_FIELDS, ""),
-        (psize - trailer_size, trailer, "trailer_"),
+        *more,
     ):
         at = base
         for name, code in flat:
@@ -103,10 +129,10 @@ def page_struct(
         fmt.append(code)
         names.append(name)
         at = offset + struct.calcsize(">" + code)
-    if psize > at:
-        fmt.append(f"{psize - at}x")
+    if size > at:
+        fmt.append(f"{size - at}x")
     packer = struct.Struct("".join(fmt))
-    assert packer.size == psize
+    assert packer.size == size
     return packer, tuple(names)
 
 

@@ -24,6 +24,8 @@ from ibdtool.pagerows import page_rows
 from ibdtool.simulate import _current_state, extent_tree_overhead
 from ibdtool.tablespace import Tablespace
 from parsers.codecs import codec_for
+from parsers.crc32c_fast import crc32c
+from parsers.envelope import MARIADB_FCRC32_PAYLOAD, fcrc32_stored_size
 from parsers.layout import allocated_for_image
 from tests.catalog import load_catalog
 from tests.conftest import SAMPLES
@@ -110,6 +112,56 @@ def test_inline_tally_sees_damage(rel: str, tmp_path: Path) -> None:
     inline, decoded = _tallies(path)
     assert inline == decoded
     assert len(inline["problems"]) >= 3  # type: ignore[arg-type]
+
+
+def _bad_streams_good_crcs(rel: str, tmp_path: Path) -> tuple[Path, int]:
+    """A copy of the full_crc32 compressed sample ``rel`` in which two images have a broken
+    deflate stream yet a CRC-32C that verifies (recomputed, as a buggy writer would store it),
+    and one a stream cut short: only the header inflate can tell. Returns it and the page
+    count."""
+    src = SAMPLES / rel
+    data = bytearray(src.read_bytes())
+    with Tablespace(src) as ts:
+        psize, n = ts.physical_size, ts.n_pages
+    broken = 0
+    for page in range(1, n):
+        off = page * psize
+        ptype = int.from_bytes(data[off + 24 : off + 26], "big")
+        size = fcrc32_stored_size(ptype, psize) if ptype & 0x8000 else None
+        if size is None or any(data[off : off + 4]):
+            continue
+        payload = off + MARIADB_FCRC32_PAYLOAD
+        if broken == 0:
+            data[payload] ^= 0xFF  # the zlib header: not a zlib stream
+        elif broken == 1:
+            data[payload + 2] = 0xFF  # block type 3: reserved, an error
+        else:
+            data[payload + 8 : off + size - 4] = bytes(off + size - 4 - payload - 8)
+        crc = crc32c(bytes(data[off : off + size - 4]))
+        data[off + size - 4 : off + size] = crc.to_bytes(4, "big")
+        broken += 1
+        if broken == 3:
+            break
+    assert broken == 3
+    path = tmp_path / "bad-streams.ibd"
+    path.write_bytes(bytes(data))
+    return path, n
+
+
+@pytest.mark.parametrize("rel", ["mariadb/p16k-pc_zlib.ibd", "mariadb/p16k-pc_lz4.ibd"])
+def test_fast_paths_hand_streams_that_do_not_inflate_to_the_decoder(
+    rel: str, tmp_path: Path
+) -> None:
+    """A verified image whose header does not inflate goes to the decoder (which reports it)
+    in inspect's chunk tally, pages --json and the TUI's records, like every other page."""
+    path, _n = _bad_streams_good_crcs(rel, tmp_path)
+    inline, decoded = _tallies(path)
+    assert inline == decoded
+    # zlib fails on both broken headers; an lz4 block has no block type, only the first breaks
+    assert len(inline["problems"]) >= (2 if "zlib" in rel else 1)  # type: ignore[arg-type]
+    assert "".join(json_lines(str(path), jobs=1)) == _rows_by_decoder(path)
+    with Tablespace(path) as ts:
+        assert list(header_pages(ts)) == list(ts.pages(header_only=True))
 
 
 def _current_by_decoder(ts: Tablespace) -> dict[str, object]:
