@@ -1,4 +1,5 @@
-"""The system liblz4 and liblzo2, called through ctypes, for what the Python packages lack.
+"""The system liblz4, liblzo2 and libdeflate, called through ctypes, for what the Python
+packages lack.
 
 MariaDB's lz4 and lzo providers link the system libraries (``LZ4_compress_default``,
 ``lzo1x_1_15_compress``). python-lz4 bundles its own lz4 build, whose output differs by a few
@@ -9,6 +10,11 @@ the first bytes of a block. Each function returns None when its library is not i
 
 Their output and work buffers are made once per thread and reused call after call (neither
 library needs them zeroed): a fresh 1 MiB lzo work area a page cost more than compressing it.
+
+libdeflate inflates a whole 16K zlib page in a third of zlib's time (16 µs against 55 µs
+here): :func:`deflate_zlib_page` takes every page that inflates cleanly to its size, and hands
+anything else back for zlib to judge and word (MariaDB classic page_compressed pages, whose
+checksum lies inside the compressed page, are inflated whole by every scan).
 """
 
 from __future__ import annotations
@@ -113,3 +119,61 @@ def lzo1x_1_15_compress(data: bytes) -> bytes | None:
     if lib.lzo1x_1_15_compress(data, len(data), out, ctypes.byref(out_len), work) != 0:
         return None
     return ctypes.string_at(out, out_len.value)
+
+
+@cache
+def libdeflate() -> ctypes.CDLL | None:
+    """The system libdeflate (Debian: libdeflate0), or None."""
+    import ctypes
+
+    try:
+        lib = ctypes.CDLL("libdeflate.so.0")
+        lib.libdeflate_alloc_decompressor.restype = ctypes.c_void_p
+        lib.libdeflate_alloc_decompressor.argtypes = []
+        lib.libdeflate_zlib_decompress_ex.restype = ctypes.c_int
+        lib.libdeflate_zlib_decompress_ex.argtypes = [
+            ctypes.c_void_p,  # decompressor
+            ctypes.c_void_p,  # in
+            ctypes.c_size_t,  # in_nbytes
+            ctypes.c_void_p,  # out
+            ctypes.c_size_t,  # out_nbytes_avail
+            ctypes.c_void_p,  # actual_in_nbytes_ret
+            ctypes.c_void_p,  # actual_out_nbytes_ret
+        ]
+        return lib
+    except (OSError, AttributeError):
+        return None
+
+
+#: zlib's CMF byte with a 32 KiB window (CINFO 7) and deflate (CM 8), the one every server
+#: writes: the only header :func:`deflate_zlib_page` takes (zlib says what any other is)
+_CMF_32K = 0x78
+
+
+def deflate_zlib_page(data: bytes | memoryview, size: int) -> tuple[bytes, int] | None:
+    """A zlib stream that inflates to exactly ``size`` bytes, through libdeflate (3× faster
+    than zlib on a 16K page): its output and the input bytes it took (header and Adler-32
+    included, as zlib counts them). None for anything else — no library, another window size,
+    a stream that is broken, shorter, longer or does not end — for the caller to ask zlib,
+    which gives the verdict and the words. Output is capped at ``size`` bytes."""
+    import ctypes
+
+    lib = libdeflate()
+    if lib is None or not data or data[0] != _CMF_32K or size <= 0:
+        return None
+    state = _local.__dict__
+    dec = state.get("libdeflate")
+    if dec is None:
+        dec = state["libdeflate"] = lib.libdeflate_alloc_decompressor()
+        if not dec:
+            return None
+    out = _buffer("libdeflate_out", size)
+    counts = (ctypes.c_size_t * 2)()
+    where = ctypes.addressof(counts)
+    src = data if isinstance(data, bytes) else bytes(data)
+    rc = lib.libdeflate_zlib_decompress_ex(
+        dec, src, len(src), out, size, where, where + ctypes.sizeof(ctypes.c_size_t)
+    )
+    if rc != 0 or counts[1] != size:  # LIBDEFLATE_SUCCESS, every byte of the page
+        return None
+    return ctypes.string_at(out, size), counts[0]

@@ -12,7 +12,7 @@ want_test=0
 
 as_root() { if [ "$(id -u)" -eq 0 ]; then "$@"; else sudo "$@"; fi; }
 
-packages=(python3 python3-venv python3-dev build-essential liblzo2-dev)
+packages=(python3 python3-venv python3-dev build-essential liblzo2-dev libdeflate0)
 if [ "$want_test" -eq 1 ]; then
   packages+=(mariadb-server mariadb-client mariadb-plugin-provider-lz4 mariadb-plugin-provider-lzo
              mariadb-plugin-provider-lzma mariadb-plugin-provider-bzip2

@@ -9,6 +9,7 @@ server: a codec that decompresses to a page whose checksum verifies has decoded 
 from __future__ import annotations
 
 import tracemalloc
+import zlib
 from pathlib import Path
 
 import pytest
@@ -176,3 +177,87 @@ def test_tui_colours_follow_the_registry() -> None:
     static = PageMap("compression", labels=[*names, "brotli"])
     static_colours = {c.label: c.color for c in static.legend()}
     assert static_colours == {**tui_colours, "brotli": palette.FALLBACK_ALGO_COLOR}
+
+
+def _zlib_reference(data: bytes, size: int) -> tuple[bytes, int] | str:
+    """zlib_page_inflate as it was before libdeflate: zlib alone (the error's words, or the
+    page and the bytes the stream took)."""
+    d = zlib.decompressobj()
+    try:
+        out = d.decompress(data, size + 1)
+    except zlib.error as exc:
+        return f"zlib: {exc}"
+    if len(out) > size:
+        return f"zlib stream inflates to more than {size} bytes"
+    if len(out) != size:
+        return f"zlib gave {len(out)} bytes, expected {size}"
+    return out, len(data) - len(d.unused_data) if d.eof else len(data)
+
+
+def _ours(data: bytes, size: int) -> tuple[bytes, int] | str:
+    try:
+        return codecs.zlib_page_inflate(data, size)
+    except codecs.CodecError as exc:
+        return str(exc)
+
+
+def _zlib_payloads() -> list[tuple[bytes, int]]:
+    """(payload, page size) of every zlib page payload the samples and the corpus hold:
+    MariaDB classic (payload at 40), full_crc32 (26, to the image end) and MySQL type 14 (38,
+    the body only), found from the stored headers."""
+    from ibdtool.errors import InputError
+    from ibdtool.tablespace import Tablespace
+    from parsers.envelope import MARIADB_FCRC32_PAYLOAD, fcrc32_stored_size
+    from tests.catalog import load_catalog
+    from tests.conftest import SAMPLES
+
+    files = sorted(SAMPLES.rglob("*.ibd")) + [e.path for e in load_catalog() if e.path.is_file()]
+    out: list[tuple[bytes, int]] = []
+    for path in files:
+        try:
+            with Tablespace(path) as ts:
+                psize, logical, fcrc32 = ts.physical_size, ts.logical_size, ts.format.full_crc32
+        except InputError:
+            continue
+        data = path.read_bytes()
+        for off in range(0, len(data) - psize + 1, psize):
+            p = data[off : off + psize]
+            t = typ(p)
+            if fcrc32 and t & FCRC32_MARKER and not any(p[:4]):
+                size = fcrc32_stored_size(t, psize)
+                if size and p[MARIADB_FCRC32_PAYLOAD] == 0x78:
+                    out.append((p[MARIADB_FCRC32_PAYLOAD:size], logical))
+            elif not fcrc32 and t == FIL_PAGE_PAGE_COMPRESSED and p[26:34] == bytes(7) + b"\1":
+                out.append((p[40 : 40 + int.from_bytes(p[38:40], "big")], logical))
+            elif not fcrc32 and t == FIL_PAGE_COMPRESSED and p[27] == 1:
+                out.append((p[38 : 38 + int.from_bytes(p[32:34], "big")], logical - 38))
+    return out
+
+
+def test_libdeflate_inflates_every_zlib_page_as_zlib_does() -> None:
+    """Every zlib page payload of the samples and the corpus, whole and damaged (cut, flipped,
+    trailing bytes, a wrong Adler-32, a smaller window, asked for less or more): the same page,
+    the same bytes taken, or the same error in the same words as zlib alone."""
+    assert syslibs.libdeflate() is not None  # Debian: libdeflate0 (scripts/setup.sh)
+    payloads = _zlib_payloads()
+    assert len(payloads) > 300
+    fast = 0
+    for k, (payload, size) in enumerate(payloads):
+        fast += syslibs.deflate_zlib_page(payload, size) is not None
+        variants = [
+            (payload, size),
+            (payload + bytes(300), size),  # padding after the stream, as on disk
+            (payload[:-4] + bytes(4 ^ x for x in payload[-4:]), size),  # bad Adler-32
+            (payload[: len(payload) // 2], size),  # cut short
+            (payload[:-2], size),  # cut inside the Adler-32
+            (payload, size - 1),  # more than the page
+            (payload, size + 1),  # less than the page
+            (b"\x28" + payload[1:], size),  # CINFO 2: a 1 KiB window
+        ]
+        if k % 7 == 0:
+            flipped = bytearray(payload)
+            flipped[len(payload) // 3] ^= 0x10
+            variants.append((bytes(flipped), size))
+        for data, want in variants:
+            assert _ours(data, want) == _zlib_reference(data, want), (k, len(data), want)
+    assert fast == len(payloads)  # libdeflate took every clean page
