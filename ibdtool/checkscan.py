@@ -75,23 +75,36 @@ _HEAD = struct.Struct(">II12xIH")
 ScanPart = tuple[Counter[str], list[int], int, int]
 
 
-def _classic_page_ok(image: memoryview, fmt: SpaceFormat, logical: int) -> bool:
-    """Does the page inside a MariaDB classic compressed image verify by crc32, untorn?
-    False sends it to the decoder, which says what else it is."""
+def classic_inner(image: memoryview, fmt: SpaceFormat, logical: int) -> tuple[bytes, int] | None:
+    """The page inside a MariaDB classic compressed image (§3.1) and the image's stored size,
+    when that page verifies by crc32, untorn; None sends it to the decoder, which says what
+    else it is (the checksum is the inner page's: the image is inflated whole)."""
     env = read_envelope(image, fmt)
-    if env.kind is not Kind.MARIADB_COMPRESSED or env.problem is not None or env.encrypted:
-        return False
+    if (
+        env.kind is not Kind.MARIADB_COMPRESSED
+        or env.problem is not None
+        or env.encrypted
+        or env.stored_size is None
+    ):
+        return None
     try:
         page, _ = inflate(image, env, logical)
     except CodecError:
-        return False
+        return None
     chk = int.from_bytes(page[0:4], "big")
-    return (
+    if (
         chk != 0
         and page[0:4] == page[logical - 8 : logical - 4]
         and page[20:24] == page[logical - 4 : logical]
         and chk == crc32c(page[4:26]) ^ crc32c(page[38 : logical - 8])
-    )
+    ):
+        return page, env.stored_size
+    return None
+
+
+def _classic_page_ok(image: memoryview, fmt: SpaceFormat, logical: int) -> bool:
+    """Does the page inside a MariaDB classic compressed image verify by crc32, untorn?"""
+    return classic_inner(image, fmt, logical) is not None
 
 
 def scan_range(

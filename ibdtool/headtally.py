@@ -22,12 +22,14 @@ from itertools import compress, repeat
 from operator import add, and_, not_, or_
 from typing import TYPE_CHECKING, NamedTuple
 
+from ibdtool.checkscan import classic_inner
 from ibdtool.tablespace import Tablespace
 from parsers._structs_gen import FIL_HEADER_FAST
 from parsers.checksum import ChecksumAlgo
 from parsers.codecs import FCRC32_LENGTH_BYTE, CodecError, codec_for
 from parsers.constants import (
     FIL_PAGE_COMPRESS_FCRC32_MARKER,
+    FIL_PAGE_PAGE_COMPRESSED,
     Algorithm,
     Vendor,
     index_types,
@@ -86,7 +88,9 @@ def tally_run(
     none_name = Algorithm.NONE.value
     ok_name = ChecksumAlgo.FULL_CRC32.value if fcrc32 else ChecksumAlgo.CRC32.value
     fill_sum = 0.0
-    n_plain = n_empty = n_comp = 0
+    n_plain = n_empty = n_comp = n_classic = 0
+    # MariaDB classic page_compressed images (§3.1): a crc32 tablespace of MariaDB's
+    classic = crc32_plain and vendor is not Vendor.MYSQL
     fields = (*verdict_fields(fcrc32), *INDEX_FIELDS)
     for n, mv in ts.read_chunks(first, end):
         count = len(mv) // psize
@@ -119,14 +123,22 @@ def tally_run(
                     )
                     _count_types(tally, got.heads["page_type"], got.ok, names, vendor)
                     stored_types.update(compress(cols["page_type"], got.ok))
-                    tally.compressed_bytes += sum(got.sizes)
-                    for k in compress(range(count), got.ok):
-                        size = got.sizes[k]
-                        allocated = per_page[at + k]
-                        ideal = -(-size // block) * block
-                        if allocated > ideal:
-                            tally.unpunched_pages += 1
-                            tally.unpunched_bytes += allocated - ideal
+                    _tally_images(tally, got, at, per_page, block)
+                    good = list(map(or_, good, got.ok))
+                    if passed + n_got == count:
+                        continue
+            if classic:
+                got = classic_pages(ts, mv, n, cols, good, dblwr)
+                n_got = got.ok.count(True)
+                if n_got:
+                    n_classic += n_got
+                    at = n - first
+                    fill_sum += _tally_plain(
+                        tally, got.heads, got.ok, at, per_page, free, idx_types, logical
+                    )
+                    _count_types(tally, got.heads["page_type"], got.ok, names, vendor)
+                    stored_types.add(FIL_PAGE_PAGE_COMPRESSED)
+                    _tally_images(tally, got, at, per_page, block)
                     good = list(map(or_, good, got.ok))
                     if passed + n_got == count:
                         continue
@@ -160,8 +172,10 @@ def tally_run(
         comp[none_name] = comp.get(none_name, 0) + n_plain
     if n_comp:
         comp[algo_name] = comp.get(algo_name, 0) + n_comp
-    if n_plain or n_comp:
-        chk[ok_name] = chk.get(ok_name, 0) + n_plain + n_comp
+    if n_classic:  # zlib alone (classic_pages): its name as the decoder gives it
+        comp[Algorithm.ZLIB.value] = comp.get(Algorithm.ZLIB.value, 0) + n_classic
+    if n_plain or n_comp or n_classic:
+        chk[ok_name] = chk.get(ok_name, 0) + n_plain + n_comp + n_classic
 
 
 def compressed_header(
@@ -257,6 +271,59 @@ def compressed_headers(
             heads[k], all_sizes[k], all_ends[k] = head[:PREFIX_BYTES], size, end
     head_cols = prefix_columns(b"".join(heads), HEADER_FIELDS)
     return CompressedHeaders(ok, head_cols, all_sizes, all_ends)
+
+
+def classic_pages(
+    ts: Tablespace,
+    mv: memoryview,
+    first_page: int,
+    cols: dict[str, tuple[int, ...]],
+    good: list[bool],
+    dblwr: frozenset[int] | set[int] | None = None,
+) -> CompressedHeaders:
+    """The MariaDB classic page_compressed zlib images of the chunk ``mv`` (pages not already
+    ``good``): each inflated whole, once (its checksum is the inner page's, §3.1), through
+    :func:`ibdtool.checkscan.classic_inner`, and the header of the page inside unpacked with
+    the others'. Other algorithms, damage, wrong page numbers and ``dblwr`` pages are not
+    ``ok``: the decoder says what they are."""
+    psize, logical, fmt = ts.physical_size, ts.logical_size, ts.format
+    count = len(good)
+    ok = [False] * count
+    heads = [_NO_HEAD] * count
+    sizes = [0] * count
+    ptype, page_no = cols["page_type"], cols["page_no"]
+    for k in compress(range(count), map(not_, good)):
+        n = first_page + k
+        if ptype[k] != FIL_PAGE_PAGE_COMPRESSED or page_no[k] != n or (dblwr and n in dblwr):
+            continue
+        off = k * psize
+        if mv[off + 26 : off + 34] != _ZLIB_ID:  # FIL_PAGE_COMP_ALGO: zlib (§3.1)
+            continue
+        got = classic_inner(mv[off : off + psize], fmt, logical)
+        if got is not None:
+            ok[k] = True
+            heads[k] = got[0][:PREFIX_BYTES]
+            sizes[k] = got[1]
+    head_cols = prefix_columns(b"".join(heads), HEADER_FIELDS)
+    return CompressedHeaders(ok, head_cols, sizes, [0] * count)
+
+
+_ZLIB_ID = (1).to_bytes(8, "big")
+
+
+def _tally_images(
+    tally: PageTally, got: CompressedHeaders, at: int, per_page: Sequence[int], block: int
+) -> None:
+    """The stored sizes of a chunk's compressed images (``got``): their sum, and the slots
+    holding more than the image needs (not punched)."""
+    tally.compressed_bytes += sum(got.sizes)
+    for k in compress(range(len(got.ok)), got.ok):
+        size = got.sizes[k]
+        allocated = per_page[at + k]
+        ideal = -(-size // block) * block
+        if allocated > ideal:
+            tally.unpunched_pages += 1
+            tally.unpunched_bytes += allocated - ideal
 
 
 def _count_types(

@@ -94,7 +94,7 @@ def test_inline_tally_matches_the_decoder(path: Path) -> None:
         "mariadb/p16k-pc_zlib.ibd",  # full_crc32 compressed
         "mariadb/p16k-pc_lz4.ibd",
         "mariadb/p16k-crc32_plain.ibd",  # crc32
-        "mariadb/p16k-crc32_pc_zlib.ibd",  # classic compressed: decoder path
+        "mariadb/p16k-crc32_pc_zlib.ibd",  # classic compressed (headtally.classic_pages)
     ],
 )
 def test_inline_tally_sees_damage(rel: str, tmp_path: Path) -> None:
