@@ -161,19 +161,23 @@ def deflate_zlib_page(data: bytes | memoryview, size: int) -> tuple[bytes, int] 
     lib = libdeflate()
     if lib is None or not data or data[0] != _CMF_32K or size <= 0:
         return None
-    state = _local.__dict__
-    dec = state.get("libdeflate")
-    if dec is None:
-        dec = state["libdeflate"] = lib.libdeflate_alloc_decompressor()
+    made = _local.__dict__.get("libdeflate")
+    if made is None or len(made[1]) < size:
+        dec = made[0] if made is not None else lib.libdeflate_alloc_decompressor()
         if not dec:
             return None
-    out = _buffer("libdeflate_out", size)
-    counts = (ctypes.c_size_t * 2)()
-    where = ctypes.addressof(counts)
+        counts = (ctypes.c_size_t * 2)()
+        at = ctypes.addressof(counts)
+        made = _local.__dict__["libdeflate"] = (
+            dec,
+            ctypes.create_string_buffer(size),
+            counts,
+            at,
+            at + ctypes.sizeof(ctypes.c_size_t),
+        )
+    dec, out, counts, in_at, out_at = made
     src = data if isinstance(data, bytes) else bytes(data)
-    rc = lib.libdeflate_zlib_decompress_ex(
-        dec, src, len(src), out, size, where, where + ctypes.sizeof(ctypes.c_size_t)
-    )
+    rc = lib.libdeflate_zlib_decompress_ex(dec, src, len(src), out, size, in_at, out_at)
     if rc != 0 or counts[1] != size:  # LIBDEFLATE_SUCCESS, every byte of the page
         return None
     return ctypes.string_at(out, size), counts[0]
