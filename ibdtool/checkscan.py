@@ -75,16 +75,20 @@ _HEAD = struct.Struct(">II12xIH")
 ScanPart = tuple[Counter[str], list[int], int, int]
 
 
-def classic_inner(image: memoryview, fmt: SpaceFormat, logical: int) -> tuple[bytes, int] | None:
-    """The page inside a MariaDB classic compressed image (§3.1) and the image's stored size,
-    when that page verifies by crc32, untorn; None sends it to the decoder, which says what
-    else it is (the checksum is the inner page's: the image is inflated whole)."""
+def classic_inner(
+    image: memoryview, fmt: SpaceFormat, logical: int
+) -> tuple[bytes, int, int] | None:
+    """The page inside a MariaDB classic compressed image (§3.1), the image's stored size and
+    its payload's length, when that page verifies by crc32, untorn; None sends it to the
+    decoder, which says what else it is (the checksum is the inner page's: the image is
+    inflated whole)."""
     env = read_envelope(image, fmt)
     if (
         env.kind is not Kind.MARIADB_COMPRESSED
         or env.problem is not None
         or env.encrypted
         or env.stored_size is None
+        or env.payload_length is None
     ):
         return None
     try:
@@ -98,7 +102,7 @@ def classic_inner(image: memoryview, fmt: SpaceFormat, logical: int) -> tuple[by
         and page[20:24] == page[logical - 4 : logical]
         and chk == crc32c(page[4:26]) ^ crc32c(page[38 : logical - 8])
     ):
-        return page, env.stored_size
+        return page, env.stored_size, env.payload_length
     return None
 
 

@@ -216,8 +216,9 @@ class CompressedHeaders(NamedTuple):
     heads: dict[str, tuple[int, ...]]
     #: the image's stored size (0 where not ``ok``)
     sizes: list[int]
-    #: the end of its payload within the page (0 where not ``ok``)
-    ends: list[int]
+    #: the length of its compressed payload, as the decoder's ``compressed_size`` gives it
+    #: (0 where not ``ok``)
+    payload: list[int]
 
 
 #: what :func:`compressed_headers` unpacks from the page inside
@@ -265,12 +266,13 @@ def compressed_headers(
                 ok[k] = False
                 got.append(_NO_HEAD)
     heads = [_NO_HEAD] * count
-    all_sizes, all_ends = [0] * count, [0] * count
+    all_sizes, payload = [0] * count, [0] * count
     for k, head, size, end in zip(where, got, sizes, ends, strict=True):
         if ok[k]:
-            heads[k], all_sizes[k], all_ends[k] = head[:PREFIX_BYTES], size, end
+            heads[k], all_sizes[k] = head[:PREFIX_BYTES], size
+            payload[k] = end - MARIADB_FCRC32_PAYLOAD
     head_cols = prefix_columns(b"".join(heads), HEADER_FIELDS)
-    return CompressedHeaders(ok, head_cols, all_sizes, all_ends)
+    return CompressedHeaders(ok, head_cols, all_sizes, payload)
 
 
 def classic_pages(
@@ -291,6 +293,7 @@ def classic_pages(
     ok = [False] * count
     heads = [_NO_HEAD] * count
     sizes = [0] * count
+    payload = [0] * count
     ptype, page_no = cols["page_type"], cols["page_no"]
     for k in compress(range(count), map(not_, good)):
         n = first_page + k
@@ -303,9 +306,9 @@ def classic_pages(
         if got is not None:
             ok[k] = True
             heads[k] = got[0][:PREFIX_BYTES]
-            sizes[k] = got[1]
+            sizes[k], payload[k] = got[1], got[2]
     head_cols = prefix_columns(b"".join(heads), HEADER_FIELDS)
-    return CompressedHeaders(ok, head_cols, sizes, [0] * count)
+    return CompressedHeaders(ok, head_cols, sizes, payload)
 
 
 _ZLIB_ID = (1).to_bytes(8, "big")

@@ -26,14 +26,13 @@ from typing import TYPE_CHECKING
 
 from ibdtool.errors import InputError
 from ibdtool.forkscan import ordered_map
-from ibdtool.headtally import CompressedHeaders, compressed_headers
+from ibdtool.headtally import CompressedHeaders, classic_pages, compressed_headers
 from ibdtool.inspect import index_names
 from ibdtool.pagerows import page_row, parse_type_filter
 from ibdtool.tablespace import Tablespace
 from parsers.checksum import ChecksumAlgo
 from parsers.codecs import codec_for
-from parsers.constants import Algorithm, index_types, page_type_name
-from parsers.envelope import MARIADB_FCRC32_PAYLOAD
+from parsers.constants import Algorithm, Vendor, index_types, page_type_name
 from parsers.page import HEADER_PREFIX, index_fill
 from parsers.pagecolumns import INDEX_FIELDS, columns, plain_verified, verdict_fields
 
@@ -153,7 +152,9 @@ def _data_run(ctx: _Context, first: int, end: int, per_page: Sequence[int], out:
     decompress_head: Callable[..., bytes] | None = None
     if inline and algorithm is not None and algorithm is not Algorithm.NONE:
         decompress_head = codec_for(algorithm).prefix_reader(HEADER_PREFIX, logical)
-    algo_json = _encode(algorithm.value) if algorithm is not None else ""
+    # MariaDB classic page_compressed zlib images (§3.1): inflated whole, headtally.classic_pages
+    classic = inline and crc32_plain and vendor is not Vendor.MYSQL
+    algo_json = _encode(algorithm.value if algorithm is not None else Algorithm.ZLIB.value)
     none_json = _encode(Algorithm.NONE.value)
     chk_json = _encode((ChecksumAlgo.FULL_CRC32 if fcrc32 else ChecksumAlgo.CRC32).value)
     names = ctx.names
@@ -190,6 +191,8 @@ def _data_run(ctx: _Context, first: int, end: int, per_page: Sequence[int], out:
                 good = [g and n + k not in dblwr for k, g in enumerate(good)]
             if decompress_head is not None and algorithm is not None and not all(good):
                 comp = compressed_headers(mv, psize, n, cols, decompress_head, algorithm, dblwr)
+            elif classic and not all(good):
+                comp = classic_pages(ts, mv, n, cols, good, dblwr)
         for k in range(count):
             page_no = n + k
             allocated = per_page[page_no - first]
@@ -250,7 +253,7 @@ def _data_run(ctx: _Context, first: int, end: int, per_page: Sequence[int], out:
                         name_json,
                         ptype,
                         algo_json,
-                        comp.ends[k] - MARIADB_FCRC32_PAYLOAD,
+                        comp.payload[k],
                         comp.sizes[k],
                         allocated,
                         chk_json,

@@ -220,7 +220,13 @@ def test_json_lines_match_the_decoder(path: Path, monkeypatch: pytest.MonkeyPatc
 
 
 @pytest.mark.parametrize(
-    "rel", ["mariadb/p16k-plain.ibd", "mariadb/p16k-pc_zlib.ibd", "mariadb/p16k-crc32_plain.ibd"]
+    "rel",
+    [
+        "mariadb/p16k-plain.ibd",
+        "mariadb/p16k-pc_zlib.ibd",
+        "mariadb/p16k-crc32_plain.ibd",
+        "mariadb/p16k-crc32_pc_zlib.ibd",  # classic compressed (headtally.classic_pages)
+    ],
 )
 def test_json_lines_see_damage_and_filters(rel: str, tmp_path: Path) -> None:
     """Damaged pages leave the template to the decoder, and --type filters both the same."""
