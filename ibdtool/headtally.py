@@ -1,17 +1,20 @@
 """``inspect``'s inline path: the common pages tallied straight from their stored bytes.
 
 A scan of a large file spends its time on a few kinds of page: all-zero ones, plain pages with
-a good crc32 or full_crc32 checksum, and full_crc32 page-compressed images with a good CRC-32C
-(§3.2, §6.6). Those are tallied here from one chunk read at a time (into one reused buffer),
-without a :class:`~parsers.page.PageInfo` per page: the plain ones a chunk at a time, their
-headers unpacked together and their CRCs mapped over memoryviews (:mod:`parsers.pagecolumns`),
-the compressed ones page by page, each giving up only the header of the
-page inside (:data:`parsers.page.HEADER_PREFIX` bytes through the codec registry). Every other
-page — damaged, encrypted, MySQL or MariaDB classic compressed, zip, innodb-checksummed, a
-page number that does not match, a doublewrite copy — goes through
-:func:`parsers.page.decode_page` as before, so the tally is exactly the decoder's (the tests
-compare both on every sample and corpus file, damaged copies too). Holes are counted by
-:mod:`ibdtool.inspect` without reading them; this takes the runs that hold data.
+a good crc32 or full_crc32 checksum, full_crc32 page-compressed images with a good CRC-32C
+(§3.2, §6.6) and MariaDB classic page_compressed zlib images whose inner page verifies (§3.1).
+Those are tallied here from one chunk read at a time (into one reused buffer), without a
+:class:`~parsers.page.PageInfo` per page: the plain ones with their headers unpacked together
+and their CRCs mapped over memoryviews (:mod:`parsers.pagecolumns`), the full_crc32 compressed
+ones with their CRCs mapped the same way and only the header of the page inside inflated
+(:data:`parsers.page.HEADER_PREFIX` bytes through the codec registry,
+:func:`compressed_headers`), the classic ones inflated whole, once, since their checksum is
+inside (:func:`classic_pages`); the headers of a chunk's compressed pages are then unpacked
+together too. Every other page — damaged, encrypted, MySQL compressed, classic with another
+algorithm, zip, innodb-checksummed, a page number that does not match, a doublewrite copy —
+goes through :func:`parsers.page.decode_page` as before, so the tally is exactly the
+decoder's (the tests compare both on every sample and corpus file, damaged copies too). Holes
+are counted by :mod:`ibdtool.inspect` without reading them; this takes the runs that hold data.
 """
 
 from __future__ import annotations
@@ -92,6 +95,18 @@ def tally_run(
     # MariaDB classic page_compressed images (§3.1): a crc32 tablespace of MariaDB's
     classic = crc32_plain and vendor is not Vendor.MYSQL
     fields = (*verdict_fields(fcrc32), *INDEX_FIELDS)
+
+    def take(got: CompressedHeaders, at: int, stored: tuple[int, ...]) -> float:
+        """Tally a chunk's compressed images that gave their header (``got``; ``at``: the
+        chunk's first page within the run, ``stored``: the chunk's stored types); returns the
+        sum of the leaf pages' fill."""
+        if not any(got.ok):
+            return 0.0
+        _count_types(tally, got.heads["page_type"], got.ok, names, vendor)
+        stored_types.update(compress(stored, got.ok))
+        _tally_images(tally, got, at, per_page, block)
+        return _tally_plain(tally, got.heads, got.ok, at, per_page, free, idx_types, logical)
+
     for n, mv in ts.read_chunks(first, end):
         count = len(mv) // psize
         rest: Iterable[int] = range(count)
@@ -115,33 +130,19 @@ def tally_run(
                 # the compressed images of the chunk at once: their CRCs, then their headers
                 got = compressed_headers(mv, psize, n, cols, partial, algorithm, dblwr)
                 n_got = got.ok.count(True)
-                if n_got:
-                    n_comp += n_got
-                    at = n - first
-                    fill_sum += _tally_plain(
-                        tally, got.heads, got.ok, at, per_page, free, idx_types, logical
-                    )
-                    _count_types(tally, got.heads["page_type"], got.ok, names, vendor)
-                    stored_types.update(compress(cols["page_type"], got.ok))
-                    _tally_images(tally, got, at, per_page, block)
-                    good = list(map(or_, good, got.ok))
-                    if passed + n_got == count:
-                        continue
+                n_comp += n_got
+                fill_sum += take(got, n - first, cols["page_type"])
+                good = list(map(or_, good, got.ok))
+                if passed + n_got == count:
+                    continue
             if classic:
                 got = classic_pages(ts, mv, n, cols, good, dblwr)
                 n_got = got.ok.count(True)
-                if n_got:
-                    n_classic += n_got
-                    at = n - first
-                    fill_sum += _tally_plain(
-                        tally, got.heads, got.ok, at, per_page, free, idx_types, logical
-                    )
-                    _count_types(tally, got.heads["page_type"], got.ok, names, vendor)
-                    stored_types.add(FIL_PAGE_PAGE_COMPRESSED)
-                    _tally_images(tally, got, at, per_page, block)
-                    good = list(map(or_, good, got.ok))
-                    if passed + n_got == count:
-                        continue
+                n_classic += n_got
+                fill_sum += take(got, n - first, cols["page_type"])
+                good = list(map(or_, good, got.ok))
+                if passed + n_got == count:
+                    continue
             rest = compress(range(count), map(not_, good))
         for i in rest:
             page_no = n + i
