@@ -3,12 +3,12 @@
 The rows are those of :func:`ibdtool.pagerows.page_rows` encoded by ``json.JSONEncoder``, byte
 for byte (the tests compare both on every sample and corpus file). The pages a large file is
 made of — plain pages with a good crc32 or full_crc32 checksum, full_crc32 page-compressed
-images with a good CRC-32C, all-zero pages — are written from a template, their fields taken
-from the columns of a whole chunk (:mod:`parsers.pagecolumns`) or, for a compressed image,
-from the header of the page inside (a chunk at a time, :func:`ibdtool.headtally.
-compressed_headers`); every other
-page (and every page of a tablespace opened with a key) goes through the decoder and
-:func:`~ibdtool.pagerows.page_row`, as before.
+images with a good CRC-32C, MariaDB classic page_compressed zlib images whose inner page
+verifies, all-zero pages — are written from a template, their fields taken from the columns of
+a whole chunk (:mod:`parsers.pagecolumns`) or, for a compressed image, from the header of the
+page inside (a chunk at a time: :func:`ibdtool.headtally.compressed_headers`,
+:func:`ibdtool.headtally.classic_pages`); every other page (and every page of a tablespace
+opened with a key) goes through the decoder and :func:`~ibdtool.pagerows.page_row`, as before.
 
 The file is cut into blocks of :data:`BLOCK_PAGES` pages; with several cores, forked workers
 take every n-th block and the blocks come back in page order (:func:`ibdtool.forkscan.
