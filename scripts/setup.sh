@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # Set up ibdtool on a fresh Debian machine: system packages, then a venv in .venv with ibdtool.
-#   scripts/setup.sh          what running ibdtool needs (python-lzo builds against liblzo2)
+#   scripts/setup.sh          what running ibdtool needs (python-lzo builds against liblzo2;
+#                             libdeflate0 inflates whole zlib pages)
 #   scripts/setup.sh --test   also what the tests need: MariaDB 10.11 with its codec plugins,
 #                             innochecksum, filefrag, openssl (encrypted key files), the MySQL
 #                             8.0.15/5.7.22/8.0.33 tarballs and MariaDB 11.4.5 (Maven), and the dev tools
