@@ -154,7 +154,7 @@ def tally_run(
                 (stored_no != page_no or (dblwr and page_no in dblwr))
                 and not stored_no
                 and not chk_word
-                and mv[off : off + psize] == zero
+                and mv[off : off + psize].tobytes() == zero  # a memcmp, not byte by byte
             ):
                 n_empty += 1
                 if is_free:
@@ -209,8 +209,9 @@ def compressed_header(
 
 
 class CompressedHeaders(NamedTuple):
-    """The full_crc32 page-compressed images of one chunk, from :func:`compressed_headers`:
-    per page of the chunk, whether its header came out, and columns of that header."""
+    """The compressed images of one chunk, from :func:`compressed_headers` (full_crc32) or
+    :func:`classic_pages`: per page of the chunk, whether its header came out, and columns of
+    that header."""
 
     ok: list[bool]
     #: :data:`HEADER_FIELDS` of the page inside (zeros where not ``ok``)

@@ -266,7 +266,8 @@ def _data_run(ctx: _Context, first: int, end: int, per_page: Sequence[int], out:
                 continue
             off = k * psize
             stored = mv[off : off + psize]
-            if stored == zero:
+            # bytes == bytes is a memcmp; memoryview == bytes compares byte by byte
+            if not any(stored[:38]) and stored.tobytes() == zero:
                 stored = memoryview(zero)
             info = ts._decode(stored, page_no, None, True)
             if ctx.wanted(info.type_name, info.real_type, info.stored_type):
