@@ -23,7 +23,7 @@ from typing import TYPE_CHECKING, Any, Literal
 from ibdtool.cost import CLOCK, Cost, CostRun, measure
 from ibdtool.cost import MAX_PAGES as MAX_COST_PAGES
 from ibdtool.errors import InputError
-from ibdtool.tablespace import CHUNK_BYTES, Tablespace
+from ibdtool.tablespace import Tablespace
 from ibdtool.workpool import WorkerPool
 from parsers.codecs import WHAT_IF, Codec, codec, vendor_codecs
 from parsers.codecs import names as codec_names
@@ -35,8 +35,9 @@ from parsers.constants import (
     FIL_PAGE_TYPE_XDES,
     Algorithm,
 )
-from parsers.envelope import may_have_stored_size, read_envelope
+from parsers.envelope import read_envelope, sized_pages
 from parsers.layout import MYSQL_HEADER, allocated_for_image, ntfs_allocated, server_stored_size
+from parsers.page import logical_image
 from parsers.vendor import Vendor
 from parsers.zip_page import ZipPageError, zip_logical_image
 
@@ -292,13 +293,42 @@ class Accumulator:
     zip_failures: dict[int, int] = field(default_factory=dict)
     #: pages followed by a punched hole: each ends an extent
     holes: dict[tuple[Scenario, BlockSpec], int] = field(default_factory=dict)
+    #: pages by the length of their compressed payload, per scenario (-1: stored plain), not
+    #: yet in ``cost`` and ``holes`` (:meth:`settle`)
+    lengths: dict[Scenario, dict[int, int]] = field(default_factory=dict)
 
     def add_cost(self, key: tuple[Scenario, BlockSpec], value: float) -> None:
         slot = self.cost.setdefault(key, [0.0, 0.0])
         slot[0] += value
         slot[1] += value * value
 
+    def settle(self, cfg: SimConfig) -> None:
+        """Fold :attr:`lengths` into :attr:`cost` and :attr:`holes`: each distinct payload
+        length's stored size and allocation worked out once per block size, not per page
+        (sums in exact integers, as the page-by-page sums were while below 2**53)."""
+        psize = cfg.page_size
+        for s, hist in self.lengths.items():
+            for b in cfg.blocks:
+                total = total_sq = holes = 0
+                for length, count in hist.items():
+                    stored = None if length < 0 else s.stored_size(length, psize, b.size)
+                    cost = b.allocated(stored if stored is not None else psize, psize)
+                    total += cost * count
+                    total_sq += cost * cost * count
+                    if 0 < cost < psize:
+                        holes += count
+                slot = self.cost.setdefault((s, b), [0.0, 0.0])
+                slot[0] += total
+                slot[1] += total_sq
+                if holes:
+                    self.holes[(s, b)] = self.holes.get((s, b), 0) + holes
+        self.lengths.clear()
+
     def merge(self, other: Accumulator) -> None:
+        for scenario, hist in other.lengths.items():
+            mine = self.lengths.setdefault(scenario, {})
+            for length, count in hist.items():
+                mine[length] = mine.get(length, 0) + count
         self.n += other.n
         self.compressed_pages += other.compressed_pages
         for key, (s, s2) in other.cost.items():
@@ -358,36 +388,77 @@ def measure_zero_pages(first: int, end: int, cfg: SimConfig, acc: Accumulator) -
                 _zip_add(acc, kbs, 0.0)
 
 
-def measure_page(page: bytes, page_no: int, cfg: SimConfig, acc: Accumulator) -> None:
-    """Add one uncompressed logical page's cost under every scenario and block size."""
-    psize = cfg.page_size
-    acc.n += 1
-    do_zip = cfg.zip_every > 0 and page_no % cfg.zip_every == 0
-    if do_zip:
-        acc.zip_n += 1
-    if page == _zeros(psize):
-        for s in cfg.scenarios:
-            for b in cfg.blocks:
-                acc.add_cost((s, b), _zero_page_cost(s, b, psize))
+class _Meter:
+    """One scan's per-page work, resolved once per run and thread (:func:`_meter`): each
+    scenario's page types kept plain, whether it keeps MySQL's 38-byte header out, and a
+    :meth:`parsers.codecs.Codec.sizer` (its codec, build and level chosen once, its context
+    and buffers reused page after page). A page adds one count per scenario to a histogram of
+    payload lengths; block sizes are applied to the lengths once, at the end
+    (:meth:`Accumulator.settle`)."""
+
+    def __init__(self, scenarios: Sequence[Scenario]) -> None:
+        self.plans = [
+            (
+                s,
+                _KEPT_PLAIN[s.server is Vendor.MYSQL],
+                MYSQL_HEADER if s.server is Vendor.MYSQL else 0,
+                s.codec.sizer(s.level, s.server),
+            )
+            for s in scenarios
+        ]
+
+    def page(
+        self, page: bytes | memoryview, page_no: int, cfg: SimConfig, acc: Accumulator
+    ) -> None:
+        """Add one uncompressed logical page (bytes, or a view valid for this call)."""
+        psize = cfg.page_size
+        do_zip = cfg.zip_every > 0 and page_no % cfg.zip_every == 0
+        if not any(page[:FIL_HEADER_BYTES]) and bytes(page) == _zeros(psize):
+            measure_zero_pages(page_no, page_no + 1, cfg, acc)
+            return
+        acc.n += 1
+        ptype = page[24] << 8 | page[25]
+        compressed = False
+        lengths = acc.lengths
+        for s, kept, skip, size in self.plans:
+            if page_no == 0 or ptype in kept:
+                length = -1
+            else:
+                length = size(page[skip:] if skip else page)
+                compressed = True
+            hist = lengths.get(s)
+            if hist is None:
+                hist = lengths[s] = {}
+            hist[length] = hist.get(length, 0) + 1
+        acc.compressed_pages += compressed
         if do_zip:
-            for kbs in KEY_BLOCK_SIZES:
-                _zip_add(acc, kbs, 0.0)
-        return
-    ptype = int.from_bytes(page[24:26], "big")
-    compressed = False
-    for s in cfg.scenarios:
-        fixed = s.keeps_plain(page_no, ptype)
-        payload_len = 0 if fixed else len(s.compress(s.compressed_part(page)))
-        compressed = compressed or not fixed
-        for b in cfg.blocks:
-            stored = None if fixed else s.stored_size(payload_len, psize, b.size)
-            cost = b.allocated(stored if stored is not None else psize, psize)
-            acc.add_cost((s, b), cost)
-            if 0 < cost < psize:
-                acc.holes[(s, b)] = acc.holes.get((s, b), 0) + 1
-    acc.compressed_pages += compressed
-    if do_zip:
-        _measure_zip(page, ptype, cfg, acc)
+            acc.zip_n += 1
+            _measure_zip(bytes(page), ptype, cfg, acc)
+
+
+#: the page types a scenario stores plain besides page 0 (:meth:`Scenario.keeps_plain`),
+#: by whether it is MySQL's
+_KEPT_PLAIN = {
+    True: frozenset((FIL_PAGE_TYPE_FSP_HDR, FIL_PAGE_TYPE_XDES, FIL_PAGE_RTREE)),
+    False: frozenset((FIL_PAGE_TYPE_FSP_HDR, FIL_PAGE_TYPE_XDES, FIL_PAGE_TYPE_ALLOCATED)),
+}
+FIL_HEADER_BYTES = 38
+_meters = threading.local()
+
+
+def _meter(scenarios: tuple[Scenario, ...]) -> _Meter:
+    """This thread's :class:`_Meter` for ``scenarios``, made on the first batch of a run (in
+    the parent before the workers fork, so they inherit it) and kept for the next ones."""
+    found: tuple[tuple[Scenario, ...], _Meter] | None = getattr(_meters, "last", None)
+    if found is None or found[0] != scenarios:
+        found = _meters.last = (scenarios, _Meter(scenarios))
+    return found[1]
+
+
+def measure_page(page: bytes, page_no: int, cfg: SimConfig, acc: Accumulator) -> None:
+    """Add one uncompressed logical page's cost under every scenario and block size (the
+    histogram :meth:`Accumulator.settle` turns into costs)."""
+    _meter(cfg.scenarios).page(page, page_no, cfg, acc)
 
 
 _ZEROS: dict[int, bytes] = {}
@@ -502,19 +573,38 @@ def _measure_zip(page: bytes, ptype: int, cfg: SimConfig, acc: Accumulator) -> N
 
 def scan_pages(ts: Tablespace, page_nos: Sequence[int], cfg: SimConfig) -> Accumulator:
     """Measure ``page_nos``; a run of consecutive numbers (a ``range``) is read in big chunks
-    and its pages in holes are counted without a read."""
+    into one reused buffer, its pages measured as views of it, and its pages in long holes
+    are counted without a read. Pages are neither verified nor decoded: only their logical
+    bytes are needed (:func:`parsers.page.logical_image`)."""
     acc = Accumulator()
+    meter = _meter(cfg.scenarios)
+    fmt = ts.format
+    psize = ts.physical_size
+    dec = ts.decryptor
+    zipped = fmt.zip
+
+    def one(stored: memoryview, n: int) -> None:
+        if dec is not None:
+            plain = dec.decrypt(stored, n)
+            if plain is not None:
+                stored = memoryview(plain)
+        page = logical_image(stored, fmt)
+        meter.page(_uncompressed(ts, bytes(page)) if zipped else page, n, cfg, acc)
+
     if page_nos and page_nos[-1] - page_nos[0] + 1 == len(page_nos):
-        for first, end, has_data in ts.page_runs(page_nos[0], page_nos[-1] + 1):
+        # coarse: a worker's batch needs no exact map of a page-compressed file (a hole a
+        # page, a second of SEEK_DATA each batch); zero pages read are measured as holes are
+        for first, end, has_data in ts.page_runs(page_nos[0], page_nos[-1] + 1, coarse=True):
             if not has_data:
                 measure_zero_pages(first, end, cfg, acc)
                 continue
-            for info, logical in ts.logical_pages(first, end):
-                measure_page(_uncompressed(ts, logical), info.page_no, cfg, acc)
+            for n, chunk in ts.read_chunks(first, end):
+                for i in range(len(chunk) // psize):
+                    one(chunk[i * psize : (i + 1) * psize], n + i)
+        ts.check_not_shrunk()
         return acc
     for n in page_nos:
-        _, _, logical = ts.page_with_data(n)
-        measure_page(_uncompressed(ts, logical), n, cfg, acc)
+        one(memoryview(ts.raw_page(n)), n)
     return acc
 
 
@@ -691,9 +781,12 @@ def choose_sample_size(
 ) -> int:
     """Pages needed for a ±1% 95% interval on the first scenario, from a pilot sample."""
     n_pages = ts.n_pages
-    first = SimConfig(cfg.scenarios[:1], cfg.blocks[:1], cfg.page_size)
+    # the first scenario and block alone, without the ROW_FORMAT=COMPRESSED what-if (a dozen
+    # deflates per index page, whose figures the pilot does not use)
+    first = SimConfig(cfg.scenarios[:1], cfg.blocks[:1], cfg.page_size, zip_every=0)
     pages = rng.sample(range(n_pages), min(pilot, n_pages))
     acc = scan_pages(ts, pages, first)
+    acc.settle(first)
     s, s2 = next(iter(acc.cost.values()))
     n = acc.n
     mean = s / n
@@ -805,6 +898,7 @@ def simulate(
                     progress(acc.n, len(page_nos))
         if acc.n != len(page_nos):  # a worker saw a shorter file: never a partial answer
             raise InputError(f"{path}: file shrank while reading")
+        acc.settle(cfg)
         if cfg.scenarios and not acc.compressed_pages:
             notes.append(
                 "no page with data was simulated (every page looked at is all zeros, or one "
@@ -962,9 +1056,10 @@ def _time_codecs(
 def _current_state(ts: Tablespace) -> dict[str, Any]:
     """For an already-compressed file: actual allocation against the ideal for its images.
 
-    Nothing is decoded, decompressed or verified (the scan that simulated did that already):
-    pages whose type word cannot mean a compressed image count whole after one comparison,
-    and only the others have their envelope read (algorithm and stored size)."""
+    Nothing is decoded, decompressed or verified: the file is read in chunks into one buffer,
+    the type words of a chunk's pages are sliced out at once, pages whose type word cannot mean
+    a compressed image count whole (an all-zero one, never written, as nothing), and only the
+    others have their envelope read (algorithm and stored size)."""
     alloc = ts.allocation
     block = alloc.fs_block_size
     psize = ts.physical_size
@@ -978,20 +1073,25 @@ def _current_state(ts: Tablespace) -> dict[str, Any]:
         if not has_data:  # all-zero pages in holes: empty, nothing to count
             continue
         per_page = alloc.per_page_allocated(psize, end - first, first)
-        for n, raw in ts.read_pages(first, end, max(1, CHUNK_BYTES // psize)):
-            mv = memoryview(raw)
-            for off in range(0, len(raw), psize):
-                if not may_have_stored_size(raw[off + 24 : off + 26], fcrc32):
-                    if not raw.startswith(zero, off):
-                        ideal += psize
-                    continue  # an all-zero page was never written: empty
-                env = read_envelope(mv[off : off + psize], fmt)
+        for n, raw in ts.read_chunks(first, end):
+            count = len(raw) // psize
+            sized = sized_pages(raw, psize, fcrc32)
+            whole = count - len(sized)  # pages in their whole slot, but for all-zero ones
+            types = bytes(raw[24::psize])[:count], bytes(raw[25::psize])[:count]
+            if 0 in types[0]:  # an all-zero page has a zero type word: look at those alone
+                skip = set(sized)
+                for i, (hi, lo) in enumerate(zip(*types, strict=True)):
+                    if not hi | lo and i not in skip:
+                        whole -= bytes(raw[i * psize : (i + 1) * psize]) == zero
+            ideal += whole * psize
+            for i in sized:
+                env = read_envelope(raw[i * psize : (i + 1) * psize], fmt)
                 if env.algorithm is not Algorithm.NONE and env.stored_size:
                     compressed += 1
                     algos[env.algorithm.value] = algos.get(env.algorithm.value, 0) + 1
                     need = allocated_for_image(env.stored_size, psize, block)
                     ideal += need
-                    if per_page[n + off // psize - first] > need:
+                    if per_page[n + i - first] > need:
                         unpunched += 1
                 else:
                     ideal += psize

@@ -57,6 +57,10 @@ def _streamed(d: Any, data: bytes, n: int) -> bytes:
     return out
 
 
+#: what :meth:`Impl.sizer` compresses once to see whether a server build is there
+_PROBE = bytes(64)
+
+
 class Impl:
     """The calls of one codec; subclasses override what their library does differently."""
 
@@ -85,6 +89,20 @@ class Impl:
         """The first ``n`` bytes; libraries that cannot stop early decompress ``limit`` at most."""
         return self.decompress(data, limit)[:n]
 
+    def sizer(self, level: int | None, server: bool) -> Callable[[Any], int]:
+        """``data -> len(compressed data)``, as :meth:`parsers.codecs.Codec.sizer` describes:
+        MariaDB's build (``server``) where :meth:`server_compress` has one, else the
+        package's. Codecs whose library keeps a context or writes into a buffer override it."""
+        compress, server_compress = self.compress, self.server_compress
+        server = server and server_compress(_PROBE, level) is not None
+
+        def size(data: Any) -> int:
+            raw = bytes(data)
+            out = server_compress(raw, level) if server else None
+            return len(compress(raw, level) if out is None else out)
+
+        return size
+
     def prefix_reader(self, n: int, name: str) -> Callable[[Any], bytes] | None:
         """A direct ``data -> first n bytes`` for the codec ``name`` (its errors worded as
         :meth:`parsers.codecs.Codec.partial_decompress` words them), or None to go through
@@ -97,6 +115,14 @@ class Zlib(Impl):
 
     def compress(self, data: bytes, level: int | None) -> bytes:
         return zlib.compress(data, 6 if level is None else level)
+
+    def sizer(self, level: int | None, server: bool) -> Callable[[Any], int]:
+        compress, lv = zlib.compress, 6 if level is None else level
+
+        def size(data: Any) -> int:
+            return len(compress(data, lv))  # reads a memoryview in place
+
+        return size
 
     def decompress(self, data: bytes, size: int) -> bytes:
         d = zlib.decompressobj()
@@ -135,6 +161,15 @@ class Lz4(Impl):
 
     def server_exact(self) -> bool:
         return syslibs.liblz4() is not None
+
+    def sizer(self, level: int | None, server: bool) -> Callable[[Any], int]:
+        block = _module("lz4.block")
+
+        def package(data: Any) -> int:
+            return len(block.compress(data, store_size=False))  # reads a memoryview in place
+
+        fast = syslibs.lz4_sizer(package) if server else None
+        return package if fast is None else fast
 
     def decompress(self, data: bytes, size: int) -> bytes:
         # python-lz4 decodes into a size-byte buffer (LZ4_decompress_safe): it cannot overrun
@@ -238,6 +273,14 @@ class Zstd(Impl):
     def compress(self, data: bytes, level: int | None) -> bytes:
         out: bytes = _zstd_compressor(level or 3).compress(data)
         return out
+
+    def sizer(self, level: int | None, server: bool) -> Callable[[Any], int]:
+        compress = _module("zstandard").ZstdCompressor(level=level or 3).compress  # its own
+
+        def size(data: Any) -> int:
+            return len(compress(data))  # reads a memoryview in place
+
+        return size
 
     def decompress(self, data: bytes, size: int) -> bytes:
         zstd = _module("zstandard")

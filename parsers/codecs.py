@@ -66,6 +66,18 @@ class Codec:
                 return out
         return self.impl.compress(data, level)
 
+    def sizer(
+        self, level: int | None = None, vendor: str | None = None
+    ) -> Callable[[bytes | memoryview], int]:
+        """A function ``data -> len(self.compress(data, level, vendor))``, for a caller that
+        compresses page after page and needs only the sizes (``simulate``'s workers): which
+        build of the library (the server's or the package's) is resolved here, once, and the
+        library's context and output buffer are made once and reused call after call (zstd's
+        compressor, liblz4's output buffer); a memoryview of a page is read in place where
+        the library takes buffers. The same numbers as :meth:`compress`. One per thread: a
+        sizer keeps state and is not to be shared between threads."""
+        return self.impl.sizer(level, vendor == "mariadb")
+
     def decompress(self, data: bytes | memoryview, size: int) -> bytes:
         """Exactly ``size`` bytes, or :class:`CodecError`; never inflates beyond ``size + 1``."""
         try:

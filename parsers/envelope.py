@@ -296,6 +296,27 @@ def may_have_stored_size(type_word: bytes | memoryview, full_crc32: bool) -> boo
     return bytes(type_word) in _SIZED_TYPE_WORDS
 
 
+def sized_pages(chunk: bytes | memoryview, page_size: int, full_crc32: bool) -> list[int]:
+    """Indexes of the whole pages of ``chunk`` for which :func:`may_have_stored_size` holds,
+    from two strided slices of their type words (one C pass a chunk; a Python comparison
+    only where a type's high byte can mean a stored size)."""
+    hi = bytes(chunk[24::page_size])[: len(chunk) // page_size]
+    if full_crc32:
+        if not hi.translate(None, _BELOW_FCRC32_MARKER):
+            return []
+        return [i for i, h in enumerate(hi) if h & 0x80]
+    if not hi.translate(None, _NOT_SIZED_HIGH):
+        return []
+    lo = bytes(chunk[25::page_size])
+    return [i for i, (h, low) in enumerate(zip(hi, lo, strict=False)) if (h << 8 | low) in _SIZED]
+
+
+_SIZED = frozenset(int.from_bytes(t, "big") for t in _SIZED_TYPE_WORDS)
+#: bytes ``translate`` deletes to leave the type high bytes that may mean a stored size
+_BELOW_FCRC32_MARKER = bytes(range(FIL_PAGE_COMPRESS_FCRC32_MARKER >> 8))
+_NOT_SIZED_HIGH = bytes(b for b in range(256) if b not in {t >> 8 for t in _SIZED})
+
+
 @cache
 def _whole_slot(
     stored_type: int, physical: int, full_crc32: bool, zip: bool, encrypted: bool

@@ -44,7 +44,14 @@ from parsers.constants import (
     index_types,
     page_type_name,
 )
-from parsers.envelope import Checksum, Envelope, Kind, read_envelope, read_key_version
+from parsers.envelope import (
+    Checksum,
+    Envelope,
+    Kind,
+    may_have_stored_size,
+    read_envelope,
+    read_key_version,
+)
 from parsers.errors import ParseError
 from parsers.inflate import inflate
 from parsers.space import SpaceFormat
@@ -188,6 +195,27 @@ def _header_prefix(mv: memoryview, env: Envelope, logical_size: int) -> bytes:
 
 def _type_of(page: bytes | memoryview) -> int:
     return int.from_bytes(page[24:26], "big")
+
+
+def logical_image(buf: memoryview, fmt: SpaceFormat) -> bytes | memoryview:
+    """The page :func:`decode_page` hands its ``keep_page``, without any of its checks: a
+    page-compressed image (MariaDB full_crc32 or classic, MySQL type 14) decompressed; every
+    other page, and an image that cannot be decompressed (damaged, encrypted, an unknown or
+    missing codec), as ``buf`` itself, not copied. For scans that need each page's bytes and
+    no verdict on them (``simulate``): one comparison of the type word settles most pages
+    (:func:`parsers.envelope.may_have_stored_size`)."""
+    if not may_have_stored_size(buf[24:26], fmt.full_crc32):
+        return buf
+    env = read_envelope(buf, fmt)
+    if env.kind is Kind.FCRC32_COMPRESSED:
+        if env.stored_size is None or env.algorithm is Algorithm.NONE:
+            return buf  # decode_page reports these and inflates nothing
+    elif env.checksum is not Checksum.INNER:
+        return buf
+    try:
+        return inflate(buf, env, fmt.logical_size)[0]
+    except CodecError:
+        return buf
 
 
 def decode_page(

@@ -20,6 +20,7 @@ checksum lies inside the compressed page, are inflated whole by every scan).
 from __future__ import annotations
 
 import threading
+from collections.abc import Callable
 from functools import cache
 from typing import TYPE_CHECKING
 
@@ -87,6 +88,49 @@ def lz4_compress_default(data: bytes) -> bytes | None:
     out = _buffer("lz4", bound)
     n = lib.LZ4_compress_default(data, out, len(data), bound)
     return ctypes.string_at(out, n) if n > 0 else None
+
+
+def lz4_sizer(fallback: Callable[[bytes], int]) -> Callable[[bytes | memoryview], int] | None:
+    """A function giving ``len(lz4_compress_default(data))`` without building the output
+    (``fallback(data)`` where that returns None): one output buffer made here for the caller
+    (a scan's worker, page after page; not to be shared between threads), and a writable
+    memoryview (a slice of a reused read buffer) handed to liblz4 in place, not copied. None
+    without the library."""
+    import ctypes
+
+    lib = liblz4()
+    if lib is None:
+        return None
+    c_int, c_void_p = ctypes.c_int, ctypes.c_void_p
+    # a prototype of its own: argtypes set on the shared CDLL function would change how
+    # lz4_compress_default passes its arguments
+    compress = ctypes.CFUNCTYPE(c_int, c_void_p, c_void_p, c_int, c_int)(
+        ("LZ4_compress_default", lib)
+    )
+    bound_of = lib.LZ4_compressBound
+    out = ctypes.create_string_buffer(bound_of(LZ4_SIZER_MAX_INPUT))
+    room = len(out)
+    byref, at = ctypes.byref, ctypes.c_char.from_buffer
+
+    def size(data: bytes | memoryview) -> int:
+        n = len(data)
+        if n > LZ4_SIZER_MAX_INPUT:  # bigger than any page: the buffered call
+            whole = lz4_compress_default(bytes(data))
+            return fallback(bytes(data)) if whole is None else len(whole)
+        if isinstance(data, bytes):
+            src: object = data  # ctypes passes a bytes object's own buffer
+        elif not data.readonly and n:
+            src = byref(at(data))
+        else:
+            src = bytes(data)
+        got: int = compress(src, out, n, room)
+        return got if got > 0 else fallback(bytes(data))
+
+    return size
+
+
+#: the largest input :func:`lz4_sizer` compresses through its own buffer: a 64K page
+LZ4_SIZER_MAX_INPUT = 1 << 16
 
 
 def lz4_decompress_partial(data: bytes, n: int) -> bytes | None:
