@@ -25,8 +25,15 @@ from ibdtool.simulate import _current_state, extent_tree_overhead
 from ibdtool.tablespace import Tablespace
 from parsers.codecs import codec_for
 from parsers.crc32c_fast import crc32c
-from parsers.envelope import MARIADB_FCRC32_PAYLOAD, fcrc32_stored_size
+from parsers.envelope import (
+    MARIADB_FCRC32_PAYLOAD,
+    fcrc32_stored_size,
+    may_have_stored_size,
+    read_envelope,
+    sized_pages,
+)
 from parsers.layout import allocated_for_image
+from parsers.page import logical_image
 from tests.catalog import load_catalog
 from tests.conftest import SAMPLES
 
@@ -188,6 +195,54 @@ def _current_by_decoder(ts: Tablespace) -> dict[str, object]:
         "actual_allocated": ts.allocation.allocated,
         "unpunched_pages": unpunched,
     }
+
+
+@pytest.mark.parametrize("path", FILES, ids=lambda p: f"{p.parent.name}/{p.name}")
+def test_logical_images_are_the_decoders(path: Path) -> None:
+    """``logical_image`` (simulate's pages: no checks, a view of the stored page where
+    nothing is decompressed) gives every page of every sample and corpus file the bytes
+    ``decode_page`` keeps; ``sized_pages`` picks, chunk by chunk, exactly the pages
+    ``may_have_stored_size`` picks one by one."""
+    try:
+        ts = Tablespace(path)
+    except InputError:
+        return
+    psize = ts.physical_size
+    with ts:
+        decoded = iter(ts.logical_pages())
+        for n, chunk in ts.read_chunks(0, ts.n_pages, 64 * psize):
+            views = [chunk[i : i + psize] for i in range(0, len(chunk), psize)]
+            want = [
+                i
+                for i, v in enumerate(views)
+                if may_have_stored_size(v[24:26], ts.format.full_crc32)
+            ]
+            assert sized_pages(chunk, psize, ts.format.full_crc32) == want, f"{path} page {n}"
+            for i, view in enumerate(views):
+                info, kept = next(decoded)
+                assert info.page_no == n + i
+                assert bytes(logical_image(view, ts.format)) == kept, f"{path} page {n + i}"
+        assert next(decoded, None) is None
+
+
+def test_logical_images_cover_every_compressed_kind() -> None:
+    """The comparison above reaches pages that ``logical_image`` decompresses, of each
+    page-compressed kind: MariaDB full_crc32 and classic, MySQL type 14."""
+    kinds: dict[str, int] = {}
+    for path in FILES:
+        try:
+            ts = Tablespace(path)
+        except InputError:
+            continue
+        with ts:
+            for _n, chunk in ts.read_chunks(0, ts.n_pages):
+                for i in range(0, len(chunk), ts.physical_size):
+                    view = chunk[i : i + ts.physical_size]
+                    if not isinstance(logical_image(view, ts.format), memoryview):
+                        kind = read_envelope(view, ts.format).kind.value
+                        kinds[kind] = kinds.get(kind, 0) + 1
+    assert set(kinds) == {"fcrc32_compressed", "mariadb_compressed", "mysql_compressed"}, kinds
+    assert min(kinds.values()) > 10, kinds
 
 
 @pytest.mark.parametrize("path", FILES, ids=lambda p: f"{p.parent.name}/{p.name}")

@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import json
+import os
+from collections import Counter
 from typing import Any
 
 import pytest
@@ -97,6 +99,76 @@ def test_parallel_full_scan_equals_serial() -> None:
     one = simulate(sample(rel), algos, blocks, jobs=1)
     two = simulate(sample(rel), algos, blocks, jobs=2)
     assert [r.predicted for r in one.results] == [r.predicted for r in two.results]
+
+
+def _page_by_page(path: Any, scenarios: list[Scenario], blocks: list[BlockSpec]) -> list[int]:
+    """Each (scenario, block)'s full-scan prediction worked out page by page, the way simulate
+    did before it counted payload lengths: the decoder's logical pages, ``would_store`` (the
+    codec's ``compress``, not the sizer), the allocation of each page, one extent a page
+    followed by a hole; never-written pages cost a whole page on MySQL, nothing on MariaDB."""
+    from ibdtool.simulate import extent_tree_overhead
+    from ibdtool.tablespace import Tablespace
+
+    with Tablespace(path) as ts:
+        psize = ts.logical_size
+        zero = bytes(psize)
+        pages = [(info.page_no, page) for info, page in ts.logical_pages()]
+    out = []
+    for s in scenarios:
+        for b in blocks:
+            total = holes = 0
+            for no, page in pages:
+                if page == zero:
+                    cost = b.allocated(psize, psize) if s.server == "mysql" else 0
+                else:
+                    stored = s.would_store(page, no, b.size)
+                    cost = b.allocated(psize if stored is None else stored, psize)
+                    holes += 0 < cost < psize
+                total += cost
+            out.append(total + extent_tree_overhead(holes + 1, b.size))
+    return out
+
+
+def test_a_parallel_full_scan_is_the_page_by_page_sum(tmp_path: Any) -> None:
+    """An 800-page file (the page_compressed sample's pages repeated, a stretch of written
+    zeros, a hole at the end): the workers' full scan (batches read in chunks, pages sized by
+    the codec's sizer, lengths counted and priced per block at the end) equals the serial one
+    and the page-by-page sum, for MySQL and MariaDB codecs, with and without a level."""
+    src = sample("mariadb/p16k-pc_zlib.ibd").read_bytes()
+    page = 16384
+    body = [src[i : i + page] for i in range(4 * page, len(src), page) if any(src[i : i + page])]
+    big = tmp_path / "big.ibd"
+    with big.open("wb") as f:
+        f.write(src[: 4 * page])
+        for n in range(600):
+            f.write(body[n % len(body)])
+        f.write(bytes(40 * page))
+    os.truncate(big, 800 * page)  # a hole of 156 pages: counted, not read
+    scenarios = parse_algorithms(["mysql:zlib:1", "mariadb:lz4", "mysql:lz4", "zstd:3", "lzo"])
+    blocks = parse_block_sizes(["512,4k,ntfs:4k"])
+    want = _page_by_page(big, scenarios, blocks)
+    one = simulate(big, scenarios, blocks, full=True, jobs=1, costs=False)
+    two = simulate(big, scenarios, blocks, full=True, jobs=2, costs=False)
+    assert [r.predicted for r in one.results] == want
+    assert [r.predicted for r in two.results] == want
+    assert one.pages_sampled == two.pages_sampled == 800
+    assert one.row_compressed == two.row_compressed
+    # and byte for byte, before the block sizes round them: each page's payload length
+    from ibdtool.simulate import SimConfig, scan_pages
+    from ibdtool.tablespace import Tablespace
+
+    cfg = SimConfig(tuple(scenarios), tuple(blocks), page, zip_every=0)
+    with Tablespace(big) as ts:
+        lengths = scan_pages(ts, range(ts.n_pages), cfg).lengths
+        pages = [(info.page_no, p) for info, p in ts.logical_pages() if any(p)]
+    for s in scenarios:
+        by_compress = Counter(
+            -1
+            if s.keeps_plain(no, int.from_bytes(p[24:26], "big"))
+            else len(s.compress(s.compressed_part(p)))
+            for no, p in pages
+        )
+        assert lengths[s] == by_compress, s
 
 
 def test_block_size_rules_from_first_principles() -> None:
