@@ -23,7 +23,7 @@ from typing import TYPE_CHECKING, Any, Literal
 from ibdtool.cost import CLOCK, Cost, CostRun, measure
 from ibdtool.cost import MAX_PAGES as MAX_COST_PAGES
 from ibdtool.errors import InputError
-from ibdtool.tablespace import Tablespace
+from ibdtool.tablespace import RUN_PAGES, Tablespace
 from ibdtool.workpool import WorkerPool
 from parsers.codecs import WHAT_IF, Codec, codec, vendor_codecs
 from parsers.codecs import names as codec_names
@@ -38,6 +38,7 @@ from parsers.constants import (
 from parsers.envelope import read_envelope, sized_pages
 from parsers.layout import MYSQL_HEADER, allocated_for_image, ntfs_allocated, server_stored_size
 from parsers.page import logical_image
+from parsers.space import SpaceFormat
 from parsers.vendor import Vendor
 from parsers.zip_page import ZipPageError, zip_logical_image
 
@@ -296,6 +297,8 @@ class Accumulator:
     #: pages by the length of their compressed payload, per scenario (-1: stored plain), not
     #: yet in ``cost`` and ``holes`` (:meth:`settle`)
     lengths: dict[Scenario, dict[int, int]] = field(default_factory=dict)
+    #: the stored pages read, for the current state (:attr:`SimConfig.tally_stored`)
+    stored: StoredTally | None = None
 
     def add_cost(self, key: tuple[Scenario, BlockSpec], value: float) -> None:
         slot = self.cost.setdefault(key, [0.0, 0.0])
@@ -322,7 +325,7 @@ class Accumulator:
                 slot[1] += total_sq
                 if holes:
                     self.holes[(s, b)] = self.holes.get((s, b), 0) + holes
-        self.lengths.clear()
+        self.lengths = {}  # a new dict: a meter adding to the old one looks its lists up again
 
     def merge(self, other: Accumulator) -> None:
         for scenario, hist in other.lengths.items():
@@ -345,6 +348,10 @@ class Accumulator:
             slot[1] += s2
         self.zip_index_pages += other.zip_index_pages
         self.zip_n += other.zip_n
+        if other.stored is not None:
+            if self.stored is None:
+                self.stored = StoredTally()
+            self.stored.merge(other.stored)
 
 
 KEY_BLOCK_SIZES = (1024, 2048, 4096, 8192, 16384)
@@ -359,6 +366,8 @@ class SimConfig:
     #: look at every n-th page for the ROW_FORMAT=COMPRESSED what-if (it deflates a page
     #: several times over; 0: never)
     zip_every: int = 1
+    #: tally the stored pages for the current state too (a full scan: it reads every page)
+    tally_stored: bool = False
 
 
 def _zero_page_cost(s: Scenario, b: BlockSpec, psize: int) -> int:
@@ -406,6 +415,9 @@ class _Meter:
             )
             for s in scenarios
         ]
+        #: the histograms being added to (an Accumulator's), and each scenario's among them
+        self.lengths: dict[Scenario, dict[int, int]] | None = None
+        self.hists: list[dict[int, int]] = []
 
     def page(
         self, page: bytes | memoryview, page_no: int, cfg: SimConfig, acc: Accumulator
@@ -419,16 +431,15 @@ class _Meter:
         acc.n += 1
         ptype = page[24] << 8 | page[25]
         compressed = False
-        lengths = acc.lengths
-        for s, kept, skip, size in self.plans:
+        if acc.lengths is not self.lengths:  # a new batch (or settled): looked up once
+            self.lengths = acc.lengths
+            self.hists = [acc.lengths.setdefault(s, {}) for s, *_ in self.plans]
+        for (_s, kept, skip, size), hist in zip(self.plans, self.hists, strict=True):
             if page_no == 0 or ptype in kept:
                 length = -1
             else:
                 length = size(page[skip:] if skip else page)
                 compressed = True
-            hist = lengths.get(s)
-            if hist is None:
-                hist = lengths[s] = {}
             hist[length] = hist.get(length, 0) + 1
         acc.compressed_pages += compressed
         if do_zip:
@@ -578,6 +589,7 @@ def scan_pages(ts: Tablespace, page_nos: Sequence[int], cfg: SimConfig) -> Accum
     bytes are needed (:func:`parsers.page.logical_image`)."""
     acc = Accumulator()
     meter = _meter(cfg.scenarios)
+    tally = acc.stored = StoredTally() if cfg.tally_stored else None
     fmt = ts.format
     psize = ts.physical_size
     dec = ts.decryptor
@@ -599,12 +611,17 @@ def scan_pages(ts: Tablespace, page_nos: Sequence[int], cfg: SimConfig) -> Accum
                 measure_zero_pages(first, end, cfg, acc)
                 continue
             for n, chunk in ts.read_chunks(first, end):
+                if tally is not None:
+                    tally.add_chunk(chunk, n, fmt)
                 for i in range(len(chunk) // psize):
                     one(chunk[i * psize : (i + 1) * psize], n + i)
         ts.check_not_shrunk()
         return acc
     for n in page_nos:
-        one(memoryview(ts.raw_page(n)), n)
+        stored = memoryview(ts.raw_page(n))
+        if tally is not None:
+            tally.add_chunk(stored, n, fmt)
+        one(stored, n)
     return acc
 
 
@@ -873,7 +890,8 @@ def simulate(
         for s in cfg.scenarios:  # load the codec libraries once, before the workers fork
             s.decompress(s.compress(bytes(cfg.page_size)), cfg.page_size)
         zip_every = max(1, len(page_nos) // ZIP_SUBSAMPLE_TARGET)
-        cfg = replace(cfg, zip_every=zip_every if row_compressed else 0)
+        # a full scan reads every page: it tallies them for the current state as it goes
+        cfg = replace(cfg, zip_every=zip_every if row_compressed else 0, tally_stored=full)
         jobs = jobs or os.cpu_count() or 1
         if threading.current_thread() is not threading.main_thread():
             # forking while other threads run (the TUI's workers) can deadlock the child on a
@@ -908,7 +926,7 @@ def simulate(
         if costs and acc.compressed_pages:
             check = (lambda: progress(len(page_nos), len(page_nos))) if progress else None
             timing = _time_codecs(ts, page_nos, cfg.scenarios, check)
-        current = _current_state(ts)
+        current = _current_state(ts, (acc.stored or StoredTally()) if cfg.tally_stored else None)
     allocated = alloc.allocated
     results: list[ScenarioResult] = []
     for s in cfg.scenarios:
@@ -1053,53 +1071,75 @@ def _time_codecs(
     return measure(work, check=check)
 
 
-def _current_state(ts: Tablespace) -> dict[str, Any]:
-    """For an already-compressed file: actual allocation against the ideal for its images.
+@dataclass
+class StoredTally:
+    """What :func:`_current_state` needs of the stored pages, summed chunk by chunk
+    (:meth:`add_chunk`) by whoever reads them: a full scan's workers, or the function itself."""
 
-    Nothing is decoded, decompressed or verified: the file is read in chunks into one buffer,
-    the type words of a chunk's pages are sliced out at once, pages whose type word cannot mean
-    a compressed image count whole (an all-zero one, never written, as nothing), and only the
-    others have their envelope read (algorithm and stored size)."""
+    whole: int = 0  # pages stored in their whole slot (all-zero pages, never written: not)
+    algos: dict[str, int] = field(default_factory=dict)  # compressed images by algorithm
+    #: (page number, stored size) of each compressed image
+    sized: list[tuple[int, int]] = field(default_factory=list)
+
+    def add_chunk(self, raw: memoryview, first: int, fmt: SpaceFormat) -> None:
+        """Tally the whole stored pages of ``raw``, page ``first`` onwards: the type words of
+        its pages are sliced out at once, pages whose type word cannot mean a compressed
+        image count whole after one comparison, and only the others have their envelope
+        read (algorithm and stored size). Nothing is decoded, decompressed or verified."""
+        psize = fmt.physical_size
+        count = len(raw) // psize
+        sized = sized_pages(raw, psize, fmt.full_crc32)
+        whole = count - len(sized)
+        types = bytes(raw[24::psize])[:count], bytes(raw[25::psize])[:count]
+        if 0 in types[0]:  # an all-zero page has a zero type word: look at those alone
+            zero, skip = _zeros(psize), set(sized)
+            for i, (hi, lo) in enumerate(zip(*types, strict=True)):
+                if not hi | lo and i not in skip:
+                    whole -= bytes(raw[i * psize : (i + 1) * psize]) == zero
+        for i in sized:
+            env = read_envelope(raw[i * psize : (i + 1) * psize], fmt)
+            if env.algorithm is not Algorithm.NONE and env.stored_size:
+                self.algos[env.algorithm.value] = self.algos.get(env.algorithm.value, 0) + 1
+                self.sized.append((first + i, env.stored_size))
+            else:
+                whole += 1
+        self.whole += whole
+
+    def merge(self, other: StoredTally) -> None:
+        self.whole += other.whole
+        for name, count in other.algos.items():
+            self.algos[name] = self.algos.get(name, 0) + count
+        self.sized.extend(other.sized)
+
+
+def _current_state(ts: Tablespace, tally: StoredTally | None = None) -> dict[str, Any]:
+    """For an already-compressed file: actual allocation against the ideal for its images,
+    from ``tally`` (a full scan's, of every page) or from a read of the file."""
     alloc = ts.allocation
     block = alloc.fs_block_size
     psize = ts.physical_size
-    fmt = ts.format
-    fcrc32 = fmt.full_crc32
-    zero = bytes(psize)
-    ideal = 0
-    compressed = unpunched = 0
-    algos: dict[str, int] = {}
-    for first, end, has_data in ts.page_runs():
-        if not has_data:  # all-zero pages in holes: empty, nothing to count
-            continue
-        per_page = alloc.per_page_allocated(psize, end - first, first)
-        for n, raw in ts.read_chunks(first, end):
-            count = len(raw) // psize
-            sized = sized_pages(raw, psize, fcrc32)
-            whole = count - len(sized)  # pages in their whole slot, but for all-zero ones
-            types = bytes(raw[24::psize])[:count], bytes(raw[25::psize])[:count]
-            if 0 in types[0]:  # an all-zero page has a zero type word: look at those alone
-                skip = set(sized)
-                for i, (hi, lo) in enumerate(zip(*types, strict=True)):
-                    if not hi | lo and i not in skip:
-                        whole -= bytes(raw[i * psize : (i + 1) * psize]) == zero
-            ideal += whole * psize
-            for i in sized:
-                env = read_envelope(raw[i * psize : (i + 1) * psize], fmt)
-                if env.algorithm is not Algorithm.NONE and env.stored_size:
-                    compressed += 1
-                    algos[env.algorithm.value] = algos.get(env.algorithm.value, 0) + 1
-                    need = allocated_for_image(env.stored_size, psize, block)
-                    ideal += need
-                    if per_page[n + i - first] > need:
-                        unpunched += 1
-                else:
-                    ideal += psize
+    if tally is None:
+        tally = StoredTally()
+        for first, end, has_data in ts.page_runs():
+            if has_data:  # all-zero pages in holes: empty, nothing to count
+                for n, raw in ts.read_chunks(first, end):
+                    tally.add_chunk(raw, n, ts.format)
+    ideal = tally.whole * psize
+    unpunched = 0
+    window, per_page = -1, alloc.per_page_allocated(psize, 0)
+    for page_no, stored in sorted(tally.sized):
+        need = allocated_for_image(stored, psize, block)
+        ideal += need
+        if page_no // RUN_PAGES != window:  # the data bytes of each page, a window at a time
+            window = page_no // RUN_PAGES
+            per_page = alloc.per_page_allocated(psize, RUN_PAGES, window * RUN_PAGES)
+        unpunched += per_page[page_no % RUN_PAGES] > need
+    compressed = len(tally.sized)
     ideal += extent_tree_overhead(compressed + 1, block)
     return {
         "compressed_pages": compressed,
-        "algorithms": algos,
+        "algorithms": tally.algos,
         "ideal_allocated": ideal,
-        "actual_allocated": ts.allocation.allocated,
+        "actual_allocated": alloc.allocated,
         "unpunched_pages": unpunched,
     }
