@@ -153,9 +153,16 @@ def test_a_parallel_full_scan_is_the_page_by_page_sum(tmp_path: Any) -> None:
     assert [r.predicted for r in two.results] == want
     assert one.pages_sampled == two.pages_sampled == 800
     assert one.row_compressed == two.row_compressed
+    # the current state the workers tallied as they read is the one a read of its own gives
+    # (test_header_scan holds that to the decoder); written whole, no image is punched
+    from ibdtool.simulate import _current_state
+    from ibdtool.tablespace import Tablespace
+
+    with Tablespace(big) as ts:
+        assert one.current == two.current == _current_state(ts)
+    assert one.current["unpunched_pages"] == one.current["compressed_pages"] > 500
     # and byte for byte, before the block sizes round them: each page's payload length
     from ibdtool.simulate import SimConfig, scan_pages
-    from ibdtool.tablespace import Tablespace
 
     cfg = SimConfig(tuple(scenarios), tuple(blocks), page, zip_every=0)
     with Tablespace(big) as ts:
