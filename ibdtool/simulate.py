@@ -595,6 +595,7 @@ def scan_pages(ts: Tablespace, page_nos: Sequence[int], cfg: SimConfig) -> Accum
     psize = ts.physical_size
     dec = ts.decryptor
     zipped = fmt.zip
+    add = meter.page
 
     def one(stored: memoryview, n: int) -> None:
         if dec is not None:
@@ -614,8 +615,16 @@ def scan_pages(ts: Tablespace, page_nos: Sequence[int], cfg: SimConfig) -> Accum
             for n, chunk in ts.read_chunks(first, end):
                 if tally is not None:
                     tally.add_chunk(chunk, n, fmt)
+                if dec is not None or zipped:
+                    for i in range(len(chunk) // psize):
+                        one(chunk[i * psize : (i + 1) * psize], n + i)
+                    continue
+                # the pages whose type word cannot mean a compressed image are their own
+                # logical image: measured as they lie in the buffer, with no call between
+                sized = set(sized_pages(chunk, psize, fmt.full_crc32))
                 for i in range(len(chunk) // psize):
-                    one(chunk[i * psize : (i + 1) * psize], n + i)
+                    view = chunk[i * psize : (i + 1) * psize]
+                    add(logical_image(view, fmt) if i in sized else view, n + i, cfg, acc)
         ts.check_not_shrunk()
         return acc
     for n in page_nos:
