@@ -29,7 +29,8 @@ def simulate_row(path: Path, algo: str) -> Row:
     """``simulate --full -a ALGO`` beside the bare codec compressing every written page of
     ``path`` on every core (bench/bare.py); goal ≥ 85% of its speed."""
     scenario = parse_algorithms([algo])[0]
-    bare = [sys.executable, str(BARE), "compress", scenario.algorithm, str(scenario.level or 0)]
+    codec = f"{scenario.server}:{scenario.algorithm}"  # the vendor's build, its bytes
+    bare = [sys.executable, str(BARE), "compress", codec, str(scenario.level or 0)]
     return Row(
         f"simulate --full {algo}",
         [
