@@ -6,6 +6,13 @@ filesystem with a given block size allocates for the result are summed. A seeded
 sample gives every figure with a 95% confidence interval; a full scan is exact and runs in
 worker processes. CPU cost per page is measured apart from the scan, on the same few of
 its pages for every algorithm, repeated, as median and spread (:mod:`ibdtool.cost`).
+
+The scan needs each page's bytes, not its verdicts: pages are read in chunks into one reused
+buffer and handed on as views of it (decompressed only where stored compressed,
+:func:`parsers.page.logical_image`), each codec's payload length comes from a sizer the codec
+registry makes once per worker (:meth:`parsers.codecs.Codec.sizer`), and lengths are counted
+per scenario; block sizes are applied once per distinct length at the end. A full scan also
+tallies the stored pages for the current-state figures as it reads them.
 """
 
 from __future__ import annotations
@@ -379,7 +386,7 @@ def _zero_page_cost(s: Scenario, b: BlockSpec, psize: int) -> int:
 
 
 def measure_zero_pages(first: int, end: int, cfg: SimConfig, acc: Accumulator) -> None:
-    """What :func:`measure_page` adds for each all-zero page of [first, end), added at once:
+    """What :meth:`_Meter.page` adds for each all-zero page of [first, end), added at once:
     a file's holes cost nothing to read and must cost nothing per page to count."""
     count = end - first
     acc.n += count
@@ -410,7 +417,7 @@ class _Meter:
         self.plans = [
             (
                 s,
-                _KEPT_PLAIN[s.server is Vendor.MYSQL],
+                kept_plain_types(s),
                 MYSQL_HEADER if s.server is Vendor.MYSQL else 0,
                 s.codec.sizer(s.level, s.server),
             )
@@ -448,12 +455,13 @@ class _Meter:
             _measure_zip(bytes(page), ptype, cfg, acc)
 
 
-#: the page types a scenario stores plain besides page 0 (:meth:`Scenario.keeps_plain`),
-#: by whether it is MySQL's
-_KEPT_PLAIN = {
-    True: frozenset((FIL_PAGE_TYPE_FSP_HDR, FIL_PAGE_TYPE_XDES, FIL_PAGE_RTREE)),
-    False: frozenset((FIL_PAGE_TYPE_FSP_HDR, FIL_PAGE_TYPE_XDES, FIL_PAGE_TYPE_ALLOCATED)),
-}
+def kept_plain_types(s: Scenario) -> frozenset[int]:
+    """The page types ``s`` stores plain on any page but page 0, as one set to look a page's
+    type up in (:meth:`Scenario.keeps_plain` says which; they are among the types some
+    server keeps plain)."""
+    return frozenset(t for t in _PLAIN_SOMEWHERE if s.keeps_plain(1, t))
+
+
 FIL_HEADER_BYTES = 38
 _meters = threading.local()
 
@@ -465,12 +473,6 @@ def _meter(scenarios: tuple[Scenario, ...]) -> _Meter:
     if found is None or found[0] != scenarios:
         found = _meters.last = (scenarios, _Meter(scenarios))
     return found[1]
-
-
-def measure_page(page: bytes, page_no: int, cfg: SimConfig, acc: Accumulator) -> None:
-    """Add one uncompressed logical page's cost under every scenario and block size (the
-    histogram :meth:`Accumulator.settle` turns into costs)."""
-    _meter(cfg.scenarios).page(page, page_no, cfg, acc)
 
 
 _ZEROS: dict[int, bytes] = {}

@@ -362,3 +362,14 @@ def test_json_recommendations_follow_from_the_results() -> None:
     # the cases above are all exercised: 64K blocks and NTFS units save nothing on 16K pages
     assert reasons == {"block_too_large", "ntfs_unit"}
     assert any(rec["saves_nothing"] is None for rec in recs)
+
+
+def test_kept_plain_types_are_every_type_keeps_plain_names() -> None:
+    """The set the scan looks page types up in is what ``keeps_plain`` says, type by type,
+    for every scenario (page 0 aside, which every server keeps plain)."""
+    from ibdtool.simulate import DEFAULT_SCENARIOS, kept_plain_types
+
+    for s in DEFAULT_SCENARIOS:
+        kept = kept_plain_types(s)
+        assert kept == {t for t in range(1 << 16) if s.keeps_plain(1, t)}, s
+        assert kept and all(s.keeps_plain(0, t) for t in (0, 17855, 1 << 15))
