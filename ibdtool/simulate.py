@@ -431,13 +431,13 @@ class _Meter:
         self, page: bytes | memoryview, page_no: int, cfg: SimConfig, acc: Accumulator
     ) -> None:
         """Add one uncompressed logical page (bytes, or a view valid for this call)."""
-        psize = cfg.page_size
-        do_zip = cfg.zip_every > 0 and page_no % cfg.zip_every == 0
-        if not any(page[:FIL_HEADER_BYTES]) and bytes(page) == _zeros(psize):
+        ptype = page[24] << 8 | page[25]
+        # an all-zero page has type 0: the type word rules out nearly every other page
+        if not ptype and bytes(page) == _zeros(cfg.page_size):
             measure_zero_pages(page_no, page_no + 1, cfg, acc)
             return
+        do_zip = cfg.zip_every > 0 and page_no % cfg.zip_every == 0
         acc.n += 1
-        ptype = page[24] << 8 | page[25]
         compressed = False
         if acc.lengths is not self.lengths:  # a new batch (or settled): looked up once
             self.lengths = acc.lengths
@@ -462,7 +462,6 @@ def kept_plain_types(s: Scenario) -> frozenset[int]:
     return frozenset(t for t in _PLAIN_SOMEWHERE if s.keeps_plain(1, t))
 
 
-FIL_HEADER_BYTES = 38
 _meters = threading.local()
 
 
