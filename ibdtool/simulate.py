@@ -48,7 +48,6 @@ from parsers.layout import MYSQL_HEADER, allocated_for_image, ntfs_allocated, se
 from parsers.page import logical_image
 from parsers.space import SpaceFormat
 from parsers.vendor import Vendor
-from parsers.zip_page import ZipPageError, zip_logical_image
 
 if TYPE_CHECKING:  # parsers.keyring loads construct and cryptography: only with --keyring
     from parsers.keyring import Keyring
@@ -640,6 +639,9 @@ def _uncompressed(ts: Tablespace, page: bytes) -> bytes:
     """A ROW_FORMAT=COMPRESSED page as the server's uncompressed frame (index pages rebuilt)."""
     if not ts.format.zip:
         return page
+    # here, not at import: the rebuild (~10 ms of modules) serves ROW_FORMAT=COMPRESSED alone
+    from parsers.zip_page import ZipPageError, zip_logical_image
+
     try:
         return zip_logical_image(page, ts.logical_size)
     except ZipPageError:  # a damaged index page: its stored bytes, at the logical size
