@@ -385,7 +385,7 @@ def _zero_page_cost(s: Scenario, b: BlockSpec, psize: int) -> int:
 
 
 def measure_zero_pages(first: int, end: int, cfg: SimConfig, acc: Accumulator) -> None:
-    """What :meth:`_Meter.page` adds for each all-zero page of [first, end), added at once:
+    """What :meth:`_Meter.pages` adds for each all-zero page of [first, end), added at once:
     a file's holes cost nothing to read and must cost nothing per page to count."""
     count = end - first
     acc.n += count
@@ -426,32 +426,45 @@ class _Meter:
         self.lengths: dict[Scenario, dict[int, int]] | None = None
         self.hists: list[dict[int, int]] = []
 
-    def page(
-        self, page: bytes | memoryview, page_no: int, cfg: SimConfig, acc: Accumulator
+    def pages(
+        self,
+        pages: Iterable[tuple[bytes | memoryview, int]],
+        cfg: SimConfig,
+        acc: Accumulator,
     ) -> None:
-        """Add one uncompressed logical page (bytes, or a view valid for this call)."""
-        ptype = page[24] << 8 | page[25]
-        # an all-zero page has type 0: the type word rules out nearly every other page
-        if not ptype and bytes(page) == _zeros(cfg.page_size):
-            measure_zero_pages(page_no, page_no + 1, cfg, acc)
-            return
-        do_zip = cfg.zip_every > 0 and page_no % cfg.zip_every == 0
-        acc.n += 1
-        compressed = False
+        """Add uncompressed logical pages, (bytes or a view valid until the next one, page
+        number) pairs; one call a chunk, its lookups made once."""
+        zero = _zeros(cfg.page_size)
+        every = cfg.zip_every
         if acc.lengths is not self.lengths:  # a new batch (or settled): looked up once
             self.lengths = acc.lengths
             self.hists = [acc.lengths.setdefault(s, {}) for s, *_ in self.plans]
-        for (_s, kept, skip, size), hist in zip(self.plans, self.hists, strict=True):
-            if page_no == 0 or ptype in kept:
-                length = -1
-            else:
-                length = size(page[skip:] if skip else page)
-                compressed = True
-            hist[length] = hist.get(length, 0) + 1
-        acc.compressed_pages += compressed
-        if do_zip:
-            acc.zip_n += 1
-            _measure_zip(bytes(page), ptype, cfg, acc)
+        plans = [
+            (kept, skip, size, hist)
+            for (_s, kept, skip, size), hist in zip(self.plans, self.hists, strict=True)
+        ]
+        seen = compressed_pages = 0
+        for page, page_no in pages:
+            ptype = page[24] << 8 | page[25]
+            # an all-zero page has type 0: the type word rules out nearly every other page
+            if not ptype and bytes(page) == zero:
+                measure_zero_pages(page_no, page_no + 1, cfg, acc)
+                continue
+            seen += 1
+            compressed = False
+            for kept, skip, size, hist in plans:
+                if page_no == 0 or ptype in kept:
+                    length = -1
+                else:
+                    length = size(page[skip:] if skip else page)
+                    compressed = True
+                hist[length] = hist.get(length, 0) + 1
+            compressed_pages += compressed
+            if every > 0 and page_no % every == 0:
+                acc.zip_n += 1
+                _measure_zip(bytes(page), ptype, cfg, acc)
+        acc.n += seen
+        acc.compressed_pages += compressed_pages
 
 
 def kept_plain_types(s: Scenario) -> frozenset[int]:
@@ -595,7 +608,6 @@ def scan_pages(ts: Tablespace, page_nos: Sequence[int], cfg: SimConfig) -> Accum
     psize = ts.physical_size
     dec = ts.decryptor
     zipped = fmt.zip
-    add = meter.page
 
     def one(stored: memoryview, n: int) -> None:
         if dec is not None:
@@ -603,7 +615,7 @@ def scan_pages(ts: Tablespace, page_nos: Sequence[int], cfg: SimConfig) -> Accum
             if plain is not None:
                 stored = memoryview(plain)
         page = logical_image(stored, fmt)
-        meter.page(_uncompressed(ts, bytes(page)) if zipped else page, n, cfg, acc)
+        meter.pages([(_uncompressed(ts, bytes(page)) if zipped else page, n)], cfg, acc)
 
     if page_nos and page_nos[-1] - page_nos[0] + 1 == len(page_nos):
         # coarse: a worker's batch needs no exact map of a page-compressed file (a hole a
@@ -622,9 +634,7 @@ def scan_pages(ts: Tablespace, page_nos: Sequence[int], cfg: SimConfig) -> Accum
                 # the pages whose type word cannot mean a compressed image are their own
                 # logical image: measured as they lie in the buffer, with no call between
                 sized = set(sized_pages(chunk, psize, fmt.full_crc32))
-                for i in range(len(chunk) // psize):
-                    view = chunk[i * psize : (i + 1) * psize]
-                    add(logical_image(view, fmt) if i in sized else view, n + i, cfg, acc)
+                meter.pages(_views(chunk, n, psize, sized, fmt), cfg, acc)
         ts.check_not_shrunk()
         return acc
     for n in page_nos:
@@ -633,6 +643,16 @@ def scan_pages(ts: Tablespace, page_nos: Sequence[int], cfg: SimConfig) -> Accum
             tally.add_chunk(stored, n, fmt)
         one(stored, n)
     return acc
+
+
+def _views(
+    chunk: memoryview, first: int, psize: int, sized: set[int], fmt: SpaceFormat
+) -> Iterator[tuple[bytes | memoryview, int]]:
+    """The logical pages of a chunk with their numbers: a page whose type word cannot mean a
+    compressed image as the view of it in the buffer, the others through logical_image."""
+    for i in range(len(chunk) // psize):
+        view = chunk[i * psize : (i + 1) * psize]
+        yield (logical_image(view, fmt) if i in sized else view), first + i
 
 
 def _uncompressed(ts: Tablespace, page: bytes) -> bytes:
