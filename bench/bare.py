@@ -29,10 +29,10 @@ PSIZE = 16384
 CHUNK = 256 * PSIZE
 
 
-def _inflate_classic() -> Callable[[bytes], object]:
+def _inflate_classic() -> Callable[[memoryview], object]:
     import zlib
 
-    def one(page: bytes) -> object:
+    def one(page: memoryview) -> object:
         if page[24:26] == b"\x86\x32":  # MariaDB classic PAGE_COMPRESSED (34354)
             n = int.from_bytes(page[38:40], "big")
             return zlib.decompress(page[40 : 40 + n])
@@ -73,8 +73,9 @@ def _compressor(spec: str, level: int) -> tuple[Callable[[memoryview], object], 
 
 
 def split_views(path: str, one: Callable[[memoryview], object], skip: int) -> None:
-    """``one(view of page[skip:])`` for every written page of ``path``, the chunks dealt over
-    every core, each read into one buffer reused chunk after chunk."""
+    """``one(view of page[skip:])`` for every written page of ``path`` (all-zero pages are
+    not handed over), the chunks dealt over every core, each read into one buffer reused chunk
+    after chunk."""
     cores = os.cpu_count() or 1
     size = os.path.getsize(path)
     chunks = range(0, size, CHUNK)
@@ -106,37 +107,9 @@ def split_views(path: str, one: Callable[[memoryview], object], skip: int) -> No
         raise SystemExit(f"bare.py: {len(failed)} workers failed")
 
 
-def split(path: str, one: Callable[[bytes], object], skip_zero: bool) -> None:
-    """``one(page)`` for every page of ``path``, the chunks dealt over every core."""
-    cores = os.cpu_count() or 1
-    size = os.path.getsize(path)
-    chunks = range(0, size, CHUNK)
-    pids = []
-    for k in range(cores):
-        pid = os.fork()
-        if pid == 0:
-            code = 0
-            try:
-                fd = os.open(path, os.O_RDONLY)
-                for off in chunks[k::cores]:
-                    data = os.pread(fd, CHUNK, off)
-                    for p in range(0, len(data), PSIZE):
-                        page = data[p : p + PSIZE]
-                        if skip_zero and not any(page[:64]):
-                            continue
-                        one(page)
-            except BaseException:
-                code = 1
-            os._exit(code)
-        pids.append(pid)
-    failed = [pid for pid in pids if os.waitpid(pid, 0)[1] != 0]
-    if failed:
-        raise SystemExit(f"bare.py: {len(failed)} workers failed")
-
-
 def main(argv: list[str]) -> None:
     if argv[:1] == ["inflate-classic"] and len(argv) == 2:
-        split(argv[1], _inflate_classic(), skip_zero=False)
+        split_views(argv[1], _inflate_classic(), 0)
     elif argv[:1] == ["compress"] and len(argv) == 4:
         split_views(argv[3], *_compressor(argv[1], int(argv[2])))
     else:
