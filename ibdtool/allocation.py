@@ -29,6 +29,7 @@ import stat
 import struct
 from array import array
 from bisect import bisect_right
+from collections.abc import Iterator
 from dataclasses import dataclass, field
 
 from ibdtool.openfile import open_nonblocking
@@ -359,6 +360,15 @@ class Allocation:
     def saved_bytes(self) -> int:
         """How much smaller the allocation is than the logical size (0 if not smaller)."""
         return max(0, self.st_size - self.allocated)
+
+    def data_ranges_from(self, pos: int) -> Iterator[tuple[int, int]]:
+        """The data ranges from ``pos`` on, the first cut at ``pos``; found by bisection, so
+        a window made again from the middle of a file does not walk every range before it."""
+        ranges = self.data_ranges
+        for i in range(max(0, bisect_right(self._starts, pos) - 1), len(ranges)):
+            start, end = ranges[i]
+            if end > pos:
+                yield max(start, pos), end
 
     def allocated_bytes_in(self, start: int, length: int) -> int:
         """Bytes of data ranges inside ``[start, start + length)``. O(log ranges + hits)."""

@@ -12,10 +12,12 @@ What it knows:
   (``SEEK_DATA``/``SEEK_HOLE``).
 * :class:`Destination`: the file being written. Data goes to a temporary name in the
   destination directory (``.NAME.ibdtool-part``) sized with ``ftruncate`` first. Holes are
-  punched explicitly with ``fallocate(PUNCH_HOLE)``, not left by seeking (XFS speculative
-  preallocation fills holes made that way). The file is fsynced, given the source's mode and
-  times, then renamed. A state file beside the part (``….ibdtool-part.json``) records the
-  CRC-32 of every *window* of data that was fdatasync'ed and read back equal to the source;
+  not trusted to stay holes (XFS speculative preallocation fills holes left by seeking): after
+  each window's fdatasync, every whole block of a hole that FIEMAP shows allocated is punched
+  with ``fallocate(PUNCH_HOLE)`` (every hole, where FIEMAP is missing). The file is fsynced,
+  given the source's mode and times, then renamed. A state file beside the part
+  (``….ibdtool-part.json``) records the CRC-32 of every *window* of data that was
+  fdatasync'ed and read back equal to the source;
   ``--resume`` reads each kept window again and continues after the last that still matches.
   Both files are created with ``O_EXCL|O_NOFOLLOW`` relative to the directory opened once: the
   directory may belong to another user, whose planted links are replaced, never followed.
@@ -860,11 +862,11 @@ class Destination:
 
     def _checkpoint(self, index, crc):
         try:
-            self.punch(self._holes_before(index))
             try:
                 os.fdatasync(self.fd)
             except OSError as exc:
                 raise self._oserror(exc) from None
+            self.punch(self._allocated_holes(self._holes_before(index)))
             if self.verify and not self._readback_matches(index, crc):
                 first, last = self.windows[index][0][0], self.windows[index][-1][1]
                 raise VerifyError(
@@ -877,6 +879,20 @@ class Destination:
 
     def allocated(self):
         return os.fstat(self.fd).st_blocks * 512 if self.fd >= 0 else 0
+
+    def _allocated_holes(self, holes):
+        """The parts of ``holes`` that hold blocks, after the window's fdatasync. The part
+        file starts empty and only the plan's pieces are written, so on most filesystems
+        there are none; a hole is still punched wherever one holds a block (XFS speculative
+        preallocation, a resumed part), and every hole where FIEMAP is missing. A page-
+        compressed plan has a hole a page: 89,088 punches a 1.4 GB file, most of the flush
+        thread's time (RESULTS.md, h-copy)."""
+        if not self.punch_supported:
+            return holes
+        try:
+            return allocated_within(self.fd, holes, self.fs_block)
+        except OSError as exc:
+            raise self._oserror(exc) from None
 
     def punch(self, ranges):
         """Punch ``ranges`` in the part file; False once the filesystem refuses."""
@@ -894,7 +910,11 @@ class Destination:
         self.wait_checkpoints()
         if len(self.verified) != len(self.windows):
             raise AgentError("protocol error: the stream ended before the last window")
-        if not self.punch(self._holes_before(len(self.windows))):
+        try:
+            os.fdatasync(self.fd)  # FIEMAP then sees the tail's blocks as they will stay
+        except OSError as exc:
+            raise self._oserror(exc) from None
+        if not self.punch(self._allocated_holes(self._holes_before(len(self.windows)))):
             self.notes.append(
                 f"{self.dir}: the filesystem cannot punch holes, the copy is not sparse"
             )
@@ -1197,6 +1217,60 @@ def fiemap_counts(fd):
             break
         start = last_end
     return [extents, unwritten, runs, unwritten_bytes]
+
+
+def fiemap_extents(fd, start, end):
+    """The allocated ``(start, end)`` extents of ``fd`` overlapping ``[start, end)``, sorted, by
+    FS_IOC_FIEMAP (unwritten and delayed ones too: they hold blocks), or None where the
+    filesystem has none."""
+    buf = bytearray(FIEMAP_HEAD.size + FIEMAP_BATCH * FIEMAP_EXTENT.size)
+    out = []  # type: list
+    pos = start
+    while pos < end:
+        FIEMAP_HEAD.pack_into(buf, 0, pos, end - pos, 0, 0, FIEMAP_BATCH, 0)
+        try:
+            fcntl.ioctl(fd, FS_IOC_FIEMAP, buf, True)
+        except OSError as exc:
+            if exc.errno in (errno.ENOTTY, errno.EOPNOTSUPP, getattr(errno, "ENOTSUP", -1)):
+                return None
+            raise
+        mapped = min(FIEMAP_HEAD.unpack_from(buf, 0)[3], FIEMAP_BATCH)
+        if not mapped:
+            break
+        flags = 0
+        for i in range(mapped):
+            logical, _, length, flags = FIEMAP_EXTENT.unpack_from(
+                buf, FIEMAP_HEAD.size + i * FIEMAP_EXTENT.size
+            )
+            out.append((logical, logical + length))
+        if flags & FIEMAP_LAST or out[-1][1] <= pos:
+            break
+        pos = out[-1][1]
+    return out
+
+
+def allocated_within(fd, holes, block):
+    """The whole ``block``s of ``holes`` (sorted, disjoint) the filesystem holds allocated:
+    what punching them would free. All of ``holes`` where FIEMAP is missing (then every hole
+    is punched, as before)."""
+    if not holes:
+        return []
+    extents = fiemap_extents(fd, holes[0][0], holes[-1][1])
+    if extents is None:
+        return list(holes)
+    out = []  # type: list
+    i = 0
+    for start, end in holes:
+        start, end = -(-start // block) * block, end // block * block
+        while i < len(extents) and extents[i][1] <= start:
+            i += 1
+        j = i
+        while j < len(extents) and extents[j][0] < end:
+            lo, hi = max(start, extents[j][0]), min(end, extents[j][1])
+            if hi > lo:
+                out.append((lo, hi))
+            j += 1
+    return out
 
 
 def _serve_walk(req, out):

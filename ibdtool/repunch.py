@@ -64,14 +64,17 @@ class Needless:
         }
 
 
-def candidate_runs(alloc: Allocation | None, page_size: int, n_pages: int) -> list[range]:
+def candidate_runs(
+    alloc: Allocation | None, page_size: int, n_pages: int, first_page: int = 0
+) -> list[range]:
     """Runs of pages worth reading: every page, or (given the file's allocation) only the
     pages whose whole slot is allocated; a partly allocated slot was punched by the server.
-    Worked out from the data ranges (one run each at most), not page by page."""
+    Worked out from the data ranges (one run each at most), not page by page; none before
+    ``first_page``."""
     if alloc is None:
-        return [range(0, n_pages)] if n_pages else []
+        return [range(first_page, n_pages)] if n_pages > first_page else []
     runs: list[range] = []
-    for start, end in alloc.data_ranges:
+    for start, end in alloc.data_ranges_from(first_page * page_size):
         first, stop = -(-start // page_size), min(n_pages, end // page_size)
         if stop <= first:
             continue
@@ -189,9 +192,7 @@ def iter_needless(
     memory does not grow with the page count (``counts`` gets the totals, not the ranges).
     One process; call again to scan again (a file's headers are cheap to re-read). From
     ``first_page`` on, a range reaching back before it is cut at its start."""
-    runs = candidate_runs(alloc, ts.physical_size, ts.n_pages)
-    if first_page:
-        runs = _clip(runs, first_page, ts.n_pages)
+    runs = candidate_runs(alloc, ts.physical_size, ts.n_pages, first_page)
     return _iter_scan(ts, runs, progress, sum(len(r) for r in runs), counts)
 
 
