@@ -17,6 +17,7 @@ from pathlib import Path
 
 import pytest
 
+from ibdtool import copy_agent as agent
 from ibdtool.errors import InputError
 from ibdtool.server.journal import Journal
 from tests.test_copy_local import ibdtool
@@ -268,3 +269,78 @@ def test_remote_resume_recopies_an_earlier_window_that_changed(
     assert res.returncode == 0, res.stderr
     assert sha(remote / "big.bin") == sha(src)
     assert json.loads(res.stdout)["resumed_bytes"] == 0
+
+
+# --- the destination changed behind the copy's back, between writing and verifying ----------------
+
+
+def _sparse_source(path: Path) -> list[tuple[int, int]]:
+    """A 1 MiB file with a 4 KiB block of random data every 64 KiB, holes between; its pieces."""
+    pieces = [(at, at + 4096) for at in range(0, 1 << 20, 64 << 10)]
+    with open(path, "wb") as f:
+        f.truncate(1 << 20)
+        for start, end in pieces:
+            f.seek(start)
+            f.write(os.urandom(end - start))
+    assert seek_data_ranges(path) == pieces
+    return pieces
+
+
+def _written(
+    tmp_path: Path,
+) -> tuple[agent.Source, agent.Destination, list[tuple[int, int]], int]:
+    """A Destination with every piece of :func:`_sparse_source` written, not yet checkpointed."""
+    pieces = _sparse_source(tmp_path / "src.bin")
+    source = agent.Source(str(tmp_path / "src.bin"))
+    dest = agent.Destination(str(tmp_path / "out" / "copy.bin"), source.meta())
+    assert dest.prepare(pieces, 1 << 20) == 0 and len(dest.windows) == 1
+    crc = 0
+    for start, end in dest.windows[0]:
+        crc = dest.copy_from(source.fd, start, end, crc)
+    return source, dest, pieces, crc
+
+
+def test_verify_fails_on_a_byte_changed_behind_the_copys_back(tmp_path: Path) -> None:
+    """A byte of the part changed by another process after it was written and before the
+    window's read-back: the check reads the destination itself, so it fails, and nothing
+    is left under the final name."""
+    (tmp_path / "out").mkdir()
+    source, dest, pieces, crc = _written(tmp_path)
+    try:
+        fd = os.open(dest.part, os.O_WRONLY)
+        try:
+            at = pieces[5][0] + 100
+            old = (tmp_path / "src.bin").read_bytes()[at]
+            os.pwrite(fd, bytes([old ^ 0x40]), at)
+        finally:
+            os.close(fd)
+        dest.checkpoint(0, crc)
+        with pytest.raises(agent.VerifyError, match="differ from the source"):
+            dest.wait_checkpoints()
+    finally:
+        dest.abandon(keep=False)
+        source.close()
+    assert sorted(p.name for p in (tmp_path / "out").iterdir()) == []
+
+
+def test_blocks_allocated_in_a_hole_behind_the_copys_back_are_punched(tmp_path: Path) -> None:
+    """Holes are punched only where the filesystem holds blocks (FIEMAP): zeros written into
+    a hole of the part by someone else (or a filesystem's preallocation) are found and
+    freed, so the copy has exactly the source's data map."""
+    (tmp_path / "out").mkdir()
+    source, dest, pieces, crc = _written(tmp_path)
+    try:
+        fd = os.open(dest.part, os.O_WRONLY)
+        try:
+            os.pwrite(fd, bytes(3 * 4096), pieces[2][1] + 4096)  # three zero blocks, a hole
+            os.fsync(fd)
+        finally:
+            os.close(fd)
+        assert len(seek_data_ranges(Path(dest.part))) > len(pieces)
+        dest.checkpoint(0, crc)
+        dest.finish()
+    finally:
+        source.close()
+    copy = tmp_path / "out" / "copy.bin"
+    assert copy.read_bytes() == (tmp_path / "src.bin").read_bytes()
+    assert seek_data_ranges(copy) == pieces

@@ -322,3 +322,57 @@ def test_in_place_dig_holes_on_any_file(tmp_path: Path) -> None:
     assert sha(path) == before
     data = BLOCK * sum(1 for b in blocks if any(b))
     assert data <= allocated(path) <= data + 2 * BLOCK  # + ext4's extent-tree block
+
+
+# --- the checks behind --in-place and the hole punching, on a real file -------------------------
+
+
+def _zero_hole_data(path: Path) -> None:
+    """Blocks: 0 data (random), 1 a hole, 2 data (zeros written), 3 data (random), 4 a hole."""
+    with open(path, "wb") as f:
+        f.truncate(5 * BLOCK)
+        f.write(os.urandom(BLOCK))
+        f.seek(2 * BLOCK)
+        f.write(bytes(BLOCK) + b"\1" + os.urandom(BLOCK - 1))
+        f.flush()
+        os.fsync(f.fileno())
+    assert seek_data_ranges(path) == [(0, BLOCK), (2 * BLOCK, 4 * BLOCK)]
+
+
+def test_zero_check_after_punching_reads_what_is_not_a_hole(tmp_path: Path) -> None:
+    """``--in-place``'s check after each punch skips holes (SEEK_DATA) but still reads data
+    blocks: written zeros pass, one non-zero byte fails."""
+    from ibdtool.sparsecopy import VerifyFailed, _verify_zeros
+
+    path = tmp_path / "f.bin"
+    _zero_hole_data(path)
+    fd = os.open(path, os.O_RDONLY)
+    try:
+        _verify_zeros(str(path), fd, [(BLOCK, 3 * BLOCK), (4 * BLOCK, 5 * BLOCK)])
+        with pytest.raises(VerifyFailed, match="do not read as zeros"):
+            _verify_zeros(str(path), fd, [(BLOCK, 4 * BLOCK)])
+        with pytest.raises(VerifyFailed):
+            _verify_zeros(str(path), fd, [(BLOCK // 2, BLOCK + 10)])
+    finally:
+        os.close(fd)
+
+
+def test_allocated_within_finds_the_blocks_a_punch_would_free(tmp_path: Path) -> None:
+    """FIEMAP (``copy_agent.allocated_within``) against the SEEK_DATA map walked here: whole
+    blocks only, clipped to the ranges asked about."""
+    from ibdtool.copy_agent import allocated_within
+
+    path = tmp_path / "f.bin"
+    _zero_hole_data(path)
+    fd = os.open(path, os.O_RDONLY)
+    try:
+        everything = [(0, 5 * BLOCK)]
+        assert allocated_within(fd, everything, BLOCK) == seek_data_ranges(path)
+        assert allocated_within(fd, [(BLOCK, 2 * BLOCK), (4 * BLOCK, 5 * BLOCK)], BLOCK) == []
+        assert allocated_within(fd, [(100, 3 * BLOCK + 5)], BLOCK) == [(2 * BLOCK, 3 * BLOCK)]
+        assert allocated_within(fd, [(0, BLOCK), (3 * BLOCK, 5 * BLOCK)], BLOCK) == [
+            (0, BLOCK),
+            (3 * BLOCK, 4 * BLOCK),
+        ]
+    finally:
+        os.close(fd)
