@@ -51,6 +51,10 @@ from parsers.layout import align_up
 Ranges = list[tuple[int, int]]
 
 VERIFY_MODES = ("full", "data", "none")
+#: pieces copied between two looks at the rate limit and the progress: at most this many,
+#: and about BATCH_BYTES (a piece is 1 MiB at most, one page's image on a page-compressed file)
+BATCH_PIECES = 64
+BATCH_BYTES = 4 << 20
 ZERO_SCAN_CHUNK = 8 << 20
 
 
@@ -634,12 +638,14 @@ def _run_local(
         for index in range(start, len(dest.windows)):
             pieces = dest.windows[index]
             crc = 0 if verify else None
-            for a, b in pieces:
-                crc = dest.copy_from(source.fd, a, b, crc)
-                copied += b - a
-                limit.account(b - a)
+            step = max(1, min(BATCH_PIECES, BATCH_BYTES * len(pieces) // plan.window))
+            for at in range(0, len(pieces), step):
+                batch = pieces[at : at + step]
+                crc, n = dest.copy_pieces(source.fd, batch, crc)
+                copied += n
+                limit.account(n)
                 if progress is not None and due():
-                    progress(CopyProgress("copy", b, source.size, copied, copied, held))
+                    progress(CopyProgress("copy", batch[-1][1], source.size, copied, copied, held))
             dest.checkpoint(index, crc or 0)
             held = dest.allocated()
         if progress is not None:
