@@ -509,6 +509,10 @@ def test_per_page_and_window_match_naive(seed: int) -> None:
         length = rng.randrange(0, size // 2 + 2)
         want = sum(max(0, min(e, start + length) - max(s, start)) for s, e in ranges)
         assert alloc.allocated_bytes_in(start, length) == want
+        # the ranges from ``start`` on (a copy window remade mid-file), by bisection
+        assert list(alloc.data_ranges_from(start)) == [
+            (max(s, start), e) for s, e in ranges if e > start
+        ]
     holes = alloc.hole_ranges
     assert sum(e - s for s, e in holes) == alloc.holes == size - alloc.data_bytes
     tiles = sorted(ranges + list(holes))  # data and holes tile [0, size) exactly
