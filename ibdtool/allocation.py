@@ -404,8 +404,11 @@ class Allocation:
         base = first * page_size
         limit = base + n_pages * page_size
         full = array("I", [page_size])
-        i = max(0, bisect_right(self._starts, base) - 1)
-        for r_start, r_end in self.data_ranges[i:]:
+        ranges = self.data_ranges
+        # by index: a slice ``ranges[i:]`` copies the rest of the list on every call, and the
+        # TUI asks for one page at a time of files with a data range per page (quadratic)
+        for k in range(max(0, bisect_right(self._starts, base) - 1), len(ranges)):
+            r_start, r_end = ranges[k]
             if r_start >= limit:
                 break
             r_start, r_end = max(r_start, base) - base, min(r_end, limit) - base
