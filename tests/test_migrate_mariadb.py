@@ -206,14 +206,23 @@ def test_ctrl_c_kills_the_alter_and_leaves_the_table_intact(
     )  # fmt: skip
     assert proc.stdout is not None
     lines = []
-    for line in proc.stdout:
-        lines.append(line)
-        ev = json_lines(line)[0] if line.startswith("{") else {}
-        assert ev.get("event") != "statement_done", "the rebuild ended before 70% was seen"
-        if ev.get("event") == "progress" and ev["fraction"] < 0.7:
-            proc.send_signal(signal.SIGINT)
-            break
-    out, err = proc.communicate(timeout=300)
+    try:
+        for line in proc.stdout:
+            lines.append(line)
+            ev = json_lines(line)[0] if line.startswith("{") else {}
+            seen = [json_lines(x)[0].get("fraction") for x in lines if '"progress"' in x]
+            assert ev.get("event") != "statement_done", f"the rebuild ended first: {seen}"
+            # the first reading of a running rebuild: MariaDB's stage progress of a COPY can
+            # open at 0.72 and stay there (seen on an idle machine), so any fraction short of
+            # the end will do
+            if ev.get("event") == "progress" and ev["fraction"] < 1.0:
+                proc.send_signal(signal.SIGINT)
+                break
+        out, err = proc.communicate(timeout=300)
+    finally:  # a failed test must not leave its migration running into the next tests
+        if proc.poll() is None:
+            proc.kill()
+            proc.wait()
     events = json_lines("".join(lines) + out)
     kinds = [e["event"] for e in events]
     assert proc.returncode == 130, err
