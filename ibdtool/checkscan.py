@@ -111,90 +111,128 @@ def _classic_page_ok(image: memoryview, fmt: SpaceFormat, logical: int) -> bool:
     return classic_inner(image, fmt, logical) is not None
 
 
+class PageTally:
+    """Verdicts of the pages of ``ts`` handed over a chunk at a time (:meth:`chunk`), from a
+    file read by :func:`scan_range` or from bytes a caller already holds (the read-back of a
+    local copy, :mod:`ibdtool.sparsecopy`); :meth:`part` is the :data:`ScanPart`."""
+
+    def __init__(self, ts: Tablespace) -> None:
+        self.ts = ts
+        fmt = ts.format
+        self.psize = ts.physical_size
+        self.fast_fcrc32 = fmt.full_crc32
+        self.fast_crc32 = not fmt.full_crc32 and not fmt.zip
+        self.classic_compressed = self.fast_crc32 and fmt.vendor is not Vendor.MYSQL
+        self.logical = ts.logical_size
+        self.zero = bytes(self.psize)
+        self.ok = self.empty = self.done = self.unverifiable = 0
+        self.counts: Counter[str] = Counter()
+        self.invalid: list[int] = []
+        self.dblwr = ts.doublewrite_pages
+
+    def holes(self, count: int) -> None:
+        """``count`` pages in a hole: all zeros, empty without a read."""
+        self.empty += count
+        self.done += count
+
+    def chunk(self, n: int, mv: memoryview) -> None:
+        """Verify the whole pages of ``mv``, the first of them page ``n``."""
+        psize = self.psize
+        fast_fcrc32 = self.fast_fcrc32
+        count = len(mv) // psize
+        self.done += count
+        rest: Iterable[int] = range(count)
+        if self.fast_crc32 or fast_fcrc32:
+            # the plain pages of the chunk at once (parsers.pagecolumns), the rest below
+            cols = columns(mv, psize, fast_fcrc32, verdict_fields(fast_fcrc32))
+            good = plain_verified(mv, psize, n, fast_fcrc32, cols)
+            if fast_fcrc32 and not all(good):  # page_compressed images, also at once
+                packed = compressed_verified(mv, psize, n, cols)
+                good = list(map(or_, good, packed))
+            passed = good.count(True)
+            self.ok += passed
+            if passed == count:
+                return
+            rest = compress(range(count), map(not_, good))
+        head = _HEAD.unpack_from
+        for k in rest:
+            page_no = n + k
+            off = k * psize
+            end = off + psize
+            chk, stored_no, _lsn_low, ptype = head(mv, off)
+            if stored_no == page_no:
+                if (
+                    self.classic_compressed
+                    and ptype == FIL_PAGE_PAGE_COMPRESSED
+                    and _classic_page_ok(mv[off:end], self.ts.format, self.logical)
+                ):
+                    # MariaDB classic page_compressed: the checksum is the inner page's
+                    # (§3.1), so inflate it, then the same two CRC calls as a plain page
+                    self.ok += 1
+                    continue
+                if fast_fcrc32 and not chk and ptype & FIL_PAGE_COMPRESS_FCRC32_MARKER:
+                    # page_compressed: only the CRC-32C of the compressed image counts (§3.2,
+                    # §6.6), so there is nothing to decompress to give the verdict
+                    size = fcrc32_stored_size(ptype, psize)
+                    if size is not None:
+                        stored = int.from_bytes(mv[off + size - 4 : off + size], "big")
+                        if stored and stored == crc32c(mv[off : off + size - 4]):
+                            self.ok += 1
+                            continue
+            elif not stored_no and not chk and mv[off:end].tobytes() == self.zero:
+                self.empty += 1
+                continue
+            info = self.ts._decode(mv[off:end], page_no, None)
+            if info.checksum_valid is False:
+                self.counts[ChecksumAlgo.INVALID.value] += 1
+                self.invalid.append(page_no)
+            else:
+                self.counts[info.checksum_algo.value] += 1
+                if info.checksum_valid is None and page_no not in self.dblwr:
+                    self.unverifiable += 1
+
+    def part(self) -> ScanPart:
+        counts = Counter(self.counts)
+        if self.ok:
+            algo = ChecksumAlgo.FULL_CRC32 if self.fast_fcrc32 else ChecksumAlgo.CRC32
+            counts[algo.value] += self.ok
+        if self.empty:
+            counts[ChecksumAlgo.EMPTY.value] += self.empty
+        return counts, list(self.invalid), self.unverifiable, self.done
+
+
 def scan_range(
     ts: Tablespace, start: int, stop: int, progress: Callable[[int], None] | None = None
 ) -> ScanPart:
     """Verify pages [start, stop) of ``ts`` (see :data:`ScanPart`); pages in holes are all
     zeros, counted as empty without a read. ``progress(pages_done)`` follows each read. A
     file that shrinks under the scan is an :class:`InputError`, never a shorter result."""
-    fmt = ts.format
-    psize = ts.physical_size
-    fast_crc32 = not fmt.full_crc32 and not fmt.zip
-    fast_fcrc32 = fmt.full_crc32
-    classic_compressed = fast_crc32 and fmt.vendor is not Vendor.MYSQL
-    logical = ts.logical_size
-    zero = bytes(psize)
-    ok = empty = 0
-    counts: Counter[str] = Counter()
-    invalid: list[int] = []
-    unverifiable = 0
-    dblwr = ts.doublewrite_pages
-    head = _HEAD.unpack_from
-    done = 0
+    tally = PageTally(ts)
     for first, run_end, has_data in ts.page_runs(start, stop, coarse=True):
         if not has_data:
-            empty += run_end - first
-            done += run_end - first
+            tally.holes(run_end - first)
             continue
         for n, mv in ts.read_chunks(first, run_end):
-            count = len(mv) // psize
-            done += count
             if progress is not None:
-                progress(done)
-            rest: Iterable[int] = range(count)
-            if fast_crc32 or fast_fcrc32:
-                # the plain pages of the chunk at once (parsers.pagecolumns), the rest below
-                cols = columns(mv, psize, fast_fcrc32, verdict_fields(fast_fcrc32))
-                good = plain_verified(mv, psize, n, fast_fcrc32, cols)
-                if fast_fcrc32 and not all(good):  # page_compressed images, also at once
-                    packed = compressed_verified(mv, psize, n, cols)
-                    good = list(map(or_, good, packed))
-                passed = good.count(True)
-                ok += passed
-                if passed == count:
-                    continue
-                rest = compress(range(count), map(not_, good))
-            for k in rest:
-                page_no = n + k
-                off = k * psize
-                end = off + psize
-                chk, stored_no, _lsn_low, ptype = head(mv, off)
-                if stored_no == page_no:
-                    if (
-                        classic_compressed
-                        and ptype == FIL_PAGE_PAGE_COMPRESSED
-                        and _classic_page_ok(mv[off:end], fmt, logical)
-                    ):
-                        # MariaDB classic page_compressed: the checksum is the inner page's
-                        # (§3.1), so inflate it, then the same two CRC calls as a plain page
-                        ok += 1
-                        continue
-                    if fast_fcrc32 and not chk and ptype & FIL_PAGE_COMPRESS_FCRC32_MARKER:
-                        # page_compressed: only the CRC-32C of the compressed image counts (§3.2,
-                        # §6.6), so there is nothing to decompress to give the verdict
-                        size = fcrc32_stored_size(ptype, psize)
-                        if size is not None:
-                            stored = int.from_bytes(mv[off + size - 4 : off + size], "big")
-                            if stored and stored == crc32c(mv[off : off + size - 4]):
-                                ok += 1
-                                continue
-                elif not stored_no and not chk and mv[off:end].tobytes() == zero:
-                    empty += 1
-                    continue
-                info = ts._decode(mv[off:end], page_no, None)
-                if info.checksum_valid is False:
-                    counts[ChecksumAlgo.INVALID.value] += 1
-                    invalid.append(page_no)
-                else:
-                    counts[info.checksum_algo.value] += 1
-                    if info.checksum_valid is None and page_no not in dblwr:
-                        unverifiable += 1
-    if ok:
-        counts[ChecksumAlgo.FULL_CRC32.value if fast_fcrc32 else ChecksumAlgo.CRC32.value] += ok
-    if empty:
-        counts[ChecksumAlgo.EMPTY.value] += empty
+                progress(tally.done + len(mv) // tally.psize)
+            tally.chunk(n, mv)
     ts.check_not_shrunk()
-    return counts, invalid, unverifiable, done
+    return tally.part()
+
+
+def results(path: str, n: int, ts: Tablespace, parts: Iterable[ScanPart]) -> CheckResult:
+    """The :class:`CheckResult` of ``parts`` covering the ``n`` pages of ``ts``; a shortfall
+    is an :class:`InputError`, never a result."""
+    result = CheckResult(str(path), 0, ts.physical_size, ts.trailing_bytes)
+    for counts, invalid, unverifiable, done in parts:
+        result.by_algorithm.update(counts)
+        result.invalid_pages.extend(invalid)
+        result.unverifiable += unverifiable
+        result.pages += done
+    if result.pages != n:  # a range came back short: never report it as checked
+        raise InputError(f"{path}: file shrank while reading ({result.pages} of {n} pages read)")
+    result.invalid_pages.sort()
+    return result
 
 
 def check_file(
@@ -211,7 +249,6 @@ def check_file(
     checksum)."""
     with Tablespace(path, keyring) as ts:
         n = ts.n_pages
-        result = CheckResult(str(path), 0, ts.physical_size, ts.trailing_bytes)
         jobs = jobs or os.cpu_count() or 1
         ts.scan_ranges  # noqa: B018  (where the data is, once, before any fork)
         if jobs == 1 or n < parallel_min:
@@ -220,12 +257,4 @@ def check_file(
             from ibdtool.forkscan import map_ranges, split
 
             parts = map_ranges(ts, partial(scan_range, progress=progress), split(n, jobs))
-    for counts, invalid, unverifiable, done in parts:
-        result.by_algorithm.update(counts)
-        result.invalid_pages.extend(invalid)
-        result.unverifiable += unverifiable
-        result.pages += done
-    if result.pages != n:  # a range came back short: never report it as checked
-        raise InputError(f"{path}: file shrank while reading ({result.pages} of {n} pages read)")
-    result.invalid_pages.sort()
-    return result
+        return results(path, n, ts, parts)

@@ -39,7 +39,7 @@ import zlib
 from array import array
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass, field
-from typing import Any, overload
+from typing import TYPE_CHECKING, Any, overload
 
 from ibdtool import copy_agent as agent
 from ibdtool.allocation import Allocation, read_allocation
@@ -47,6 +47,10 @@ from ibdtool.errors import ExitCode, IbdtoolError, InputError
 from ibdtool.repunch import Needless, iter_needless, lock_exclusive, needless_ranges, users_of
 from ibdtool.tablespace import Tablespace
 from parsers.layout import align_up
+
+if TYPE_CHECKING:  # checkscan and copycheck load the page decoder: only for a page check
+    from ibdtool.checkscan import CheckResult
+    from ibdtool.copycheck import WindowPages
 
 Ranges = list[tuple[int, int]]
 
@@ -520,7 +524,13 @@ def check_pages(path: str, reference: str | None = None) -> dict[str, Any]:
     """Every page checksum of ``path``; pages invalid there but not in ``reference`` fail."""
     from ibdtool.checkscan import check_file
 
-    result = check_file(path)
+    return pages_verdict(path, check_file(path), reference)
+
+
+def pages_verdict(path: str, result: CheckResult, reference: str | None) -> dict[str, Any]:
+    """:func:`check_pages` of a :class:`~ibdtool.checkscan.CheckResult` already made."""
+    from ibdtool.checkscan import check_file
+
     pages = {
         "pages": result.pages,
         "valid": result.valid,
@@ -627,8 +637,13 @@ def _run_local(
 ) -> None:
     verify = opts.verify != "none"
     done = False
+    window_pages: WindowPages | None = None
     try:
         start = dest.prepare([], plan.window, streamed=plan)
+        if opts.verify == "full" and pages_too and start == 0:
+            # the page check reads the windows back (ibdtool.copycheck); a resumed copy
+            # checks its pages in a pass of their own after it, as it did not read them all
+            window_pages = _window_pages(source.path, dest)
         result.notes += dest.notes
         result.windows = len(dest.windows)
         result.resumed_bytes = min(plan.bytes, start * plan.window)
@@ -654,7 +669,10 @@ def _run_local(
         result.bytes_read = result.bytes_sent = copied
         result.dest_allocated = dest.seal()
         result.notes += [n for n in dest.notes if n not in result.notes]
-        if opts.verify == "full" and pages_too:
+        if window_pages is not None:
+            result.pages = pages_verdict(dest.part, window_pages.finish(), source.path)
+            result.pages["where"] = "destination"
+        elif opts.verify == "full" and pages_too:
             if progress is not None:
                 progress(CopyProgress("check", source.size, source.size))
             result.pages = check_pages(dest.part, reference=source.path)
@@ -669,6 +687,18 @@ def _run_local(
     finally:
         if not done and dest.fd >= 0:
             dest.abandon(keep=False)
+        if window_pages is not None:
+            window_pages.ts.close()
+
+
+def _window_pages(path: str, dest: agent.Destination) -> WindowPages:
+    """The read-back of ``dest`` that also verifies its pages; the source's tablespace opened
+    again (the plan's scan reads the other one in this thread meanwhile)."""
+    from ibdtool.copycheck import WindowPages
+
+    pages = WindowPages(Tablespace(path), dest.part)
+    dest.read_back = pages
+    return pages
 
 
 def _interrupted_message(dest: agent.Destination, kept: bool) -> str:
