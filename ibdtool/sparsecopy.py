@@ -19,9 +19,10 @@ plan as a list (:func:`build_plan`): it sends it whole to the other end.
 
 Verification, per window of the plan: after ``fdatasync`` the window is read back and its
 CRC-32 compared with the source's (``verify="data"``); for a tablespace ``verify="full"`` also
-checks every page checksum of the copy (:func:`ibdtool.checkscan.check_file`) before the
-rename. The read-back comes from the page cache: it proves the file holds the source's bytes,
-not that the disk kept them.
+checks every page checksum of the copy before the rename, from the same read-back
+(:mod:`ibdtool.copycheck`; a resumed copy, whose kept windows were read back before, in a
+pass of its own after the copy: :func:`check_pages`). The read-back comes from the page
+cache: it proves the file holds the source's bytes, not that the disk kept them.
 
 The engine reports through a ``progress(CopyProgress)`` callback; the CLI draws it.
 """
