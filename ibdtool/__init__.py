@@ -7,7 +7,8 @@ Rich) and :mod:`tui` sit on top. Module map, and where a new thing goes:
   ``allocation`` (st_blocks, SEEK_DATA/SEEK_HOLE, FIEMAP), ``inspect``, ``pagerows``,
   ``checkscan`` (``checksum``), ``records``, ``forkscan`` and ``workpool`` (worker processes).
 - What-ifs: ``simulate``, ``recommend``.
-- Moving files: ``sparsecopy`` (local), ``remote_copy`` + ``copy_agent`` (over ssh), ``repunch``.
+- Moving files: ``sparsecopy`` (local; ``copycheck``: its page check, on the read-back),
+  ``remote_copy`` + ``copy_agent`` (over ssh), ``repunch``.
 - Reports: ``report``, ``report_schema``.
 - Words for every front end: ``text``, ``describe``; pictures: ``pagemap`` (a page map's
   categories, cells, SVG) and ``palette`` (the colours every picture and the TUI draw pages
