@@ -41,22 +41,35 @@ class WindowPages:
 
     def __call__(self, fd: int, pieces: Sequence[tuple[int, int]]) -> int | None:
         """The CRC-32 of ``pieces`` read from ``fd``; None when the file ends short."""
-        psize, view = self.psize, self.view
+        psize, view, preadv, crc32 = self.psize, self.view, os.preadv, zlib.crc32
         crc = 0
+        at = self.base * psize  # the file offset of buf[0]
+        limit = at + len(view)
+        high = at + self.used * psize  # the end of the bytes read into buf
         for start, end in pieces:
+            if end <= limit and start >= at:  # the common case: the piece fits in buf
+                mv = view[start - at : end - at]
+                if preadv(fd, [mv], start) != end - start:
+                    return None
+                crc = crc32(mv, crc)
+                if end > high:
+                    high = end
+                continue
             pos = start
             while pos < end:
-                page = pos // psize
-                if page >= self.base + CHUNK_PAGES:
-                    self._flush(page)
-                off = pos - self.base * psize
-                n = min(end - pos, len(view) - off)
-                got = os.preadv(fd, [view[off : off + n]], pos)
-                if got != n:
+                if pos >= limit:
+                    self.used = -(-high // psize) - self.base
+                    self._flush(pos // psize)
+                    at = high = self.base * psize
+                    limit = at + len(view)
+                n = min(end, limit) - pos
+                mv = view[pos - at : pos - at + n]
+                if preadv(fd, [mv], pos) != n:
                     return None
-                crc = zlib.crc32(view[off : off + n], crc)
+                crc = crc32(mv, crc)
                 pos += n
-                self.used = max(self.used, -(-pos // psize) - self.base)
+                high = max(high, pos)
+        self.used = -(-high // psize) - self.base
         if pieces:
             self._flush(pieces[-1][1] // psize)  # the page cut by the window's end waits
         return crc
