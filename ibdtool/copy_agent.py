@@ -1221,30 +1221,49 @@ FIEMAP_LAST = 0x0001
 FIEMAP_UNWRITTEN = 0x0800
 
 
-def fiemap_counts(fd):
-    """``[extents, unwritten extents, contiguous runs, unwritten bytes]`` by FS_IOC_FIEMAP (never
-    with FIEMAP_FLAG_SYNC), or None where the filesystem has none: the remote twin of
-    ``ibdtool.allocation.fiemap`` and ``contiguous_runs`` (this file cannot import ibdtool)."""
+class _NoFiemap(Exception):
+    """The filesystem has no FS_IOC_FIEMAP."""
+
+
+def _fiemap(fd, start, end):
+    """Each extent ``(logical, physical, length, flags)`` of ``fd`` overlapping ``[start,
+    end)``, in order, by FS_IOC_FIEMAP (never with FIEMAP_FLAG_SYNC), ``FIEMAP_BATCH`` an
+    ioctl; raises :class:`_NoFiemap` where the filesystem has none."""
     buf = bytearray(FIEMAP_HEAD.size + FIEMAP_BATCH * FIEMAP_EXTENT.size)
-    extents = unwritten = runs = unwritten_bytes = 0
-    prev = None
-    start = 0
-    while True:
-        FIEMAP_HEAD.pack_into(buf, 0, start, 0xFFFFFFFFFFFFFFFF, 0, 0, FIEMAP_BATCH, 0)
+    pos = start
+    while pos < end:
+        FIEMAP_HEAD.pack_into(buf, 0, pos, end - pos, 0, 0, FIEMAP_BATCH, 0)
         try:
             fcntl.ioctl(fd, FS_IOC_FIEMAP, buf, True)
         except OSError as exc:
             if exc.errno in (errno.ENOTTY, errno.EOPNOTSUPP, getattr(errno, "ENOTSUP", -1)):
-                return None
+                raise _NoFiemap() from None
             raise
         mapped = min(FIEMAP_HEAD.unpack_from(buf, 0)[3], FIEMAP_BATCH)
         if not mapped:
-            break
+            return
         last_end = last_flags = 0
         for i in range(mapped):
-            logical, physical, length, flags = FIEMAP_EXTENT.unpack_from(
-                buf, FIEMAP_HEAD.size + i * FIEMAP_EXTENT.size
-            )
+            extent = FIEMAP_EXTENT.unpack_from(buf, FIEMAP_HEAD.size + i * FIEMAP_EXTENT.size)
+            yield extent
+            last_end, last_flags = extent[0] + extent[2], extent[3]
+        if last_flags & FIEMAP_LAST or last_end <= pos:
+            return
+        pos = last_end
+
+
+#: FIEMAP's length field is 64 bits: "to the end of the file"
+_TO_EOF = 0xFFFFFFFFFFFFFFFF
+
+
+def fiemap_counts(fd):
+    """``[extents, unwritten extents, contiguous runs, unwritten bytes]`` by FS_IOC_FIEMAP, or
+    None where the filesystem has none: the remote twin of ``ibdtool.allocation.fiemap`` and
+    ``contiguous_runs`` (this file cannot import ibdtool)."""
+    extents = unwritten = runs = unwritten_bytes = 0
+    prev = None
+    try:
+        for logical, physical, length, flags in _fiemap(fd, 0, _TO_EOF):
             extents += 1
             if flags & FIEMAP_UNWRITTEN:
                 unwritten += 1
@@ -1254,10 +1273,8 @@ def fiemap_counts(fd):
             elif physical not in (prev[1] + prev[2], prev[1] + (logical - prev[0])):
                 runs += 1
             prev = (logical, physical, length)
-            last_end, last_flags = logical + length, flags
-        if last_flags & FIEMAP_LAST or last_end <= start:
-            break
-        start = last_end
+    except _NoFiemap:
+        return None
     return [extents, unwritten, runs, unwritten_bytes]
 
 
@@ -1265,30 +1282,10 @@ def fiemap_extents(fd, start, end):
     """The allocated ``(start, end)`` extents of ``fd`` overlapping ``[start, end)``, sorted, by
     FS_IOC_FIEMAP (unwritten and delayed ones too: they hold blocks), or None where the
     filesystem has none."""
-    buf = bytearray(FIEMAP_HEAD.size + FIEMAP_BATCH * FIEMAP_EXTENT.size)
-    out = []  # type: list
-    pos = start
-    while pos < end:
-        FIEMAP_HEAD.pack_into(buf, 0, pos, end - pos, 0, 0, FIEMAP_BATCH, 0)
-        try:
-            fcntl.ioctl(fd, FS_IOC_FIEMAP, buf, True)
-        except OSError as exc:
-            if exc.errno in (errno.ENOTTY, errno.EOPNOTSUPP, getattr(errno, "ENOTSUP", -1)):
-                return None
-            raise
-        mapped = min(FIEMAP_HEAD.unpack_from(buf, 0)[3], FIEMAP_BATCH)
-        if not mapped:
-            break
-        flags = 0
-        for i in range(mapped):
-            logical, _, length, flags = FIEMAP_EXTENT.unpack_from(
-                buf, FIEMAP_HEAD.size + i * FIEMAP_EXTENT.size
-            )
-            out.append((logical, logical + length))
-        if flags & FIEMAP_LAST or out[-1][1] <= pos:
-            break
-        pos = out[-1][1]
-    return out
+    try:
+        return [(logical, logical + length) for logical, _, length, _ in _fiemap(fd, start, end)]
+    except _NoFiemap:
+        return None
 
 
 def allocated_within(fd, holes, block):
