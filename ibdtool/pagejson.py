@@ -193,47 +193,23 @@ def _data_run(ctx: _Context, first: int, end: int, per_page: Sequence[int], out:
                 comp = compressed_headers(mv, psize, n, cols, decompress_head, algorithm, dblwr)
             elif classic and not all(good):
                 comp = classic_pages(ts, mv, n, cols, good, dblwr)
+        payload: int | str  # the payload and image sizes, "null" for a plain page
+        size: int | str
+        heads: dict[str, tuple[int, ...]] | None
         for k in range(count):
             page_no = n + k
             allocated = per_page[page_no - first]
-            if good[k]:
-                ptype = cols["page_type"][k]
-                name, name_json = type_of(ptype)
-                if not ctx.wanted(name, ptype, ptype):
-                    continue
-                part = _NO_INDEX
-                if ptype in idx_types:
-                    part = index_part(
-                        cols["n_heap"][k],
-                        cols["heap_top"][k],
-                        cols["garbage"][k],
-                        cols["n_recs"][k],
-                        cols["level"][k],
-                        cols["index_id"][k],
-                    )
-                out.append(
-                    _ROW
-                    % (
-                        page_no,
-                        name_json,
-                        ptype,
-                        none_json,
-                        "null",
-                        "null",
-                        allocated,
-                        chk_json,
-                        cols["lsn"][k],
-                        cols["space_id"][k],
-                        part,
-                    )
-                    + "\n"
-                )
-                continue
-            if comp is not None and comp.ok[k]:
-                heads = comp.heads
+            if good[k]:  # a plain page: its header is in the chunk's columns
+                heads, algo, payload, size = cols, none_json, "null", "null"
+            elif comp is not None and comp.ok[k]:  # a compressed image: the inflated header
+                heads, algo = comp.heads, algo_json
+                payload, size = comp.payload[k], comp.sizes[k]
+            else:
+                heads = None
+            if heads is not None:
                 real_type = heads["page_type"][k]
-                name, name_json = type_of(real_type)
                 ptype = cols["page_type"][k]
+                name, name_json = type_of(real_type)
                 if not ctx.wanted(name, real_type, ptype):
                     continue
                 part = _NO_INDEX
@@ -252,9 +228,9 @@ def _data_run(ctx: _Context, first: int, end: int, per_page: Sequence[int], out:
                         page_no,
                         name_json,
                         ptype,
-                        algo_json,
-                        comp.payload[k],
-                        comp.sizes[k],
+                        algo,
+                        payload,
+                        size,
                         allocated,
                         chk_json,
                         cols["lsn"][k],
