@@ -126,19 +126,19 @@ def tally_run(
                 stored_types.update(compress(cols["page_type"], good))
             if passed == count:
                 continue
+            # the compressed images of the chunk at once (full_crc32: their CRCs, then their
+            # headers; classic: each inflated whole, its checksum being inside)
+            got: CompressedHeaders | None = None
             if partial is not None and algorithm is not None:
-                # the compressed images of the chunk at once: their CRCs, then their headers
                 got = compressed_headers(mv, psize, n, cols, partial, algorithm, dblwr)
-                n_got = got.ok.count(True)
-                n_comp += n_got
-                fill_sum += take(got, n - first, cols["page_type"])
-                good = list(map(or_, good, got.ok))
-                if passed + n_got == count:
-                    continue
-            if classic:
+            elif classic:
                 got = classic_pages(ts, mv, n, cols, good, dblwr)
+            if got is not None:
                 n_got = got.ok.count(True)
-                n_classic += n_got
+                if classic:
+                    n_classic += n_got
+                else:
+                    n_comp += n_got
                 fill_sum += take(got, n - first, cols["page_type"])
                 good = list(map(or_, good, got.ok))
                 if passed + n_got == count:
