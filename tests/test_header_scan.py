@@ -94,6 +94,22 @@ def test_inline_tally_matches_the_decoder(path: Path) -> None:
     assert inline == decoded
 
 
+def _damaged(src: Path, tmp_path: Path, flipped: tuple[int | None, ...]) -> tuple[Path, int]:
+    """A copy of ``src`` with a byte flipped inside each page of ``flipped`` (None: the middle
+    page), page 3 replaced by page n-3 (a wrong page number) and page n-2 zeroed; and n."""
+    data = bytearray(src.read_bytes())
+    with Tablespace(src) as ts:
+        psize, n = ts.physical_size, ts.n_pages
+    for victim in flipped:
+        at = n // 2 if victim is None else victim
+        data[at * psize + 60] ^= 0x5A  # inside every image, even a tiny compressed one
+    data[3 * psize : 4 * psize] = data[(n - 3) * psize : (n - 2) * psize]
+    data[(n - 2) * psize : (n - 1) * psize] = bytes(psize)
+    path = tmp_path / "damaged.ibd"
+    path.write_bytes(bytes(data))
+    return path, n
+
+
 @pytest.mark.parametrize(
     "rel",
     [
@@ -106,16 +122,7 @@ def test_inline_tally_matches_the_decoder(path: Path) -> None:
 )
 def test_inline_tally_sees_damage(rel: str, tmp_path: Path) -> None:
     """Flipped bytes, a page moved and a zeroed page: the inline path hands them on."""
-    src = SAMPLES / rel
-    data = bytearray(src.read_bytes())
-    with Tablespace(src) as ts:
-        psize, n = ts.physical_size, ts.n_pages
-    for victim in (1, n // 2):
-        data[victim * psize + 60] ^= 0x5A  # inside every image, even a tiny compressed one
-    data[3 * psize : 4 * psize] = data[(n - 3) * psize : (n - 2) * psize]  # wrong page number
-    data[(n - 2) * psize : (n - 1) * psize] = bytes(psize)
-    path = tmp_path / "damaged.ibd"
-    path.write_bytes(bytes(data))
+    path, _n = _damaged(SAMPLES / rel, tmp_path, flipped=(1, None))
     inline, decoded = _tallies(path)
     assert inline == decoded
     assert len(inline["problems"]) >= 3  # type: ignore[arg-type]
@@ -285,15 +292,7 @@ def test_json_lines_match_the_decoder(path: Path, monkeypatch: pytest.MonkeyPatc
 )
 def test_json_lines_see_damage_and_filters(rel: str, tmp_path: Path) -> None:
     """Damaged pages leave the template to the decoder, and --type filters both the same."""
-    src = SAMPLES / rel
-    data = bytearray(src.read_bytes())
-    with Tablespace(src) as ts:
-        psize, n = ts.physical_size, ts.n_pages
-    data[2 * psize + 60] ^= 0x5A
-    data[3 * psize : 4 * psize] = data[(n - 3) * psize : (n - 2) * psize]
-    data[(n - 2) * psize : (n - 1) * psize] = bytes(psize)
-    path = tmp_path / "damaged.ibd"
-    path.write_bytes(bytes(data))
+    path, n = _damaged(SAMPLES / rel, tmp_path, flipped=(2,))
     got = "".join(json_lines(str(path), jobs=2))
     assert got == _rows_by_decoder(path)
     assert got.count('"problem": null') <= n - 2  # the flipped byte, the page moved
