@@ -19,7 +19,7 @@ from pathlib import Path
 from common import IBDTOOL, append_results, make_bench_file, warm
 from sidebyside import Contender, Goal, Row, run_row, table
 
-from ibdtool.simulate import BlockSpec, parse_algorithms, simulate
+from ibdtool.advise.simulate import BlockSpec, parse_algorithms, simulate
 
 DEFAULT = "mariadb:lz4,mariadb:snappy,mariadb:lzo,mariadb:zlib,mysql:zlib,zstd:3"
 BARE = Path(__file__).resolve().parent / "bare.py"

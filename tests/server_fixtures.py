@@ -338,8 +338,9 @@ def progress_values(events: list[Any], source: str) -> list[float]:
 
 def on_disk(srv: servers.ThrowawayServer, schema: str, table: str) -> dict[str, Any]:
     """What the file holds while FLUSH TABLES … FOR EXPORT is held: os.stat and
-    :func:`ibdtool.inspect.inspect_path` (the reader, independent of the migrate code)."""
-    from ibdtool.inspect import inspect_path
+    :func:`ibdtool.tablespace.inspect.inspect_path` (the reader, independent of the migrate
+    code)."""
+    from ibdtool.tablespace.inspect import inspect_path
 
     path = srv.file_path(schema, table)
     with srv.connect() as conn, conn.cursor() as cur:

@@ -1,4 +1,4 @@
-"""Tests for ibdtool.allocation against real files with real holes (no mocks).
+"""Tests for ibdtool.fs.allocation against real files with real holes (no mocks).
 
 Expected values come from sources independent of the module: the layout each test writes,
 ``os.stat`` (``st_blocks * 512``) and ``filefrag -v`` (e2fsprogs). Files are built in
@@ -23,7 +23,7 @@ from pathlib import Path
 
 import pytest
 
-from ibdtool.allocation import (
+from ibdtool.fs.allocation import (
     FIEMAP_EXTENT_LAST,
     FIEMAP_EXTENT_UNWRITTEN,
     Allocation,
@@ -35,7 +35,7 @@ from ibdtool.allocation import (
     read_allocation,
     scan_ranges,
 )
-from ibdtool.tablespace import Tablespace
+from ibdtool.tablespace.reader import Tablespace
 from tests.catalog import load_catalog
 from tests.conftest import SAMPLES
 

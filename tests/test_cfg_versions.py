@@ -20,7 +20,7 @@ from typing import Any
 import pytest
 from construct import Struct, Terminated
 
-from ibdtool.records import RecordsRun, open_records
+from ibdtool.tablespace.records import RecordsRun, open_records
 from parsers.cfg import CfgError, CfgFile, parse_cfg, read_cfg
 from parsers.tabledef import Kind
 from samples import servers

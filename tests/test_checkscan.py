@@ -7,8 +7,8 @@ from pathlib import Path
 
 import pytest
 
-from ibdtool.checkscan import check_file
-from ibdtool.tablespace import Tablespace
+from ibdtool.tablespace.checksum import check_file
+from ibdtool.tablespace.reader import Tablespace
 from tests.samples_manifest import sample
 
 FILES = [
@@ -64,7 +64,7 @@ def test_fast_path_and_workers_match_the_decoder(rel: str, jobs: int, tmp_path: 
 def test_inspect_split_over_processes_equals_one_pass(
     rel: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    import ibdtool.inspect as inspect_mod
+    import ibdtool.tablespace.inspect as inspect_mod
 
     with Tablespace(sample(rel)) as ts:
         psize, n = ts.physical_size, ts.n_pages

@@ -16,9 +16,9 @@ from pathlib import Path
 
 import pytest
 
+from ibdtool.advise.simulate import parse_algorithms, wants_row_compressed
 from ibdtool.cli.report import FORMATS
 from ibdtool.server import parse_target
-from ibdtool.simulate import parse_algorithms, wants_row_compressed
 from tests.catalog import REPO
 from tests.cli_runner import cli_env, run_ibdtool
 

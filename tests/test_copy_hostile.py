@@ -17,7 +17,7 @@ from pathlib import Path
 
 import pytest
 
-from ibdtool import copy_agent as agent
+from ibdtool.copy import agent
 from ibdtool.errors import InputError
 from ibdtool.server.journal import Journal
 from tests.test_copy_local import ibdtool

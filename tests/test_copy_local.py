@@ -342,7 +342,7 @@ def _zero_hole_data(path: Path) -> None:
 def test_zero_check_after_punching_reads_what_is_not_a_hole(tmp_path: Path) -> None:
     """``--in-place``'s check after each punch skips holes (SEEK_DATA) but still reads data
     blocks: written zeros pass, one non-zero byte fails."""
-    from ibdtool.sparsecopy import VerifyFailed, _verify_zeros
+    from ibdtool.copy.local import VerifyFailed, _verify_zeros
 
     path = tmp_path / "f.bin"
     _zero_hole_data(path)
@@ -360,7 +360,7 @@ def test_zero_check_after_punching_reads_what_is_not_a_hole(tmp_path: Path) -> N
 def test_allocated_within_finds_the_blocks_a_punch_would_free(tmp_path: Path) -> None:
     """FIEMAP (``copy_agent.allocated_within``) against the SEEK_DATA map walked here: whole
     blocks only, clipped to the ranges asked about."""
-    from ibdtool.copy_agent import allocated_within
+    from ibdtool.copy.agent import allocated_within
 
     path = tmp_path / "f.bin"
     _zero_hole_data(path)

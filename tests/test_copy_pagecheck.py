@@ -1,10 +1,10 @@
-"""The page check of a local copy, done on each window's read-back (:mod:`ibdtool.copycheck`).
+"""The page check of a local copy, done on each window's read-back (:mod:`ibdtool.copy.readback`).
 
-It must give exactly the verdicts of ``ibdtool checksum`` (:func:`ibdtool.checkscan.check_file`,
-which reads the file itself) on every sample and corpus file, whatever windows cut the pages,
-and a CRC-32 per window equal to that of the bytes read directly; a damaged source page is
-reported as the pass after the copy reported it, and a page broken in the destination alone
-still fails the copy.
+It must give exactly the verdicts of ``ibdtool checksum``
+(:func:`ibdtool.tablespace.checksum.check_file`, which reads the file itself) on every sample and
+corpus file, whatever windows cut the pages, and a CRC-32 per window equal to that of the bytes read
+directly; a damaged source page is reported as the pass after the copy reported it, and a page
+broken in the destination alone still fails the copy.
 """
 
 from __future__ import annotations
@@ -16,12 +16,12 @@ from pathlib import Path
 
 import pytest
 
-from ibdtool import copy_agent as agent
-from ibdtool.checkscan import check_file
-from ibdtool.copycheck import WindowPages
+from ibdtool.copy import agent
+from ibdtool.copy.local import VerifyFailed, pages_verdict
+from ibdtool.copy.readback import WindowPages
 from ibdtool.errors import InputError
-from ibdtool.sparsecopy import VerifyFailed, pages_verdict
-from ibdtool.tablespace import Tablespace
+from ibdtool.tablespace.checksum import check_file
+from ibdtool.tablespace.reader import Tablespace
 from tests.test_copy_local import ibdtool
 from tests.test_copy_remote import synced_sparse_copy
 from tests.test_header_scan import FILES

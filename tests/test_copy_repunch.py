@@ -1,4 +1,4 @@
-"""``ibdtool.repunch``: the needless ranges of densified samples, against the page headers.
+"""``ibdtool.copy.repunch``: the needless ranges of densified samples, against the page headers.
 
 The expected ranges are computed here from the raw bytes with the on-disk rules (MySQL
 ``fil0types.h``: a type-14 page stores ``38 + FIL_PAGE_COMPRESS_SIZE_V1`` bytes, the size at
@@ -16,8 +16,8 @@ from pathlib import Path
 
 import pytest
 
-from ibdtool import repunch
-from ibdtool.tablespace import Tablespace
+from ibdtool.copy import repunch
+from ibdtool.tablespace.reader import Tablespace
 from tests.samples_manifest import sample
 
 CASES = {
@@ -186,11 +186,11 @@ def test_memory_does_not_grow_with_the_page_count(
     are 1 MiB here, so both files span many, as a big file spans many 256 MiB ones."""
     import tracemalloc
 
-    from ibdtool import copy_agent as agent
+    from ibdtool.copy import agent
 
     monkeypatch.setattr(agent, "MIN_WINDOW", agent.PIECE)
     monkeypatch.setattr(agent, "MAX_WINDOW", agent.PIECE)
-    from ibdtool.sparsecopy import CopyOptions, copy_local, repunch_in_place
+    from ibdtool.copy.local import CopyOptions, copy_local, repunch_in_place
     from tests.test_copy_remote import seek_data_ranges
 
     peaks = []
@@ -222,9 +222,9 @@ def test_streamed_windows_equal_the_listed_plan(dig_holes: bool, tmp_path: Path)
     """The windows a local copy remakes on demand (from a mark every PIECE bytes, scanning
     again from there) equal those cut from the whole plan as the remote copy builds it, and
     so do the plan's CRC and bytes: resume state stays the same."""
-    from ibdtool import copy_agent as agent
-    from ibdtool.allocation import read_allocation
-    from ibdtool.sparsecopy import StreamedPlan, build_plan, open_source
+    from ibdtool.copy import agent
+    from ibdtool.copy.local import StreamedPlan, build_plan, open_source
+    from ibdtool.fs.allocation import read_allocation
 
     dense = _many_pages(sample("mysql80/zlib.ibd"), tmp_path / "many.ibd", LARGE)
     source = open_source(str(dense))
@@ -258,9 +258,9 @@ def test_in_place_repunch_and_dig_holes_punch_what_the_listed_plan_frees(tmp_pat
     """``--in-place --repunch --dig-holes`` (two streamed scans) leaves data exactly where the
     listed plan of the remote copy (:func:`build_plan`) on the same densified file says, and
     the file reads back the same."""
-    from ibdtool import copy_agent as agent
-    from ibdtool.allocation import read_allocation
-    from ibdtool.sparsecopy import align_inward, build_plan, open_source
+    from ibdtool.copy import agent
+    from ibdtool.copy.local import align_inward, build_plan, open_source
+    from ibdtool.fs.allocation import read_allocation
     from tests.test_copy_local import densify, ibdtool
     from tests.test_copy_remote import seek_data_ranges
 

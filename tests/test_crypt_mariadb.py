@@ -26,7 +26,7 @@ from typing import Any
 
 import pytest
 
-from ibdtool.tablespace import Tablespace
+from ibdtool.tablespace.reader import Tablespace
 from parsers.codecs import CodecError
 from parsers.envelope import read_envelope
 from parsers.inflate import inflate

@@ -173,7 +173,7 @@ def test_copy_batch_inflating_past_its_length(name: str) -> None:
     corrupt stream, found without inflating it (tracemalloc: every bytes object counted)."""
     import tracemalloc
 
-    from ibdtool import copy_agent
+    from ibdtool.copy import agent as copy_agent
 
     codec = copy_agent.Codec(name)
     cid, payload = codec.encode(bytes(64 * MIB))

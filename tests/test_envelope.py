@@ -14,7 +14,7 @@ from collections import Counter
 
 import pytest
 
-from ibdtool.tablespace import Tablespace
+from ibdtool.tablespace.reader import Tablespace
 from parsers import checksum
 from parsers._structs_gen import MARIADB_CLASSIC_FAST, MYSQL_META_FAST
 from parsers.codecs import FCRC32_LENGTH_BYTE

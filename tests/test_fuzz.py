@@ -24,9 +24,9 @@ from pathlib import Path
 import pytest
 from hypothesis import HealthCheck, Phase, given, settings
 
-from ibdtool.checkscan import check_file
 from ibdtool.errors import InputError
-from ibdtool.tablespace import Tablespace
+from ibdtool.tablespace.checksum import check_file
+from ibdtool.tablespace.reader import Tablespace
 from tests.fuzz.crafts import CRAFTS, craft
 from tests.fuzz.mutators import HOSTILE_TYPES, RandomChooser, mutate, put
 from tests.fuzz.originals import FILES, FUZZ_FILES, Original, original, path_of
@@ -44,8 +44,8 @@ CLI_SAMPLES = 4  # damaged files run through every CLI command
 
 def run_everything(path: Path) -> dict[str, object]:
     """Every in-process reader on ``path``: an ``InputError`` is an answer, anything else raises."""
-    from ibdtool.inspect import inspect_path
-    from ibdtool.pagerows import page_rows
+    from ibdtool.tablespace.inspect import inspect_path
+    from ibdtool.tablespace.page_rows import page_rows
 
     out: dict[str, object] = {}
     for name, fn in (
@@ -334,7 +334,7 @@ def test_hostile_sdi(craft: str, tmp_path: Path) -> None:
     ],
 )
 def test_hostile_sdi_json_types_give_fewer_facts_not_errors(dd_object: object) -> None:
-    from ibdtool.inspect import summarise_sdi
+    from ibdtool.tablespace.inspect import summarise_sdi
     from parsers.sdi import SdiEntry
 
     summary = summarise_sdi([SdiEntry(1, 7, {"dd_object": dd_object})])

@@ -14,15 +14,15 @@ from pathlib import Path
 
 import pytest
 
-from ibdtool import pagejson
-from ibdtool.checkscan import check_file
+from ibdtool.advise.simulate import _current_state, extent_tree_overhead
 from ibdtool.errors import InputError
-from ibdtool.headpages import header_pages
-from ibdtool.inspect import inspect
-from ibdtool.pagejson import json_lines
-from ibdtool.pagerows import page_rows
-from ibdtool.simulate import _current_state, extent_tree_overhead
-from ibdtool.tablespace import Tablespace
+from ibdtool.tablespace import pages_json as pagejson
+from ibdtool.tablespace.checksum import check_file
+from ibdtool.tablespace.header_pages import header_pages
+from ibdtool.tablespace.inspect import inspect
+from ibdtool.tablespace.page_rows import page_rows
+from ibdtool.tablespace.pages_json import json_lines
+from ibdtool.tablespace.reader import Tablespace
 from parsers.codecs import codec_for
 from parsers.crc32c_fast import crc32c
 from parsers.envelope import (

@@ -22,8 +22,8 @@ from pathlib import Path
 
 import pytest
 
-from ibdtool.checkscan import check_file
 from ibdtool.errors import InputError
+from ibdtool.tablespace.checksum import check_file
 from tests.cli_runner import run_ibdtool
 from tests.conftest import corpus_file
 from tests.test_bad_input import ACTOR, PAGE, assert_no_traceback, assert_one_error

@@ -12,8 +12,8 @@ from typing import Any
 
 import pytest
 
-from ibdtool.inspect import inspect_path
-from ibdtool.pagerows import page_rows
+from ibdtool.tablespace.inspect import inspect_path
+from ibdtool.tablespace.page_rows import page_rows
 from samples.servers import ThrowawayServer
 from tests.server_fixtures import make_table, mariadb, mysql57, mysql80, space_id  # noqa: F401
 

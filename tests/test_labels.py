@@ -14,7 +14,7 @@ from pathlib import Path
 
 import pytest
 
-from ibdtool.inspect import InspectResult, inspect_path
+from ibdtool.tablespace.inspect import InspectResult, inspect_path
 from parsers.identity import FTS_NAME
 from tests.catalog import CatalogEntry, load_catalog
 from tests.conftest import require_corpus

@@ -14,7 +14,7 @@ from pathlib import Path
 
 import pytest
 
-from ibdtool.inspect import inspect_path
+from ibdtool.tablespace.inspect import inspect_path
 from samples.servers import ThrowawayServer
 from tests.server_fixtures import mariadb, mariadb114, mysql80, mysql8033, server_param  # noqa: F401
 

@@ -182,7 +182,7 @@ def test_a_default_run_ends_awaiting_flush_when_the_pages_are_not_on_disk(
     ``awaiting_flush`` (exit 0, neither failed nor verified) and says how to make it exact;
     doing what it says (the server's own setting, changed by the test as a DBA would) puts
     the pages in the file, in the target format."""
-    from ibdtool.inspect import inspect_path
+    from ibdtool.tablespace.inspect import inspect_path
 
     make_table(mariadb, "lag", "t", rows=3000)
     res = ibdtool(

@@ -1,4 +1,4 @@
-"""``ibdtool.newfile.create_new``: new files only, never through a link, one-line refusals."""
+"""``ibdtool.fs.creating.create_new``: new files only, never through a link, one-line refusals."""
 
 from __future__ import annotations
 
@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 
 from ibdtool.errors import InputError
-from ibdtool.newfile import create_new
+from ibdtool.fs.creating import create_new
 
 
 def test_creates_once_and_refuses_what_exists(tmp_path: Path) -> None:

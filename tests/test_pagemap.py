@@ -16,7 +16,7 @@ from pathlib import Path
 
 import pytest
 
-from ibdtool.pagemap import PageMap
+from ibdtool.present.pagemap import PageMap
 from tests.cli_runner import run_ibdtool
 from tests.conftest import SAMPLES, corpus_file
 from tests.test_terminal_width import run as run_on_terminal

@@ -16,8 +16,8 @@ from pathlib import Path
 
 import pytest
 
-from ibdtool.inspect import inspect
-from ibdtool.tablespace import Tablespace
+from ibdtool.tablespace.inspect import inspect
+from ibdtool.tablespace.reader import Tablespace
 from tests.samples_manifest import sample
 from tests.test_copy_remote import seek_data_ranges, synced_sparse_copy
 from tui.pagemodel import FULL, HOLE, PUNCHED, Mode, PageMapModel

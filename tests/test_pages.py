@@ -15,7 +15,7 @@ from pathlib import Path
 import pytest
 
 import parsers.pages
-from ibdtool.tablespace import Tablespace
+from ibdtool.tablespace.reader import Tablespace
 from parsers.constants import (
     FIL_PAGE_INODE,
     FIL_PAGE_SDI_BLOB,

@@ -9,10 +9,10 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
-from ibdtool import report as rp
 from ibdtool.cli.copy import _progress_adapter
 from ibdtool.cli.render import RateMeter
-from ibdtool.sparsecopy import CopyProgress
+from ibdtool.copy.local import CopyProgress
+from ibdtool.report import batch as rp
 from tests.conftest import SAMPLES, corpus_file
 
 MIB = 1024 * 1024

@@ -25,7 +25,7 @@ import pymysql
 import pymysql.converters
 import pytest
 
-from ibdtool.tablespace import Tablespace
+from ibdtool.tablespace.reader import Tablespace
 from samples.servers import ThrowawayServer
 from tests.catalog import load_catalog
 from tests.conftest import corpus_file
@@ -592,7 +592,7 @@ def test_bad_input_is_one_line(tmp_path: Path) -> None:
 
 def test_damaged_leaf_pages_are_reported_not_raised(tmp_path: Path) -> None:
     """Random bytes over the leaf pages: every problem is an event (exit 1), never a crash."""
-    from ibdtool.records import open_records
+    from ibdtool.tablespace.records import open_records
 
     src = corpus_file("mysql-made/mysql8015-t_plain_1k.ibd").read_bytes()
     rng = random.Random(7)

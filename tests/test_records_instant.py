@@ -22,7 +22,7 @@ from typing import Any
 
 import pytest
 
-from ibdtool.tablespace import Tablespace
+from ibdtool.tablespace.reader import Tablespace
 from samples.servers import ThrowawayServer
 from tests.server_fixtures import (  # noqa: F401  (fixture)
     conn_args,

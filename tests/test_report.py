@@ -27,7 +27,7 @@ from typing import Any
 
 import pytest
 
-from ibdtool.text import human_bytes
+from ibdtool.present.text import human_bytes
 from tests.cli_runner import IBDTOOL, run_ibdtool
 from tests.conftest import sparse_copy
 from tests.samples_manifest import manifest, sample
@@ -665,7 +665,7 @@ def test_compare_against_jsonl_and_in_row_formats(
 
 def test_discovery_takes_only_tablespace_files(datadir: Path, tmp_path: Path) -> None:
     """Not .cfg/.frm/logs, nested schema folders, each file once even if named twice."""
-    from ibdtool.report import discover
+    from ibdtool.report.batch import discover
 
     extra = tmp_path / "dd"
     shutil.copytree(datadir / "shop", extra / "shop")

@@ -24,8 +24,8 @@ from typing import Any
 
 import pytest
 
-from ibdtool import fleet
-from ibdtool.remote_copy import SshConfig
+from ibdtool.copy.remote import SshConfig
+from ibdtool.report import remote as fleet
 from tests.cli_runner import cli_env, run_ibdtool
 from tests.conftest import sparse_copy
 from tests.samples_manifest import sample

@@ -12,9 +12,9 @@ from pathlib import Path
 
 import pytest
 
-from ibdtool.checkscan import check_file
-from ibdtool.inspect import inspect_path
-from ibdtool.tablespace import Tablespace
+from ibdtool.tablespace.checksum import check_file
+from ibdtool.tablespace.inspect import inspect_path
+from ibdtool.tablespace.reader import Tablespace
 from tests.conftest import sparse_copy
 from tests.samples_manifest import SAMPLES, manifest, sample
 

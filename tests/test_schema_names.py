@@ -21,7 +21,7 @@ from typing import Any
 
 import pytest
 
-from ibdtool.schemas import load_schemas
+from ibdtool.tablespace.schemas import load_schemas
 from samples.servers import ThrowawayServer
 from tests.server_fixtures import ibdtool, json_lines, mariadb, mysql57  # noqa: F401
 from tui.app import create_app

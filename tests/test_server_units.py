@@ -19,7 +19,7 @@ from ibdtool.server.dialects import parse_flavor
 from ibdtool.server.pagestate import page_state, verify
 from ibdtool.server.steps import Step, Target, parse_target
 from ibdtool.server.tables import TableOptions, split_table_name
-from ibdtool.tablespace import Tablespace
+from ibdtool.tablespace.reader import Tablespace
 from parsers.filename import encode as filename_encode
 from tests.samples_manifest import SAMPLES, sample
 

@@ -9,14 +9,14 @@ from typing import Any
 
 import pytest
 
-from ibdtool.errors import InputError
-from ibdtool.simulate import (
+from ibdtool.advise.simulate import (
     BlockSpec,
     Scenario,
     parse_algorithms,
     parse_block_sizes,
     simulate,
 )
+from ibdtool.errors import InputError
 from tests.cli_runner import run_ibdtool
 from tests.samples_manifest import live_allocated, manifest, sample
 
@@ -106,8 +106,8 @@ def _page_by_page(path: Any, scenarios: list[Scenario], blocks: list[BlockSpec])
     did before it counted payload lengths: the decoder's logical pages, ``would_store`` (the
     codec's ``compress``, not the sizer), the allocation of each page, one extent a page
     followed by a hole; never-written pages cost a whole page on MySQL, nothing on MariaDB."""
-    from ibdtool.simulate import extent_tree_overhead
-    from ibdtool.tablespace import Tablespace
+    from ibdtool.advise.simulate import extent_tree_overhead
+    from ibdtool.tablespace.reader import Tablespace
 
     with Tablespace(path) as ts:
         psize = ts.logical_size
@@ -155,14 +155,14 @@ def test_a_parallel_full_scan_is_the_page_by_page_sum(tmp_path: Any) -> None:
     assert one.row_compressed == two.row_compressed
     # the current state the workers tallied as they read is the one a read of its own gives
     # (test_header_scan holds that to the decoder); written whole, no image is punched
-    from ibdtool.simulate import _current_state
-    from ibdtool.tablespace import Tablespace
+    from ibdtool.advise.simulate import _current_state
+    from ibdtool.tablespace.reader import Tablespace
 
     with Tablespace(big) as ts:
         assert one.current == two.current == _current_state(ts)
     assert one.current["unpunched_pages"] == one.current["compressed_pages"] > 500
     # and byte for byte, before the block sizes round them: each page's payload length
-    from ibdtool.simulate import SimConfig, scan_pages
+    from ibdtool.advise.simulate import SimConfig, scan_pages
 
     cfg = SimConfig(tuple(scenarios), tuple(blocks), page, zip_every=0)
     with Tablespace(big) as ts:
@@ -367,7 +367,7 @@ def test_json_recommendations_follow_from_the_results() -> None:
 def test_kept_plain_types_are_every_type_keeps_plain_names() -> None:
     """The set the scan looks page types up in is what ``keeps_plain`` says, type by type,
     for every scenario (page 0 aside, which every server keeps plain)."""
-    from ibdtool.simulate import DEFAULT_SCENARIOS, kept_plain_types
+    from ibdtool.advise.simulate import DEFAULT_SCENARIOS, kept_plain_types
 
     for s in DEFAULT_SCENARIOS:
         kept = kept_plain_types(s)

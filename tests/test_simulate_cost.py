@@ -1,5 +1,5 @@
 """simulate's CPU cost per page: repeated, summarised as median and spread, and advice that
-says how sure it is (``ibdtool/cost.py``, ``ibdtool/recommend.py``).
+says how sure it is (``ibdtool/advise/cpu_cost.py``, ``ibdtool/advise/recommend.py``).
 
 No assertion here rests on how fast anything ran, except where the codecs are an order of
 magnitude apart (zlib level 9 against lz4): the figures are checked against a second
@@ -17,11 +17,18 @@ from typing import Any
 
 import pytest
 
-from ibdtool import cost as cost_mod
-from ibdtool.cost import MAX_PAGES, MAX_REPETITIONS, MIN_PAGES, MIN_REPETITIONS, Cost, measure
-from ibdtool.describe import recommendation_text
-from ibdtool.recommend import Recommendation, recommendations
-from ibdtool.simulate import BlockSpec, Scenario, ScenarioResult, SimResult, simulate
+from ibdtool.advise import cpu_cost as cost_mod
+from ibdtool.advise.cpu_cost import (
+    MAX_PAGES,
+    MAX_REPETITIONS,
+    MIN_PAGES,
+    MIN_REPETITIONS,
+    Cost,
+    measure,
+)
+from ibdtool.advise.recommend import Recommendation, recommendations
+from ibdtool.advise.simulate import BlockSpec, Scenario, ScenarioResult, SimResult, simulate
+from ibdtool.present.describe import recommendation_text
 from tests.cli_runner import run_ibdtool
 from tests.samples_manifest import manifest, sample
 
@@ -253,7 +260,7 @@ def test_a_file_without_a_page_to_compress_has_no_costs(tmp_path: Any) -> None:
 
 
 class Ticking:
-    """``time`` for ibdtool.cost: each call ``step`` ns later."""
+    """``time`` for ibdtool.advise.cpu_cost: each call ``step`` ns later."""
 
     def __init__(self, step: int) -> None:
         self.now, self.step = 0, step
@@ -313,8 +320,8 @@ def test_cost_pages_are_the_ones_every_server_compresses(tmp_path: Any) -> None:
     """On the plain sample: its INDEX, INODE and IBUF_BITMAP pages (the manifest's stored
     types), not page 0 (FSP_HDR) nor the never-written one; a tail of written zeros adds none,
     and a hole of 20,000 pages after them (a full scan's range) does not hide them."""
-    from ibdtool.simulate import cost_pages
-    from ibdtool.tablespace import Tablespace
+    from ibdtool.advise.simulate import cost_pages
+    from ibdtool.tablespace.reader import Tablespace
 
     types = manifest()[PLAIN]["header_scan"]["stored_page_types"]
     want = sorted(int(t) for t, n in types.items() if t not in PLAIN_SOMEWHERE for _ in range(n))

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from itertools import pairwise
 
-from ibdtool.remote_copy import KEEPALIVE, SshConfig
+from ibdtool.copy.remote import KEEPALIVE, SshConfig
 
 
 def options_of(argv: list[str]) -> dict[str, str]:

@@ -66,11 +66,11 @@ HEAVY = {
     "parsers.pages",
     "parsers.crypt",
     "parsers.cryptinfo",
-    "ibdtool.decrypt",
+    "ibdtool.tablespace.decrypt",
     "parsers.zip_page",
     "parsers.compact_rec",
-    "ibdtool.forkscan",
-    "ibdtool.workpool",
+    "ibdtool.tablespace.parallel",
+    "ibdtool.workers",
     "pickle",
 }
 
@@ -136,7 +136,8 @@ def test_the_probe_sees_what_a_table_imports() -> None:
 
 def test_the_probe_sees_construct_and_decryption() -> None:
     """Where they are needed, construct (the page view's declarations) and the decryption
-    modules (a MySQL encrypted file: its page 0 key info opens ibdtool.decrypt) are found."""
+    modules (a MySQL encrypted file: its page 0 key info opens ibdtool.tablespace.decrypt) are
+    found."""
     code, heavy, _ = _heavy("page", "--json", str(SAMPLES / "mariadb" / "p4k-plain.ibd"), "3")
     assert code == 0
     assert {"construct", "parsers.structs", "parsers.pages"} <= set(heavy)
@@ -144,7 +145,7 @@ def test_the_probe_sees_construct_and_decryption() -> None:
     code, heavy, out = _heavy("inspect", "--json", str(encrypted))
     assert code == 0
     assert json.loads(out)["encryption"]["vendor"] == "mysql"
-    assert {"ibdtool.decrypt", "parsers.crypt", "parsers.cryptinfo"} <= set(heavy)
+    assert {"ibdtool.tablespace.decrypt", "parsers.crypt", "parsers.cryptinfo"} <= set(heavy)
     assert "construct" not in heavy
 
 
@@ -163,7 +164,7 @@ def test_pages_json_imports_no_rich(tmp_path: Path) -> None:
         "cryptography",
         "hashlib",
     }
-    assert not {"parsers.keyring", "parsers.crypt", "ibdtool.decrypt"} & set(heavy)
+    assert not {"parsers.keyring", "parsers.crypt", "ibdtool.tablespace.decrypt"} & set(heavy)
 
 
 def test_the_cli_raises_the_young_gc_threshold() -> None:

@@ -23,7 +23,7 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from ibdtool.text import human_bytes
+from ibdtool.present.text import human_bytes
 from tests.catalog import REPO
 from tests.cli_runner import cli_env, ibdtool_command, run_ibdtool
 from tests.conftest import SAMPLES

@@ -15,8 +15,8 @@ from typing import Any
 import pytest
 from textual.widgets import DataTable
 
-from ibdtool.describe import cost_text
-from ibdtool.text import human_bytes
+from ibdtool.present.describe import cost_text
+from ibdtool.present.text import human_bytes
 from tests.cli_runner import run_ibdtool
 from tests.samples_manifest import manifest
 from tests.tui_helpers import DATADIR_FILES, lines_of, make_datadir, static_text, table_rows

@@ -16,7 +16,7 @@ from pathlib import Path
 
 import pytest
 
-from ibdtool.checkscan import check_file
+from ibdtool.tablespace.checksum import check_file
 from tests.conftest import corpus_file, sparse_copy
 from tests.samples_manifest import sample
 from tests.test_bad_input import ACTOR, PAGE, REPO

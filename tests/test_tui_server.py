@@ -14,7 +14,7 @@ from typing import Any
 import pytest
 from textual.widgets import DataTable, OptionList, RichLog
 
-from ibdtool.text import human_bytes
+from ibdtool.present.text import human_bytes
 from samples.servers import ThrowawayServer
 from tests.server_fixtures import (
     assert_format,

@@ -14,7 +14,7 @@ from typing import Any
 
 import pytest
 
-import ibdtool.cost
+import ibdtool.advise.cpu_cost
 from tests.tui_helpers import make_datadir
 from tui.app import create_app
 
@@ -73,7 +73,7 @@ def test_page_view(snap_compare: Any, in_datadir: Path) -> None:
 
 
 class TickingClock:
-    """``time`` for ibdtool.cost: every call is one millisecond later."""
+    """``time`` for ibdtool.advise.cpu_cost: every call is one millisecond later."""
 
     def __init__(self) -> None:
         self.now = 0
@@ -84,7 +84,7 @@ class TickingClock:
 
 
 def test_simulation(snap_compare: Any, in_datadir: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setattr(ibdtool.cost, "time", TickingClock())
+    monkeypatch.setattr(ibdtool.advise.cpu_cost, "time", TickingClock())
     app = create_app("datadir/mysql80/plain.ibd")
     assert snap_compare(app, terminal_size=SIZE, run_before=after("s"))
 

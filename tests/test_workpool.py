@@ -18,8 +18,8 @@ from pathlib import Path
 import pytest
 
 from ibdtool.errors import InputError
-from ibdtool.pagejson import json_lines
-from ibdtool.workpool import KILL_HOOK, WorkerPool
+from ibdtool.tablespace.pages_json import json_lines
+from ibdtool.workers import KILL_HOOK, WorkerPool
 from tests.samples_manifest import sample
 from tests.test_copy_remote import IBDTOOL, REPO
 
@@ -116,7 +116,8 @@ def test_simulate_of_a_file_whose_worker_died_is_an_error(tmp_path: Path) -> Non
 
 
 def test_checksum_split_over_processes_fails_when_one_dies(tmp_path: Path) -> None:
-    """A file of 8,192 pages or more is checked by forked children (``ibdtool.forkscan``)."""
+    """A file of 8,192 pages or more is checked by forked children
+    (``ibdtool.tablespace.parallel``)."""
     big = tmp_path / "big.ibd"
     shutil.copyfile(sample("mariadb/p16k-plain.ibd"), big)
     os.truncate(big, 8192 * PAGE)

@@ -11,9 +11,9 @@ from typing import Any
 
 from textual.message import Message
 
-from ibdtool.allocation import Allocation
-from ibdtool.inspect import InspectResult
-from ibdtool.simulate import SimResult
+from ibdtool.advise.simulate import SimResult
+from ibdtool.fs.allocation import Allocation
+from ibdtool.tablespace.inspect import InspectResult
 from parsers.page import PageInfo
 from parsers.pages import Layout
 from parsers.space import SpaceFormat
@@ -63,7 +63,7 @@ class ScanFailed(Message):
 
 @dataclass
 class RowsScanned(Message):
-    """Browser rows (``ibdtool.report`` rows) for files whose scan finished; ``final``: the
+    """Browser rows (``ibdtool.report.batch`` rows) for files whose scan finished; ``final``: the
     worker's batch is done."""
 
     rows: list[dict[str, Any]] = field(default_factory=list)

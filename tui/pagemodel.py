@@ -25,11 +25,10 @@ from collections import Counter
 from dataclasses import dataclass
 from enum import StrEnum
 
-from ibdtool.allocation import Allocation
 from ibdtool.errors import InputError
-from ibdtool.inspect import unpunched_bytes
-from ibdtool.openfile import open_regular
-from ibdtool.palette import (
+from ibdtool.fs.allocation import Allocation
+from ibdtool.fs.opening import open_regular
+from ibdtool.present.palette import (
     EMPTY_COLOR,
     FULL_COLOR,
     HOLE_COLOR,
@@ -41,6 +40,7 @@ from ibdtool.palette import (
     compression_color,
     type_color,
 )
+from ibdtool.tablespace.inspect import unpunched_bytes
 from parsers import codecs
 from parsers.constants import Algorithm
 from parsers.envelope import read_envelope

@@ -1,8 +1,8 @@
 """``ibdtool copy``: move tablespaces without losing their holes, locally or over ssh.
 
 Only argument handling, progress and output live here; the work is in
-:mod:`ibdtool.sparsecopy` (this host), :mod:`ibdtool.remote_copy` (ssh) and
-:mod:`ibdtool.repunch` (what a tablespace does not need).
+:mod:`ibdtool.copy.local` (this host), :mod:`ibdtool.copy.remote` (ssh) and
+:mod:`ibdtool.copy.repunch` (what a tablespace does not need).
 """
 
 from __future__ import annotations
@@ -105,7 +105,7 @@ def copy(
 
     Writes go to a temporary name beside the destination, are verified, fsynced and renamed.
     """
-    from ibdtool.sparsecopy import VERIFY_MODES, CopyOptions
+    from ibdtool.copy.local import VERIFY_MODES, CopyOptions
 
     assert verify in VERIFY_MODES
     opts = CopyOptions(
@@ -170,7 +170,7 @@ def _copy_all(
     as_json: bool,
     show: bool,
 ) -> int:
-    from ibdtool import remote_copy as rc
+    from ibdtool.copy import remote as rc
 
     srcs = [rc.parse_location(p) for p in paths[:-1]]
     dst = rc.parse_location(paths[-1])
@@ -202,10 +202,10 @@ def _copy_all(
 
 
 def _copy_one(src: Any, dst: Any, opts: Any, want_dir: bool, sessions: Any, show: bool) -> Any:
-    from ibdtool import copy_agent as agent
-    from ibdtool import remote_copy as rc
     from ibdtool.cli.render import progress_for
-    from ibdtool.sparsecopy import CopyFailed, copy_local
+    from ibdtool.copy import agent
+    from ibdtool.copy import remote as rc
+    from ibdtool.copy.local import CopyFailed, copy_local
 
     label = os.path.basename(src.path.rstrip("/")) or str(src)
     with progress_for(f"copy {label}", enabled=show, byte_units=True) as bar:
@@ -240,7 +240,7 @@ def _copy_one(src: Any, dst: Any, opts: Any, want_dir: bool, sessions: Any, show
 
 
 def _progress_adapter(bar: Callable[..., None]) -> Callable[[Any], None]:
-    from ibdtool.text import human_bytes
+    from ibdtool.present.text import human_bytes
 
     def update(ev: Any) -> None:
         if ev.phase == "copy":
@@ -266,7 +266,7 @@ def print_copy(r: Any) -> None:
     from rich.text import Text
 
     from ibdtool.cli.render import out
-    from ibdtool.text import human_bytes
+    from ibdtool.present.text import human_bytes
 
     hb = human_bytes
     con = out()
@@ -319,8 +319,8 @@ def _verify_line(mode: str, windows: int, pages: dict[str, Any] | None) -> str:
 
 def _in_place(paths: tuple[str, ...], opts: Any, *, yes: bool, as_json: bool, show: bool) -> int:
     from ibdtool.cli.render import progress_for
-    from ibdtool.sparsecopy import repunch_in_place
-    from ibdtool.text import human_bytes
+    from ibdtool.copy.local import repunch_in_place
+    from ibdtool.present.text import human_bytes
 
     if opts.repunch is False and not opts.dig_holes:
         raise click.UsageError("--in-place with --no-repunch has nothing to do (add --dig-holes)")
@@ -362,7 +362,7 @@ def _in_place(paths: tuple[str, ...], opts: Any, *, yes: bool, as_json: bool, sh
 
 def _print_in_place(r: Any) -> None:
     from ibdtool.cli.render import out
-    from ibdtool.text import human_bytes
+    from ibdtool.present.text import human_bytes
 
     hb = human_bytes
     con = out()

@@ -25,9 +25,9 @@ if TYPE_CHECKING:  # parsers.keyring loads construct and cryptography: only with
     from parsers.keyring import Keyring
 
 if TYPE_CHECKING:
-    from ibdtool.schemas import Schemas
+    from ibdtool.tablespace.schemas import Schemas
 
-#: the page map's colourings (ibdtool.pagemap.MODES, kept here so start-up imports nothing)
+#: the page map's colourings (ibdtool.present.pagemap.MODES, kept here so start-up imports nothing)
 MAP_MODES = ("type", "compression", "allocation", "index")
 
 F = TypeVar("F", bound=Callable[..., Any])
@@ -196,7 +196,7 @@ def _emit_json_docs(
 
 def _fail_if_truncated(path: str) -> None:
     """After the whole pages were reported: a partial last page is bad input (exit 2)."""
-    from ibdtool.tablespace import Tablespace
+    from ibdtool.tablespace.reader import Tablespace
 
     with Tablespace(path) as ts:
         if ts.trailing_bytes:
@@ -245,7 +245,7 @@ def inspect(
     schemas: Schemas | None,
 ) -> None:
     """Summary of each tablespace: format, pages, compression, checksums, disk use."""
-    from ibdtool.inspect import inspect_path
+    from ibdtool.tablespace.inspect import inspect_path
 
     if map_svg and len(paths) > 1:
         raise click.UsageError("--map-svg takes one tablespace")
@@ -254,7 +254,7 @@ def inspect(
     def one(path: str) -> Any:
         schema = schemas.for_file(path, single=len(paths) == 1) if schemas else None
         if show_map or map_svg:
-            from ibdtool.pagemap import map_path
+            from ibdtool.present.pagemap import map_path
 
             result, maps[path] = map_path(
                 path, map_by, with_sdi=not no_sdi, keyring=keyring, schema=schema
@@ -283,8 +283,8 @@ def inspect(
             if show_map:
                 print_map(maps[r.path])
     if map_svg:
-        from ibdtool.newfile import create_new
-        from ibdtool.pagemap import svg
+        from ibdtool.fs.creating import create_new
+        from ibdtool.present.pagemap import svg
 
         for r in results:
             create_new(map_svg, svg(maps[r.path], os.path.basename(r.path)).encode())
@@ -334,14 +334,16 @@ def pages(
 ) -> None:
     """One row per page: type, compression, sizes, allocation, checksum, index fields."""
     from ibdtool.cli.render_plain import write_rows
-    from ibdtool.pagerows import page_rows
+    from ibdtool.tablespace.page_rows import page_rows
 
     if as_json and as_csv:
         raise click.UsageError("choose one of --jsonl and --csv")
     end = None if stop is None else stop + 1
     schema = schemas.for_file(path, single=True) if schemas else None
-    if as_json:  # written from the stored bytes on every core, in page order (ibdtool.pagejson)
-        from ibdtool.pagejson import json_lines
+    if (
+        as_json
+    ):  # written from the stored bytes on every core, in page order (ibdtool.tablespace.pages_json)
+        from ibdtool.tablespace.pages_json import json_lines
 
         lines = json_lines(path, types=types, start=start, stop=end, keyring=keyring, schema=schema)
         for text in lines:
@@ -379,7 +381,7 @@ def page(
     keyring: Keyring | None,
 ) -> None:
     """One page: every decoded field with its offset, and its bytes (stored and decompressed)."""
-    from ibdtool.pagedump import dump_page, hex_lines, text_lines, to_json
+    from ibdtool.tablespace.page_dump import dump_page, hex_lines, text_lines, to_json
 
     if raw + as_hex + as_json > 1:
         _fail("choose one of --raw, --hex and --json")
@@ -418,8 +420,8 @@ def checksum(
     paths: tuple[str, ...], jobs: int | None, quiet: bool, as_json: bool, keyring: Keyring | None
 ) -> None:
     """Verify every page like innochecksum: exit 0 if all verify, 1 if any does not."""
-    from ibdtool.checkscan import check_file
     from ibdtool.cli.render_plain import checksum_json, print_checksum
+    from ibdtool.tablespace.checksum import check_file
 
     outcomes = _outcomes(paths, lambda p: check_file(p, jobs=jobs, keyring=keyring))
     results = [r for _p, r, e in outcomes if e is None]
@@ -491,7 +493,7 @@ def simulate(
     keyring: Keyring | None,
 ) -> None:
     """Predict what page compression would allocate, per algorithm and filesystem block size."""
-    from ibdtool import simulate as sim
+    from ibdtool.advise import simulate as sim
     from ibdtool.cli.render import print_simulation, progress_for, write_simulation_csv
 
     if sample and full:
@@ -540,7 +542,7 @@ def simulate(
 @keyring_options
 def sdi(path: str, keyring: Keyring | None) -> None:
     """The MySQL 8 SDI as JSON, in ibd2sdi's shape."""
-    from ibdtool.tablespace import Tablespace
+    from ibdtool.tablespace.reader import Tablespace
     from parsers.sdi import ibd2sdi_shape
 
     with Tablespace(path, keyring) as ts:

@@ -1,7 +1,7 @@
 """``ibdtool records PATH``: an index's user records, decoded by column (JSON lines or a table).
 
-The work lives in :mod:`ibdtool.records`; this module parses options, opens the live server when
-connection options are given, and prints.
+The work lives in :mod:`ibdtool.tablespace.records`; this module parses options, opens the live
+server when connection options are given, and prints.
 """
 
 from __future__ import annotations
@@ -93,8 +93,8 @@ def records(
     options are given), else the .cfg file beside PATH; without any, records are shown in hex.
     An encrypted tablespace is read with --keyring.
     """
-    from ibdtool.records import open_records
-    from ibdtool.schemas import load_schemas
+    from ibdtool.tablespace.records import open_records
+    from ibdtool.tablespace.schemas import load_schemas
 
     limit = _size(max_extern)
     schema = None

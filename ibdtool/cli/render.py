@@ -16,7 +16,8 @@ from rich.console import Console
 from rich.table import Table
 from rich.text import Text
 
-from ibdtool.describe import (
+from ibdtool.advise.recommend import recommendations
+from ibdtool.present.describe import (
     cost_note,
     cost_text,
     current_state_text,
@@ -25,15 +26,14 @@ from ibdtool.describe import (
     scenario_label,
     simulation_heading,
 )
-from ibdtool.recommend import recommendations
-from ibdtool.text import ci_text, hms, human_bytes
+from ibdtool.present.text import ci_text, hms, human_bytes
 
 if TYPE_CHECKING:
+    from ibdtool.advise.cpu_cost import Cost
+    from ibdtool.advise.simulate import SimResult
     from ibdtool.cli.fit import Col
-    from ibdtool.cost import Cost
-    from ibdtool.inspect import InspectResult
-    from ibdtool.pagemap import PageMap
-    from ibdtool.simulate import SimResult
+    from ibdtool.present.pagemap import PageMap
+    from ibdtool.tablespace.inspect import InspectResult
 
 _out: Console | None = None
 _err: Console | None = None

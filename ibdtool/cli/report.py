@@ -1,6 +1,6 @@
 """``ibdtool report``: one answer per data directory, for people, cron and CI.
 
-Wires :mod:`ibdtool.report` (discovery, parallel scan, totals, compare) to the terminal and to
+Wires :mod:`ibdtool.report.batch` (discovery, parallel scan, totals, compare) to the terminal and to
 the writers of :mod:`ibdtool.cli.report_formats`. Rows stream out as files finish with
 ``--format jsonl``; every other format is one document written when the scan is done. Exit
 status: 0 clean, 1 when a ``--fail-on`` condition was found, 2 on bad input (including files
@@ -20,14 +20,14 @@ from typing import TYPE_CHECKING, Any
 
 import click
 
-from ibdtool import report as rp
 from ibdtool.cli.complete import TablespacePath
 from ibdtool.cli.schema_option import schema_options
 from ibdtool.cli.ssh_option import ssh_options
 from ibdtool.errors import ExitCode, InputError
+from ibdtool.report import batch as rp
 
 if TYPE_CHECKING:
-    from ibdtool.schemas import Schemas
+    from ibdtool.tablespace.schemas import Schemas
 
 MAX_LISTED_ERRORS = 20
 FORMATS = ("table", "json", "jsonl", "csv", "markdown", "html")
@@ -214,12 +214,12 @@ def report(
     )
     groups = None
     if any(":" in p for p in paths):  # host:path (only then the ssh machinery is imported)
-        from ibdtool import fleet
+        from ibdtool.report import remote as fleet
 
         groups = fleet.parse_hosts(paths)
     if groups is not None:
         from ibdtool.cli.report_fleet import report_fleet
-        from ibdtool.remote_copy import SshConfig
+        from ibdtool.copy.remote import SshConfig
 
         cfg = SshConfig.from_cli(rsh, ssh_option, remote_python)
         report_fleet(groups, cfg, opts, fmt, wide, compare_path, jobs, fail_on)

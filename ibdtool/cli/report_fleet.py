@@ -1,4 +1,5 @@
-"""``ibdtool report host:path ...``: the fleet side of ``report`` (engine: :mod:`ibdtool.fleet`).
+"""``ibdtool report host:path ...``: the fleet side of ``report`` (engine:
+:mod:`ibdtool.report.remote`).
 
 Rows arrive from every host as its files finish and go out as the local report's do (JSON lines
 at once, every other format when all hosts are done), each with ``host``. The totals gain
@@ -12,12 +13,12 @@ from __future__ import annotations
 import sys
 from typing import Any
 
-from ibdtool import fleet
-from ibdtool import report as rp
 from ibdtool.cli import report_formats as rf
 from ibdtool.cli.report import finish, report_meta, write_document
+from ibdtool.copy.remote import SshConfig
 from ibdtool.errors import InputError
-from ibdtool.remote_copy import SshConfig
+from ibdtool.report import batch as rp
+from ibdtool.report import remote as fleet
 
 MAX_LISTED_ERRORS = 20
 

@@ -1,9 +1,9 @@
 """The ``--schema`` option of inspect, pages, report and tui, declared once.
 
-The decorated command receives ``schemas``: the :class:`~ibdtool.schemas.Schemas` read from the
-option's SQL (or ``@FILE``), or None. Text that holds no readable ``CREATE TABLE`` is a
+The decorated command receives ``schemas``: the :class:`~ibdtool.tablespace.schemas.Schemas` read
+from the option's SQL (or ``@FILE``), or None. Text that holds no readable ``CREATE TABLE`` is a
 one-line error (exit 2). Each file then takes the statement of its own table
-(:meth:`~ibdtool.schemas.Schemas.for_file`) for its index names, by order.
+(:meth:`~ibdtool.tablespace.schemas.Schemas.for_file`) for its index names, by order.
 """
 
 from __future__ import annotations
@@ -31,7 +31,7 @@ def schema_options(fn: F) -> F:
     def wrapper(*args: Any, schema_sql: str | None, **kw: Any) -> Any:
         if schema_sql is None:
             return fn(*args, schemas=None, **kw)
-        from ibdtool.schemas import load_schemas
+        from ibdtool.tablespace.schemas import load_schemas
 
         return fn(*args, schemas=load_schemas(schema_sql), **kw)
 

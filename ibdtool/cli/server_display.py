@@ -15,7 +15,7 @@ from rich.table import Table
 from rich.text import Text
 
 from ibdtool.cli.render import err, out
-from ibdtool.text import hms, human_bytes
+from ibdtool.present.text import hms, human_bytes
 
 if TYPE_CHECKING:
     from rich.progress import Progress, TaskID

@@ -2,7 +2,7 @@
 that reach other hosts over ssh (``copy`` and ``report host:path``).
 
 The decorated command receives ``rsh``, ``ssh_option`` and ``remote_python`` as click gives
-them; :meth:`ibdtool.remote_copy.SshConfig.from_cli` turns them into the ssh command line.
+them; :meth:`ibdtool.copy.remote.SshConfig.from_cli` turns them into the ssh command line.
 """
 
 from __future__ import annotations

@@ -6,7 +6,7 @@ page by page: :func:`page_state` reads the FIL header of every page (42 bytes ea
 decompression: seconds for gigabytes; a seeded sample above :data:`FULL_SCAN_PAGES`) and counts
 data pages by stored compression. :func:`verify` then checks a finished conversion: every data
 page carries the target format, except pages the server stores plain by design, which it
-proves by recompressing them the way the server would (:mod:`ibdtool.simulate`).
+proves by recompressing them the way the server would (:mod:`ibdtool.advise.simulate`).
 """
 
 from __future__ import annotations
@@ -18,7 +18,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from ibdtool.errors import InputError
-from ibdtool.tablespace import Tablespace
+from ibdtool.tablespace.reader import Tablespace
 from parsers.constants import (
     FIL_PAGE_TYPE_FSP_HDR,
     FIL_PAGE_TYPE_XDES,
@@ -174,7 +174,7 @@ def _stored_plain_by_design(
     ts: Tablespace, page_no: int, server: Vendor, algorithm: str, level: int | None, block: int
 ) -> bool:
     """Would this server store this page uncompressed? Recompress it and lay it out."""
-    from ibdtool.simulate import Scenario
+    from ibdtool.advise.simulate import Scenario
 
     _, _, page = ts.page_with_data(page_no)
     scenario = Scenario(server, algorithm, level)

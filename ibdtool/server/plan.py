@@ -197,7 +197,7 @@ def already_there(table: TableInfo, target: Target, vendor: Vendor) -> str | Non
 
 def predict(server: Server, table: TableInfo, target: Target, jobs: int | None) -> Prediction:
     """What the simulator expects the table to allocate after the conversion (local files)."""
-    from ibdtool.simulate import BlockSpec, Scenario, simulate
+    from ibdtool.advise.simulate import BlockSpec, Scenario, simulate
 
     paths = table.local_paths
     if not paths or len(paths) != len(table.spaces):

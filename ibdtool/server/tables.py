@@ -16,10 +16,10 @@ from pathlib import Path
 from typing import Any
 
 from ibdtool.errors import InputError
-from ibdtool.indexnames import IndexNames, from_rows
 from ibdtool.server import localfs, sql
 from ibdtool.server.context import Server
 from ibdtool.server.pagestate import PageState, page_state
+from ibdtool.tablespace.index_names import IndexNames, from_rows
 from parsers import filename
 from parsers.flags import decode_flags
 from parsers.vendor import Vendor

@@ -6,7 +6,7 @@ from dataclasses import dataclass
 from functools import cache
 from pathlib import Path
 
-from ibdtool.tablespace import Tablespace
+from ibdtool.tablespace.reader import Tablespace
 from parsers.space import sdi_offset
 from tests.catalog import CORPUS, REPO
 

@@ -201,7 +201,7 @@ def _alarm(seconds: float) -> Iterator[None]:
 
 
 def _sdi(path: Path) -> Any:
-    from ibdtool.tablespace import Tablespace
+    from ibdtool.tablespace.reader import Tablespace
     from parsers.sdi import ibd2sdi_shape
 
     with Tablespace(path) as ts:
@@ -211,25 +211,26 @@ def _sdi(path: Path) -> Any:
 
 
 def _inspect(path: Path) -> Any:
-    from ibdtool.inspect import inspect_path
+    from ibdtool.tablespace.inspect import inspect_path
 
     return inspect_path(path).to_json()
 
 
 def _checksum(path: Path) -> Any:
-    from ibdtool.checkscan import check_file
+    from ibdtool.tablespace.checksum import check_file
 
     return check_file(str(path), jobs=1)
 
 
 def _pages(path: Path) -> Any:
     """The rows through the decoder, and ``pages --json``'s lines from the stored bytes
-    (``ibdtool.pagejson``), which must be those rows byte for byte, or the same error."""
+    (``ibdtool.tablespace.pages_json``), which must be those rows byte for byte, or the same
+    error."""
     import json
 
     from ibdtool.errors import InputError
-    from ibdtool.pagejson import json_lines
-    from ibdtool.pagerows import page_rows
+    from ibdtool.tablespace.page_rows import page_rows
+    from ibdtool.tablespace.pages_json import json_lines
 
     encode = json.JSONEncoder().encode
     try:
@@ -249,8 +250,8 @@ def _pages(path: Path) -> Any:
 def _layouts(path: Path) -> Any:
     """The page view of every page (``ibdtool page``, the TUI): both images laid out by their
     families, zip index pages rebuilt with their fill."""
-    from ibdtool.pagedump import dump_from
-    from ibdtool.tablespace import Tablespace
+    from ibdtool.tablespace.page_dump import dump_from
+    from ibdtool.tablespace.reader import Tablespace
 
     with Tablespace(path) as ts:
         for n in range(ts.n_pages):
@@ -260,14 +261,14 @@ def _layouts(path: Path) -> Any:
 
 def _simulate(path: Path) -> Any:
     """Every default scenario on a sample of pages, in this process (zip pages rebuilt)."""
-    from ibdtool.simulate import simulate
+    from ibdtool.advise.simulate import simulate
 
     return simulate(path, sample=24, jobs=1).to_json()
 
 
 def _records(path: Path) -> Any:
     """``records`` of the clustered index: every leaf page, every external chain followed."""
-    from ibdtool.records import open_records
+    from ibdtool.tablespace.records import open_records
 
     run = open_records(str(path))
     try:

@@ -1,8 +1,8 @@
 """The browser: a data directory as a tree of folders (schemas) and their tablespaces.
 
-Files are found with :func:`ibdtool.report.discover` and listed at once with what ``stat``
+Files are found with :func:`ibdtool.report.batch.discover` and listed at once with what ``stat``
 says (logical and allocated size, saving); a thread worker then runs
-:func:`ibdtool.report.scan_one` on each file in the order shown and fills in the compression
+:func:`ibdtool.report.batch.scan_one` on each file in the order shown and fills in the compression
 and the flags ``ibdtool report`` raises (mixed, needs rebuild, unpunched…). The worker pauses
 while another screen is on top, so it never competes with the tablespace being looked at.
 """
@@ -26,8 +26,8 @@ from textual.widgets import DataTable, Footer, Header, Static
 from textual.worker import get_current_worker
 
 from ibdtool.errors import IbdtoolError
-from ibdtool.report import ScanOptions, Target, discover, scan_one
-from ibdtool.text import human_bytes
+from ibdtool.present.text import human_bytes
+from ibdtool.report.batch import ScanOptions, Target, discover, scan_one
 from tui.messages import RowsScanned, ScanFailed
 from tui.screens.prompt import PromptScreen
 

@@ -28,6 +28,7 @@ from textual.widgets import Footer, Header, ProgressBar, RichLog, Static
 from textual.worker import get_current_worker
 
 from ibdtool.errors import IbdtoolError
+from ibdtool.present.text import hms, human_bytes
 from ibdtool.server import (
     Event,
     ExecSettings,
@@ -39,7 +40,6 @@ from ibdtool.server import (
     build_plan,
     parse_target,
 )
-from ibdtool.text import hms, human_bytes
 from tui.commandlog import LogEntry
 
 if TYPE_CHECKING:

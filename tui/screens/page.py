@@ -1,9 +1,9 @@
 """The page view: one page's verdict, its decoded fields and hex dumps of both images.
 
-A thread worker reads the page with :func:`ibdtool.pagedump.dump_page` (the stored bytes, the
-decoded page — a ROW_FORMAT=COMPRESSED index page rebuilt to the server's uncompressed frame —
-the engine's :class:`~parsers.page.PageInfo` and the field layouts of :mod:`parsers.pages`), as
-``ibdtool page`` does; nothing here parses bytes itself.
+A thread worker reads the page with :func:`ibdtool.tablespace.page_dump.dump_page` (the stored
+bytes, the decoded page — a ROW_FORMAT=COMPRESSED index page rebuilt to the server's uncompressed
+frame — the engine's :class:`~parsers.page.PageInfo` and the field layouts of :mod:`parsers.pages`),
+as ``ibdtool page`` does; nothing here parses bytes itself.
 """
 
 from __future__ import annotations
@@ -23,9 +23,9 @@ from textual.screen import Screen
 from textual.widgets import Footer, Header, Static
 
 from ibdtool.errors import IbdtoolError
-from ibdtool.inspect import unpunched_bytes
-from ibdtool.pagedump import dump_name, dump_page, save_page, zip_fill_text
-from ibdtool.text import human_bytes
+from ibdtool.present.text import human_bytes
+from ibdtool.tablespace.inspect import unpunched_bytes
+from ibdtool.tablespace.page_dump import dump_name, dump_page, save_page, zip_fill_text
 from parsers.page import PageInfo
 from parsers.pages import FieldGroup
 from parsers.space import SpaceFormat

@@ -1,12 +1,12 @@
 """The simulation view: what each page-compression algorithm would allocate for this file.
 
-Runs :func:`ibdtool.simulate.simulate` in a thread worker for every algorithm and every block
+Runs :func:`ibdtool.advise.simulate.simulate` in a thread worker for every algorithm and every block
 size at once (recompressing a page costs the same whatever the block size), so ``b``/``B`` only
 redraw. The table has one row per algorithm for the chosen block size with a bar of the
 predicted allocated size, beside today's allocation and the logical size on the same scale;
 ROW_FORMAT=COMPRESSED estimates and the recommendations follow. The CPU column shows median
 µs per page; the line above the table gives the highlighted algorithm's spread over the
-repetitions (:mod:`ibdtool.cost`). ``x`` cancels between pages.
+repetitions (:mod:`ibdtool.advise.cpu_cost`). ``x`` cancels between pages.
 """
 
 from __future__ import annotations
@@ -24,7 +24,16 @@ from textual.screen import Screen
 from textual.widgets import DataTable, Footer, Header, ProgressBar, Static
 from textual.worker import Worker, get_current_worker
 
-from ibdtool.describe import (
+from ibdtool.advise.recommend import recommendations
+from ibdtool.advise.simulate import (
+    DEFAULT_SCENARIOS,
+    BlockSpec,
+    SimResult,
+    parse_block_sizes,
+    simulate,
+)
+from ibdtool.errors import IbdtoolError
+from ibdtool.present.describe import (
     cost_note,
     cost_text,
     current_state_text,
@@ -32,10 +41,7 @@ from ibdtool.describe import (
     scenario_label,
     simulation_heading,
 )
-from ibdtool.errors import IbdtoolError
-from ibdtool.recommend import recommendations
-from ibdtool.simulate import DEFAULT_SCENARIOS, BlockSpec, SimResult, parse_block_sizes, simulate
-from ibdtool.text import ci_text, human_bytes, us_text
+from ibdtool.present.text import ci_text, human_bytes, us_text
 from tui.commandlog import Cancelled
 from tui.messages import SimulationFailed, SimulationFinished, SimulationProgress
 from tui.widgets.barchart import bar

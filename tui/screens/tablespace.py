@@ -2,10 +2,10 @@
 
 A thread worker opens the file, reads its allocation (SEEK_DATA, FIEMAP) and posts
 :class:`~tui.messages.ScanStarted` at once, so the format, sizes and allocation map show
-before any page is decoded; then it runs :func:`ibdtool.inspect.inspect` with an ``on_page``
-hook that fills the page map, checks for cancellation between pages and posts progress at most
-ten times a second. The finished :class:`~ibdtool.inspect.InspectResult` replaces the header
-with the full summary.
+before any page is decoded; then it runs :func:`ibdtool.tablespace.inspect.inspect` with an
+``on_page`` hook that fills the page map, checks for cancellation between pages and posts progress
+at most ten times a second. The finished :class:`~ibdtool.tablespace.inspect.InspectResult` replaces
+the header with the full summary.
 """
 
 from __future__ import annotations
@@ -27,12 +27,12 @@ from textual.screen import Screen
 from textual.widgets import Footer, Header, ProgressBar, Static
 from textual.worker import Worker, get_current_worker
 
-from ibdtool.describe import disk_text, format_rows, inspect_rows
 from ibdtool.errors import IbdtoolError
-from ibdtool.indexnames import IndexNames
-from ibdtool.inspect import InspectResult, format_name, index_names, inspect
-from ibdtool.tablespace import Tablespace
-from ibdtool.text import human_bytes
+from ibdtool.present.describe import disk_text, format_rows, inspect_rows
+from ibdtool.present.text import human_bytes
+from ibdtool.tablespace.index_names import IndexNames
+from ibdtool.tablespace.inspect import InspectResult, format_name, index_names, inspect
+from ibdtool.tablespace.reader import Tablespace
 from parsers.page import PageInfo
 from tui.commandlog import Cancelled
 from tui.messages import FileOpened, ScanFailed, ScanFinished, ScanProgress, ScanStarted

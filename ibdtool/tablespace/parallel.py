@@ -2,8 +2,8 @@
 
 A bare ``fork`` and a pipe per child start in a millisecond or two, where a process pool costs
 tens: on a 1 GB file that is the difference between beating innochecksum and not. Children
-inherit the open :class:`~ibdtool.tablespace.Tablespace` and its decoded format, scan their page
-range with the same function the parent uses for its own range, and send the result back
+inherit the open :class:`~ibdtool.tablespace.reader.Tablespace` and its decoded format, scan their
+page range with the same function the parent uses for its own range, and send the result back
 pickled. A child that fails or dies (its pipe ends without a result: the OOM killer, ``kill
 -9``) is an error naming how it ended, never a clean result and never a hang.
 """
@@ -18,8 +18,8 @@ from collections.abc import Callable, Iterator
 from typing import TypeVar
 
 from ibdtool.errors import InputError
-from ibdtool.tablespace import Tablespace
-from ibdtool.workpool import _LEN, KILL_HOOK, _read_exact, _write_frame, describe_exit
+from ibdtool.tablespace.reader import Tablespace
+from ibdtool.workers import _LEN, KILL_HOOK, _read_exact, _write_frame, describe_exit
 
 T = TypeVar("T")
 
@@ -44,7 +44,7 @@ def map_ranges(
             os.close(rfd)
             code = 0
             hook = os.environ.get(KILL_HOOK)
-            if hook and hook in str(ts.path):  # tests only: see ibdtool.workpool
+            if hook and hook in str(ts.path):  # tests only: see ibdtool.workers
                 os.kill(os.getpid(), signal.SIGKILL)
             try:
                 payload = pickle.dumps(fn(ts, start, stop))
@@ -143,7 +143,7 @@ def _ordered_child(
     """Run in a forked child: each of ``mine`` in order, each result framed down ``wfd``; an
     error is sent as the last frame. Returns the exit status."""
     hook = os.environ.get(KILL_HOOK)
-    if hook and hook in str(ts.path):  # tests only: see ibdtool.workpool
+    if hook and hook in str(ts.path):  # tests only: see ibdtool.workers
         os.kill(os.getpid(), signal.SIGKILL)
     try:
         for start, stop in mine:

@@ -15,12 +15,12 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
-from ibdtool.allocation import Allocation
 from ibdtool.errors import InputError
-from ibdtool.headpages import header_pages
-from ibdtool.headtally import tally_run
-from ibdtool.indexnames import IndexNames, from_cfg
-from ibdtool.tablespace import Tablespace
+from ibdtool.fs.allocation import Allocation
+from ibdtool.tablespace.header_pages import header_pages
+from ibdtool.tablespace.index_names import IndexNames, from_cfg
+from ibdtool.tablespace.inspect_tally import tally_run
+from ibdtool.tablespace.reader import Tablespace
 from parsers.checksum import ChecksumAlgo
 from parsers.constants import (
     Algorithm,
@@ -450,7 +450,8 @@ def _tally_range(
                 continue
         per_page = alloc.per_page_allocated(psize, end - first, first)
         if on_page is None:
-            # the common pages inline, the rest through the decoder (ibdtool.headtally)
+            # the common pages inline, the rest through the decoder
+            # (ibdtool.tablespace.inspect_tally)
             tally_run(ts, first, end, tally, per_page, free)
             if progress is not None:
                 progress(end)
@@ -470,7 +471,8 @@ def index_names(
     ts: Tablespace, sdi: SdiSummary | None = None, schema: TableDef | None = None
 ) -> IndexNames:
     """The SDI's index names (``sdi`` if already read), else the .cfg file's beside ``ts``,
-    else ``schema``'s by order (:mod:`ibdtool.schemas`; one more pass over the page headers)."""
+    else ``schema``'s by order (:mod:`ibdtool.tablespace.schemas`; one more pass over the page
+    headers)."""
     if sdi is None and ts.format.sdi_root is not None:
         try:
             sdi = summarise_sdi(ts.sdi())
@@ -482,8 +484,9 @@ def index_names(
     if cfg is not None and cfg.source is not None:
         return cfg
     if schema is not None and ts.format.space_id != 0:  # not the system tablespace's many
-        from ibdtool.records import scan_indexes  # only with --schema: keep start-up light
-        from ibdtool.schemas import index_names_by_order
+        # only with --schema: keep start-up light
+        from ibdtool.tablespace.records import scan_indexes
+        from ibdtool.tablespace.schemas import index_names_by_order
 
         found = scan_indexes(ts)
         roots = {i: p.root for i, p in found.items() if p.root is not None}
@@ -515,7 +518,8 @@ def inspect(
     n = ts.n_pages
     jobs = jobs or os.cpu_count() or 1
     if on_page is None and progress is None and jobs > 1 and n >= PARALLEL_MIN_PAGES:
-        from ibdtool.forkscan import map_ranges, split  # pickle, pipes: only when it forks
+        # pickle, pipes: only when it forks
+        from ibdtool.tablespace.parallel import map_ranges, split
 
         parts = map_ranges(ts, _tally_range, split(n, jobs))
         tally = parts[0]

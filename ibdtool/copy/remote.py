@@ -3,7 +3,7 @@
 The remote host needs only ``python3`` (3.6 or later), not ibdtool: :func:`AgentSession.open`
 runs ``ssh [options] -- HOST python3 -c '<bootstrap>'`` through the system ``ssh`` (so the
 user's keys, ``~/.ssh/config``, ProxyJump and known_hosts apply), then writes the source of
-:mod:`ibdtool.copy_agent` on ssh's stdin, where the bootstrap reads and runs it. The remote
+:mod:`ibdtool.copy.agent` on ssh's stdin, where the bootstrap reads and runs it. The remote
 command line is a fixed string; paths travel inside the protocol, never through the remote
 shell, so a path with spaces, quotes or ``;`` is copied, never executed.
 
@@ -34,10 +34,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import IO, Any
 
-from ibdtool import copy_agent as agent
-from ibdtool.allocation import read_allocation
-from ibdtool.errors import IbdtoolError
-from ibdtool.sparsecopy import (
+from ibdtool.copy import agent
+from ibdtool.copy.local import (
     CopyFailed,
     CopyInterrupted,
     CopyOptions,
@@ -58,6 +56,8 @@ from ibdtool.sparsecopy import (
     wants_repunch,
     zero_blocks,
 )
+from ibdtool.errors import IbdtoolError
+from ibdtool.fs.allocation import read_allocation
 
 #: Run by the remote python3: check the version, then read and run the agent from stdin. It
 #: holds no quote, backslash, ``$`` or ``!``, so every common login shell passes it unchanged.
@@ -629,8 +629,8 @@ def _repunch_received(
     dest: agent.Destination, opts: CopyOptions, result: CopyResult, progress: ProgressFn | None
 ) -> None:
     """Pull: re-punch the received part file here, before it is sealed and renamed."""
-    from ibdtool.repunch import needless_ranges
-    from ibdtool.tablespace import Tablespace
+    from ibdtool.copy.repunch import needless_ranges
+    from ibdtool.tablespace.reader import Tablespace
 
     drop: list[tuple[int, int]] = []
     alloc = read_allocation(dest.fd, with_extents=False)

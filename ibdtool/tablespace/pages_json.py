@@ -1,17 +1,18 @@
 """``pages --json`` at scan speed: JSON lines written from the stored bytes, split over cores.
 
-The rows are those of :func:`ibdtool.pagerows.page_rows` encoded by ``json.JSONEncoder``, byte
-for byte (the tests compare both on every sample and corpus file). The pages a large file is
-made of — plain pages with a good crc32 or full_crc32 checksum, full_crc32 page-compressed
-images with a good CRC-32C, MariaDB classic page_compressed zlib images whose inner page
-verifies, all-zero pages — are written from a template, their fields taken from the columns of
+The rows are those of :func:`ibdtool.tablespace.page_rows.page_rows` encoded by
+``json.JSONEncoder``, byte for byte (the tests compare both on every sample and corpus file). The
+pages a large file is made of — plain pages with a good crc32 or full_crc32 checksum, full_crc32
+page-compressed images with a good CRC-32C, MariaDB classic page_compressed zlib images whose inner
+page verifies, all-zero pages — are written from a template, their fields taken from the columns of
 a whole chunk (:mod:`parsers.pagecolumns`) or, for a compressed image, from the header of the
-page inside (a chunk at a time: :func:`ibdtool.headtally.compressed_headers`,
-:func:`ibdtool.headtally.classic_pages`); every other page (and every page of a tablespace
-opened with a key) goes through the decoder and :func:`~ibdtool.pagerows.page_row`, as before.
+page inside (a chunk at a time: :func:`ibdtool.tablespace.inspect_tally.compressed_headers`,
+:func:`ibdtool.tablespace.inspect_tally.classic_pages`); every other page (and every page of a
+tablespace opened with a key) goes through the decoder and
+:func:`~ibdtool.tablespace.page_rows.page_row`, as before.
 
 The file is cut into blocks of :data:`BLOCK_PAGES` pages; with several cores, forked workers
-take every n-th block and the blocks come back in page order (:func:`ibdtool.forkscan.
+take every n-th block and the blocks come back in page order (:func:`ibdtool.tablespace.parallel.
 ordered_map`), so the output is the one a single process writes, streamed a block at a time.
 """
 
@@ -25,11 +26,11 @@ from functools import partial
 from typing import TYPE_CHECKING
 
 from ibdtool.errors import InputError
-from ibdtool.forkscan import ordered_map
-from ibdtool.headtally import CompressedHeaders, classic_pages, compressed_headers
-from ibdtool.inspect import index_names
-from ibdtool.pagerows import page_row, parse_type_filter
-from ibdtool.tablespace import Tablespace
+from ibdtool.tablespace.inspect import index_names
+from ibdtool.tablespace.inspect_tally import CompressedHeaders, classic_pages, compressed_headers
+from ibdtool.tablespace.page_rows import page_row, parse_type_filter
+from ibdtool.tablespace.parallel import ordered_map
+from ibdtool.tablespace.reader import Tablespace
 from parsers.checksum import ChecksumAlgo
 from parsers.codecs import codec_for
 from parsers.constants import Algorithm, Vendor, index_types, page_type_name

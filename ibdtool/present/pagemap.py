@@ -16,10 +16,10 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 from xml.sax.saxutils import escape
 
-from ibdtool import palette
+from ibdtool.present import palette
 
 if TYPE_CHECKING:
-    from ibdtool.inspect import InspectResult
+    from ibdtool.tablespace.inspect import InspectResult
     from parsers.keyring import Keyring
     from parsers.page import PageInfo
     from parsers.tabledef import TableDef
@@ -107,8 +107,8 @@ def map_path(
     """Inspect ``path`` and collect its page map under ``mode`` in the same pass (``keyring``
     opens an encrypted tablespace: its pages then show their real types; ``schema``: the
     table's ``--schema`` definition, for index names)."""
-    from ibdtool.inspect import inspect
-    from ibdtool.tablespace import Tablespace
+    from ibdtool.tablespace.inspect import inspect
+    from ibdtool.tablespace.reader import Tablespace
 
     pm = PageMap(mode)
 
@@ -134,7 +134,7 @@ def sampled_types(path: str, cells: int = 512) -> dict[str, Any]:
     """A compact page-type map for reports: every page of a file up to ``cells`` pages, else
     ``cells`` pages evenly spread (each cell the type of one page). ``{"pages", "per_cell",
     "types": [names], "cells": [index into types, …]}``."""
-    from ibdtool.tablespace import Tablespace
+    from ibdtool.tablespace.reader import Tablespace
 
     with Tablespace(path) as ts:
         n = ts.n_pages

@@ -1,12 +1,12 @@
 """The page check of a local copy, done on the read-back of each window (``copy --verify full``).
 
-:class:`ibdtool.copy_agent.Destination` reads every window back after its ``fdatasync`` to
+:class:`ibdtool.copy.agent.Destination` reads every window back after its ``fdatasync`` to
 compare its CRC-32 with the source's. :class:`WindowPages` is that read
 (``Destination.read_back``): each piece of the window is read from the part file into a
 buffer of whole pages, its CRC-32 taken there, and the pages the buffer completes are verified
-(:class:`ibdtool.checkscan.PageTally`, the engine of ``ibdtool checksum``) from the same bytes,
-so no second pass reads the destination after the copy. The bytes outside the pieces are holes
-of the part (the flush punched every allocated block of them before the read-back) and stand
+(:class:`ibdtool.tablespace.checksum.PageTally`, the engine of ``ibdtool checksum``) from the same
+bytes, so no second pass reads the destination after the copy. The bytes outside the pieces are
+holes of the part (the flush punched every allocated block of them before the read-back) and stand
 as zeros, as a read of a hole returns. A page cut by a window's end waits in the buffer for the
 next window; the pages after the last piece are verified by :meth:`WindowPages.finish`.
 """
@@ -17,14 +17,14 @@ import os
 import zlib
 from collections.abc import Sequence
 
-from ibdtool.checkscan import CheckResult, PageTally, results
-from ibdtool.tablespace import Tablespace
+from ibdtool.tablespace.checksum import CheckResult, PageTally, results
+from ibdtool.tablespace.reader import Tablespace
 
 CHUNK_PAGES = 256  # pages verified at a time: 4 MiB of 16K pages, as ``checksum`` reads
 
 
 class WindowPages:
-    """Reads windows back for a :class:`~ibdtool.copy_agent.Destination` and verifies the
+    """Reads windows back for a :class:`~ibdtool.copy.agent.Destination` and verifies the
     pages of ``ts`` (the source's tablespace: the copy's page 0 is the same bytes) as they
     complete; windows must come in order, from the first (not for a resumed copy)."""
 

@@ -1,12 +1,12 @@
 """``ibdtool report host:path ...``: the report's scan of other hosts, decoded here.
 
 Each host gets one ssh connection running the stdlib-only agent of ``ibdtool copy``
-(:class:`ibdtool.remote_copy.AgentSession`: the system ``ssh``, nothing installed there but
+(:class:`ibdtool.copy.remote.AgentSession`: the system ``ssh``, nothing installed there but
 ``python3``). The agent lists the tablespaces (``walk``) and reads bytes; it decodes nothing.
 The pages are decoded here by the same engine as a local report — :class:`RemoteFile` is the
-:class:`~ibdtool.tablespace.FileSource` of each remote file and :func:`ibdtool.report.scan_one`
-does the rest — so the row of a remote file is the row a local report of it gives, with
-``host`` in front.
+:class:`~ibdtool.tablespace.reader.FileSource` of each remote file and
+:func:`ibdtool.report.batch.scan_one` does the rest — so the row of a remote file is the row a local
+report of it gives, with ``host`` in front.
 
 What crosses the network: each file's allocation facts (``st_size``, ``st_blocks``, block size,
 FIEMAP counts, the SEEK_DATA map), then its data ranges once, compressed by the agent (zstd
@@ -29,11 +29,11 @@ from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
-from ibdtool import copy_agent as agent
-from ibdtool import report as rp
-from ibdtool.allocation import Allocation
+from ibdtool.copy import agent
+from ibdtool.copy.remote import AgentSession, SshConfig, parse_location
 from ibdtool.errors import IbdtoolError, InputError
-from ibdtool.remote_copy import AgentSession, SshConfig, parse_location
+from ibdtool.fs.allocation import Allocation
+from ibdtool.report import batch as rp
 
 #: hosts scanned at once when not told
 MAX_PARALLEL_HOSTS = 32

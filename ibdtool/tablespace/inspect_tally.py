@@ -14,7 +14,8 @@ together too. Every other page — damaged, encrypted, MySQL compressed, classic
 algorithm, zip, innodb-checksummed, a page number that does not match, a doublewrite copy —
 goes through :func:`parsers.page.decode_page` as before, so the tally is exactly the
 decoder's (the tests compare both on every sample and corpus file, damaged copies too). Holes
-are counted by :mod:`ibdtool.inspect` without reading them; this takes the runs that hold data.
+are counted by :mod:`ibdtool.tablespace.inspect` without reading them; this takes the runs that hold
+data.
 """
 
 from __future__ import annotations
@@ -25,8 +26,8 @@ from itertools import compress, repeat
 from operator import add, and_, not_, or_
 from typing import TYPE_CHECKING, NamedTuple
 
-from ibdtool.checkscan import classic_inner
-from ibdtool.tablespace import Tablespace
+from ibdtool.tablespace.checksum import classic_inner
+from ibdtool.tablespace.reader import Tablespace
 from parsers._structs_gen import FIL_HEADER_FAST
 from parsers.checksum import ChecksumAlgo
 from parsers.codecs import FCRC32_LENGTH_BYTE, CodecError, codec_for
@@ -53,7 +54,7 @@ from parsers.pagecolumns import (
 from parsers.sdi import SDI_INDEX_ID
 
 if TYPE_CHECKING:
-    from ibdtool.inspect import PageTally
+    from ibdtool.tablespace.inspect import PageTally
 
 _COMPACT = 0x8000  # PAGE_N_HEAP bit 15: the page is in compact format (§5.1)
 
@@ -287,8 +288,8 @@ def classic_pages(
 ) -> CompressedHeaders:
     """The MariaDB classic page_compressed zlib images of the chunk ``mv`` (pages not already
     ``good``): each inflated whole, once (its checksum is the inner page's, §3.1), through
-    :func:`ibdtool.checkscan.classic_inner`, and the header of the page inside unpacked with
-    the others'. Other algorithms, damage, wrong page numbers and ``dblwr`` pages are not
+    :func:`ibdtool.tablespace.checksum.classic_inner`, and the header of the page inside unpacked
+    with the others'. Other algorithms, damage, wrong page numbers and ``dblwr`` pages are not
     ``ok``: the decoder says what they are."""
     psize, logical, fmt = ts.physical_size, ts.logical_size, ts.format
     count = len(good)

@@ -24,7 +24,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from ibdtool.errors import InputError
-from ibdtool.indexnames import IndexNames
+from ibdtool.tablespace.index_names import IndexNames
 from parsers.ddl import DdlError, parse_create_tables
 from parsers.filename import split_table_file
 from parsers.tabledef import TableDef

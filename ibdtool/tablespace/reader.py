@@ -7,7 +7,7 @@ file costs its data, not a billion pages. Knows the filesystem side too (``alloc
 the system tablespace's doublewrite area, whose pages are copies of other pages.
 
 The bytes and the filesystem facts normally come from a local descriptor; a
-:class:`FileSource` (``report host:path``: :class:`ibdtool.fleet.RemoteFile`, which reads
+:class:`FileSource` (``report host:path``: :class:`ibdtool.report.remote.RemoteFile`, which reads
 through the ssh agent) supplies both instead, and every reader above this class works unchanged.
 """
 
@@ -23,9 +23,9 @@ from pathlib import Path
 from types import TracebackType
 from typing import TYPE_CHECKING, Protocol
 
-from ibdtool.allocation import Allocation, read_allocation, scan_ranges
 from ibdtool.errors import InputError
-from ibdtool.openfile import open_regular
+from ibdtool.fs.allocation import Allocation, read_allocation, scan_ranges
+from ibdtool.fs.opening import open_regular
 from parsers.checksum import ChecksumAlgo
 from parsers.constants import FIL_PAGE_TYPE_XDES
 from parsers.page import DOUBLEWRITE_NAME, PageInfo, decode_page
@@ -35,7 +35,7 @@ from parsers.vendor import Vendor
 from parsers.xdes import decode_descriptor_page
 
 if TYPE_CHECKING:  # parsers.keyring loads construct and cryptography: only with --keyring
-    from ibdtool.decrypt import PageDecryptor
+    from ibdtool.tablespace.decrypt import PageDecryptor
     from parsers.keyring import Keyring
 
 CHUNK_BYTES = 4 << 20
@@ -119,11 +119,12 @@ class Tablespace:
         self.decryptor: PageDecryptor | None = None
         try:
             fmt = self.format
-            # ibdtool.decrypt (parsers.crypt, the key checks) only for a file it may decrypt:
+            # ibdtool.tablespace.decrypt (parsers.crypt, the key checks) only for a file it may
+            # decrypt:
             # MySQL encryption info (the default master key needs no keyring), or MariaDB crypt
             # data that says encrypted and a key file; page_decryptor returns None otherwise
             if fmt.mysql_encryption is not None or (fmt.crypt_encrypted and keyring is not None):
-                from ibdtool.decrypt import page_decryptor
+                from ibdtool.tablespace.decrypt import page_decryptor
 
                 self.decryptor = page_decryptor(fmt, keyring, self.raw_page, self.n_pages, name)
         except BaseException:
@@ -330,7 +331,7 @@ class Tablespace:
     def data_map(self) -> Allocation:
         """The data ranges and sizes, for callers that need no extents: a local file's
         :attr:`allocation` (its FIEMAP call is what makes the exact map cheap,
-        :func:`ibdtool.allocation.ranges_from_extents`), a remote source's without extents."""
+        :func:`ibdtool.fs.allocation.ranges_from_extents`), a remote source's without extents."""
         if "allocation" in self.__dict__ or self._source is None:
             return self.allocation
         return self._source.allocation(with_extents=False)
@@ -344,7 +345,7 @@ class Tablespace:
     def scan_ranges(self) -> tuple[tuple[int, int], ...]:
         """Byte ranges holding all the data, for ``page_runs(coarse=True)``: the exact
         :attr:`data_ranges` when already known, else SEEK_DATA probed every
-        :data:`MIN_HOLE_PAGES` pages (:func:`ibdtool.allocation.scan_ranges`) — holes shorter
+        :data:`MIN_HOLE_PAGES` pages (:func:`ibdtool.fs.allocation.scan_ranges`) — holes shorter
         than that are read like data anyway, and a page-compressed file has one in every page."""
         if (
             self._source is not None

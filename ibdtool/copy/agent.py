@@ -1,7 +1,7 @@
 """The self-contained half of ``ibdtool copy``: sparse file primitives and the stream protocol.
 
 This one file runs in two places. ibdtool imports it for local copies and for the local end of
-a remote copy; ``ibdtool.remote_copy`` also sends its source over ssh, where the remote
+a remote copy; ``ibdtool.copy.remote`` also sends its source over ssh, where the remote
 ``python3`` runs it (``exec`` of bytes read from stdin), so the far side needs no ibdtool. Hence:
 standard library only, Python 3.6 syntax (RHEL 8's python3), no imports from ibdtool, type
 comments instead of annotations.
@@ -35,7 +35,7 @@ its block size and free space; then ``plan`` + ``M``, answered with the window t
 then the frames; answers ``done``) and ``send`` (pull: answers with the file's identity and
 ``M``; then ``stream`` makes it send the frames).
 
-``report host:path`` (:mod:`ibdtool.fleet`) uses the same agent to read, never to decode:
+``report host:path`` (:mod:`ibdtool.report.remote`) uses the same agent to read, never to decode:
 ``walk`` lists the tablespaces under a path (names matching the patterns it is sent, with their
 sizes, and the folders it could not list); ``open`` answers with a file's allocation facts
 (``st_size``, ``st_blocks``, block size, FIEMAP counts) and ``M``, its data map; ``read`` sends
@@ -105,7 +105,7 @@ class VerifyError(AgentError):
 def seek_data_ranges(fd, size):
     """``[start, end)`` ranges holding data, by SEEK_DATA/SEEK_HOLE; all data if unsupported.
 
-    The remote twin of ``ibdtool.allocation.data_ranges`` (this file cannot import ibdtool).
+    The remote twin of ``ibdtool.fs.allocation.data_ranges`` (this file cannot import ibdtool).
     """
     out = []  # type: list
     pos = 0
@@ -565,7 +565,7 @@ class Destination:
         self._flush_error = None
         self._kernel_copy = hasattr(os, "copy_file_range")
         # read_back(fd, pieces) -> CRC-32 of the pieces as the part holds them (None: short),
-        # set by a caller that checks more in the same read (ibdtool.sparsecopy: page checksums)
+        # set by a caller that checks more in the same read (ibdtool.copy.local: page checksums)
         self.read_back = None
         self.bytes_written = 0
         self.created = False
@@ -1258,7 +1258,7 @@ _TO_EOF = 0xFFFFFFFFFFFFFFFF
 
 def fiemap_counts(fd):
     """``[extents, unwritten extents, contiguous runs, unwritten bytes]`` by FS_IOC_FIEMAP, or
-    None where the filesystem has none: the remote twin of ``ibdtool.allocation.fiemap`` and
+    None where the filesystem has none: the remote twin of ``ibdtool.fs.allocation.fiemap`` and
     ``contiguous_runs`` (this file cannot import ibdtool)."""
     extents = unwritten = runs = unwritten_bytes = 0
     prev = None

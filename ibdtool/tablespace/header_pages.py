@@ -5,17 +5,18 @@ page. :func:`header_pages` yields the very records the decoder gives — the tes
 field by field, on every sample and corpus file — but builds those of the common pages from
 the stored bytes: plain pages whose crc32 or full_crc32 checksum verifies from the columns of
 a whole chunk (:mod:`parsers.pagecolumns`), full_crc32 page-compressed images whose CRC-32C
-verifies from the header of the page inside (:func:`ibdtool.headtally.compressed_header`).
-Every other page (zero, damaged, encrypted, classic compressed, zip, a doublewrite copy) and
-every page of a tablespace opened with a key goes through :func:`parsers.page.decode_page`.
+verifies from the header of the page inside
+(:func:`ibdtool.tablespace.inspect_tally.compressed_header`). Every other page (zero, damaged,
+encrypted, classic compressed, zip, a doublewrite copy) and every page of a tablespace opened with a
+key goes through :func:`parsers.page.decode_page`.
 """
 
 from __future__ import annotations
 
 from collections.abc import Callable, Iterator
 
-from ibdtool.headtally import compressed_header
-from ibdtool.tablespace import Tablespace
+from ibdtool.tablespace.inspect_tally import compressed_header
+from ibdtool.tablespace.reader import Tablespace
 from parsers._structs_gen import FIL_HEADER_FAST
 from parsers.checksum import ChecksumAlgo
 from parsers.codecs import codec_for

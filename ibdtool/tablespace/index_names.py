@@ -2,14 +2,16 @@
 
 Every index page carries only PAGE_INDEX_ID. The names come from, in this order:
 
-* the MySQL 8 SDI (``se_private_data`` ``id=``), read by :func:`ibdtool.inspect.summarise_sdi`;
+* the MySQL 8 SDI (``se_private_data`` ``id=``), read by
+:func:`ibdtool.tablespace.inspect.summarise_sdi`;
 * the ``.cfg`` file ``FLUSH TABLES … FOR EXPORT`` writes beside the ``.ibd`` (MySQL 5.6+,
   MariaDB; :mod:`parsers.cfg`), used only when its indexes name this file's space id (a stale
   export of another tablespace is ignored with a warning); its table flags also say the row
   format (``dict_tf``: bit 0 compact, bits 1–4 zip size, bit 5 atomic blobs);
 * a live server's ``INNODB_INDEXES`` / ``INNODB_SYS_INDEXES`` rows for the space
   (:func:`from_rows`, filled by the caller that holds the connection);
-* ``--schema 'CREATE TABLE …'``, matched by order (:mod:`ibdtool.schemas`): the only source
+* ``--schema 'CREATE TABLE …'``, matched by order (:mod:`ibdtool.tablespace.schemas`): the only
+source
   without index ids, used after the SDI and the ``.cfg`` file.
 """
 

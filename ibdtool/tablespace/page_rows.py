@@ -6,8 +6,8 @@ from collections.abc import Iterator, Sequence
 from typing import TYPE_CHECKING, Any
 
 from ibdtool.errors import InputError
-from ibdtool.inspect import index_names
-from ibdtool.tablespace import Tablespace
+from ibdtool.tablespace.inspect import index_names
+from ibdtool.tablespace.reader import Tablespace
 from parsers.constants import MARIADB_TYPE_NAMES, MYSQL_TYPE_NAMES
 from parsers.page import DOUBLEWRITE_NAME, ENCRYPTED_NAME, PageInfo
 

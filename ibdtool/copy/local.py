@@ -1,13 +1,13 @@
 """Local sparse copies and in-place re-punching: the engine of ``ibdtool copy`` on one host.
 
 A copy writes only a *plan*: the source's data ranges (``SEEK_DATA``/``SEEK_HOLE``, from
-:mod:`ibdtool.allocation`) minus, for a tablespace, the needless zero bytes
-:mod:`ibdtool.repunch` finds (so a densified ``.ibd`` regains the holes its server made) and,
+:mod:`ibdtool.fs.allocation`) minus, for a tablespace, the needless zero bytes
+:mod:`ibdtool.copy.repunch` finds (so a densified ``.ibd`` regains the holes its server made) and,
 with ``dig_holes``, every all-zero filesystem block (as ``cp --sparse=always`` does). Data moves
 with ``os.copy_file_range`` (in the kernel; a reflink where the filesystem can), falling back
 to ``pread``/``pwrite``. Everything outside the plan is punched with ``fallocate`` at the end.
 The file lives under a temporary name in the destination directory until it is fsynced,
-verified and renamed (:class:`ibdtool.copy_agent.Destination`, shared with the remote end).
+verified and renamed (:class:`ibdtool.copy.agent.Destination`, shared with the remote end).
 
 The plan of a densified compressed tablespace has one range a page (64M for 1 TiB of 16 KiB
 pages), so a local copy and ``--in-place`` never keep it: :func:`plan_stream` makes it as it
@@ -20,7 +20,7 @@ plan as a list (:func:`build_plan`): it sends it whole to the other end.
 Verification, per window of the plan: after ``fdatasync`` the window is read back and its
 CRC-32 compared with the source's (``verify="data"``); for a tablespace ``verify="full"`` also
 checks every page checksum of the copy before the rename, from the same read-back
-(:mod:`ibdtool.copycheck`; a resumed copy, whose kept windows were read back before, in a
+(:mod:`ibdtool.copy.readback`; a resumed copy, whose kept windows were read back before, in a
 pass of its own after the copy: :func:`check_pages`). The read-back comes from the page
 cache: it proves the file holds the source's bytes, not that the disk kept them.
 
@@ -42,16 +42,16 @@ from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, overload
 
-from ibdtool import copy_agent as agent
-from ibdtool.allocation import Allocation, read_allocation
+from ibdtool.copy import agent
+from ibdtool.copy.repunch import Needless, iter_needless, lock_exclusive, needless_ranges, users_of
 from ibdtool.errors import ExitCode, IbdtoolError, InputError
-from ibdtool.repunch import Needless, iter_needless, lock_exclusive, needless_ranges, users_of
-from ibdtool.tablespace import Tablespace
+from ibdtool.fs.allocation import Allocation, read_allocation
+from ibdtool.tablespace.reader import Tablespace
 from parsers.layout import align_up
 
 if TYPE_CHECKING:  # checkscan and copycheck load the page decoder: only for a page check
-    from ibdtool.checkscan import CheckResult
-    from ibdtool.copycheck import WindowPages
+    from ibdtool.copy.readback import WindowPages
+    from ibdtool.tablespace.checksum import CheckResult
 
 Ranges = list[tuple[int, int]]
 
@@ -389,7 +389,7 @@ def plan_stream(
 
 class StreamedPlan:
     """A local copy's plan kept as the means to remake it (:func:`plan_stream`), for
-    :meth:`ibdtool.copy_agent.Destination.prepare`: one summing scan gives its bytes, its
+    :meth:`ibdtool.copy.agent.Destination.prepare`: one summing scan gives its bytes, its
     CRC and where each :data:`agent.PIECE` of it starts; :attr:`windows` then remakes a
     window's pieces from there when asked (the last few are kept)."""
 
@@ -523,14 +523,14 @@ def is_tablespace(path: str) -> bool:
 
 def check_pages(path: str, reference: str | None = None) -> dict[str, Any]:
     """Every page checksum of ``path``; pages invalid there but not in ``reference`` fail."""
-    from ibdtool.checkscan import check_file
+    from ibdtool.tablespace.checksum import check_file
 
     return pages_verdict(path, check_file(path), reference)
 
 
 def pages_verdict(path: str, result: CheckResult, reference: str | None) -> dict[str, Any]:
-    """:func:`check_pages` of a :class:`~ibdtool.checkscan.CheckResult` already made."""
-    from ibdtool.checkscan import check_file
+    """:func:`check_pages` of a :class:`~ibdtool.tablespace.checksum.CheckResult` already made."""
+    from ibdtool.tablespace.checksum import check_file
 
     pages = {
         "pages": result.pages,
@@ -642,7 +642,7 @@ def _run_local(
     try:
         start = dest.prepare([], plan.window, streamed=plan)
         if opts.verify == "full" and pages_too and start == 0:
-            # the page check reads the windows back (ibdtool.copycheck); a resumed copy
+            # the page check reads the windows back (ibdtool.copy.readback); a resumed copy
             # checks its pages in a pass of their own after it, as it did not read them all
             window_pages = _window_pages(source.path, dest)
         result.notes += dest.notes
@@ -695,7 +695,7 @@ def _run_local(
 def _window_pages(path: str, dest: agent.Destination) -> WindowPages:
     """The read-back of ``dest`` that also verifies its pages; the source's tablespace opened
     again (the plan's scan reads the other one in this thread meanwhile)."""
-    from ibdtool.copycheck import WindowPages
+    from ibdtool.copy.readback import WindowPages
 
     pages = WindowPages(Tablespace(path), dest.part)
     dest.read_back = pages
@@ -743,7 +743,7 @@ class InPlaceResult:
 
 
 def refuse_if_in_use(path: str, fd: int) -> None:
-    """Refuse to touch a file a server may be using (see :func:`ibdtool.repunch.users_of`)."""
+    """Refuse to touch a file a server may be using (see :func:`ibdtool.copy.repunch.users_of`)."""
     if not lock_exclusive(fd):
         raise CopyFailed(
             f"{path}: locked by another process (a running server?); stop it before "

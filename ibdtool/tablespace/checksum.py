@@ -22,7 +22,7 @@ from operator import not_, or_
 from typing import TYPE_CHECKING
 
 from ibdtool.errors import InputError
-from ibdtool.tablespace import Tablespace
+from ibdtool.tablespace.reader import Tablespace
 from parsers.checksum import ChecksumAlgo
 from parsers.codecs import CodecError
 from parsers.constants import (
@@ -114,7 +114,7 @@ def _classic_page_ok(image: memoryview, fmt: SpaceFormat, logical: int) -> bool:
 class PageTally:
     """Verdicts of the pages of ``ts`` handed over a chunk at a time (:meth:`chunk`), from a
     file read by :func:`scan_range` or from bytes a caller already holds (the read-back of a
-    local copy, :mod:`ibdtool.sparsecopy`); :meth:`part` is the :data:`ScanPart`."""
+    local copy, :mod:`ibdtool.copy.local`); :meth:`part` is the :data:`ScanPart`."""
 
     def __init__(self, ts: Tablespace) -> None:
         self.ts = ts
@@ -254,7 +254,7 @@ def check_file(
         if jobs == 1 or n < parallel_min:
             parts = [scan_range(ts, 0, n, progress)]
         else:  # forkscan (pickle, the worker pipes) only for a file worth forking for
-            from ibdtool.forkscan import map_ranges, split
+            from ibdtool.tablespace.parallel import map_ranges, split
 
             parts = map_ranges(ts, partial(scan_range, progress=progress), split(n, jobs))
         return results(path, n, ts, parts)

@@ -5,7 +5,7 @@ compressed), recompressed the way each server would (:mod:`parsers.layout`), and
 filesystem with a given block size allocates for the result are summed. A seeded random
 sample gives every figure with a 95% confidence interval; a full scan is exact and runs in
 worker processes. CPU cost per page is measured apart from the scan, on the same few of
-its pages for every algorithm, repeated, as median and spread (:mod:`ibdtool.cost`).
+its pages for every algorithm, repeated, as median and spread (:mod:`ibdtool.advise.cpu_cost`).
 
 The scan needs each page's bytes, not its verdicts: pages are read in chunks into one reused
 buffer and handed on as views of it (decompressed only where stored compressed,
@@ -28,11 +28,11 @@ from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass, field, replace
 from typing import TYPE_CHECKING, Any, Literal
 
-from ibdtool.cost import CLOCK, Cost, CostRun, measure
-from ibdtool.cost import MAX_PAGES as MAX_COST_PAGES
+from ibdtool.advise.cpu_cost import CLOCK, Cost, CostRun, measure
+from ibdtool.advise.cpu_cost import MAX_PAGES as MAX_COST_PAGES
 from ibdtool.errors import InputError
-from ibdtool.tablespace import RUN_PAGES, Tablespace
-from ibdtool.workpool import WorkerPool
+from ibdtool.tablespace.reader import RUN_PAGES, Tablespace
+from ibdtool.workers import WorkerPool
 from parsers.codecs import WHAT_IF, Codec, codec, vendor_codecs
 from parsers.codecs import names as codec_names
 from parsers.constants import (
@@ -710,7 +710,7 @@ class ScenarioResult:
     predicted: int
     ci95: tuple[int, int] | None
     saving_pct: float
-    #: CPU per page (:mod:`ibdtool.cost`); None when no page was timed
+    #: CPU per page (:mod:`ibdtool.advise.cpu_cost`); None when no page was timed
     compress: Cost | None = None
     decompress: Cost | None = None
 
@@ -761,7 +761,7 @@ class SimResult:
     cost_repetitions: int = 0
 
     def to_json(self) -> dict[str, Any]:
-        from ibdtool.recommend import recommendations
+        from ibdtool.advise.recommend import recommendations
 
         return {
             "path": self.path,
@@ -861,7 +861,7 @@ def choose_sample_size(
 
 def _clustered_index_ids(ts: Tablespace) -> frozenset[int]:
     try:
-        from ibdtool.inspect import summarise_sdi
+        from ibdtool.tablespace.inspect import summarise_sdi
 
         summary = summarise_sdi(ts.sdi())
     except InputError:
@@ -1112,7 +1112,8 @@ def _time_codecs(
     scenarios: Sequence[Scenario],
     check: Callable[[], None] | None,
 ) -> CostRun[Scenario] | None:
-    """Every scenario's CPU cost per page, on the same pages (:func:`ibdtool.cost.measure`)."""
+    """Every scenario's CPU cost per page, on the same pages
+    (:func:`ibdtool.advise.cpu_cost.measure`)."""
     pages = cost_pages(ts, page_nos)
     work = {s: (s, [s.compressed_part(p) for p in pages]) for s in scenarios}
     return measure(work, check=check)

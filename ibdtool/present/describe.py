@@ -9,15 +9,15 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
-from ibdtool.recommend import CHEAPEST_WITHIN
-from ibdtool.text import human_bytes, plural, size_k, us_text
+from ibdtool.advise.recommend import CHEAPEST_WITHIN
+from ibdtool.present.text import human_bytes, plural, size_k, us_text
 
 if TYPE_CHECKING:
-    from ibdtool.allocation import Allocation
-    from ibdtool.cost import Cost
-    from ibdtool.inspect import InspectResult
-    from ibdtool.recommend import Recommendation
-    from ibdtool.simulate import Scenario, ScenarioResult, SimResult
+    from ibdtool.advise.cpu_cost import Cost
+    from ibdtool.advise.recommend import Recommendation
+    from ibdtool.advise.simulate import Scenario, ScenarioResult, SimResult
+    from ibdtool.fs.allocation import Allocation
+    from ibdtool.tablespace.inspect import InspectResult
     from parsers.space import SpaceFormat
     from parsers.vendor import Vendor
 
@@ -32,7 +32,7 @@ def format_rows(
     fmt: SpaceFormat, vendor: Vendor, label: str | None = None
 ) -> list[tuple[str, str]]:
     """The "Format" and "Page size" rows: what page 0 alone tells, or ``label`` (a scan's)."""
-    from ibdtool.inspect import format_name
+    from ibdtool.tablespace.inspect import format_name
 
     label = label or format_name(fmt)
     sizes = f"{size_k(fmt.logical_size)} logical / {size_k(fmt.physical_size)} physical"
@@ -241,7 +241,7 @@ def cost_note(r: SimResult) -> str | None:
     """How the CPU figures were measured (None when they were not)."""
     if not r.cost_repetitions:
         return None
-    from ibdtool.cost import CLOCK
+    from ibdtool.advise.cpu_cost import CLOCK
 
     return (
         f"µs/page: median of {r.cost_repetitions} runs on {plural(r.cost_pages, 'page')} "

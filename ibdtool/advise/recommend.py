@@ -1,12 +1,12 @@
 """What to choose after a simulation: per block size, the algorithm that saves most and the
 cheapest one within 5 points of it, or why compression saves nothing there.
 
-"Cheapest" is by median CPU per page (compress + decompress, :mod:`ibdtool.cost`), and the
-advice says how sure it is: ``clear`` when the cheapest one's spread lies wholly below every
+"Cheapest" is by median CPU per page (compress + decompress, :mod:`ibdtool.advise.cpu_cost`), and
+the advice says how sure it is: ``clear`` when the cheapest one's spread lies wholly below every
 other candidate's, ``within_noise`` when some overlap it (they are named: any of them will do).
 
 Data, not text: ``simulate --json`` carries it, and the CLI and the TUI word it
-(:func:`ibdtool.describe.recommendation_text`).
+(:func:`ibdtool.present.describe.recommendation_text`).
 """
 
 from __future__ import annotations
@@ -16,7 +16,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Literal
 
 if TYPE_CHECKING:
-    from ibdtool.simulate import BlockSpec, ScenarioResult, SimResult
+    from ibdtool.advise.simulate import BlockSpec, ScenarioResult, SimResult
 
 #: savings at or below this (percent) count as nothing
 NOTHING_PCT = 1.0

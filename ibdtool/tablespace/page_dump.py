@@ -3,9 +3,9 @@
 What ``ibdtool page PATH N`` prints (like innodb_ruby's ``page-dump``) and what the TUI's page
 view shows and saves: the fields come from the page families of :mod:`parsers.pages` (the
 stored image's envelope, then the logical page's FIL frame and family), the bytes from
-:meth:`~ibdtool.tablespace.Tablespace.page_with_data` (decrypted when the tablespace was opened
-with its key). The logical page of a ROW_FORMAT=COMPRESSED index page is the uncompressed page
-the server works on, rebuilt by :func:`parsers.zip_page.decompress_zip_page`, with its real
+:meth:`~ibdtool.tablespace.reader.Tablespace.page_with_data` (decrypted when the tablespace was
+opened with its key). The logical page of a ROW_FORMAT=COMPRESSED index page is the uncompressed
+page the server works on, rebuilt by :func:`parsers.zip_page.decompress_zip_page`, with its real
 fill (:func:`~parsers.zip_page.zip_fill`: live records, and the compressed image in use); a
 page that cannot be rebuilt keeps its stored image and says why (``rebuild_problem``).
 :func:`save_page` writes a page's bytes to a new file in a directory, never through a link and
@@ -20,8 +20,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from ibdtool.newfile import create_new
-from ibdtool.tablespace import Tablespace
+from ibdtool.fs.creating import create_new
+from ibdtool.tablespace.reader import Tablespace
 from parsers.keyring import Keyring
 from parsers.page import PageInfo
 from parsers.pages import Layout, logical_layout, stored_layout
@@ -212,6 +212,7 @@ def dump_name(path: str, page_no: int, logical: bool = False) -> str:
 
 
 def save_page(data: bytes, name: str, directory: str | os.PathLike[str]) -> Path:
-    """Write ``data`` to a new file ``name`` in ``directory`` (:func:`ibdtool.newfile.create_new`:
-    an existing file or a planted link is refused, never written through)."""
+    """Write ``data`` to a new file ``name`` in ``directory``
+    (:func:`ibdtool.fs.creating.create_new`: an existing file or a planted link is refused, never
+    written through)."""
     return create_new(Path(directory) / name, data)

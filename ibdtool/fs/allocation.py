@@ -32,7 +32,7 @@ from bisect import bisect_right
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 
-from ibdtool.openfile import open_nonblocking
+from ibdtool.fs.opening import open_nonblocking
 
 __all__ = [
     "FIEMAP_EXTENT_DELALLOC",

@@ -6,9 +6,9 @@ The engine behind ``ibdtool report``. :func:`discover` turns data directories an
 tablespace as each file finishes, so a caller can stream rows with flat memory; :class:`Totals`
 sums rows per schema and overall; :class:`Comparer` diffs rows against an earlier report.
 
-A row is built from :func:`ibdtool.inspect.inspect_path` (its ``compression`` and ``checksum``
-shapes are kept as they are) plus the flags in :data:`FLAGS`. A file that cannot be read
-becomes a row with ``error`` set and the sizes ``stat`` gave; the scan goes on.
+A row is built from :func:`ibdtool.tablespace.inspect.inspect_path` (its ``compression`` and
+``checksum`` shapes are kept as they are) plus the flags in :data:`FLAGS`. A file that cannot be
+read becomes a row with ``error`` set and the sizes ``stat`` gave; the scan goes on.
 """
 
 from __future__ import annotations
@@ -24,23 +24,23 @@ from pathlib import Path
 from types import TracebackType
 from typing import TYPE_CHECKING, Any
 
-from ibdtool import report_schema as schema
 from ibdtool.errors import IbdtoolError, InputError
-from ibdtool.inspect import (
+from ibdtool.report import saved as schema
+from ibdtool.tablespace.inspect import (
     PARALLEL_MIN_PAGES,
     InspectResult,
     inspect,
     inspect_path,
     summarise_sdi,
 )
-from ibdtool.tablespace import FileSource, Tablespace
-from ibdtool.workpool import WorkerPool
+from ibdtool.tablespace.reader import FileSource, Tablespace
+from ibdtool.workers import WorkerPool
 from parsers import filename
 from parsers.constants import Algorithm
 from parsers.vendor import Vendor
 
 if TYPE_CHECKING:
-    from ibdtool.schemas import Schemas
+    from ibdtool.tablespace.schemas import Schemas
 
 SCHEMA_VERSION = 1
 GIB = 1 << 30
@@ -405,7 +405,7 @@ def row_from_inspect(
 
 def error_row(t: Target, message: str, local: bool = True) -> dict[str, Any]:
     """A file that could not be read: its sizes from ``stat`` (when even that works); not for
-    a remote one (``local`` false), whose listing gave them (:mod:`ibdtool.fleet`)."""
+    a remote one (``local`` false), whose listing gave them (:mod:`ibdtool.report.remote`)."""
     row = _base_row(t)
     logical = allocated = None
     try:
@@ -427,7 +427,7 @@ def error_row(t: Target, message: str, local: bool = True) -> dict[str, Any]:
 
 
 def _best_scenarios(vendor: str) -> list[Any]:
-    from ibdtool.simulate import DEFAULT_SCENARIOS
+    from ibdtool.advise.simulate import DEFAULT_SCENARIOS
 
     servers = {"mysql": ("mysql",), "mariadb": ("mariadb",)}.get(vendor, ("mysql", "mariadb"))
     return [s for s in DEFAULT_SCENARIOS if s.server in servers]
@@ -457,7 +457,7 @@ def simulation_for(
 ) -> dict[str, Any]:
     """The best page-compression prediction for this file's server and filesystem (sampled);
     ``progress(pages_done, pages)`` as the sampled pages are simulated."""
-    from ibdtool.simulate import simulate
+    from ibdtool.advise.simulate import simulate
 
     out = no_simulation(row, None)
     if t.kind != "table":
@@ -543,7 +543,7 @@ def scan_one(
     if not local:
         return row
     if opts.page_map:
-        from ibdtool.pagemap import sampled_types
+        from ibdtool.present.pagemap import sampled_types
 
         try:
             row["map"] = sampled_types(t.path)
@@ -585,8 +585,8 @@ def _died_row(args: tuple[Target, ScanOptions], why: str) -> tuple[int, dict[str
 class Scanner:
     """Scan targets on ``jobs`` cores, yielding ``(bytes, row)`` as files finish.
 
-    Big files (as big as :mod:`ibdtool.inspect` splits) come first, one at a time, each split
-    over every core by page ranges: two 1 GiB files of unequal cost finish together instead of
+    Big files (as big as :mod:`ibdtool.tablespace.inspect` splits) come first, one at a time, each
+    split over every core by page ranges: two 1 GiB files of unequal cost finish together instead of
     one core doing the slow one alone. The rest go to a pool of worker processes, one file
     each, largest first. Use as a context manager: the pool is forked on entry, before the
     caller starts a progress thread, and torn down on exit, also when the caller stops early.
@@ -751,7 +751,7 @@ def match_keys(rows: list[dict[str, Any]]) -> list[str]:
 
 def load_report(path: str | os.PathLike[str]) -> dict[str, Any]:
     """An earlier ``report --format json`` document or ``--format jsonl`` stream, checked
-    against :mod:`ibdtool.report_schema` (one-line :class:`InputError` when malformed)."""
+    against :mod:`ibdtool.report.saved` (one-line :class:`InputError` when malformed)."""
     try:
         text = Path(path).read_text()
     except FileNotFoundError:

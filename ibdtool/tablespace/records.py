@@ -20,8 +20,8 @@ from pathlib import Path
 from typing import Any
 
 from ibdtool.errors import InputError
-from ibdtool.schemas import index_names_by_order
-from ibdtool.tablespace import Tablespace
+from ibdtool.tablespace.reader import Tablespace
+from ibdtool.tablespace.schemas import index_names_by_order
 from parsers.cfg import CfgError, parse_cfg
 from parsers.constants import FIL_NULL, FIL_PAGE_INDEX
 from parsers.ddl import DdlError, parse_create_table
@@ -184,7 +184,9 @@ def _match_index(table: TableDef, index: IndexDef, found: dict[int, IndexPages])
         for ip in found.values():
             if ip.root == index.root:
                 return ip
-    if index.index_id is None:  # CREATE TABLE: no ids, matched by order (ibdtool.schemas)
+    if (
+        index.index_id is None
+    ):  # CREATE TABLE: no ids, matched by order (ibdtool.tablespace.schemas)
         roots = {i: p.root for i, p in found.items() if p.root is not None}
         for iid, name in index_names_by_order(table, roots).names.items():
             if name == index.name:
