@@ -1,13 +1,12 @@
 """A field's stored bytes → the value as the server would print it (a JSON-able value).
 
 InnoDB stores integers big-endian with the sign bit flipped (so that bytes sort as numbers),
-FLOAT/DOUBLE as little-endian IEEE, DECIMAL in MySQL's binary format (9 digits per 4 bytes, sign
-bit flipped, all bytes inverted when negative), DATETIME2/TIMESTAMP2/TIME2 in the packed formats
-of MySQL 5.6.4+ with 0–3 bytes of fractional seconds, and the older DATETIME/TIME/TIMESTAMP as
-integers. Strings are decoded with the column's character set (CHAR trimmed of its padding, as
-SELECT shows it); binary strings, BLOBs and geometries are rendered ``0x…`` in hex. ENUM and
-SET give their members' names when the source knows them, else their numbers. JSON goes through
-:mod:`parsers.jsonb`.
+FLOAT/DOUBLE as little-endian IEEE, DECIMAL in MySQL's binary format (:mod:`parsers.decimals`),
+DATETIME2/TIMESTAMP2/TIME2 in the packed formats of MySQL 5.6.4+ with 0–3 bytes of fractional
+seconds, and the older DATETIME/TIME/TIMESTAMP as integers. Strings are decoded with the
+column's character set (CHAR trimmed of its padding, as SELECT shows it); binary strings, BLOBs
+and geometries are rendered ``0x…`` in hex. ENUM and SET give their members' names when the
+source knows them, else their numbers. JSON goes through :mod:`parsers.jsonb`.
 
 Numbers stay numbers; DECIMAL, dates and times are strings in the server's text form.
 """
@@ -18,12 +17,10 @@ import struct
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
+from parsers.decimals import decode_decimal
 from parsers.errors import ParseError
 from parsers.jsonb import json_text
 from parsers.tabledef import Column, Kind
-
-_DIG2BYTES = (0, 1, 1, 2, 2, 3, 3, 4, 4, 4)
-_DIG_PER_INT = 9
 
 
 class ColumnError(ParseError):
@@ -39,54 +36,6 @@ def _int(raw: bytes, signed: bool) -> int:
     if signed:
         v -= 1 << (8 * len(raw) - 1)
     return v
-
-
-def decimal_size(precision: int, scale: int) -> int:
-    intg = precision - scale
-    return (
-        intg // _DIG_PER_INT * 4
-        + _DIG2BYTES[intg % _DIG_PER_INT]
-        + scale // _DIG_PER_INT * 4
-        + _DIG2BYTES[scale % _DIG_PER_INT]
-    )
-
-
-def decode_decimal(raw: bytes, precision: int, scale: int) -> str:
-    """MySQL's binary DECIMAL(precision, scale) → its text, e.g. ``-12.50``."""
-    if len(raw) != decimal_size(precision, scale) or not raw:
-        size = decimal_size(precision, scale)
-        raise ColumnError(f"DECIMAL({precision},{scale}) takes {size} bytes, not {len(raw)}")
-    negative = not raw[0] & 0x80
-    buf = bytearray(raw)
-    buf[0] ^= 0x80
-    if negative:
-        buf = bytearray(b ^ 0xFF for b in buf)
-    intg = precision - scale
-    pos = 0
-
-    def take(n: int) -> int:
-        nonlocal pos
-        v = int.from_bytes(buf[pos : pos + n], "big")
-        pos += n
-        return v
-
-    int_digits = ""
-    lead = intg % _DIG_PER_INT
-    if lead:
-        int_digits += str(take(_DIG2BYTES[lead])).zfill(lead)
-    for _ in range(intg // _DIG_PER_INT):
-        int_digits += str(take(4)).zfill(9)
-    frac = ""
-    for _ in range(scale // _DIG_PER_INT):
-        frac += str(take(4)).zfill(9)
-    tail = scale % _DIG_PER_INT
-    if tail:
-        frac += str(take(_DIG2BYTES[tail])).zfill(tail)
-    int_digits = int_digits.lstrip("0") or "0"
-    text = int_digits + ("." + frac if scale else "")
-    if negative and any(ch not in "0." for ch in text):
-        text = "-" + text
-    return text
 
 
 def _frac_digits(micro: int, fsp: int) -> str:

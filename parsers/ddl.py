@@ -15,7 +15,8 @@ import re
 from dataclasses import dataclass, replace
 
 from parsers.charsets import Charset, charset_by_name, collation_charset_name
-from parsers.columns import decimal_size, frac_bytes
+from parsers.columns import frac_bytes
+from parsers.decimals import decimal_size
 from parsers.errors import ParseError
 from parsers.tabledef import (
     Column,

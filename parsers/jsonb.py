@@ -18,6 +18,7 @@ import base64
 import json
 import struct
 
+from parsers.decimals import decode_decimal
 from parsers.errors import ParseError
 
 SMALL_OBJECT, LARGE_OBJECT, SMALL_ARRAY, LARGE_ARRAY = 0x00, 0x01, 0x02, 0x03
@@ -56,10 +57,8 @@ def _double_text(v: float) -> str:
 
 
 def _opaque_text(mysql_type: int, data: bytes) -> str:
-    from parsers import columns  # the temporal and DECIMAL decoders
-
     if mysql_type == _MYSQL_TYPE_NEWDECIMAL and len(data) >= 2:
-        return columns.decode_decimal(data[2:], data[0], data[1])
+        return decode_decimal(data[2:], data[0], data[1])
     if (
         mysql_type
         in (_MYSQL_TYPE_DATE, _MYSQL_TYPE_DATETIME, _MYSQL_TYPE_TIMESTAMP, _MYSQL_TYPE_TIME)

@@ -16,7 +16,8 @@ import binascii
 from typing import Any
 
 from parsers.charsets import charset_of
-from parsers.columns import decimal_size, frac_bytes
+from parsers.columns import frac_bytes
+from parsers.decimals import decimal_size
 from parsers.errors import ParseError
 from parsers.tabledef import Column, IndexDef, IndexField, Kind, TableDef, sys_column
 
