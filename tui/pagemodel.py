@@ -40,7 +40,7 @@ from ibdtool.present.palette import (
     compression_color,
     type_color,
 )
-from ibdtool.tablespace.inspect import unpunched_bytes
+from ibdtool.tablespace.page_tally import unpunched_bytes
 from parsers import codecs
 from parsers.constants import Algorithm
 from parsers.envelope import read_envelope

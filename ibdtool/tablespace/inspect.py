@@ -9,7 +9,6 @@ whose slot was never punched. The result's :meth:`InspectResult.to_json` is the 
 from __future__ import annotations
 
 import os
-from array import array
 from collections import Counter
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
@@ -20,6 +19,7 @@ from ibdtool.fs.allocation import Allocation
 from ibdtool.tablespace.header_pages import header_pages
 from ibdtool.tablespace.index_names import IndexNames, from_cfg
 from ibdtool.tablespace.inspect_tally import tally_run
+from ibdtool.tablespace.page_tally import PageTally
 from ibdtool.tablespace.reader import Tablespace
 from parsers.checksum import ChecksumAlgo
 from parsers.constants import (
@@ -40,10 +40,6 @@ MAX_LISTED_PAGES = 1000
 #: ROW_FORMAT=COMPRESSED leaf pages rebuilt for their real fill; more are sampled evenly (a
 #: rebuild costs about 1 ms a page, twenty times a header read)
 ZIP_FILL_PAGES = 1024
-
-
-def align_up(n: int, block: int) -> int:
-    return -(-n // block) * block
 
 
 def format_name(fmt: SpaceFormat, name: str | None = None) -> str:
@@ -305,123 +301,7 @@ class InspectResult:
 _NOT_VALID = {ChecksumAlgo.INVALID.value, ChecksumAlgo.ENCRYPTED.value}
 
 
-def unpunched_bytes(info: PageInfo, allocated_in_slot: int, block: int) -> int:
-    """Bytes allocated beyond what a compressed page's image needs (0 if punched or plain)."""
-    if info.compression is Algorithm.NONE or info.stored_size is None:
-        return 0
-    ideal = align_up(info.stored_size, block)
-    return max(0, allocated_in_slot - ideal)
-
-
 PARALLEL_MIN_PAGES = 16384  # below 256 MiB of 16K pages one process is as fast
-
-
-@dataclass
-class PageTally:
-    """What one pass over a page range adds up; ranges scanned apart are merged."""
-
-    types: Counter[str] = field(default_factory=Counter)
-    comp: Counter[str] = field(default_factory=Counter)
-    chk: Counter[str] = field(default_factory=Counter)
-    stored_types: set[int] = field(default_factory=set)
-    invalid: list[int] = field(default_factory=list)
-    problems: list[tuple[int, str]] = field(default_factory=list)
-    index_pages: Counter[int] = field(default_factory=Counter)
-    index_levels: Counter[tuple[int, int]] = field(default_factory=Counter)
-    unverifiable: int = 0
-    unpunched_pages: int = 0
-    unpunched_bytes: int = 0
-    compressed_bytes: int = 0
-    fill_sum: float = 0.0
-    fill_n: int = 0
-    free_pages: int = 0  # free by the extent descriptors
-    free_with_data: int = 0  # ... yet not all zero: stale content of freed pages
-    free_allocated: int = 0  # bytes the filesystem still holds for free pages
-    encrypted: int = 0  # pages stored encrypted (decrypted or not)
-    decrypted: int = 0
-    key_versions: set[int] = field(default_factory=set)
-    compact_pages: int = 0  # index pages in compact format (the SDI index aside)
-    redundant_pages: int = 0  # … in REDUNDANT format
-    zip_leaves: array[int] = field(default_factory=lambda: array("I"))  # zip leaf page numbers
-
-    def add(self, info: PageInfo, allocated: int, block: int, free: bool = False) -> None:
-        n = info.page_no
-        if free:
-            self.free_pages += 1
-            self.free_with_data += not info.empty
-            self.free_allocated += allocated
-        self.types[info.type_name] += 1
-        self.comp[info.compression.value] += 1
-        if info.encrypted or info.decrypted:
-            self.encrypted += 1
-            self.decrypted += info.decrypted
-            if info.key_version:
-                self.key_versions.add(info.key_version)
-        bad = info.checksum_valid is False
-        self.chk[ChecksumAlgo.INVALID.value if bad else info.checksum_algo.value] += 1
-        self.stored_types.add(info.stored_type)
-        if bad:
-            self.invalid.append(n)
-        elif info.checksum_valid is None:
-            self.unverifiable += 1
-        if info.problem:
-            self.problems.append((n, info.problem))
-        if info.compression is not Algorithm.NONE and info.stored_size:
-            self.compressed_bytes += info.stored_size
-            extra = unpunched_bytes(info, allocated, block)
-            if extra:
-                self.unpunched_pages += 1
-                self.unpunched_bytes += extra
-        if info.index is not None:
-            self.index_pages[info.index.index_id] += 1
-            self.index_levels[info.index.index_id, info.index.level] += 1
-            if info.index.index_id != SDI_INDEX_ID:
-                if info.index.compact:
-                    self.compact_pages += 1
-                else:
-                    self.redundant_pages += 1
-            if info.index.level == 0:
-                self.fill_sum += info.index.fill
-                self.fill_n += 1
-                if info.zip_stream is not None and not free and info.index.index_id != SDI_INDEX_ID:
-                    self.zip_leaves.append(n)
-
-    def merge(self, other: PageTally) -> None:
-        """Add a later range's tally (page lists stay in page order)."""
-        self.types.update(other.types)
-        self.comp.update(other.comp)
-        self.chk.update(other.chk)
-        self.stored_types |= other.stored_types
-        self.invalid.extend(other.invalid)
-        self.problems.extend(other.problems)
-        self.index_pages.update(other.index_pages)
-        self.index_levels.update(other.index_levels)
-        self.unverifiable += other.unverifiable
-        self.unpunched_pages += other.unpunched_pages
-        self.unpunched_bytes += other.unpunched_bytes
-        self.compressed_bytes += other.compressed_bytes
-        self.fill_sum += other.fill_sum
-        self.fill_n += other.fill_n
-        self.free_pages += other.free_pages
-        self.free_with_data += other.free_with_data
-        self.free_allocated += other.free_allocated
-        self.encrypted += other.encrypted
-        self.decrypted += other.decrypted
-        self.key_versions |= other.key_versions
-        self.compact_pages += other.compact_pages
-        self.redundant_pages += other.redundant_pages
-        self.zip_leaves.extend(other.zip_leaves)
-
-    def add_zero_run(self, info: PageInfo, count: int, free: int) -> None:
-        """``count`` all-zero pages in holes (nothing allocated), ``free`` of them free, all
-        decoded like ``info``: the same sums as :meth:`add` on each, without 67 million calls."""
-        self.free_pages += free
-        self.types[info.type_name] += count
-        self.comp[info.compression.value] += count
-        self.chk[info.checksum_algo.value] += count
-        self.stored_types.add(info.stored_type)
-        if info.checksum_valid is None:
-            self.unverifiable += count
 
 
 def _tally_range(

@@ -54,7 +54,7 @@ from parsers.pagecolumns import (
 from parsers.sdi import SDI_INDEX_ID
 
 if TYPE_CHECKING:
-    from ibdtool.tablespace.inspect import PageTally
+    from ibdtool.tablespace.page_tally import PageTally
 
 _COMPACT = 0x8000  # PAGE_N_HEAP bit 15: the page is in compact format (§5.1)
 
