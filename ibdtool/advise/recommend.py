@@ -5,7 +5,8 @@ cheapest one within 5 points of it, or why compression saves nothing there.
 the advice says how sure it is: ``clear`` when the cheapest one's spread lies wholly below every
 other candidate's, ``within_noise`` when some overlap it (they are named: any of them will do).
 
-Data, not text: ``simulate --json`` carries it, and the CLI and the TUI word it
+Data, not text: ``simulate --json`` carries it (:func:`simulation_json`, the result and its
+recommendations), and the CLI and the TUI word it
 (:func:`ibdtool.present.describe.recommendation_text`).
 """
 
@@ -118,3 +119,9 @@ def recommendations(r: SimResult) -> list[Recommendation]:
             Recommendation(b, best, None if cheapest is best else cheapest, None, certainty, ties)
         )
     return out
+
+
+def simulation_json(r: SimResult) -> dict[str, Any]:
+    """``simulate --json``'s document of one file: the result's fields, then its
+    recommendations."""
+    return {**r.to_json(), "recommendations": [rec.to_json() for rec in recommendations(r)]}

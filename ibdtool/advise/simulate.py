@@ -761,8 +761,8 @@ class SimResult:
     cost_repetitions: int = 0
 
     def to_json(self) -> dict[str, Any]:
-        from ibdtool.advise.recommend import recommendations
-
+        """The result's own fields: ``simulate --json`` adds the recommendations drawn from them
+        (:func:`ibdtool.advise.recommend.simulation_json`)."""
         return {
             "path": self.path,
             "pages": self.pages,
@@ -808,7 +808,6 @@ class SimResult:
                 for z in self.row_compressed
             ],
             "notes": self.notes,
-            "recommendations": [rec.to_json() for rec in recommendations(self)],
         }
 
 

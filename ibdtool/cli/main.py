@@ -494,6 +494,7 @@ def simulate(
 ) -> None:
     """Predict what page compression would allocate, per algorithm and filesystem block size."""
     from ibdtool.advise import simulate as sim
+    from ibdtool.advise.recommend import simulation_json
     from ibdtool.cli.render import print_simulation, progress_for, write_simulation_csv
 
     if sample and full:
@@ -524,7 +525,7 @@ def simulate(
     if not results:
         pass  # nothing on stdout when no file could be read: errors are on stderr only
     elif as_json:
-        _emit_json_docs(paths, outcomes, lambda r: r.to_json())
+        _emit_json_docs(paths, outcomes, simulation_json)
     elif as_csv:
         write_simulation_csv(results)
     else:

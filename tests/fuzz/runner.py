@@ -261,9 +261,10 @@ def _layouts(path: Path) -> Any:
 
 def _simulate(path: Path) -> Any:
     """Every default scenario on a sample of pages, in this process (zip pages rebuilt)."""
+    from ibdtool.advise.recommend import simulation_json
     from ibdtool.advise.simulate import simulate
 
-    return simulate(path, sample=24, jobs=1).to_json()
+    return simulation_json(simulate(path, sample=24, jobs=1))
 
 
 def _records(path: Path) -> Any:
