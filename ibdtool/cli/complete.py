@@ -109,7 +109,8 @@ class TablespacePath(click.Path):
 
 @click.command()
 @click.argument("shell", type=click.Choice(SHELLS))
-def completion(shell: str) -> None:
+@click.pass_context
+def completion(ctx: click.Context, shell: str) -> None:
     """Print the completion script for SHELL (bash, zsh or fish).
 
     \b
@@ -119,8 +120,7 @@ def completion(shell: str) -> None:
     """
     from click.shell_completion import get_completion_class
 
-    from ibdtool.cli.main import main
-
     cls = get_completion_class(shell)
     assert cls is not None  # the Choice allows only shells click knows
-    click.echo(cls(main, {}, "ibdtool", "_IBDTOOL_COMPLETE").source())
+    # the script completes the group this command runs under (ibdtool.cli.main's)
+    click.echo(cls(ctx.find_root().command, {}, "ibdtool", "_IBDTOOL_COMPLETE").source())
