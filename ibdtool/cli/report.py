@@ -10,26 +10,23 @@ that could not be read: they are still reported, as rows with an ``error``).
 from __future__ import annotations
 
 import os
-import socket
 import sys
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
-from datetime import UTC, datetime
-from importlib import metadata
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 import click
 
 from ibdtool.cli.complete import TablespacePath
+from ibdtool.cli.report_output import RowSink, finish, report_meta, write_document
 from ibdtool.cli.schema_option import schema_options
 from ibdtool.cli.ssh_option import ssh_options
-from ibdtool.errors import ExitCode, InputError
+from ibdtool.errors import InputError
 from ibdtool.report import batch as rp
 
 if TYPE_CHECKING:
     from ibdtool.tablespace.schemas import Schemas
 
-MAX_LISTED_ERRORS = 20
 FORMATS = ("table", "json", "jsonl", "csv", "markdown", "html")
 
 
@@ -89,28 +86,6 @@ def _progress(files: int, total_bytes: int) -> Iterator[Callable[[int, int, str]
             )
 
         yield update
-
-
-def report_meta(
-    paths: tuple[str, ...], opts: rp.ScanOptions, jobs: int, fail_on: list[str], local: bool = True
-) -> Any:
-    try:
-        version = metadata.version("ibdtool")
-    except metadata.PackageNotFoundError:
-        version = None
-    return {
-        "generated_at": datetime.now(UTC).isoformat(timespec="seconds"),
-        "host": socket.gethostname(),
-        "ibdtool_version": version,
-        "paths": [os.path.abspath(p) if local else p for p in paths],
-        "options": {
-            "simulate": opts.simulate,
-            "sample": opts.sample if opts.simulate else None,
-            "jobs": jobs,
-            "fail_on": fail_on,
-        },
-        "thresholds": rp.thresholds(opts),
-    }
 
 
 @click.command()
@@ -239,11 +214,7 @@ def report(
         comparer = rp.Comparer(rp.load_report(compare_path), compare_path, keys_of.values())
     jobs = jobs or _cores()
     meta = report_meta(paths, opts, jobs, fail_on)
-    totals = rp.Totals()
-    rows: list[dict[str, Any]] = []
-    changes: list[dict[str, Any]] = []
-    errors: list[str] = []
-    stream = fmt == "jsonl"
+    out = RowSink(fmt, comparer)
     done_files = done_bytes = 0
     with (
         rp.Scanner(targets, opts, jobs) as scanner,
@@ -259,80 +230,17 @@ def report(
 
             scanner.on_progress = inside
         for size, row in scanner:
-            totals.add(row)
-            if row.get("error") and len(errors) < MAX_LISTED_ERRORS:
-                errors.append(row["error"])
-            change = comparer.change(keys_of[row["path"]], row) if comparer else None
-            if stream:
-                rf.write_jsonl_row({**row, "change": change} if comparer else row, sys.stdout)
-            else:
-                rows.append(row)
-                if change is not None and change["status"] != "unchanged":
-                    changes.append(change)
+            out.add(row, keys_of[row["path"]], row.get("error"))
             done_files += 1
             done_bytes += size
             if bar:
                 bar(done_files, done_bytes, "")
     dropped = comparer.dropped() if comparer else []
-    if stream:
+    if out.stream:
         for c in dropped:
             base = {k: c[k] for k in ("path", "name", "schema", "table")}
             rf.write_jsonl_row({**base, "change": c}, sys.stdout)
     else:
-        rows.sort(key=rp.sort_key)
-        write_document(rows, totals, meta, comparer, changes + dropped, fmt, wide)
-    finish(totals, errors, fail_on)
-
-
-def write_document(
-    rows: list[dict[str, Any]],
-    totals: rp.Totals,
-    meta: dict[str, Any],
-    comparer: rp.Comparer | None,
-    changes: list[dict[str, Any]],
-    fmt: str,
-    wide: bool,
-) -> None:
-    """The whole report (not streamed) in ``fmt``: rows as sorted, totals, the comparison."""
-    from ibdtool.cli import report_formats as rf
-
-    compare = None
-    if comparer is not None:
-        compare = {
-            "against": comparer.against,
-            "summary": comparer.summary(totals),
-            "changes": sorted(changes, key=lambda c: c["key"]),
-        }
-    doc = rp.document(rows, totals, meta, compare)
-    if fmt == "table":
-        rf.print_table(doc, wide)
-    else:
-        rf.WRITERS[fmt](doc, sys.stdout)
-        sys.stdout.flush()
-
-
-def finish(totals: rp.Totals, errors: list[str], fail_on: list[str], host_rows: int = 0) -> None:
-    """The errors on stderr and the exit status: 2 when a file (or, ``host_rows``, a host or
-    a path on it) could not be read, else 1 for a --fail-on hit."""
-    overall = totals.to_json()["all"]
-    if overall["errors"]:
-        for message in errors:
-            click.echo(f"ibdtool: error: {message}", err=True)
-        files = overall["errors"] - host_rows
-        failed = [h for h, t in totals.hosts.items() if t["host_error"]]
-        parts = [f"{len(failed)} of {len(totals.hosts)} hosts failed"] if failed else []
-        if files and (failed or overall["files"] > 1):
-            # one file that cannot be read, alone: its line is the whole answer
-            parts.append(f"{files} of {overall['files']} files could not be read")
-        if parts:
-            click.echo(f"ibdtool: error: {', '.join(parts)} (see their rows)", err=True)
-        sys.exit(ExitCode.BAD_INPUT)
-    hits = rp.fail_on_hits(overall["flags"], fail_on)
-    if hits:
-        click.echo(
-            "ibdtool: found "
-            + ", ".join(f"{overall['flags'][h]} {h}" for h in hits)
-            + " (--fail-on)",
-            err=True,
-        )
-        sys.exit(ExitCode.FOUND)
+        out.rows.sort(key=rp.sort_key)
+        write_document(out, meta, dropped, wide)
+    finish(out.totals, out.errors, fail_on)

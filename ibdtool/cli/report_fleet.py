@@ -14,13 +14,11 @@ import sys
 from typing import Any
 
 from ibdtool.cli import report_formats as rf
-from ibdtool.cli.report import finish, report_meta, write_document
+from ibdtool.cli.report_output import RowSink, finish, report_meta, write_document
 from ibdtool.copy.remote import SshConfig
 from ibdtool.errors import InputError
 from ibdtool.report import batch as rp
 from ibdtool.report import remote as fleet
-
-MAX_LISTED_ERRORS = 20
 
 
 def report_fleet(
@@ -48,43 +46,31 @@ def report_fleet(
     paths = tuple(f"{host}:{p}" for host, ps in groups for p in ps)
     meta = report_meta(paths, opts, jobs or len(groups), fail_on, local=False)
     meta["hosts"] = [host for host, _ in groups]
-    totals = rp.Totals()
-    rows: list[dict[str, Any]] = []
-    changes: list[dict[str, Any]] = []
-    errors: list[str] = []
+    out = RowSink(fmt, comparer)
     keys: set[str] = set()
     host_rows = 0
-    stream = fmt == "jsonl"
     for row in fleet.scan_fleet(groups, cfg, opts, jobs):
-        totals.add(row)
         host_rows += row.get("kind") == "host"
-        error = row.get("error")
-        if error and len(errors) < MAX_LISTED_ERRORS:
-            host = row["host"]
-            errors.append(error if error.startswith(f"{host}:") else f"{host}: {error}")
+        error, host = row.get("error"), row["host"]
         key = rp.match_keys([row])[0]
         keys.add(key)
-        change = comparer.change(key, row) if comparer is not None else None
-        if stream:
-            rf.write_jsonl_row({**row, "change": change} if comparer else row, sys.stdout)
-        else:
-            rows.append(row)
-            if change is not None and change["status"] != "unchanged":
-                changes.append(change)
-    failed = [h for h, t in totals.hosts.items() if t["host_error"]]
+        out.add(
+            row, key, error if not error or error.startswith(f"{host}:") else f"{host}: {error}"
+        )
+    failed = [h for h, t in out.totals.hosts.items() if t["host_error"]]
     dropped: list[dict[str, Any]] = []
     if comparer is not None:
         comparer.new_keys = keys
         dropped = comparer.dropped(failed)
-    if stream:
+    if out.stream:
         for c in dropped:
             base = {k: c.get(k) for k in ("host", "path", "name", "schema", "table")}
             rf.write_jsonl_row({**base, "change": c}, sys.stdout)
-        sums = totals.to_json()
+        sums = out.totals.to_json()
         for host_total in sums["by_host"]:
             rf.write_jsonl_row({"host": host_total["host"], "totals": host_total}, sys.stdout)
         rf.write_jsonl_row({"hosts": len(sums["by_host"]), "totals": sums["all"]}, sys.stdout)
     else:
-        rows.sort(key=lambda r: (r["host"], *rp.sort_key(r)))
-        write_document(rows, totals, meta, comparer, changes + dropped, fmt, wide)
-    finish(totals, errors, fail_on, host_rows)
+        out.rows.sort(key=lambda r: (r["host"], *rp.sort_key(r)))
+        write_document(out, meta, dropped, wide)
+    finish(out.totals, out.errors, fail_on, host_rows)

@@ -1,0 +1,122 @@
+"""The end of an ``ibdtool report`` run, local or over hosts: the rows as they arrive, the
+report's ``meta`` block, the whole document in its format, the errors and the exit status.
+
+:mod:`ibdtool.cli.report` (local paths) and :mod:`ibdtool.cli.report_fleet` (``host:path``)
+scan differently and end the same way, here.
+"""
+
+from __future__ import annotations
+
+import os
+import socket
+import sys
+from datetime import UTC, datetime
+from importlib import metadata
+from typing import Any
+
+import click
+
+from ibdtool.cli import report_formats as rf
+from ibdtool.errors import ExitCode
+from ibdtool.report import batch as rp
+
+#: errors listed on stderr at the end; every one is in its row
+MAX_LISTED_ERRORS = 20
+
+
+class RowSink:
+    """Where a report's rows go as they arrive: the totals, the first errors, and each row
+    written at once (``jsonl``) or kept for the document, with its change against
+    ``--compare``'s report."""
+
+    def __init__(self, fmt: str, comparer: rp.Comparer | None) -> None:
+        self.fmt = fmt
+        self.stream = fmt == "jsonl"
+        self.comparer = comparer
+        self.totals = rp.Totals()
+        self.rows: list[dict[str, Any]] = []
+        self.changes: list[dict[str, Any]] = []
+        self.errors: list[str] = []
+
+    def add(self, row: dict[str, Any], key: str, error: str | None) -> None:
+        """One row, ``key`` its match key against the compared report, ``error`` the line to
+        list for it on stderr (if any)."""
+        self.totals.add(row)
+        if error and len(self.errors) < MAX_LISTED_ERRORS:
+            self.errors.append(error)
+        change = self.comparer.change(key, row) if self.comparer is not None else None
+        if self.stream:
+            rf.write_jsonl_row({**row, "change": change} if self.comparer else row, sys.stdout)
+        else:
+            self.rows.append(row)
+            if change is not None and change["status"] != "unchanged":
+                self.changes.append(change)
+
+
+def report_meta(
+    paths: tuple[str, ...], opts: rp.ScanOptions, jobs: int, fail_on: list[str], local: bool = True
+) -> Any:
+    try:
+        version = metadata.version("ibdtool")
+    except metadata.PackageNotFoundError:
+        version = None
+    return {
+        "generated_at": datetime.now(UTC).isoformat(timespec="seconds"),
+        "host": socket.gethostname(),
+        "ibdtool_version": version,
+        "paths": [os.path.abspath(p) if local else p for p in paths],
+        "options": {
+            "simulate": opts.simulate,
+            "sample": opts.sample if opts.simulate else None,
+            "jobs": jobs,
+            "fail_on": fail_on,
+        },
+        "thresholds": rp.thresholds(opts),
+    }
+
+
+def write_document(
+    out: RowSink, meta: dict[str, Any], dropped: list[dict[str, Any]], wide: bool
+) -> None:
+    """The whole report (not streamed) in its format: the rows as sorted, the totals, the
+    comparison (``dropped``: the compared report's tablespaces no longer found)."""
+    compare = None
+    if out.comparer is not None:
+        compare = {
+            "against": out.comparer.against,
+            "summary": out.comparer.summary(out.totals),
+            "changes": sorted(out.changes + dropped, key=lambda c: c["key"]),
+        }
+    doc = rp.document(out.rows, out.totals, meta, compare)
+    if out.fmt == "table":
+        rf.print_table(doc, wide)
+    else:
+        rf.WRITERS[out.fmt](doc, sys.stdout)
+        sys.stdout.flush()
+
+
+def finish(totals: rp.Totals, errors: list[str], fail_on: list[str], host_rows: int = 0) -> None:
+    """The errors on stderr and the exit status: 2 when a file (or, ``host_rows``, a host or
+    a path on it) could not be read, else 1 for a --fail-on hit."""
+    overall = totals.to_json()["all"]
+    if overall["errors"]:
+        for message in errors:
+            click.echo(f"ibdtool: error: {message}", err=True)
+        files = overall["errors"] - host_rows
+        failed = [h for h, t in totals.hosts.items() if t["host_error"]]
+        parts = [f"{len(failed)} of {len(totals.hosts)} hosts failed"] if failed else []
+        if files and (failed or overall["files"] > 1):
+            # one file that cannot be read, alone: its line is the whole answer
+            parts.append(f"{files} of {overall['files']} files could not be read")
+        if parts:
+            click.echo(f"ibdtool: error: {', '.join(parts)} (see their rows)", err=True)
+        sys.exit(ExitCode.BAD_INPUT)
+    hits = rp.fail_on_hits(overall["flags"], fail_on)
+    if hits:
+        click.echo(
+            "ibdtool: found "
+            + ", ".join(f"{overall['flags'][h]} {h}" for h in hits)
+            + " (--fail-on)",
+            err=True,
+        )
+        sys.exit(ExitCode.FOUND)
