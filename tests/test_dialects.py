@@ -14,7 +14,7 @@ import pytest
 
 from ibdtool.server.dialects import DIALECTS, Dialect, MariaDB, MySQL, Percona, parse_flavor
 from ibdtool.server.steps import PlanSettings, Target
-from ibdtool.server.tables import TableInfo, TableOptions
+from ibdtool.server.table_info import TableInfo, TableOptions
 from parsers.vendor import Vendor
 
 REPORTED = {  # VERSION(), @@version_comment

@@ -18,7 +18,8 @@ from ibdtool.server.connection import Secret
 from ibdtool.server.dialects import parse_flavor
 from ibdtool.server.pagestate import page_state, verify
 from ibdtool.server.steps import Step, Target, parse_target
-from ibdtool.server.tables import TableOptions, split_table_name
+from ibdtool.server.table_info import TableOptions
+from ibdtool.server.tables import split_table_name
 from ibdtool.tablespace.reader import Tablespace
 from parsers.filename import encode as filename_encode
 from tests.samples_manifest import SAMPLES, sample
@@ -195,7 +196,7 @@ def test_verify_explains_plain_pages_by_recompressing_them() -> None:
 def test_a_file_that_lags_the_buffer_pool_is_recognised() -> None:
     """The catalog counts 200 pages (DATA_LENGTH + INDEX_LENGTH); the file holds 20."""
     from ibdtool.server.pagestate import PageState
-    from ibdtool.server.tables import SpaceInfo, TableInfo
+    from ibdtool.server.table_info import SpaceInfo, TableInfo
 
     state = PageState("t.ibd", 5, 576, 16384, 16384, None, True, None, 576, data_pages=20)
     space = SpaceInfo(5, "db/t", 0x15, None, 16384, None, None, 4096, 9437184, 9437184, None)

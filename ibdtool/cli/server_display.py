@@ -23,7 +23,7 @@ if TYPE_CHECKING:
     from ibdtool.server.plan import Plan, TablePlan
     from ibdtool.server.results import Event, TableResult
     from ibdtool.server.status import ServerStatus
-    from ibdtool.server.tables import SpaceInfo, TableInfo
+    from ibdtool.server.table_info import SpaceInfo, TableInfo
     from parsers.vendor import Vendor
 
 LINE_EVERY = 10.0  # seconds between progress lines when stderr is not a terminal

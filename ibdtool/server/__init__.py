@@ -32,7 +32,8 @@ from ibdtool.server.preflight import Check
 from ibdtool.server.results import Event, TableResult
 from ibdtool.server.status import server_status
 from ibdtool.server.steps import PlanSettings, Target, parse_target
-from ibdtool.server.tables import TableInfo, list_tables
+from ibdtool.server.table_info import TableInfo
+from ibdtool.server.tables import list_tables
 
 __all__ = [
     "Check",

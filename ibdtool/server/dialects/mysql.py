@@ -36,7 +36,7 @@ from parsers.vendor import Vendor
 
 if TYPE_CHECKING:
     from ibdtool.server.steps import PlanSettings, Target
-    from ibdtool.server.tables import TableInfo
+    from ibdtool.server.table_info import TableInfo
 
 PAGE_CODECS = codecs.names(Vendor.MYSQL)
 
