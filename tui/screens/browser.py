@@ -32,7 +32,7 @@ from tui.messages import RowsScanned, ScanFailed
 from tui.screens.prompt import PromptScreen
 
 if TYPE_CHECKING:
-    from tui.app import IbdtoolApp
+    from tui.appstate import AppState
 
 PROGRESS_INTERVAL = 0.1
 #: a scan worker takes files until it has this many bytes or files, then the next one starts
@@ -174,7 +174,7 @@ Every tablespace under the directory, grouped by folder (schema). Sizes come fro
         self._batch_running = False
 
     @property
-    def ibd_app(self) -> IbdtoolApp:
+    def ibd_app(self) -> AppState:
         return self.app  # type: ignore[return-value]
 
     def compose(self) -> ComposeResult:

@@ -16,7 +16,7 @@ from tui.screens.browser import matches
 from tui.screens.prompt import PromptScreen
 
 if TYPE_CHECKING:
-    from tui.app import IbdtoolApp
+    from tui.appstate import AppState
 
 KIND_STYLES = {"file": "cyan", "sql": "magenta"}
 
@@ -48,7 +48,7 @@ What the app ran, as lazygit's `@` shows the git commands it ran: file operation
         self.shown: list[LogEntry] = []
 
     @property
-    def ibd_app(self) -> IbdtoolApp:
+    def ibd_app(self) -> AppState:
         return self.app  # type: ignore[return-value]
 
     def compose(self) -> ComposeResult:

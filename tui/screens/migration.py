@@ -43,7 +43,7 @@ from ibdtool.server import (
 from tui.commandlog import LogEntry
 
 if TYPE_CHECKING:
-    from tui.app import IbdtoolApp
+    from tui.appstate import AppState
 
 POLL = 0.2  # seconds between progress reads: at most five updates a second
 LOG_EVERY = 1.0  # seconds between progress lines in the migration log
@@ -170,7 +170,7 @@ new file's growth with "ETA unknown"; `x` kills the running statement.
         self._last_line = 0.0
 
     @property
-    def ibd_app(self) -> IbdtoolApp:
+    def ibd_app(self) -> AppState:
         return self.app  # type: ignore[return-value]
 
     def compose(self) -> ComposeResult:

@@ -36,7 +36,7 @@ from tui.screens.prompt import ask_page
 from tui.widgets.hexdump import HexDump, region_legend
 
 if TYPE_CHECKING:
-    from tui.app import IbdtoolApp
+    from tui.appstate import AppState
 
 
 class PageScreen(Screen[None]):
@@ -68,7 +68,7 @@ stored image beside the decoded (decompressed) page, coloured by region.
         self.loaded: PageLoaded | None = None
 
     @property
-    def ibd_app(self) -> IbdtoolApp:
+    def ibd_app(self) -> AppState:
         return self.app  # type: ignore[return-value]
 
     def compose(self) -> ComposeResult:

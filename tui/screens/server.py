@@ -33,7 +33,7 @@ from tui.screens.prompt import PromptScreen
 from tui.screens.targets import TargetScreen
 
 if TYPE_CHECKING:
-    from tui.app import IbdtoolApp
+    from tui.appstate import AppState
 
 COLUMNS = ("table", "file size", "allocated", "saved", "format", "pages on disk", "note")
 
@@ -49,7 +49,7 @@ class ServerFailed(Message):
     message: str
 
 
-def sql_logger(app: IbdtoolApp) -> Any:
+def sql_logger(app: AppState) -> Any:
     """The ``on_statement`` hook of :class:`Server`: every statement into the command log."""
 
     def log(sql: str, seconds: float, error: str | None) -> None:
@@ -91,7 +91,7 @@ prediction first; nothing runs before you confirm).
         self.filter_text = ""
 
     @property
-    def ibd_app(self) -> IbdtoolApp:
+    def ibd_app(self) -> AppState:
         return self.app  # type: ignore[return-value]
 
     def compose(self) -> ComposeResult:

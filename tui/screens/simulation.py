@@ -47,7 +47,7 @@ from tui.messages import SimulationFailed, SimulationFinished, SimulationProgres
 from tui.widgets.barchart import bar
 
 if TYPE_CHECKING:
-    from tui.app import IbdtoolApp
+    from tui.appstate import AppState
 
 PROGRESS_INTERVAL = 0.1
 BAR_MIN, BAR_MAX = 8, 60
@@ -84,7 +84,7 @@ spread, and the advice says whether its cheapest is clear or within noise.
         self._worker: Worker[None] | None = None
 
     @property
-    def ibd_app(self) -> IbdtoolApp:
+    def ibd_app(self) -> AppState:
         return self.app  # type: ignore[return-value]
 
     def compose(self) -> ComposeResult:

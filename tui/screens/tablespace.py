@@ -42,7 +42,7 @@ from tui.widgets.legend import Legend
 from tui.widgets.pagemap import PageMap
 
 if TYPE_CHECKING:
-    from tui.app import IbdtoolApp
+    from tui.appstate import AppState
 
 PROGRESS_INTERVAL = 0.1  # seconds between progress messages: at most ~10 a second
 #: past 16 M pages (256 GiB of 16K pages) only the summary is made, holes counted without a
@@ -111,7 +111,7 @@ type, compression algorithm, stored size, allocation on disk or checksum.
         self._cursor = (0, 1)
 
     @property
-    def ibd_app(self) -> IbdtoolApp:
+    def ibd_app(self) -> AppState:
         return self.app  # type: ignore[return-value]
 
     def compose(self) -> ComposeResult:
