@@ -25,7 +25,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 from bench.common import WORK, append_results, warm
 from ibdtool.server.pagestate import page_state
-from ibdtool.tablespace.reader import Tablespace
+from ibdtool.tablespace import Tablespace
 from samples import servers
 from tests.server_fixtures import FAST, make_table, run_migration
 

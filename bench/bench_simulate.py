@@ -19,7 +19,7 @@ from pathlib import Path
 from common import IBDTOOL, append_results, make_bench_file, warm
 from sidebyside import Contender, Goal, Row, run_row, table
 
-from ibdtool.advise.simulate import BlockSpec, parse_algorithms, simulate
+from ibdtool.advise import BlockSpec, parse_algorithms, simulate_path
 
 DEFAULT = "mariadb:lz4,mariadb:snappy,mariadb:lzo,mariadb:zlib,mysql:zlib,zstd:3"
 BARE = Path(__file__).resolve().parent / "bare.py"
@@ -64,11 +64,11 @@ def main() -> None:
         *(v for r in rows for v in r.verdicts),
     ]
     t = time.perf_counter()
-    full = simulate(path, parse_algorithms([algos]), [BlockSpec(4096)], full=True)
+    full = simulate_path(path, parse_algorithms([algos]), [BlockSpec(4096)], full=True)
     full_total = time.perf_counter() - t
     full_results = {r.scenario: r.predicted for r in full.results}
     t = time.perf_counter()
-    sampled = simulate(path, parse_algorithms([algos]), [BlockSpec(4096)])
+    sampled = simulate_path(path, parse_algorithms([algos]), [BlockSpec(4096)])
     sample_wall = time.perf_counter() - t
     lines += [
         "",

@@ -491,7 +491,7 @@ def test_remote_missing_source_and_missing_directory(sshd: ThrowawaySshd, tmp_pa
 
 def test_agent_source_is_python36_compatible() -> None:
     """RHEL 8's python3 is 3.6: no annotations, no 3.7+ syntax, stdlib imports only."""
-    path = REPO / "ibdtool" / "copy_agent.py"
+    path = REPO / "ibdtool" / "copy" / "agent.py"
     tree = ast.parse(path.read_text(), feature_version=(3, 6))
     stdlib = set(sys.stdlib_module_names) | {"compression"}  # 3.14's zstd, imported if there
     for node in ast.walk(tree):

@@ -45,13 +45,13 @@ CLI_SAMPLES = 4  # damaged files run through every CLI command
 def run_everything(path: Path) -> dict[str, object]:
     """Every in-process reader on ``path``: an ``InputError`` is an answer, anything else raises."""
     from ibdtool.tablespace.inspect import inspect_path
-    from ibdtool.tablespace.page_rows import page_rows
+    from ibdtool.tablespace.page_rows import read_page_rows
 
     out: dict[str, object] = {}
     for name, fn in (
         ("inspect", lambda: inspect_path(path)),
         ("checksum", lambda: check_file(str(path), jobs=1)),
-        ("pages", lambda: list(page_rows(str(path)))),
+        ("pages", lambda: list(read_page_rows(str(path)))),
         ("sdi", lambda: _sdi(path)),
     ):
         try:

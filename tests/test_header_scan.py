@@ -19,8 +19,8 @@ from ibdtool.errors import InputError
 from ibdtool.tablespace import pages_json as pagejson
 from ibdtool.tablespace.checksum import check_file
 from ibdtool.tablespace.header_pages import header_pages
-from ibdtool.tablespace.inspect import inspect
-from ibdtool.tablespace.page_rows import page_rows
+from ibdtool.tablespace.inspect import inspect_tablespace
+from ibdtool.tablespace.page_rows import read_page_rows
 from ibdtool.tablespace.pages_json import json_lines
 from ibdtool.tablespace.reader import Tablespace
 from parsers.codecs import codec_for
@@ -80,8 +80,10 @@ def test_header_only_covers_full_crc32_compressed_pages() -> None:
 def _tallies(path: Path) -> tuple[dict[str, object], dict[str, object]]:
     """inspect's result through the inline path, and through the decoder for every page."""
     with Tablespace(path) as ts:
-        inline = inspect(ts, jobs=1, with_sdi=False).to_json()
-        decoded = inspect(ts, jobs=1, with_sdi=False, on_page=lambda _info: None).to_json()
+        inline = inspect_tablespace(ts, jobs=1, with_sdi=False).to_json()
+        decoded = inspect_tablespace(
+            ts, jobs=1, with_sdi=False, on_page=lambda _info: None
+        ).to_json()
     return inline, decoded
 
 
@@ -265,7 +267,7 @@ def test_simulate_current_state_reads_envelopes_like_the_decoder(path: Path) -> 
 def _rows_by_decoder(path: Path, types: tuple[str, ...] = ()) -> str:
     """``pages --json`` the old way: every page decoded, each row encoded by json."""
     encode = json.JSONEncoder().encode
-    return "".join(encode(row) + "\n" for row in page_rows(str(path), types=types))
+    return "".join(encode(row) + "\n" for row in read_page_rows(str(path), types=types))
 
 
 @pytest.mark.parametrize("path", FILES, ids=lambda p: f"{p.parent.name}/{p.name}")

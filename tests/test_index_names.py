@@ -13,7 +13,7 @@ from typing import Any
 import pytest
 
 from ibdtool.tablespace.inspect import inspect_path
-from ibdtool.tablespace.page_rows import page_rows
+from ibdtool.tablespace.page_rows import read_page_rows
 from samples.servers import ThrowawayServer
 from tests.server_fixtures import make_table, mariadb, mysql57, mysql80, space_id  # noqa: F401
 
@@ -41,7 +41,7 @@ def _check(srv: ThrowawayServer, source: str) -> None:
             )
             cached: dict[int, Any] = {int(p): str(n) for p, n in cur.fetchall()}
             r = inspect_path(path, jobs=1)
-            rows = {row["page"]: row for row in page_rows(str(path))}
+            rows = {row["page"]: row for row in read_page_rows(str(path))}
         finally:
             cur.execute("UNLOCK TABLES")
     assert r.index_names.source == source

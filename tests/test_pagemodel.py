@@ -16,7 +16,7 @@ from pathlib import Path
 
 import pytest
 
-from ibdtool.tablespace.inspect import inspect
+from ibdtool.tablespace.inspect import inspect_tablespace
 from ibdtool.tablespace.reader import Tablespace
 from tests.samples_manifest import sample
 from tests.test_copy_remote import seek_data_ranges, synced_sparse_copy
@@ -59,7 +59,7 @@ def test_codes_match_the_file(rel: str, tmp_path: Path) -> None:
     ranges = seek_data_ranges(path)
     with Tablespace(path) as ts:
         model = _model(ts, path)
-        result = inspect(ts, on_page=model.add, jobs=1)
+        result = inspect_tablespace(ts, on_page=model.add, jobs=1)
     n_pages = len(data) // PAGE
     assert model.scanned == n_pages
     allocation = model.codes(Mode.ALLOCATION)

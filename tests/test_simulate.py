@@ -14,7 +14,7 @@ from ibdtool.advise.simulate import (
     Scenario,
     parse_algorithms,
     parse_block_sizes,
-    simulate,
+    simulate_path,
 )
 from ibdtool.errors import InputError
 from tests.cli_runner import run_ibdtool
@@ -36,7 +36,7 @@ PAGE_CASES = [
 
 
 def _predict(rel: str, algo: str, **kw: object) -> int:
-    r = simulate(sample(rel), parse_algorithms([algo]), [BlockSpec(4096)], jobs=1, **kw)  # type: ignore[arg-type]
+    r = simulate_path(sample(rel), parse_algorithms([algo]), [BlockSpec(4096)], jobs=1, **kw)  # type: ignore[arg-type]
     assert len(r.results) == 1
     return r.results[0].predicted
 
@@ -69,7 +69,7 @@ def test_compressed_file_with_its_own_algorithm_reproduces_its_allocation(
     ],
 )
 def test_row_compressed_kbs8_prediction_within_15_percent(plain: str, zipped: str) -> None:
-    r = simulate(sample(plain), [Scenario("mysql", "lz4")], [BlockSpec(4096)], jobs=1)
+    r = simulate_path(sample(plain), [Scenario("mysql", "lz4")], [BlockSpec(4096)], jobs=1)
     kbs8 = next(z for z in r.row_compressed if z.key_block_size == 8192)
     real = live_allocated(zipped)
     assert abs(kbs8.predicted_size - real) <= 0.15 * real, (kbs8.predicted_size, real)
@@ -83,9 +83,9 @@ def test_sample_interval_covers_the_full_scan_and_is_reproducible() -> None:
     rel = "mariadb/p4k-plain.ibd"
     algo = [Scenario("mariadb", "zlib", 6)]
     blocks = [BlockSpec(512)]
-    full = simulate(sample(rel), algo, blocks, full=True, jobs=1).results[0].predicted
-    a = simulate(sample(rel), algo, blocks, sample=60, seed=7, jobs=1)
-    b = simulate(sample(rel), algo, blocks, sample=60, seed=7, jobs=1)
+    full = simulate_path(sample(rel), algo, blocks, full=True, jobs=1).results[0].predicted
+    a = simulate_path(sample(rel), algo, blocks, sample=60, seed=7, jobs=1)
+    b = simulate_path(sample(rel), algo, blocks, sample=60, seed=7, jobs=1)
     assert a.pages_sampled == 60 and not a.full
     ra, rb = a.results[0], b.results[0]
     assert ra.predicted == rb.predicted and ra.ci95 == rb.ci95
@@ -96,13 +96,13 @@ def test_parallel_full_scan_equals_serial() -> None:
     rel = "mysql80/plain.ibd"
     algos = parse_algorithms(["mysql:zlib", "mariadb:snappy"])
     blocks = parse_block_sizes(["512,4k,ntfs:4k"])
-    one = simulate(sample(rel), algos, blocks, jobs=1)
-    two = simulate(sample(rel), algos, blocks, jobs=2)
+    one = simulate_path(sample(rel), algos, blocks, jobs=1)
+    two = simulate_path(sample(rel), algos, blocks, jobs=2)
     assert [r.predicted for r in one.results] == [r.predicted for r in two.results]
 
 
 def _page_by_page(path: Any, scenarios: list[Scenario], blocks: list[BlockSpec]) -> list[int]:
-    """Each (scenario, block)'s full-scan prediction worked out page by page, the way simulate
+    """Each (scenario, block)'s full-scan prediction worked out page by page, the way simulate_path
     did before it counted payload lengths: the decoder's logical pages, ``would_store`` (the
     codec's ``compress``, not the sizer), the allocation of each page, one extent a page
     followed by a hole; never-written pages cost a whole page on MySQL, nothing on MariaDB."""
@@ -147,8 +147,8 @@ def test_a_parallel_full_scan_is_the_page_by_page_sum(tmp_path: Any) -> None:
     scenarios = parse_algorithms(["mysql:zlib:1", "mariadb:lz4", "mysql:lz4", "zstd:3", "lzo"])
     blocks = parse_block_sizes(["512,4k,ntfs:4k"])
     want = _page_by_page(big, scenarios, blocks)
-    one = simulate(big, scenarios, blocks, full=True, jobs=1, costs=False)
-    two = simulate(big, scenarios, blocks, full=True, jobs=2, costs=False)
+    one = simulate_path(big, scenarios, blocks, full=True, jobs=1, costs=False)
+    two = simulate_path(big, scenarios, blocks, full=True, jobs=2, costs=False)
     assert [r.predicted for r in one.results] == want
     assert [r.predicted for r in two.results] == want
     assert one.pages_sampled == two.pages_sampled == 800
@@ -181,11 +181,11 @@ def test_a_parallel_full_scan_is_the_page_by_page_sum(tmp_path: Any) -> None:
 def test_block_size_rules_from_first_principles() -> None:
     """4K pages on 4K blocks save nothing; NTFS (64K units) saves nothing on 16K pages; 512-byte
     blocks keep more of the gain than 4K blocks."""
-    r = simulate(
+    r = simulate_path(
         sample("mariadb/p4k-plain.ibd"), [Scenario("mariadb", "zlib", 6)], [BlockSpec(4096)], jobs=1
     )
     assert r.results[0].predicted >= live_allocated("mariadb/p4k-pc_zlib.ibd") * 0.99
-    r = simulate(
+    r = simulate_path(
         sample("mariadb/p16k-plain.ibd"),
         [Scenario("mariadb", "zlib", 6)],
         parse_block_sizes(["512", "4k", "ntfs:4k"]),
@@ -289,7 +289,7 @@ def test_row_compressed_source_predicts_page_compression(
     same rows page-compressed: within 8%, the zip pages holding fewer rows than a rebuild would
     pack (measured: 5-6% under on all three servers)."""
     assert manifest()[zipped]["rows"] == manifest()[compressed]["rows"]
-    r = simulate(sample(zipped), parse_algorithms([algo]), [BlockSpec(4096)], jobs=1)
+    r = simulate_path(sample(zipped), parse_algorithms([algo]), [BlockSpec(4096)], jobs=1)
     real = live_allocated(compressed)
     assert abs(r.results[0].predicted - real) <= 0.08 * real, (r.results[0].predicted, real)
     assert any("ROW_FORMAT=COMPRESSED source" in n for n in r.notes)

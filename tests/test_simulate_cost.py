@@ -27,7 +27,7 @@ from ibdtool.advise.cpu_cost import (
     measure,
 )
 from ibdtool.advise.recommend import Recommendation, recommendations
-from ibdtool.advise.simulate import BlockSpec, Scenario, ScenarioResult, SimResult, simulate
+from ibdtool.advise.simulate import BlockSpec, Scenario, ScenarioResult, SimResult, simulate_path
 from ibdtool.present.describe import recommendation_text
 from tests.cli_runner import run_ibdtool
 from tests.samples_manifest import manifest, sample
@@ -228,7 +228,7 @@ def test_repeated_runs_agree_when_the_codecs_are_far_apart() -> None:
     """zlib at level 9 spends about ten times lz4's CPU on a page: two runs must rank them
     the same way, and call it clear."""
     scenarios = [Scenario("mariadb", "zlib", 9), Scenario("mariadb", "lz4")]
-    runs = [simulate(sample(PLAIN), scenarios, [BLOCK], jobs=1) for _ in range(2)]
+    runs = [simulate_path(sample(PLAIN), scenarios, [BLOCK], jobs=1) for _ in range(2)]
     assert _ranking(runs[0]) == _ranking(runs[1]) == ["mariadb:lz4", "mariadb:zlib:9"]
     for r in runs:
         (rec,) = recommendations(r)
@@ -242,7 +242,7 @@ def test_repeated_runs_agree_when_the_codecs_are_far_apart() -> None:
 
 def test_report_does_not_time_codecs() -> None:
     """``costs=False`` (what ``report --simulate`` asks): predictions only."""
-    r = simulate(sample(PLAIN), [Scenario("mariadb", "lz4")], [BLOCK], jobs=1, costs=False)
+    r = simulate_path(sample(PLAIN), [Scenario("mariadb", "lz4")], [BLOCK], jobs=1, costs=False)
     assert r.cost_repetitions == 0 and r.results[0].compress is None
     assert r.to_json()["cost"] is None and r.to_json()["results"][0]["compress_cost"] is None
 
@@ -251,7 +251,7 @@ def test_a_file_without_a_page_to_compress_has_no_costs(tmp_path: Any) -> None:
     """Page 0 and zeros: nothing is timed, and the advice ranks nothing."""
     path = tmp_path / "header_only.ibd"
     path.write_bytes(sample(PLAIN).read_bytes()[:16384] + bytes(15 * 16384))
-    r = simulate(path, [Scenario("mariadb", "lz4"), Scenario("mariadb", "zlib", 6)], [BLOCK])
+    r = simulate_path(path, [Scenario("mariadb", "lz4"), Scenario("mariadb", "zlib", 6)], [BLOCK])
     assert r.cost_repetitions == 0 and all(x.cost is None for x in r.results)
     assert all(rec.certainty is None for rec in recommendations(r))
 

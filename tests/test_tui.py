@@ -387,7 +387,7 @@ async def test_simulation_can_be_cancelled(datadir: Path, monkeypatch: pytest.Mo
     import tui.screens.simulation as simulation_screen
 
     gate = threading.Event()
-    real = simulation_screen.simulate
+    real = simulation_screen.simulate_path
 
     def gated(*args: Any, progress: Any, **kw: Any) -> Any:
         def held(done: int, total: int) -> None:
@@ -396,7 +396,7 @@ async def test_simulation_can_be_cancelled(datadir: Path, monkeypatch: pytest.Mo
 
         return real(*args, progress=held, **kw)
 
-    monkeypatch.setattr(simulation_screen, "simulate", gated)
+    monkeypatch.setattr(simulation_screen, "simulate_path", gated)
     app = create_app(datadir / "mariadb" / "p16k-plain.ibd")
     async with app.run_test(size=SIZE) as pilot:
         await settle(pilot)

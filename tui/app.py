@@ -21,9 +21,9 @@ from textual.binding import Binding, BindingType
 from textual.screen import Screen
 
 from ibdtool.errors import InputError
-from ibdtool.fs.opening import open_regular
-from ibdtool.server.connection import ConnectionOptions
-from ibdtool.tablespace.schemas import Schemas
+from ibdtool.fs import open_regular
+from ibdtool.server import ConnectionOptions
+from ibdtool.tablespace import Schemas
 from parsers.keyring import Keyring
 from parsers.tabledef import TableDef
 from tui.commandlog import CommandLog, LogEntry

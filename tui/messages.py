@@ -11,9 +11,9 @@ from typing import Any
 
 from textual.message import Message
 
-from ibdtool.advise.simulate import SimResult
-from ibdtool.fs.allocation import Allocation
-from ibdtool.tablespace.inspect import InspectResult
+from ibdtool.advise import SimResult
+from ibdtool.fs import Allocation
+from ibdtool.tablespace import InspectResult
 from parsers.page import PageInfo
 from parsers.pages import Layout
 from parsers.space import SpaceFormat

@@ -26,9 +26,8 @@ from dataclasses import dataclass
 from enum import StrEnum
 
 from ibdtool.errors import InputError
-from ibdtool.fs.allocation import Allocation
-from ibdtool.fs.opening import open_regular
-from ibdtool.present.palette import (
+from ibdtool.fs import Allocation, open_regular
+from ibdtool.present import (
     EMPTY_COLOR,
     FULL_COLOR,
     HOLE_COLOR,
@@ -40,7 +39,7 @@ from ibdtool.present.palette import (
     compression_color,
     type_color,
 )
-from ibdtool.tablespace.page_tally import unpunched_bytes
+from ibdtool.tablespace import unpunched_bytes
 from parsers import codecs
 from parsers.constants import Algorithm
 from parsers.envelope import read_envelope

@@ -7,3 +7,39 @@
 Uses :mod:`ibdtool.tablespace` and :mod:`ibdtool.fs`. New here: rebuild prediction and
 other predictions.
 """
+
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from ibdtool.advise.cpu_cost import CLOCK, Cost
+    from ibdtool.advise.recommend import (
+        CHEAPEST_WITHIN,
+        Recommendation,
+        recommendations,
+        simulation_json,
+    )
+    from ibdtool.advise.simulate import (
+        DEFAULT_SCENARIOS,
+        BlockSpec,
+        Scenario,
+        ScenarioResult,
+        SimResult,
+        parse_algorithms,
+        parse_block_sizes,
+        simulate_path,
+        wants_row_compressed,
+    )
+else:
+    from ibdtool.exports import lazy
+
+    __getattr__, __dir__ = lazy(
+        __name__,
+        {
+            "cpu_cost": "CLOCK Cost",
+            "recommend": "CHEAPEST_WITHIN Recommendation recommendations simulation_json",
+            "simulate": (
+                "BlockSpec DEFAULT_SCENARIOS Scenario ScenarioResult SimResult parse_algorithms "
+                "parse_block_sizes simulate_path wants_row_compressed"
+            ),
+        },
+    )

@@ -31,7 +31,7 @@ from typing import TYPE_CHECKING, Any, Literal
 from ibdtool.advise.cpu_cost import CLOCK, Cost, CostRun, measure
 from ibdtool.advise.cpu_cost import MAX_PAGES as MAX_COST_PAGES
 from ibdtool.errors import InputError
-from ibdtool.tablespace.reader import RUN_PAGES, Tablespace
+from ibdtool.tablespace import RUN_PAGES, Tablespace
 from ibdtool.workers import WorkerPool
 from parsers.codecs import WHAT_IF, Codec, codec, vendor_codecs
 from parsers.codecs import names as codec_names
@@ -860,7 +860,7 @@ def choose_sample_size(
 
 def _clustered_index_ids(ts: Tablespace) -> frozenset[int]:
     try:
-        from ibdtool.tablespace.inspect import summarise_sdi
+        from ibdtool.tablespace import summarise_sdi
 
         summary = summarise_sdi(ts.sdi())
     except InputError:
@@ -883,7 +883,7 @@ def _clustered_index_ids(ts: Tablespace) -> frozenset[int]:
     return frozenset([min(ids)]) if ids else frozenset()
 
 
-def simulate(
+def simulate_path(
     path: str | os.PathLike[str],
     scenarios: Sequence[Scenario] = DEFAULT_SCENARIOS,
     blocks: Sequence[BlockSpec] | None = None,

@@ -105,7 +105,7 @@ def copy(
 
     Writes go to a temporary name beside the destination, are verified, fsynced and renamed.
     """
-    from ibdtool.copy.local import VERIFY_MODES, CopyOptions
+    from ibdtool.copy import VERIFY_MODES, CopyOptions
 
     assert verify in VERIFY_MODES
     opts = CopyOptions(
@@ -170,15 +170,15 @@ def _copy_all(
     as_json: bool,
     show: bool,
 ) -> int:
-    from ibdtool.copy import remote as rc
+    from ibdtool.copy import Sessions, SshConfig, parse_location
 
-    srcs = [rc.parse_location(p) for p in paths[:-1]]
-    dst = rc.parse_location(paths[-1])
+    srcs = [parse_location(p) for p in paths[:-1]]
+    dst = parse_location(paths[-1])
     want_dir = len(srcs) > 1
     if dst.host is None and (want_dir or dst.path.endswith("/")) and not os.path.isdir(dst.path):
         what = "no such directory" if not os.path.exists(dst.path) else "not a directory"
         raise IbdtoolError(f"{dst.path}: {what}")
-    sessions = rc.Sessions(rc.SshConfig.from_cli(rsh, ssh_option, remote_python))
+    sessions = Sessions(SshConfig.from_cli(rsh, ssh_option, remote_python))
     docs: list[dict[str, Any]] = []
     worst = 0
     try:
@@ -203,17 +203,23 @@ def _copy_all(
 
 def _copy_one(src: Any, dst: Any, opts: Any, want_dir: bool, sessions: Any, show: bool) -> Any:
     from ibdtool.cli.render import progress_for
-    from ibdtool.copy import agent
-    from ibdtool.copy import remote as rc
-    from ibdtool.copy.local import CopyFailed, copy_local
+    from ibdtool.copy import (
+        AgentError,
+        CopyFailed,
+        copy_local,
+        pull,
+        push,
+        relay,
+        resolve_destination,
+    )
 
     label = os.path.basename(src.path.rstrip("/")) or str(src)
     with progress_for(f"copy {label}", enabled=show, byte_units=True) as bar:
         progress = _progress_adapter(bar) if bar else None
         if src.host is None and dst.host is None:
             try:
-                final = agent.resolve_destination(dst.path, os.path.basename(src.path), want_dir)
-            except agent.AgentError as exc:
+                final = resolve_destination(dst.path, os.path.basename(src.path), want_dir)
+            except AgentError as exc:
                 raise CopyFailed(str(exc)) from None
             if (
                 os.path.exists(final)
@@ -224,11 +230,11 @@ def _copy_one(src: Any, dst: Any, opts: Any, want_dir: bool, sessions: Any, show
             return copy_local(src.path, final, opts, progress)
         if src.host is None:
             session = sessions.get(dst.host)
-            return rc.push(session, src.path, dst, opts, want_dir=want_dir, progress=progress)
+            return push(session, src.path, dst, opts, want_dir=want_dir, progress=progress)
         if dst.host is None:
             session = sessions.get(src.host)
-            return rc.pull(session, src, dst.path, opts, want_dir=want_dir, progress=progress)
-        return rc.relay(
+            return pull(session, src, dst.path, opts, want_dir=want_dir, progress=progress)
+        return relay(
             sessions.get(src.host),
             src,
             sessions.get(dst.host, role="receiver"),
@@ -240,7 +246,7 @@ def _copy_one(src: Any, dst: Any, opts: Any, want_dir: bool, sessions: Any, show
 
 
 def _progress_adapter(bar: Callable[..., None]) -> Callable[[Any], None]:
-    from ibdtool.present.text import human_bytes
+    from ibdtool.present import human_bytes
 
     def update(ev: Any) -> None:
         if ev.phase == "copy":
@@ -266,7 +272,7 @@ def print_copy(r: Any) -> None:
     from rich.text import Text
 
     from ibdtool.cli.render import out
-    from ibdtool.present.text import human_bytes
+    from ibdtool.present import human_bytes
 
     hb = human_bytes
     con = out()
@@ -319,8 +325,8 @@ def _verify_line(mode: str, windows: int, pages: dict[str, Any] | None) -> str:
 
 def _in_place(paths: tuple[str, ...], opts: Any, *, yes: bool, as_json: bool, show: bool) -> int:
     from ibdtool.cli.render import progress_for
-    from ibdtool.copy.local import repunch_in_place
-    from ibdtool.present.text import human_bytes
+    from ibdtool.copy import repunch_in_place
+    from ibdtool.present import human_bytes
 
     if opts.repunch is False and not opts.dig_holes:
         raise click.UsageError("--in-place with --no-repunch has nothing to do (add --dig-holes)")
@@ -362,7 +368,7 @@ def _in_place(paths: tuple[str, ...], opts: Any, *, yes: bool, as_json: bool, sh
 
 def _print_in_place(r: Any) -> None:
     from ibdtool.cli.render import out
-    from ibdtool.present.text import human_bytes
+    from ibdtool.present import human_bytes
 
     hb = human_bytes
     con = out()

@@ -25,7 +25,7 @@ if TYPE_CHECKING:  # parsers.keyring loads construct and cryptography: only with
     from parsers.keyring import Keyring
 
 if TYPE_CHECKING:
-    from ibdtool.tablespace.schemas import Schemas
+    from ibdtool.tablespace import Schemas
 
 #: the page map's colourings (ibdtool.present.pagemap.MODES, kept here so start-up imports nothing)
 MAP_MODES = ("type", "compression", "allocation", "index")
@@ -196,7 +196,7 @@ def _emit_json_docs(
 
 def _fail_if_truncated(path: str) -> None:
     """After the whole pages were reported: a partial last page is bad input (exit 2)."""
-    from ibdtool.tablespace.reader import Tablespace
+    from ibdtool.tablespace import Tablespace
 
     with Tablespace(path) as ts:
         if ts.trailing_bytes:
@@ -245,7 +245,7 @@ def inspect(
     schemas: Schemas | None,
 ) -> None:
     """Summary of each tablespace: format, pages, compression, checksums, disk use."""
-    from ibdtool.tablespace.inspect import inspect_path
+    from ibdtool.tablespace import inspect_path
 
     if map_svg and len(paths) > 1:
         raise click.UsageError("--map-svg takes one tablespace")
@@ -254,7 +254,7 @@ def inspect(
     def one(path: str) -> Any:
         schema = schemas.for_file(path, single=len(paths) == 1) if schemas else None
         if show_map or map_svg:
-            from ibdtool.present.pagemap import map_path
+            from ibdtool.present import map_path
 
             result, maps[path] = map_path(
                 path, map_by, with_sdi=not no_sdi, keyring=keyring, schema=schema
@@ -283,8 +283,8 @@ def inspect(
             if show_map:
                 print_map(maps[r.path])
     if map_svg:
-        from ibdtool.fs.creating import create_new
-        from ibdtool.present.pagemap import svg
+        from ibdtool.fs import create_new
+        from ibdtool.present import svg
 
         for r in results:
             create_new(map_svg, svg(maps[r.path], os.path.basename(r.path)).encode())
@@ -334,7 +334,7 @@ def pages(
 ) -> None:
     """One row per page: type, compression, sizes, allocation, checksum, index fields."""
     from ibdtool.cli.render_plain import write_rows
-    from ibdtool.tablespace.page_rows import page_rows
+    from ibdtool.tablespace import read_page_rows
 
     if as_json and as_csv:
         raise click.UsageError("choose one of --jsonl and --csv")
@@ -343,14 +343,14 @@ def pages(
     if (
         as_json
     ):  # written from the stored bytes on every core, in page order (ibdtool.tablespace.pages_json)
-        from ibdtool.tablespace.pages_json import json_lines
+        from ibdtool.tablespace import json_lines
 
         lines = json_lines(path, types=types, start=start, stop=end, keyring=keyring, schema=schema)
         for text in lines:
             sys.stdout.write(text)
         _fail_if_truncated(path)
         return
-    rows = page_rows(path, types=types, start=start, stop=end, keyring=keyring, schema=schema)
+    rows = read_page_rows(path, types=types, start=start, stop=end, keyring=keyring, schema=schema)
     write_rows(rows, "csv" if as_csv else "text", wide)
     _fail_if_truncated(path)
 
@@ -381,7 +381,7 @@ def page(
     keyring: Keyring | None,
 ) -> None:
     """One page: every decoded field with its offset, and its bytes (stored and decompressed)."""
-    from ibdtool.tablespace.page_dump import dump_page, hex_lines, text_lines, to_json
+    from ibdtool.tablespace import dump_json, dump_page, hex_lines, text_lines
 
     if raw + as_hex + as_json > 1:
         _fail("choose one of --raw, --hex and --json")
@@ -394,7 +394,7 @@ def page(
     elif as_hex:
         sys.stdout.write("\n".join(hex_lines(data)) + "\n")
     elif as_json:
-        _emit_json(to_json(d))
+        _emit_json(dump_json(d))
     else:
         sys.stdout.write("\n".join(text_lines(d)) + "\n")
 
@@ -421,7 +421,7 @@ def checksum(
 ) -> None:
     """Verify every page like innochecksum: exit 0 if all verify, 1 if any does not."""
     from ibdtool.cli.render_plain import checksum_json, print_checksum
-    from ibdtool.tablespace.checksum import check_file
+    from ibdtool.tablespace import check_file
 
     outcomes = _outcomes(paths, lambda p: check_file(p, jobs=jobs, keyring=keyring))
     results = [r for _p, r, e in outcomes if e is None]
@@ -493,20 +493,26 @@ def simulate(
     keyring: Keyring | None,
 ) -> None:
     """Predict what page compression would allocate, per algorithm and filesystem block size."""
-    from ibdtool.advise import simulate as sim
-    from ibdtool.advise.recommend import simulation_json
+    from ibdtool.advise import (
+        DEFAULT_SCENARIOS,
+        parse_algorithms,
+        parse_block_sizes,
+        simulate_path,
+        simulation_json,
+        wants_row_compressed,
+    )
     from ibdtool.cli.render import print_simulation, progress_for, write_simulation_csv
 
     if sample and full:
         raise click.UsageError("choose one of --sample and --full")
     if as_json and as_csv:
         raise click.UsageError("choose one of --json and --csv")
-    scenarios = sim.parse_algorithms(algorithms) if algorithms else list(sim.DEFAULT_SCENARIOS)
-    blocks = sim.parse_block_sizes(block_sizes) if block_sizes else None
+    scenarios = parse_algorithms(algorithms) if algorithms else list(DEFAULT_SCENARIOS)
+    blocks = parse_block_sizes(block_sizes) if block_sizes else None
 
     def one(path: str) -> Any:
         with progress_for(f"simulate {path}", enabled=not (as_json or as_csv)) as bar:
-            return sim.simulate(
+            return simulate_path(
                 path,
                 scenarios,
                 blocks,
@@ -514,7 +520,7 @@ def simulate(
                 full=True if full else None,
                 seed=seed,
                 jobs=jobs,
-                row_compressed=sim.wants_row_compressed(algorithms),
+                row_compressed=wants_row_compressed(algorithms),
                 progress=(lambda done, total: bar(done, total)) if bar else None,
                 keyring=keyring,
             )
@@ -543,7 +549,7 @@ def simulate(
 @keyring_options
 def sdi(path: str, keyring: Keyring | None) -> None:
     """The MySQL 8 SDI as JSON, in ibd2sdi's shape."""
-    from ibdtool.tablespace.reader import Tablespace
+    from ibdtool.tablespace import Tablespace
     from parsers.sdi import ibd2sdi_shape
 
     with Tablespace(path, keyring) as ts:

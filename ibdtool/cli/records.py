@@ -45,7 +45,7 @@ def _server_sql(kw: dict[str, Any]) -> Any:
     opts, _ = resolve_connection(kw)
 
     def read(schema: str, table: str) -> str | None:
-        from ibdtool.server.connection import session
+        from ibdtool.server import session
 
         with session(opts) as s:
             row = s.query_one(
@@ -93,8 +93,7 @@ def records(
     options are given), else the .cfg file beside PATH; without any, records are shown in hex.
     An encrypted tablespace is read with --keyring.
     """
-    from ibdtool.tablespace.records import open_records
-    from ibdtool.tablespace.schemas import load_schemas
+    from ibdtool.tablespace import load_schemas, open_records
 
     limit = _size(max_extern)
     schema = None

@@ -16,24 +16,25 @@ from rich.console import Console
 from rich.table import Table
 from rich.text import Text
 
-from ibdtool.advise.recommend import recommendations
-from ibdtool.present.describe import (
+from ibdtool.advise import recommendations
+from ibdtool.present import (
+    ci_text,
     cost_note,
     cost_text,
     current_state_text,
+    hms,
+    human_bytes,
     inspect_rows,
     recommendation_text,
     scenario_label,
     simulation_heading,
 )
-from ibdtool.present.text import ci_text, hms, human_bytes
 
 if TYPE_CHECKING:
-    from ibdtool.advise.cpu_cost import Cost
-    from ibdtool.advise.simulate import SimResult
+    from ibdtool.advise import Cost, SimResult
     from ibdtool.cli.fit import Col
-    from ibdtool.present.pagemap import PageMap
-    from ibdtool.tablespace.inspect import InspectResult
+    from ibdtool.present import PageMap
+    from ibdtool.tablespace import InspectResult
 
 _out: Console | None = None
 _err: Console | None = None

@@ -18,7 +18,7 @@ from typing import TYPE_CHECKING, Any
 import click
 
 if TYPE_CHECKING:
-    from ibdtool.tablespace.checksum import CheckResult
+    from ibdtool.tablespace import CheckResult
 
 
 def _color() -> bool:

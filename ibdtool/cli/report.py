@@ -22,10 +22,23 @@ from ibdtool.cli.report_output import RowSink, finish, report_meta, write_docume
 from ibdtool.cli.schema_option import schema_options
 from ibdtool.cli.ssh_option import ssh_options
 from ibdtool.errors import InputError
-from ibdtool.report import batch as rp
+from ibdtool.report import (
+    DEFAULT_SAMPLE,
+    FLAGS,
+    FRAGMENTED_EXTENTS_PER_GIB,
+    FRAGMENTED_MIN_EXTENTS,
+    Comparer,
+    Scanner,
+    ScanOptions,
+    Target,
+    discover,
+    load_report,
+    match_keys,
+    sort_key,
+)
 
 if TYPE_CHECKING:
-    from ibdtool.tablespace.schemas import Schemas
+    from ibdtool.tablespace import Schemas
 
 FORMATS = ("table", "json", "jsonl", "csv", "markdown", "html")
 
@@ -38,12 +51,12 @@ def _fail_on(values: tuple[str, ...]) -> list[str]:
             if not item:
                 continue
             if item == "any":
-                names.extend(rp.FLAGS)
-            elif item in rp.FLAGS:
+                names.extend(FLAGS)
+            elif item in FLAGS:
                 names.append(item)
             else:
                 raise click.BadParameter(
-                    f"unknown condition {item!r}; valid: {', '.join(rp.FLAGS)}, any",
+                    f"unknown condition {item!r}; valid: {', '.join(FLAGS)}, any",
                     param_hint="--fail-on",
                 )
     return list(dict.fromkeys(names))
@@ -107,7 +120,7 @@ def _progress(files: int, total_bytes: int) -> Iterator[Callable[[int, int, str]
 @click.option(
     "--sample",
     type=click.IntRange(min=1),
-    default=rp.DEFAULT_SAMPLE,
+    default=DEFAULT_SAMPLE,
     show_default=True,
     help="Pages sampled per file by --simulate (smaller files are simulated whole).",
 )
@@ -125,17 +138,17 @@ def _progress(files: int, total_bytes: int) -> Iterator[Callable[[int, int, str]
     "fail_on_opt",
     multiple=True,
     metavar="FLAGS",
-    help=f"Exit 1 when any tablespace has one of these flags: {', '.join(rp.FLAGS)}, or any.",
+    help=f"Exit 1 when any tablespace has one of these flags: {', '.join(FLAGS)}, or any.",
 )
 @click.option(
     "--fragmented",
     "fragmented_per_gib",
     type=click.IntRange(min=1),
-    default=rp.FRAGMENTED_EXTENTS_PER_GIB,
+    default=FRAGMENTED_EXTENTS_PER_GIB,
     show_default=True,
     metavar="EXTENTS_PER_GIB",
     help=f"Flag files with more extents per GiB than this (and at least "
-    f"{rp.FRAGMENTED_MIN_EXTENTS:,} extents) as fragmented.",
+    f"{FRAGMENTED_MIN_EXTENTS:,} extents) as fragmented.",
 )
 @click.option("--wide", is_flag=True, help="Table: every column, however wide the terminal.")
 @click.option(
@@ -180,7 +193,7 @@ def report(
     from ibdtool.cli import report_formats as rf
 
     fail_on = _fail_on(fail_on_opt)
-    opts = rp.ScanOptions(
+    opts = ScanOptions(
         simulate=simulate,
         sample=sample,
         fragmented_per_gib=fragmented_per_gib,
@@ -189,41 +202,41 @@ def report(
     )
     groups = None
     if any(":" in p for p in paths):  # host:path (only then the ssh machinery is imported)
-        from ibdtool.report import remote as fleet
+        from ibdtool.report import parse_hosts
 
-        groups = fleet.parse_hosts(paths)
+        groups = parse_hosts(paths)
     if groups is not None:
         from ibdtool.cli.report_fleet import report_fleet
-        from ibdtool.copy.remote import SshConfig
+        from ibdtool.copy import SshConfig
 
         cfg = SshConfig.from_cli(rsh, ssh_option, remote_python)
         report_fleet(groups, cfg, opts, fmt, wide, compare_path, jobs, fail_on)
         return
-    targets = rp.discover(paths)
+    targets = discover(paths)
     if not targets:
         raise InputError(f"{', '.join(paths)}: no tablespaces found")
     keys_of = dict(
         zip(
             (t.path for t in targets),
-            rp.match_keys([{"name": t.name, "path": t.path} for t in targets]),
+            match_keys([{"name": t.name, "path": t.path} for t in targets]),
             strict=True,
         )
     )
     comparer = None
     if compare_path is not None:
-        comparer = rp.Comparer(rp.load_report(compare_path), compare_path, keys_of.values())
+        comparer = Comparer(load_report(compare_path), compare_path, keys_of.values())
     jobs = jobs or _cores()
     meta = report_meta(paths, opts, jobs, fail_on)
     out = RowSink(fmt, comparer)
     done_files = done_bytes = 0
     with (
-        rp.Scanner(targets, opts, jobs) as scanner,
+        Scanner(targets, opts, jobs) as scanner,
         _progress(len(targets), sum(t.size for t in targets)) as bar,
     ):
         if bar:
             show = bar
 
-            def inside(target: rp.Target, fraction: float) -> None:
+            def inside(target: Target, fraction: float) -> None:
                 # a big file moves the bar by its pages, not only when it is done
                 info = f"{os.path.basename(target.path)} {100 * fraction:.0f}%"
                 show(done_files, done_bytes + int(fraction * target.size), info)
@@ -241,6 +254,6 @@ def report(
             base = {k: c[k] for k in ("path", "name", "schema", "table")}
             rf.write_jsonl_row({**base, "change": c}, sys.stdout)
     else:
-        out.rows.sort(key=rp.sort_key)
+        out.rows.sort(key=sort_key)
         write_document(out, meta, dropped, wide)
     finish(out.totals, out.errors, fail_on)

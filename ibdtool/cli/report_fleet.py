@@ -15,16 +15,15 @@ from typing import Any
 
 from ibdtool.cli import report_formats as rf
 from ibdtool.cli.report_output import RowSink, finish, report_meta, write_document
-from ibdtool.copy.remote import SshConfig
+from ibdtool.copy import SshConfig
 from ibdtool.errors import InputError
-from ibdtool.report import batch as rp
-from ibdtool.report import remote as fleet
+from ibdtool.report import Comparer, ScanOptions, load_report, match_keys, scan_fleet, sort_key
 
 
 def report_fleet(
     groups: list[tuple[str, list[str]]],
     cfg: SshConfig,
-    opts: rp.ScanOptions,
+    opts: ScanOptions,
     fmt: str,
     wide: bool,
     compare_path: str | None,
@@ -42,17 +41,17 @@ def report_fleet(
         )
     comparer = None
     if compare_path is not None:
-        comparer = rp.Comparer(rp.load_report(compare_path), compare_path, ())
+        comparer = Comparer(load_report(compare_path), compare_path, ())
     paths = tuple(f"{host}:{p}" for host, ps in groups for p in ps)
     meta = report_meta(paths, opts, jobs or len(groups), fail_on, local=False)
     meta["hosts"] = [host for host, _ in groups]
     out = RowSink(fmt, comparer)
     keys: set[str] = set()
     host_rows = 0
-    for row in fleet.scan_fleet(groups, cfg, opts, jobs):
+    for row in scan_fleet(groups, cfg, opts, jobs):
         host_rows += row.get("kind") == "host"
         error, host = row.get("error"), row["host"]
-        key = rp.match_keys([row])[0]
+        key = match_keys([row])[0]
         keys.add(key)
         out.add(
             row, key, error if not error or error.startswith(f"{host}:") else f"{host}: {error}"
@@ -71,6 +70,6 @@ def report_fleet(
             rf.write_jsonl_row({"host": host_total["host"], "totals": host_total}, sys.stdout)
         rf.write_jsonl_row({"hosts": len(sums["by_host"]), "totals": sums["all"]}, sys.stdout)
     else:
-        out.rows.sort(key=lambda r: (r["host"], *rp.sort_key(r)))
+        out.rows.sort(key=lambda r: (r["host"], *sort_key(r)))
         write_document(out, meta, dropped, wide)
     finish(out.totals, out.errors, fail_on, host_rows)

@@ -14,7 +14,7 @@ import json
 from collections.abc import Callable
 from typing import IO, Any
 
-from ibdtool.present.text import human_bytes
+from ibdtool.present import human_bytes
 
 SYSTEM_LABEL = "(server)"  # rows with no schema: system, undo and general tablespaces
 
@@ -283,7 +283,7 @@ def csv_record(row: dict[str, Any]) -> dict[str, Any]:
 
 def write_csv(doc: dict[str, Any], out: IO[str]) -> None:
     """One line per tablespace; with ``--compare``, its change, and dropped ones at the end."""
-    from ibdtool.report.batch import match_keys
+    from ibdtool.report import match_keys
 
     fields = list(CSV_FIELDS)
     if fleet(doc):
@@ -652,7 +652,7 @@ def schema_chart(by_schema: list[dict[str, Any]], width: int = 760) -> str:
 
 def page_map_svg(m: dict[str, Any], label: str, width: int = 512) -> str:
     """One tablespace's sampled page-type map (``report --map``) as an inline SVG strip."""
-    from ibdtool.present.palette import type_color
+    from ibdtool.present import type_color
 
     cells = m["cells"]
     cols = min(width, max(1, len(cells)))
@@ -675,7 +675,7 @@ def _maps_section(doc: dict[str, Any]) -> str:
     rows = [r for r in doc["tablespaces"] if r.get("map")]
     if not rows:
         return ""
-    from ibdtool.present.palette import type_color
+    from ibdtool.present import type_color
 
     seen: dict[str, str] = {}
     items = []

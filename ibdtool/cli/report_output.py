@@ -18,7 +18,7 @@ import click
 
 from ibdtool.cli import report_formats as rf
 from ibdtool.errors import ExitCode
-from ibdtool.report import batch as rp
+from ibdtool.report import Comparer, ScanOptions, Totals, document, fail_on_hits, thresholds
 
 #: errors listed on stderr at the end; every one is in its row
 MAX_LISTED_ERRORS = 20
@@ -29,11 +29,11 @@ class RowSink:
     written at once (``jsonl``) or kept for the document, with its change against
     ``--compare``'s report."""
 
-    def __init__(self, fmt: str, comparer: rp.Comparer | None) -> None:
+    def __init__(self, fmt: str, comparer: Comparer | None) -> None:
         self.fmt = fmt
         self.stream = fmt == "jsonl"
         self.comparer = comparer
-        self.totals = rp.Totals()
+        self.totals = Totals()
         self.rows: list[dict[str, Any]] = []
         self.changes: list[dict[str, Any]] = []
         self.errors: list[str] = []
@@ -54,7 +54,7 @@ class RowSink:
 
 
 def report_meta(
-    paths: tuple[str, ...], opts: rp.ScanOptions, jobs: int, fail_on: list[str], local: bool = True
+    paths: tuple[str, ...], opts: ScanOptions, jobs: int, fail_on: list[str], local: bool = True
 ) -> Any:
     try:
         version = metadata.version("ibdtool")
@@ -71,7 +71,7 @@ def report_meta(
             "jobs": jobs,
             "fail_on": fail_on,
         },
-        "thresholds": rp.thresholds(opts),
+        "thresholds": thresholds(opts),
     }
 
 
@@ -87,7 +87,7 @@ def write_document(
             "summary": out.comparer.summary(out.totals),
             "changes": sorted(out.changes + dropped, key=lambda c: c["key"]),
         }
-    doc = rp.document(out.rows, out.totals, meta, compare)
+    doc = document(out.rows, out.totals, meta, compare)
     if out.fmt == "table":
         rf.print_table(doc, wide)
     else:
@@ -95,7 +95,7 @@ def write_document(
         sys.stdout.flush()
 
 
-def finish(totals: rp.Totals, errors: list[str], fail_on: list[str], host_rows: int = 0) -> None:
+def finish(totals: Totals, errors: list[str], fail_on: list[str], host_rows: int = 0) -> None:
     """The errors on stderr and the exit status: 2 when a file (or, ``host_rows``, a host or
     a path on it) could not be read, else 1 for a --fail-on hit."""
     overall = totals.to_json()["all"]
@@ -111,7 +111,7 @@ def finish(totals: rp.Totals, errors: list[str], fail_on: list[str], host_rows: 
         if parts:
             click.echo(f"ibdtool: error: {', '.join(parts)} (see their rows)", err=True)
         sys.exit(ExitCode.BAD_INPUT)
-    hits = rp.fail_on_hits(overall["flags"], fail_on)
+    hits = fail_on_hits(overall["flags"], fail_on)
     if hits:
         click.echo(
             "ibdtool: found "

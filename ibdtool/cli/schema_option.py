@@ -31,7 +31,7 @@ def schema_options(fn: F) -> F:
     def wrapper(*args: Any, schema_sql: str | None, **kw: Any) -> Any:
         if schema_sql is None:
             return fn(*args, schemas=None, **kw)
-        from ibdtool.tablespace.schemas import load_schemas
+        from ibdtool.tablespace import load_schemas
 
         return fn(*args, schemas=load_schemas(schema_sql), **kw)
 

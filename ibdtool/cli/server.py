@@ -52,7 +52,7 @@ class ClientCommand(click.Command):
     (click cannot parse an option whose value is only ever attached)."""
 
     def parse_args(self, ctx: click.Context, args: list[str]) -> list[str]:
-        from ibdtool.server.clientopts import take_password_args
+        from ibdtool.server import take_password_args
 
         args, ctx.meta["ibdtool.password"] = take_password_args(args)
         return super().parse_args(ctx, args)
@@ -151,7 +151,7 @@ def _prompt_password(text: str) -> str:
 def resolve_connection(kw: dict[str, Any]) -> tuple[Any, str | None]:
     """The connection options and ``--datadir`` of :func:`connection_options`, taken out of
     ``kw`` (asks for the password here when ``-p`` was given)."""
-    from ibdtool.server.clientopts import PASSWORD_WARNING, PasswordArg, resolve_options
+    from ibdtool.server import PASSWORD_WARNING, PasswordArg, resolve_options
 
     cli = {k: kw.pop(k, None) for k in _CONNECTION_KEYS}
     kw.pop("ask_password", None)  # -p is read by ClientCommand, before click
@@ -159,7 +159,7 @@ def resolve_connection(kw: dict[str, Any]) -> tuple[Any, str | None]:
     pw = ctx.meta.get("ibdtool.password") if ctx is not None else None
     pw = pw if isinstance(pw, PasswordArg) else PasswordArg()
     if pw.value is not None:
-        from ibdtool.server.argvscrub import scrub_quietly
+        from ibdtool.server import scrub_quietly
 
         if pw.arg:
             scrub_quietly(pw.arg, pw.value)  # out of `ps`, as the clients do
@@ -183,7 +183,7 @@ def resolve_connection(kw: dict[str, Any]) -> tuple[Any, str | None]:
 
 
 def _open_server(kw: dict[str, Any]) -> Any:
-    from ibdtool.server.context import Server
+    from ibdtool.server import Server
 
     opts, datadir = resolve_connection(kw)
     return Server(opts, datadir=datadir)
@@ -204,7 +204,7 @@ def server() -> None:
 @click.option("--wide", is_flag=True, help="One line per value, whatever the terminal's width.")
 def status(as_json: bool, wide: bool, **kw: Any) -> None:
     """Flavor, version, page size, checksums, compression, codecs, punch hole, block size."""
-    from ibdtool.server.status import server_status
+    from ibdtool.server import server_status
 
     with _open_server(kw) as srv:
         st = server_status(srv)
@@ -227,7 +227,7 @@ def tables(
     schemas: tuple[str, ...], show_all: bool, no_pages: bool, as_json: bool, wide: bool, **kw: Any
 ) -> None:
     """Every table with FILE_SIZE, ALLOCATED_SIZE, row format, compression and page state."""
-    from ibdtool.server.tables import list_tables, space_kind
+    from ibdtool.server import list_tables, space_kind
 
     with _open_server(kw) as srv:
         found, others = list_tables(srv, schemas=list(schemas) or None, with_pages=not no_pages)
@@ -443,11 +443,17 @@ def migrate(
     saving; with --execute runs them one table at a time with progress, then measures and
     verifies the pages on disk. Ctrl-C kills the running statement and reports the table.
     """
-    from ibdtool.server import PlanSettings, build_plan, parse_target
-    from ibdtool.server.execute import ExecSettings
-    from ibdtool.server.pacing import Pacing, parse_load
-    from ibdtool.server.progress import source_unavailable_reason
-    from ibdtool.server.tables import list_tables, split_table_name
+    from ibdtool.server import (
+        ExecSettings,
+        Pacing,
+        PlanSettings,
+        build_plan,
+        list_tables,
+        parse_load,
+        parse_target,
+        source_unavailable_reason,
+        split_table_name,
+    )
 
     target = parse_target(target_text)
     if not table_names and not schemas:
@@ -491,10 +497,10 @@ def migrate(
             flush_for_export=flush_for_export,
         )
         if max_lag is not None:
-            from ibdtool.server.replicas import resolve
+            from ibdtool.server import resolve_replicas
 
             pacing.max_lag = max_lag
-            pacing.replicas = resolve(srv.session, srv.flavor, srv.opts, list(replicas))
+            pacing.replicas = resolve_replicas(srv.session, srv.flavor, srv.opts, list(replicas))
         elif replicas:
             raise click.UsageError("--replica is for --max-lag")
         plan = build_plan(srv, found, target, settings)
@@ -539,8 +545,7 @@ def _run(
     settings: Any,
 ) -> int:
     from ibdtool.cli.server_display import ProgressView, print_results
-    from ibdtool.server.execute import Migration
-    from ibdtool.server.journal import Journal
+    from ibdtool.server import Journal, Migration
 
     migration = Migration(srv, plan, settings, Journal(journal_path) if journal_path else None)
     tty = sys.stderr.isatty() and not as_json

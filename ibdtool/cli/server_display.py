@@ -15,15 +15,20 @@ from rich.table import Table
 from rich.text import Text
 
 from ibdtool.cli.render import err, out
-from ibdtool.present.text import hms, human_bytes
+from ibdtool.present import hms, human_bytes
 
 if TYPE_CHECKING:
     from rich.progress import Progress, TaskID
 
-    from ibdtool.server.plan import Plan, TablePlan
-    from ibdtool.server.results import Event, TableResult
-    from ibdtool.server.status import ServerStatus
-    from ibdtool.server.table_info import SpaceInfo, TableInfo
+    from ibdtool.server import (
+        Event,
+        Plan,
+        ServerStatus,
+        SpaceInfo,
+        TableInfo,
+        TablePlan,
+        TableResult,
+    )
     from parsers.vendor import Vendor
 
 LINE_EVERY = 10.0  # seconds between progress lines when stderr is not a terminal
@@ -212,7 +217,7 @@ def print_tables(
     priority and named in a footer, numbers never cut; ``wide`` shows every column."""
     from ibdtool.cli.fit import Col
     from ibdtool.cli.render import fitted, table_console
-    from ibdtool.server.tables import space_kind
+    from ibdtool.server import space_kind
 
     cols = [
         Col(k, title, p, numeric, short, wrap)

@@ -22,7 +22,7 @@ from ibdtool.errors import IbdtoolError
 from parsers.keyring import Keyring
 
 if TYPE_CHECKING:
-    from ibdtool.tablespace.schemas import Schemas
+    from ibdtool.tablespace import Schemas
 
 
 @click.command(cls=ClientCommand, context_settings=CLIENT_CONTEXT)

@@ -9,3 +9,48 @@
 
 Uses :mod:`ibdtool.fs` and :mod:`ibdtool.tablespace`.
 """
+
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from ibdtool.copy.agent import (
+        FRAME,
+        AgentError,
+        Codec,
+        Interrupted,
+        available_codecs,
+        decode_batch,
+        read_json,
+        resolve_destination,
+        unpack_ranges,
+    )
+    from ibdtool.copy.local import (
+        VERIFY_MODES,
+        CopyFailed,
+        CopyOptions,
+        copy_local,
+        repunch_in_place,
+    )
+    from ibdtool.copy.remote import (
+        AgentSession,
+        Sessions,
+        SshConfig,
+        parse_location,
+        pull,
+        push,
+        relay,
+    )
+else:
+    from ibdtool.exports import lazy
+
+    __getattr__, __dir__ = lazy(
+        __name__,
+        {
+            "agent": (
+                "AgentError Codec FRAME Interrupted available_codecs decode_batch read_json "
+                "resolve_destination unpack_ranges"
+            ),
+            "local": "CopyFailed CopyOptions VERIFY_MODES copy_local repunch_in_place",
+            "remote": "AgentSession Sessions SshConfig parse_location pull push relay",
+        },
+    )

@@ -45,13 +45,13 @@ from typing import TYPE_CHECKING, Any, overload
 from ibdtool.copy import agent
 from ibdtool.copy.repunch import Needless, iter_needless, lock_exclusive, needless_ranges, users_of
 from ibdtool.errors import ExitCode, IbdtoolError, InputError
-from ibdtool.fs.allocation import Allocation, read_allocation
-from ibdtool.tablespace.reader import Tablespace
+from ibdtool.fs import Allocation, read_allocation
+from ibdtool.tablespace import Tablespace
 from parsers.layout import align_up
 
 if TYPE_CHECKING:  # checkscan and copycheck load the page decoder: only for a page check
     from ibdtool.copy.readback import WindowPages
-    from ibdtool.tablespace.checksum import CheckResult
+    from ibdtool.tablespace import CheckResult
 
 Ranges = list[tuple[int, int]]
 
@@ -523,14 +523,14 @@ def is_tablespace(path: str) -> bool:
 
 def check_pages(path: str, reference: str | None = None) -> dict[str, Any]:
     """Every page checksum of ``path``; pages invalid there but not in ``reference`` fail."""
-    from ibdtool.tablespace.checksum import check_file
+    from ibdtool.tablespace import check_file
 
     return pages_verdict(path, check_file(path), reference)
 
 
 def pages_verdict(path: str, result: CheckResult, reference: str | None) -> dict[str, Any]:
     """:func:`check_pages` of a :class:`~ibdtool.tablespace.checksum.CheckResult` already made."""
-    from ibdtool.tablespace.checksum import check_file
+    from ibdtool.tablespace import check_file
 
     pages = {
         "pages": result.pages,

@@ -4,8 +4,8 @@
 compare its CRC-32 with the source's. :class:`WindowPages` is that read
 (``Destination.read_back``): each piece of the window is read from the part file into a
 buffer of whole pages, its CRC-32 taken there, and the pages the buffer completes are verified
-(:class:`ibdtool.tablespace.checksum.PageTally`, the engine of ``ibdtool checksum``) from the same
-bytes, so no second pass reads the destination after the copy. The bytes outside the pieces are
+(:class:`ibdtool.tablespace.checksum.ChecksumTally`, the engine of ``ibdtool checksum``) from the
+same bytes, so no second pass reads the destination after the copy. The bytes outside the pieces are
 holes of the part (the flush punched every allocated block of them before the read-back) and stand
 as zeros, as a read of a hole returns. A page cut by a window's end waits in the buffer for the
 next window; the pages after the last piece are verified by :meth:`WindowPages.finish`.
@@ -17,8 +17,7 @@ import os
 import zlib
 from collections.abc import Sequence
 
-from ibdtool.tablespace.checksum import CheckResult, PageTally, results
-from ibdtool.tablespace.reader import Tablespace
+from ibdtool.tablespace import CheckResult, ChecksumTally, Tablespace, check_result
 
 CHUNK_PAGES = 256  # pages verified at a time: 4 MiB of 16K pages, as ``checksum`` reads
 
@@ -31,7 +30,7 @@ class WindowPages:
     def __init__(self, ts: Tablespace, path: str) -> None:
         self.path = path
         self.ts = ts
-        self.tally = PageTally(ts)
+        self.tally = ChecksumTally(ts)
         self.psize = ts.physical_size
         self.n_pages = ts.n_pages
         self.buf = bytearray(CHUNK_PAGES * self.psize)
@@ -98,4 +97,4 @@ class WindowPages:
     def finish(self) -> CheckResult:
         """Verify what is left (after the last window, holes punched): every page counted."""
         self._flush(max(self.n_pages, self.base + self.used))
-        return results(self.path, self.n_pages, self.ts, [self.tally.part()])
+        return check_result(self.path, self.n_pages, self.ts, [self.tally.part()])

@@ -57,7 +57,7 @@ from ibdtool.copy.local import (
     zero_blocks,
 )
 from ibdtool.errors import IbdtoolError
-from ibdtool.fs.allocation import read_allocation
+from ibdtool.fs import read_allocation
 
 #: Run by the remote python3: check the version, then read and run the agent from stdin. It
 #: holds no quote, backslash, ``$`` or ``!``, so every common login shell passes it unchanged.
@@ -630,7 +630,7 @@ def _repunch_received(
 ) -> None:
     """Pull: re-punch the received part file here, before it is sealed and renamed."""
     from ibdtool.copy.repunch import needless_ranges
-    from ibdtool.tablespace.reader import Tablespace
+    from ibdtool.tablespace import Tablespace
 
     drop: list[tuple[int, int]] = []
     alloc = read_allocation(dest.fd, with_extents=False)

@@ -34,9 +34,8 @@ from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from ibdtool.fs.allocation import Allocation
-from ibdtool.tablespace.parallel import map_ranges
-from ibdtool.tablespace.reader import CHUNK_BYTES, Tablespace
+from ibdtool.fs import Allocation
+from ibdtool.tablespace import CHUNK_BYTES, Tablespace, map_ranges
 from parsers.envelope import may_have_stored_size, read_envelope
 
 #: process names of the servers whose data directory is their working directory

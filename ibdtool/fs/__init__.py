@@ -8,3 +8,21 @@ filesystem really stores for a file.
 Uses nothing of ibdtool but :mod:`ibdtool.errors`. New here: extent and DROP cost, and
 filesystem calibration.
 """
+
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from ibdtool.fs.allocation import Allocation, read_allocation, scan_ranges
+    from ibdtool.fs.creating import create_new
+    from ibdtool.fs.opening import open_regular
+else:
+    from ibdtool.exports import lazy
+
+    __getattr__, __dir__ = lazy(
+        __name__,
+        {
+            "allocation": "Allocation read_allocation scan_ranges",
+            "creating": "create_new",
+            "opening": "open_regular",
+        },
+    )

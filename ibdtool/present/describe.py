@@ -9,15 +9,13 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
-from ibdtool.advise.recommend import CHEAPEST_WITHIN
+from ibdtool.advise import CHEAPEST_WITHIN
 from ibdtool.present.text import human_bytes, plural, size_k, us_text
 
 if TYPE_CHECKING:
-    from ibdtool.advise.cpu_cost import Cost
-    from ibdtool.advise.recommend import Recommendation
-    from ibdtool.advise.simulate import Scenario, ScenarioResult, SimResult
-    from ibdtool.fs.allocation import Allocation
-    from ibdtool.tablespace.inspect import InspectResult
+    from ibdtool.advise import Cost, Recommendation, Scenario, ScenarioResult, SimResult
+    from ibdtool.fs import Allocation
+    from ibdtool.tablespace import InspectResult
     from parsers.space import SpaceFormat
     from parsers.vendor import Vendor
 
@@ -32,7 +30,7 @@ def format_rows(
     fmt: SpaceFormat, vendor: Vendor, label: str | None = None
 ) -> list[tuple[str, str]]:
     """The "Format" and "Page size" rows: what page 0 alone tells, or ``label`` (a scan's)."""
-    from ibdtool.tablespace.inspect import format_name
+    from ibdtool.tablespace import format_name
 
     label = label or format_name(fmt)
     sizes = f"{size_k(fmt.logical_size)} logical / {size_k(fmt.physical_size)} physical"
@@ -241,7 +239,7 @@ def cost_note(r: SimResult) -> str | None:
     """How the CPU figures were measured (None when they were not)."""
     if not r.cost_repetitions:
         return None
-    from ibdtool.advise.cpu_cost import CLOCK
+    from ibdtool.advise import CLOCK
 
     return (
         f"µs/page: median of {r.cost_repetitions} runs on {plural(r.cost_pages, 'page')} "

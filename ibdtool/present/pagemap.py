@@ -19,7 +19,7 @@ from xml.sax.saxutils import escape
 from ibdtool.present import palette
 
 if TYPE_CHECKING:
-    from ibdtool.tablespace.inspect import InspectResult
+    from ibdtool.tablespace import InspectResult
     from parsers.keyring import Keyring
     from parsers.page import PageInfo
     from parsers.tabledef import TableDef
@@ -107,8 +107,7 @@ def map_path(
     """Inspect ``path`` and collect its page map under ``mode`` in the same pass (``keyring``
     opens an encrypted tablespace: its pages then show their real types; ``schema``: the
     table's ``--schema`` definition, for index names)."""
-    from ibdtool.tablespace.inspect import inspect
-    from ibdtool.tablespace.reader import Tablespace
+    from ibdtool.tablespace import Tablespace, inspect_tablespace
 
     pm = PageMap(mode)
 
@@ -116,7 +115,7 @@ def map_path(
         pm.labels.append(label_of(info, mode))
 
     with Tablespace(path, keyring) as ts:
-        result = inspect(ts, with_sdi=with_sdi, on_page=on_page, jobs=1, schema=schema)
+        result = inspect_tablespace(ts, with_sdi=with_sdi, on_page=on_page, jobs=1, schema=schema)
         if mode == "index" and result.index_names.names:  # "index 24 (ua)"
             names = {f"index {i}": f"index {i} ({n})" for i, n in result.index_names.names.items()}
             pm.labels = [names.get(label, label) for label in pm.labels]
@@ -134,7 +133,7 @@ def sampled_types(path: str, cells: int = 512) -> dict[str, Any]:
     """A compact page-type map for reports: every page of a file up to ``cells`` pages, else
     ``cells`` pages evenly spread (each cell the type of one page). ``{"pages", "per_cell",
     "types": [names], "cells": [index into types, …]}``."""
-    from ibdtool.tablespace.reader import Tablespace
+    from ibdtool.tablespace import Tablespace
 
     with Tablespace(path) as ts:
         n = ts.n_pages

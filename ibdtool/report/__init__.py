@@ -7,3 +7,41 @@
 Uses :mod:`ibdtool.tablespace`, :mod:`ibdtool.advise`, :mod:`ibdtool.copy` and
 :mod:`ibdtool.fs`. New here: report formats that are data (the printed ones go in ``cli/``).
 """
+
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from ibdtool.report.batch import (
+        DEFAULT_SAMPLE,
+        FLAGS,
+        FRAGMENTED_EXTENTS_PER_GIB,
+        FRAGMENTED_MIN_EXTENTS,
+        Comparer,
+        Scanner,
+        ScanOptions,
+        Target,
+        Totals,
+        discover,
+        document,
+        fail_on_hits,
+        load_report,
+        match_keys,
+        scan_one,
+        sort_key,
+        thresholds,
+    )
+    from ibdtool.report.remote import parse_hosts, scan_fleet
+else:
+    from ibdtool.exports import lazy
+
+    __getattr__, __dir__ = lazy(
+        __name__,
+        {
+            "batch": (
+                "Comparer DEFAULT_SAMPLE FLAGS FRAGMENTED_EXTENTS_PER_GIB FRAGMENTED_MIN_EXTENTS "
+                "ScanOptions Scanner Target Totals discover document fail_on_hits load_report "
+                "match_keys scan_one sort_key thresholds"
+            ),
+            "remote": "parse_hosts scan_fleet",
+        },
+    )

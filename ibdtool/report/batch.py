@@ -26,21 +26,22 @@ from typing import TYPE_CHECKING, Any
 
 from ibdtool.errors import IbdtoolError, InputError
 from ibdtool.report import saved as schema
-from ibdtool.tablespace.inspect import (
+from ibdtool.tablespace import (
     PARALLEL_MIN_PAGES,
+    FileSource,
     InspectResult,
-    inspect,
+    Tablespace,
     inspect_path,
+    inspect_tablespace,
     summarise_sdi,
 )
-from ibdtool.tablespace.reader import FileSource, Tablespace
 from ibdtool.workers import WorkerPool
 from parsers import filename
 from parsers.constants import Algorithm
 from parsers.vendor import Vendor
 
 if TYPE_CHECKING:
-    from ibdtool.tablespace.schemas import Schemas
+    from ibdtool.tablespace import Schemas
 
 SCHEMA_VERSION = 1
 GIB = 1 << 30
@@ -427,7 +428,7 @@ def error_row(t: Target, message: str, local: bool = True) -> dict[str, Any]:
 
 
 def _best_scenarios(vendor: str) -> list[Any]:
-    from ibdtool.advise.simulate import DEFAULT_SCENARIOS
+    from ibdtool.advise import DEFAULT_SCENARIOS
 
     servers = {"mysql": ("mysql",), "mariadb": ("mariadb",)}.get(vendor, ("mysql", "mariadb"))
     return [s for s in DEFAULT_SCENARIOS if s.server in servers]
@@ -457,7 +458,7 @@ def simulation_for(
 ) -> dict[str, Any]:
     """The best page-compression prediction for this file's server and filesystem (sampled);
     ``progress(pages_done, pages)`` as the sampled pages are simulated."""
-    from ibdtool.advise.simulate import simulate
+    from ibdtool.advise import simulate_path
 
     out = no_simulation(row, None)
     if t.kind != "table":
@@ -468,7 +469,7 @@ def simulation_for(
         out["note"] = "ROW_FORMAT=COMPRESSED tablespace: see `ibdtool simulate` for an estimate"
         return out
     try:
-        sim = simulate(
+        sim = simulate_path(
             t.path,
             _best_scenarios(row["vendor"]),
             sample=opts.sample,
@@ -523,7 +524,7 @@ def scan_one(
         table_def = opts.schemas.for_file(t.path) if opts.schemas else None
         if source is not None:
             with Tablespace(t.path, source=source(t.path)) as ts:
-                result = inspect(ts, jobs=1, with_zip_fill=False, schema=table_def)
+                result = inspect_tablespace(ts, jobs=1, with_zip_fill=False, schema=table_def)
         elif not stat.S_ISREG(os.stat(t.path).st_mode):  # a FIFO would block the open
             return error_row(t, f"{t.path}: not a regular file")
         else:
@@ -543,7 +544,7 @@ def scan_one(
     if not local:
         return row
     if opts.page_map:
-        from ibdtool.present.pagemap import sampled_types
+        from ibdtool.present import sampled_types
 
         try:
             row["map"] = sampled_types(t.path)

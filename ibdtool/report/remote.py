@@ -29,10 +29,21 @@ from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
-from ibdtool.copy import agent
-from ibdtool.copy.remote import AgentSession, SshConfig, parse_location
+from ibdtool.copy import (
+    FRAME,
+    AgentError,
+    AgentSession,
+    Codec,
+    Interrupted,
+    SshConfig,
+    available_codecs,
+    decode_batch,
+    parse_location,
+    read_json,
+    unpack_ranges,
+)
 from ibdtool.errors import IbdtoolError, InputError
-from ibdtool.fs.allocation import Allocation
+from ibdtool.fs import Allocation
 from ibdtool.report import batch as rp
 
 #: hosts scanned at once when not told
@@ -97,7 +108,7 @@ class RemoteHost:
     def open(self) -> RemoteHost:
         """Start the agent; an :class:`IbdtoolError` says why it could not (ssh's last line)."""
         self.session.open()
-        if "zstd" in self.session.codecs and "zstd" in agent.available_codecs():
+        if "zstd" in self.session.codecs and "zstd" in available_codecs():
             self.codec = "zstd"
         return self
 
@@ -112,14 +123,14 @@ class RemoteHost:
         """Send ``msg`` and read its answer (``ok`` false is returned, not raised)."""
         try:
             self.session.send_json(msg)
-            return agent.read_json(self.session.stdout)
-        except (OSError, ValueError, agent.AgentError, agent.Interrupted):
+            return read_json(self.session.stdout)
+        except (OSError, ValueError, AgentError, Interrupted):
             raise self.lost() from None
 
     def frame(self) -> tuple[bytes, bytes]:
         try:
             return self.session.recv_frame()
-        except (OSError, agent.AgentError, agent.Interrupted):
+        except (OSError, AgentError, Interrupted):
             raise self.lost() from None
 
     def walk(self, path: str) -> list[rp.Target]:
@@ -170,13 +181,13 @@ class RemoteFile:
             st_size=self.size,
             allocated=int(reply["allocated"]),
             fs_block_size=int(reply["fs_block"]),
-            data_ranges=tuple(agent.unpack_ranges(blob)),
+            data_ranges=tuple(unpack_ranges(blob)),
             extents=extents,
             unwritten_extents=unwritten,
             contiguous_runs=runs,
             unwritten_bytes=unwritten_bytes,
         )
-        self._codec = agent.Codec(host.codec)
+        self._codec = Codec(host.codec)
 
     def read(self, offset: int, length: int) -> bytes:
         end = min(offset + length, self.size)
@@ -200,10 +211,10 @@ class RemoteFile:
                 raise InputError(str(msg.get("error") or f"{self.path}: read failed"))
             if kind != b"D":
                 raise host.lost()
-            host.received += len(payload) + agent.FRAME.size
+            host.received += len(payload) + FRAME.size
             try:
-                pieces = agent.decode_batch(payload, self._codec)
-            except agent.AgentError:
+                pieces = decode_batch(payload, self._codec)
+            except AgentError:
                 raise host.lost() from None
             for at, data in pieces:
                 if not offset <= at <= at + len(data) <= end:

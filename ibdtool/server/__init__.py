@@ -23,33 +23,51 @@ Modules: ``clientopts`` (option files, login paths, precedence), ``loginfile``
 
 from __future__ import annotations
 
-from ibdtool.server.clientopts import resolve_options
-from ibdtool.server.connection import ConnectionOptions
-from ibdtool.server.context import Server
-from ibdtool.server.execute import ExecSettings, Migration
-from ibdtool.server.plan import Plan, build_plan
-from ibdtool.server.preflight import Check
-from ibdtool.server.results import Event, TableResult
-from ibdtool.server.status import server_status
-from ibdtool.server.steps import PlanSettings, Target, parse_target
-from ibdtool.server.table_info import TableInfo
-from ibdtool.server.tables import list_tables
+from typing import TYPE_CHECKING
 
-__all__ = [
-    "Check",
-    "ConnectionOptions",
-    "Event",
-    "ExecSettings",
-    "Migration",
-    "Plan",
-    "PlanSettings",
-    "Server",
-    "TableInfo",
-    "TableResult",
-    "Target",
-    "build_plan",
-    "list_tables",
-    "parse_target",
-    "resolve_options",
-    "server_status",
-]
+if TYPE_CHECKING:
+    from ibdtool.server.argvscrub import scrub_quietly
+    from ibdtool.server.clientopts import (
+        PASSWORD_WARNING,
+        PasswordArg,
+        resolve_options,
+        take_password_args,
+    )
+    from ibdtool.server.connection import ConnectionOptions, session
+    from ibdtool.server.context import Server
+    from ibdtool.server.execute import ExecSettings, Migration
+    from ibdtool.server.journal import Journal
+    from ibdtool.server.pacing import Pacing, parse_load
+    from ibdtool.server.plan import Plan, TablePlan, build_plan
+    from ibdtool.server.preflight import Check
+    from ibdtool.server.progress import source_unavailable_reason
+    from ibdtool.server.replicas import resolve_replicas
+    from ibdtool.server.results import Event, TableResult
+    from ibdtool.server.status import ServerStatus, server_status
+    from ibdtool.server.steps import PlanSettings, Target, parse_target
+    from ibdtool.server.table_info import SpaceInfo, TableInfo
+    from ibdtool.server.tables import index_names, list_tables, space_kind, split_table_name
+else:
+    from ibdtool.exports import lazy
+
+    __getattr__, __dir__ = lazy(
+        __name__,
+        {
+            "argvscrub": "scrub_quietly",
+            "clientopts": "PASSWORD_WARNING PasswordArg resolve_options take_password_args",
+            "connection": "ConnectionOptions session",
+            "context": "Server",
+            "execute": "ExecSettings Migration",
+            "journal": "Journal",
+            "pacing": "Pacing parse_load",
+            "plan": "Plan TablePlan build_plan",
+            "preflight": "Check",
+            "progress": "source_unavailable_reason",
+            "replicas": "resolve_replicas",
+            "results": "Event TableResult",
+            "status": "ServerStatus server_status",
+            "steps": "PlanSettings Target parse_target",
+            "table_info": "SpaceInfo TableInfo",
+            "tables": "index_names list_tables space_kind split_table_name",
+        },
+    )

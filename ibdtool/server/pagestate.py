@@ -18,7 +18,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from ibdtool.errors import InputError
-from ibdtool.tablespace.reader import Tablespace
+from ibdtool.tablespace import Tablespace
 from parsers.constants import (
     FIL_PAGE_TYPE_FSP_HDR,
     FIL_PAGE_TYPE_XDES,
@@ -174,7 +174,7 @@ def _stored_plain_by_design(
     ts: Tablespace, page_no: int, server: Vendor, algorithm: str, level: int | None, block: int
 ) -> bool:
     """Would this server store this page uncompressed? Recompress it and lay it out."""
-    from ibdtool.advise.simulate import Scenario
+    from ibdtool.advise import Scenario
 
     _, _, page = ts.page_with_data(page_no)
     scenario = Scenario(server, algorithm, level)

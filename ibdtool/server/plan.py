@@ -198,7 +198,7 @@ def already_there(table: TableInfo, target: Target, vendor: Vendor) -> str | Non
 
 def predict(server: Server, table: TableInfo, target: Target, jobs: int | None) -> Prediction:
     """What the simulator expects the table to allocate after the conversion (local files)."""
-    from ibdtool.advise.simulate import BlockSpec, Scenario, simulate
+    from ibdtool.advise import BlockSpec, Scenario, simulate_path
 
     paths = table.local_paths
     if not paths or len(paths) != len(table.spaces):
@@ -230,7 +230,7 @@ def predict(server: Server, table: TableInfo, target: Target, jobs: int | None) 
         row = target.kind == "row"
         # the ROW_FORMAT what-if deflates each page several times: a sample is enough
         sample = ROW_SAMPLE_PAGES if row and p.stat().st_size > ROW_SAMPLE_PAGES * 16384 else None
-        res = simulate(
+        res = simulate_path(
             p, scenarios, [BlockSpec(block)], sample=sample, jobs=jobs, row_compressed=row
         )
         now += res.allocated_size

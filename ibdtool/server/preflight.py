@@ -39,7 +39,7 @@ class Check:
 
 
 def _human(n: int | None) -> str:
-    from ibdtool.present.text import human_bytes
+    from ibdtool.present import human_bytes
 
     return human_bytes(n)
 

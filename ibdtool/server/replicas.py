@@ -69,7 +69,7 @@ def discover(
     return out, anonymous
 
 
-def resolve(
+def resolve_replicas(
     session: Session, dialect: Dialect, base: ConnectionOptions, named: list[str]
 ) -> list[ConnectionOptions]:
     """The replicas to watch: those named, else those the primary lists; none is an error."""

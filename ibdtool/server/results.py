@@ -10,7 +10,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
-from ibdtool.present.text import hms, human_bytes
+from ibdtool.present import hms, human_bytes
 from ibdtool.server.pagestate import Verification
 from ibdtool.server.progress import Reading
 

@@ -20,7 +20,7 @@ from ibdtool.server import localfs, sql
 from ibdtool.server.context import Server
 from ibdtool.server.pagestate import page_state
 from ibdtool.server.table_info import NOT_FLUSHED, SpaceInfo, TableInfo, TableOptions
-from ibdtool.tablespace.index_names import IndexNames, from_rows
+from ibdtool.tablespace import IndexNames, from_rows
 from parsers import filename
 
 

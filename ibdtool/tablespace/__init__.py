@@ -17,3 +17,58 @@
 
 Uses :mod:`ibdtool.fs` and :mod:`ibdtool.workers`. New here: record export.
 """
+
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from ibdtool.tablespace.checksum import CheckResult, ChecksumTally, check_file, check_result
+    from ibdtool.tablespace.index_names import IndexNames, from_rows
+    from ibdtool.tablespace.inspect import (
+        PARALLEL_MIN_PAGES,
+        InspectResult,
+        format_name,
+        index_names_of,
+        inspect_path,
+        inspect_tablespace,
+        summarise_sdi,
+    )
+    from ibdtool.tablespace.page_dump import (
+        dump_json,
+        dump_name,
+        dump_page,
+        hex_lines,
+        save_page,
+        text_lines,
+        zip_fill_text,
+    )
+    from ibdtool.tablespace.page_rows import read_page_rows
+    from ibdtool.tablespace.page_tally import unpunched_bytes
+    from ibdtool.tablespace.pages_json import json_lines
+    from ibdtool.tablespace.parallel import map_ranges
+    from ibdtool.tablespace.reader import CHUNK_BYTES, RUN_PAGES, FileSource, Tablespace
+    from ibdtool.tablespace.records import open_records
+    from ibdtool.tablespace.schemas import Schemas, load_schemas
+else:
+    from ibdtool.exports import lazy
+
+    __getattr__, __dir__ = lazy(
+        __name__,
+        {
+            "checksum": "CheckResult ChecksumTally check_file check_result",
+            "index_names": "IndexNames from_rows",
+            "inspect": (
+                "InspectResult PARALLEL_MIN_PAGES format_name index_names_of inspect_path "
+                "inspect_tablespace summarise_sdi"
+            ),
+            "page_dump": (
+                "dump_json dump_name dump_page hex_lines save_page text_lines zip_fill_text"
+            ),
+            "page_rows": "read_page_rows",
+            "page_tally": "unpunched_bytes",
+            "pages_json": "json_lines",
+            "parallel": "map_ranges",
+            "reader": "CHUNK_BYTES FileSource RUN_PAGES Tablespace",
+            "records": "open_records",
+            "schemas": "Schemas load_schemas",
+        },
+    )

@@ -111,7 +111,7 @@ def _classic_page_ok(image: memoryview, fmt: SpaceFormat, logical: int) -> bool:
     return classic_inner(image, fmt, logical) is not None
 
 
-class PageTally:
+class ChecksumTally:
     """Verdicts of the pages of ``ts`` handed over a chunk at a time (:meth:`chunk`), from a
     file read by :func:`scan_range` or from bytes a caller already holds (the read-back of a
     local copy, :mod:`ibdtool.copy.local`); :meth:`part` is the :data:`ScanPart`."""
@@ -207,7 +207,7 @@ def scan_range(
     """Verify pages [start, stop) of ``ts`` (see :data:`ScanPart`); pages in holes are all
     zeros, counted as empty without a read. ``progress(pages_done)`` follows each read. A
     file that shrinks under the scan is an :class:`InputError`, never a shorter result."""
-    tally = PageTally(ts)
+    tally = ChecksumTally(ts)
     for first, run_end, has_data in ts.page_runs(start, stop, coarse=True):
         if not has_data:
             tally.holes(run_end - first)
@@ -220,7 +220,7 @@ def scan_range(
     return tally.part()
 
 
-def results(path: str, n: int, ts: Tablespace, parts: Iterable[ScanPart]) -> CheckResult:
+def check_result(path: str, n: int, ts: Tablespace, parts: Iterable[ScanPart]) -> CheckResult:
     """The :class:`CheckResult` of ``parts`` covering the ``n`` pages of ``ts``; a shortfall
     is an :class:`InputError`, never a result."""
     result = CheckResult(str(path), 0, ts.physical_size, ts.trailing_bytes)
@@ -257,4 +257,4 @@ def check_file(
             from ibdtool.tablespace.parallel import map_ranges, split
 
             parts = map_ranges(ts, partial(scan_range, progress=progress), split(n, jobs))
-        return results(path, n, ts, parts)
+        return check_result(path, n, ts, parts)

@@ -15,7 +15,7 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 from ibdtool.errors import InputError
-from ibdtool.fs.allocation import Allocation
+from ibdtool.fs import Allocation
 from ibdtool.tablespace.header_pages import header_pages
 from ibdtool.tablespace.index_names import IndexNames, from_cfg
 from ibdtool.tablespace.inspect_tally import tally_run
@@ -347,7 +347,7 @@ def _tally_range(
     return tally
 
 
-def index_names(
+def index_names_of(
     ts: Tablespace, sdi: SdiSummary | None = None, schema: TableDef | None = None
 ) -> IndexNames:
     """The SDI's index names (``sdi`` if already read), else the .cfg file's beside ``ts``,
@@ -378,7 +378,7 @@ def index_names(
     return cfg or IndexNames()
 
 
-def inspect(
+def inspect_tablespace(
     ts: Tablespace,
     *,
     with_sdi: bool = True,
@@ -429,7 +429,7 @@ def inspect(
     encryption = encryption_summary(ts, tally)
     if ts.trailing_bytes:
         warnings.append(f"truncated: last page has {ts.trailing_bytes} of {ts.physical_size} bytes")
-    names = index_names(ts, sdi, schema) if with_sdi else IndexNames()
+    names = index_names_of(ts, sdi, schema) if with_sdi else IndexNames()
     warnings.extend(names.warnings)
     identity = identify(ts.format, stored_types, str(ts.path), sdi.tables if sdi else ())
     vendor = identity.vendor
@@ -557,4 +557,4 @@ def inspect_path(
     path: str | os.PathLike[str], keyring: Keyring | None = None, **kw: Any
 ) -> InspectResult:
     with Tablespace(path, keyring) as ts:
-        return inspect(ts, **kw)
+        return inspect_tablespace(ts, **kw)

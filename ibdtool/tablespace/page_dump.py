@@ -20,7 +20,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from ibdtool.fs.creating import create_new
+from ibdtool.fs import create_new
 from ibdtool.tablespace.reader import Tablespace
 from parsers.keyring import Keyring
 from parsers.page import PageInfo
@@ -130,7 +130,7 @@ def _layout_json(layout: Layout) -> dict[str, Any]:
     }
 
 
-def to_json(d: PageDump, with_bytes: bool = True) -> dict[str, Any]:
+def dump_json(d: PageDump, with_bytes: bool = True) -> dict[str, Any]:
     i = d.info
     out: dict[str, Any] = {
         "path": d.path,

@@ -6,7 +6,7 @@ from collections.abc import Iterator, Sequence
 from typing import TYPE_CHECKING, Any
 
 from ibdtool.errors import InputError
-from ibdtool.tablespace.inspect import index_names
+from ibdtool.tablespace.inspect import index_names_of
 from ibdtool.tablespace.reader import Tablespace
 from parsers.constants import MARIADB_TYPE_NAMES, MYSQL_TYPE_NAMES
 from parsers.page import DOUBLEWRITE_NAME, ENCRYPTED_NAME, PageInfo
@@ -69,7 +69,7 @@ def page_row(
     }
 
 
-def page_rows(
+def read_page_rows(
     path: str,
     *,
     types: Sequence[str] = (),
@@ -84,7 +84,7 @@ def page_rows(
             raise InputError(f"{path}: --from {start} is past the last page ({ts.n_pages - 1})")
         alloc = ts.allocation
         psize = ts.physical_size
-        by_id = index_names(ts, schema=schema).names
+        by_id = index_names_of(ts, schema=schema).names
         for info in ts.pages(start, stop, header_only=True):
             if (names or numbers) and not (
                 info.type_name in names or info.real_type in numbers or info.stored_type in numbers

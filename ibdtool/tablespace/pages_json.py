@@ -26,7 +26,7 @@ from functools import partial
 from typing import TYPE_CHECKING
 
 from ibdtool.errors import InputError
-from ibdtool.tablespace.inspect import index_names
+from ibdtool.tablespace.inspect import index_names_of
 from ibdtool.tablespace.inspect_tally import CompressedHeaders, classic_pages, compressed_headers
 from ibdtool.tablespace.page_rows import page_row, parse_type_filter
 from ibdtool.tablespace.parallel import ordered_map
@@ -96,7 +96,7 @@ def json_lines(
         if start >= n:
             raise InputError(f"{path}: --from {start} is past the last page ({n - 1})")
         stop = n if stop is None else min(stop, n)
-        ctx = _Context(ts, index_names(ts, schema=schema).names, type_names, type_numbers)
+        ctx = _Context(ts, index_names_of(ts, schema=schema).names, type_names, type_numbers)
         ts.data_map  # noqa: B018  (the data ranges once, before any fork)
         blocks = [(b, min(stop, b + BLOCK_PAGES)) for b in range(start, stop, BLOCK_PAGES)]
         jobs = jobs or os.cpu_count() or 1

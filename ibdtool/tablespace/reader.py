@@ -24,8 +24,7 @@ from types import TracebackType
 from typing import TYPE_CHECKING, Protocol
 
 from ibdtool.errors import InputError
-from ibdtool.fs.allocation import Allocation, read_allocation, scan_ranges
-from ibdtool.fs.opening import open_regular
+from ibdtool.fs import Allocation, open_regular, read_allocation, scan_ranges
 from parsers.checksum import ChecksumAlgo
 from parsers.constants import FIL_PAGE_TYPE_XDES
 from parsers.page import DOUBLEWRITE_NAME, PageInfo, decode_page

@@ -229,12 +229,12 @@ def _pages(path: Path) -> Any:
     import json
 
     from ibdtool.errors import InputError
-    from ibdtool.tablespace.page_rows import page_rows
+    from ibdtool.tablespace.page_rows import read_page_rows
     from ibdtool.tablespace.pages_json import json_lines
 
     encode = json.JSONEncoder().encode
     try:
-        expected = "".join(encode(row) + "\n" for row in page_rows(str(path)))
+        expected = "".join(encode(row) + "\n" for row in read_page_rows(str(path)))
     except InputError as exc:
         try:
             "".join(json_lines(str(path), jobs=1))
@@ -262,9 +262,9 @@ def _layouts(path: Path) -> Any:
 def _simulate(path: Path) -> Any:
     """Every default scenario on a sample of pages, in this process (zip pages rebuilt)."""
     from ibdtool.advise.recommend import simulation_json
-    from ibdtool.advise.simulate import simulate
+    from ibdtool.advise.simulate import simulate_path
 
-    return simulation_json(simulate(path, sample=24, jobs=1))
+    return simulation_json(simulate_path(path, sample=24, jobs=1))
 
 
 def _records(path: Path) -> Any:

@@ -26,8 +26,8 @@ from textual.widgets import DataTable, Footer, Header, Static
 from textual.worker import get_current_worker
 
 from ibdtool.errors import IbdtoolError
-from ibdtool.present.text import human_bytes
-from ibdtool.report.batch import ScanOptions, Target, discover, scan_one
+from ibdtool.present import human_bytes
+from ibdtool.report import ScanOptions, Target, discover, scan_one
 from tui.messages import RowsScanned, ScanFailed
 from tui.screens.prompt import PromptScreen
 

@@ -28,7 +28,7 @@ from textual.widgets import Footer, Header, ProgressBar, RichLog, Static
 from textual.worker import get_current_worker
 
 from ibdtool.errors import IbdtoolError
-from ibdtool.present.text import hms, human_bytes
+from ibdtool.present import hms, human_bytes
 from ibdtool.server import (
     Event,
     ExecSettings,

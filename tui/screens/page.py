@@ -23,9 +23,8 @@ from textual.screen import Screen
 from textual.widgets import Footer, Header, Static
 
 from ibdtool.errors import IbdtoolError
-from ibdtool.present.text import human_bytes
-from ibdtool.tablespace.page_dump import dump_name, dump_page, save_page, zip_fill_text
-from ibdtool.tablespace.page_tally import unpunched_bytes
+from ibdtool.present import human_bytes
+from ibdtool.tablespace import dump_name, dump_page, save_page, unpunched_bytes, zip_fill_text
 from parsers.page import PageInfo
 from parsers.pages import FieldGroup
 from parsers.space import SpaceFormat

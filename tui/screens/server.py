@@ -22,10 +22,10 @@ from textual.screen import Screen
 from textual.widgets import DataTable, Footer, Header, Static
 
 from ibdtool.errors import IbdtoolError
-from ibdtool.present.text import human_bytes
+from ibdtool.present import human_bytes
 from ibdtool.server import ConnectionOptions, Server, TableInfo, list_tables
-from ibdtool.server.tables import index_names as server_index_names
-from ibdtool.tablespace.index_names import IndexNames
+from ibdtool.server import index_names as server_index_names
+from ibdtool.tablespace import IndexNames
 from parsers.vendor import Vendor
 from tui.commandlog import LogEntry
 from tui.screens.browser import matches

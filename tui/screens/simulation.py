@@ -1,8 +1,8 @@
 """The simulation view: what each page-compression algorithm would allocate for this file.
 
-Runs :func:`ibdtool.advise.simulate.simulate` in a thread worker for every algorithm and every block
-size at once (recompressing a page costs the same whatever the block size), so ``b``/``B`` only
-redraw. The table has one row per algorithm for the chosen block size with a bar of the
+Runs :func:`ibdtool.advise.simulate.simulate_path` in a thread worker for every algorithm and every
+block size at once (recompressing a page costs the same whatever the block size), so ``b``/``B``
+only redraw. The table has one row per algorithm for the chosen block size with a bar of the
 predicted allocated size, beside today's allocation and the logical size on the same scale;
 ROW_FORMAT=COMPRESSED estimates and the recommendations follow. The CPU column shows median
 µs per page; the line above the table gives the highlighted algorithm's spread over the
@@ -24,24 +24,26 @@ from textual.screen import Screen
 from textual.widgets import DataTable, Footer, Header, ProgressBar, Static
 from textual.worker import Worker, get_current_worker
 
-from ibdtool.advise.recommend import recommendations
-from ibdtool.advise.simulate import (
+from ibdtool.advise import (
     DEFAULT_SCENARIOS,
     BlockSpec,
     SimResult,
     parse_block_sizes,
-    simulate,
+    recommendations,
+    simulate_path,
 )
 from ibdtool.errors import IbdtoolError
-from ibdtool.present.describe import (
+from ibdtool.present import (
+    ci_text,
     cost_note,
     cost_text,
     current_state_text,
+    human_bytes,
     recommendation_text,
     scenario_label,
     simulation_heading,
+    us_text,
 )
-from ibdtool.present.text import ci_text, human_bytes, us_text
 from tui.commandlog import Cancelled
 from tui.messages import SimulationFailed, SimulationFinished, SimulationProgress
 from tui.widgets.barchart import bar
@@ -142,7 +144,7 @@ spread, and the advice says whether its cheapest is clear or within noise.
         )
         try:
             with self.ibd_app.command_log.timed("file", text) as run:
-                result = simulate(
+                result = simulate_path(
                     self.path,
                     DEFAULT_SCENARIOS,
                     blocks,

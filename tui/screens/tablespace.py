@@ -2,10 +2,10 @@
 
 A thread worker opens the file, reads its allocation (SEEK_DATA, FIEMAP) and posts
 :class:`~tui.messages.ScanStarted` at once, so the format, sizes and allocation map show
-before any page is decoded; then it runs :func:`ibdtool.tablespace.inspect.inspect` with an
-``on_page`` hook that fills the page map, checks for cancellation between pages and posts progress
-at most ten times a second. The finished :class:`~ibdtool.tablespace.inspect.InspectResult` replaces
-the header with the full summary.
+before any page is decoded; then it runs :func:`ibdtool.tablespace.inspect.inspect_tablespace` with
+an ``on_page`` hook that fills the page map, checks for cancellation between pages and posts
+progress at most ten times a second. The finished :class:`~ibdtool.tablespace.inspect.InspectResult`
+replaces the header with the full summary.
 """
 
 from __future__ import annotations
@@ -28,11 +28,15 @@ from textual.widgets import Footer, Header, ProgressBar, Static
 from textual.worker import Worker, get_current_worker
 
 from ibdtool.errors import IbdtoolError
-from ibdtool.present.describe import disk_text, format_rows, inspect_rows
-from ibdtool.present.text import human_bytes
-from ibdtool.tablespace.index_names import IndexNames
-from ibdtool.tablespace.inspect import InspectResult, format_name, index_names, inspect
-from ibdtool.tablespace.reader import Tablespace
+from ibdtool.present import disk_text, format_rows, human_bytes, inspect_rows
+from ibdtool.tablespace import (
+    IndexNames,
+    InspectResult,
+    Tablespace,
+    format_name,
+    index_names_of,
+    inspect_tablespace,
+)
 from parsers.page import PageInfo
 from tui.commandlog import Cancelled
 from tui.messages import FileOpened, ScanFailed, ScanFinished, ScanProgress, ScanStarted
@@ -163,9 +167,11 @@ type, compression algorithm, stored size, allocation on disk or checksum.
                 )
                 with log.timed("file", f"index names of {self.path}") as run:
                     schema = self.ibd_app.schema_for(self.path)
-                    names = self.names_from() if self.names_from else index_names(ts, None, schema)
+                    names = (
+                        self.names_from() if self.names_from else index_names_of(ts, None, schema)
+                    )
                     if not names.names:
-                        names = index_names(ts, None, schema)
+                        names = index_names_of(ts, None, schema)
                     model.index_names = names.names
                     run.detail = f"{len(names.names)} {names.described}"
                 self.post_message(ScanStarted(ts.format, alloc, model, ts.size))
@@ -183,7 +189,7 @@ type, compression algorithm, stored size, allocation on disk or checksum.
                         self.post_message(ScanProgress(info.page_no + 1, total))
 
                 with log.timed("file", f"pread {ts.size:,} bytes of {self.path}") as run:
-                    result = inspect(ts, on_page=on_page, schema=schema)
+                    result = inspect_tablespace(ts, on_page=on_page, schema=schema)
                     run.detail = f"{total:,} pages decoded"
             self.post_message(ScanProgress(total, total))
             self.post_message(ScanFinished(result))
@@ -204,7 +210,9 @@ type, compression algorithm, stored size, allocation on disk or checksum.
             self.post_message(ScanProgress(done, total))
 
         with self.ibd_app.command_log.timed("file", f"inspect {self.path} (no page map)") as run:
-            result = inspect(ts, progress=progress, schema=self.ibd_app.schema_for(self.path))
+            result = inspect_tablespace(
+                ts, progress=progress, schema=self.ibd_app.schema_for(self.path)
+            )
             run.detail = f"{total:,} pages counted"
         self.post_message(ScanProgress(total, total))
         self.post_message(ScanFinished(result))
