@@ -358,7 +358,7 @@ def test_zero_check_after_punching_reads_what_is_not_a_hole(tmp_path: Path) -> N
 
 
 def test_allocated_within_finds_the_blocks_a_punch_would_free(tmp_path: Path) -> None:
-    """FIEMAP (``copy_agent.allocated_within``) against the SEEK_DATA map walked here: whole
+    """FIEMAP (``copy.agent.allocated_within``) against the SEEK_DATA map walked here: whole
     blocks only, clipped to the ranges asked about."""
     from ibdtool.copy.agent import allocated_within
 

@@ -119,7 +119,7 @@ def _damaged(src: Path, tmp_path: Path, flipped: tuple[int | None, ...]) -> tupl
         "mariadb/p16k-pc_zlib.ibd",  # full_crc32 compressed
         "mariadb/p16k-pc_lz4.ibd",
         "mariadb/p16k-crc32_plain.ibd",  # crc32
-        "mariadb/p16k-crc32_pc_zlib.ibd",  # classic compressed (headtally.classic_pages)
+        "mariadb/p16k-crc32_pc_zlib.ibd",  # classic compressed (inspect_tally.classic_pages)
     ],
 )
 def test_inline_tally_sees_damage(rel: str, tmp_path: Path) -> None:
@@ -289,7 +289,7 @@ def test_json_lines_match_the_decoder(path: Path, monkeypatch: pytest.MonkeyPatc
         "mariadb/p16k-plain.ibd",
         "mariadb/p16k-pc_zlib.ibd",
         "mariadb/p16k-crc32_plain.ibd",
-        "mariadb/p16k-crc32_pc_zlib.ibd",  # classic compressed (headtally.classic_pages)
+        "mariadb/p16k-crc32_pc_zlib.ibd",  # classic compressed (inspect_tally.classic_pages)
     ],
 )
 def test_json_lines_see_damage_and_filters(rel: str, tmp_path: Path) -> None:

@@ -146,8 +146,9 @@ def _big_file(tmp_path: Path) -> Path:
 def test_pages_json_split_over_processes_fails_when_one_dies(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    """``pages --json`` hands every other block to a forked child (``forkscan.ordered_map``):
-    one that dies is a one-line error at its turn, after the blocks before it."""
+    """``pages --json`` hands every other block to a forked child
+    (``tablespace.parallel.ordered_map``): one that dies is a one-line error at its turn, after the
+    blocks before it."""
     big = _big_file(tmp_path)
     whole = "".join(json_lines(str(big), jobs=2))
     assert whole.count("\n") == 9000

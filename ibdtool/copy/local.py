@@ -49,7 +49,7 @@ from ibdtool.fs import Allocation, read_allocation
 from ibdtool.tablespace import Tablespace
 from parsers.layout import align_up
 
-if TYPE_CHECKING:  # checkscan and copycheck load the page decoder: only for a page check
+if TYPE_CHECKING:  # checksum and readback load the page decoder: only for a page check
     from ibdtool.copy.readback import WindowPages
     from ibdtool.tablespace import CheckResult
 

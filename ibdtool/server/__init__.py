@@ -16,9 +16,12 @@ Modules: ``clientopts`` (option files, login paths, precedence), ``loginfile``
 (``~/.mylogin.cnf``), ``connection`` (options, sessions), ``sql`` (every statement),
 ``dialects`` (what differs per server line: one file each), ``context`` (:class:`Server`),
 ``localfs`` (the datadir from here), ``pagestate`` (pages by compression, verification),
-``tables``, ``status``, ``steps`` (targets, settings, statements), ``plan``, ``preflight``,
-``progress``, ``execute``, ``results``, ``journal``. The Rich output of these results is the CLI's
-(:mod:`ibdtool.cli.server_display`).
+``table_info`` (a table and its tablespaces: the records), ``tables`` (reads them), ``status``,
+``steps`` (targets, settings, statements), ``plan``, ``preflight``, ``progress``, ``execute``,
+``results``, ``journal``, ``pacing`` and ``replicas`` (``--max-load``, ``--max-lag``),
+``argvscrub`` (passwords out of the process title). The Rich output of these results is the
+CLI's (:mod:`ibdtool.cli.server_display`). Other groups, the CLI and the TUI import from this
+package (its offer, below, loads each module when a name from it is first used).
 """
 
 from __future__ import annotations

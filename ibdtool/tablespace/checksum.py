@@ -253,7 +253,7 @@ def check_file(
         ts.scan_ranges  # noqa: B018  (where the data is, once, before any fork)
         if jobs == 1 or n < parallel_min:
             parts = [scan_range(ts, 0, n, progress)]
-        else:  # forkscan (pickle, the worker pipes) only for a file worth forking for
+        else:  # tablespace.parallel (pickle, the worker pipes) only for a file worth forking for
             from ibdtool.tablespace.parallel import map_ranges, split
 
             parts = map_ranges(ts, partial(scan_range, progress=progress), split(n, jobs))

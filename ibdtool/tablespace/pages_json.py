@@ -153,7 +153,7 @@ def _data_run(ctx: _Context, first: int, end: int, per_page: Sequence[int], out:
     decompress_head: Callable[..., bytes] | None = None
     if inline and algorithm is not None and algorithm is not Algorithm.NONE:
         decompress_head = codec_for(algorithm).prefix_reader(HEADER_PREFIX, logical)
-    # MariaDB classic page_compressed zlib images (§3.1): inflated whole, headtally.classic_pages
+    # MariaDB classic page_compressed zlib images (§3.1): inflated whole (inspect_tally)
     classic = inline and crc32_plain and vendor is not Vendor.MYSQL
     algo_json = _encode(algorithm.value if algorithm is not None else Algorithm.ZLIB.value)
     none_json = _encode(Algorithm.NONE.value)
