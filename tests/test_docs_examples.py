@@ -137,9 +137,7 @@ def bin_dir(tmp_path_factory: pytest.TempPathFactory) -> Path:
     """A directory with an ``ibdtool`` that runs this tree, first on the examples' PATH."""
     where = tmp_path_factory.mktemp("bin")
     script = where / "ibdtool"
-    script.write_text(
-        f'#!/bin/sh\nPYTHONPATH={REPO} exec {sys.executable} -m ibdtool.cli "$@"\n'
-    )
+    script.write_text(f'#!/bin/sh\nPYTHONPATH={REPO} exec {sys.executable} -m ibdtool.cli "$@"\n')
     script.chmod(0o755)
     return where
 

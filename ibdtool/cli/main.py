@@ -107,6 +107,10 @@ class IbdtoolGroup(click.Group):
             "ibdtool.cli.complete:completion",
             "Print the completion script for SHELL (bash, zsh or fish).",
         ),
+        "man": (
+            "ibdtool.cli.man:man",
+            "Show the manual page, ibdtool(1): the reference of docs/ and every command's help.",
+        ),
     }
 
     def list_commands(self, ctx: click.Context) -> list[str]:
