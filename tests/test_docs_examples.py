@@ -220,3 +220,15 @@ def test_relative_links_lead_somewhere(page: Path) -> None:
         elif anchor and where.suffix == ".md" and anchor not in anchors(where):
             broken.append(f"{target}: no heading with that anchor")
     assert not broken, f"{page.relative_to(REPO)}: " + "; ".join(broken)
+
+
+def test_ci_runs_the_readmes_test_command() -> None:
+    """``.ci/run`` runs the README's test command (setup, then pytest), so the two stay in step."""
+    readme = (REPO / "README.md").read_text()
+    command = re.search(
+        r"^(scripts/setup\.sh --test) && (\.venv/bin/python -m pytest)", readme, re.M
+    )
+    assert command is not None, "README's second command is not where it was"
+    ci = (REPO / ".ci" / "run").read_text()
+    for part in command.groups():
+        assert re.search(rf"^{re.escape(part)}\b", ci, re.M), f".ci/run does not run {part}"
