@@ -232,3 +232,30 @@ def test_ci_runs_the_readmes_test_command() -> None:
     ci = (REPO / ".ci" / "run").read_text()
     for part in command.groups():
         assert re.search(rf"^{re.escape(part)}\b", ci, re.M), f".ci/run does not run {part}"
+
+
+_TREE = ("parsers/", "ibdtool/", "tui/", "tests/", "bench/", "scripts/", "samples/", "docs/")
+
+
+def _expand(path: str) -> list[str]:
+    """``a/{b,c}.py`` as the shell expands it."""
+    brace = re.search(r"\{([^{}]*)\}", path)
+    if brace is None:
+        return [path]
+    head, tail = path[: brace.start()], path[brace.end() :]
+    return [full for alt in brace.group(1).split(",") for full in _expand(head + alt + tail)]
+
+
+@pytest.mark.parametrize("page", PAGES, ids=lambda p: str(p.relative_to(REPO)))
+def test_files_the_prose_names_exist(page: Path) -> None:
+    """A module or file named in the text (``ibdtool/cli/main.py``) is where the text says: code
+    moves, and the pages must follow it."""
+    missing = []
+    prose = re.sub(r"^```.*?^```", "", page.read_text(), flags=re.S | re.M)
+    for code in re.findall(r"`([^`\n]+)`", prose):
+        if not code.startswith(_TREE) or " " in code:
+            continue
+        for path in _expand(code):
+            if not any(c in path for c in "*<") and not (REPO / path).exists():
+                missing.append(path)
+    assert not missing, f"{page.relative_to(REPO)} names files that do not exist: {missing}"
