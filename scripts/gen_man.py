@@ -208,6 +208,8 @@ def render() -> str:
     opening = re.sub(r"\A# ibdtool\n", "", opening)
     roff = Roff()
     roff.request('.TH IBDTOOL 1 "" "ibdtool" "ibdtool manual"')
+    roff.request(".nh")  # no hyphenation: names and options are copied from here
+    roff.request(".ad l")
     roff.request(".SH NAME")
     roff.text("ibdtool \\- see what an InnoDB tablespace really is on disk")
     roff.request(".SH SYNOPSIS")
