@@ -259,3 +259,9 @@ def test_files_the_prose_names_exist(page: Path) -> None:
             if not any(c in path for c in "*<") and not (REPO / path).exists():
                 missing.append(path)
     assert not missing, f"{page.relative_to(REPO)} names files that do not exist: {missing}"
+
+
+def test_the_readme_stays_short() -> None:
+    """Issue 19: a README a newcomer finishes; the reference belongs in docs/."""
+    lines = (REPO / "README.md").read_text().count("\n")
+    assert lines < 300, f"README.md has {lines} lines: move reference text to docs/"
