@@ -6,7 +6,8 @@ DATETIME2/TIMESTAMP2/TIME2 in the packed formats of MySQL 5.6.4+ with 0–3 byte
 seconds, and the older DATETIME/TIME/TIMESTAMP as integers. Strings are decoded with the
 column's character set (CHAR trimmed of its padding, as SELECT shows it); binary strings, BLOBs
 and geometries are rendered ``0x…`` in hex. ENUM and SET give their members' names when the
-source knows them, else their numbers. JSON goes through :mod:`parsers.jsonb`.
+source knows them, else their numbers. JSON goes through :mod:`parsers.jsonb`. MariaDB's UUID,
+INET4 and INET6 are shown as the server prints them (:func:`uuid_text`, :func:`inet6_text`).
 
 Numbers stay numbers; DECIMAL, dates and times are strings in the server's text form.
 """
@@ -133,6 +134,56 @@ def _set(col: Column, raw: bytes) -> Any:
     return ",".join(name for i, name in enumerate(col.elements) if v >> i & 1)
 
 
+#: MariaDB's UUID record order (``sql_type_uuid.h``): (memory offset, record offset, length)
+_UUID_SEGMENTS = ((0, 12, 4), (4, 10, 2), (6, 8, 2), (8, 6, 2), (10, 0, 6))
+
+
+def uuid_text(raw: bytes) -> str:
+    """A MariaDB UUID's 16 stored bytes → ``xxxxxxxx-xxxx-xxxx-xxxx-xxxxxxxxxxxx``.
+
+    A UUID of version 1–5 with the RFC 4122 variant is stored with its segments in reverse
+    order (time-ordered keys for version 1); ``rec_need_swap`` tells such a record by its
+    variant byte (record byte 6) and version byte (record byte 8)."""
+    v8 = raw[8] - 256 if raw[8] > 127 else raw[8]
+    mem = bytearray(raw)
+    if raw[6] & (-v8 & 0xFF) & 0x80:
+        for m, r, n in _UUID_SEGMENTS:
+            mem[m : m + n] = raw[r : r + n]
+    h = mem.hex()
+    return f"{h[:8]}-{h[8:12]}-{h[12:16]}-{h[16:20]}-{h[20:]}"
+
+
+def inet4_text(raw: bytes) -> str:
+    return ".".join(str(b) for b in raw)
+
+
+def inet6_text(raw: bytes) -> str:
+    """``Inet6::to_string``: the longest (first) run of zero words as ``::``, IPv4-compatible
+    and IPv4-mapped addresses with a dotted IPv4 tail."""
+    words = [int.from_bytes(raw[i : i + 2], "big") for i in range(0, 16, 2)]
+    gap_pos, gap_len = -1, -1
+    run_pos, run_len = -1, -1
+    for i, w in enumerate([*words, 1]):  # a non-zero sentinel closes the last run
+        if w == 0:
+            run_pos, run_len = (run_pos, run_len + 1) if run_pos >= 0 else (i, 1)
+        elif run_pos >= 0:
+            if run_len > gap_len:
+                gap_pos, gap_len = run_pos, run_len
+            run_pos, run_len = -1, -1
+    out = ""
+    i = 0
+    while i < 8:
+        if i == gap_pos:
+            out += "::" if i == 0 else ":"
+            i += gap_len
+            continue
+        if i == 6 and gap_pos == 0 and (gap_len == 6 or (gap_len == 5 and words[5] == 0xFFFF)):
+            return out + inet4_text(raw[12:16])
+        out += f"{words[i]:x}" + (":" if i + 1 != 8 else "")
+        i += 1
+    return out
+
+
 def _float(fmt: str, raw: bytes) -> float:
     value: float = struct.unpack(fmt, raw)[0]
     return value
@@ -200,4 +251,10 @@ def decode_value(col: Column, raw: bytes) -> Any:
         return json_text(raw)
     if kind is Kind.SYS:
         return int.from_bytes(raw, "big")
+    if kind is Kind.UUID:
+        return uuid_text(raw)
+    if kind is Kind.INET4:
+        return inet4_text(raw)
+    if kind is Kind.INET6:
+        return inet6_text(raw)
     return hex_bytes(raw)  # GEOMETRY, RAW

@@ -46,7 +46,7 @@ _BLOBS = {"tinyblob", "blob", "mediumblob", "longblob"}
 _TEXTS = {"tinytext", "text", "mediumtext", "longtext", "long"}
 _GEOMS = {"geometry", "point", "linestring", "polygon", "multipoint", "multilinestring",
           "multipolygon", "geometrycollection", "geomcollection"}  # fmt: skip
-_FIXED_BINARY = {"inet6": 16, "uuid": 16, "inet4": 4}
+_FIXED_BINARY = {"inet6": (Kind.INET6, 16), "uuid": (Kind.UUID, 16), "inet4": (Kind.INET4, 4)}
 _KEY_WORDS = {"primary", "unique", "key", "index", "fulltext", "spatial", "constraint",
               "foreign", "check", "period", "system"}  # fmt: skip
 
@@ -299,7 +299,8 @@ def _column(p: _Parser, name: str, table_cs: Charset) -> Column | None:
     if tname in _GEOMS:
         return Column(name, Kind.GEOMETRY, 1 << 16, nullable)
     if tname in _FIXED_BINARY:
-        return Column(name, Kind.RAW, _FIXED_BINARY[tname], nullable)
+        kind, size = _FIXED_BINARY[tname]
+        return Column(name, kind, size, nullable)
     raise DdlError(f"column {name}: type {tname} is not supported")
 
 

@@ -38,6 +38,7 @@ from parsers.compact_rec import (
     FieldSpec,
     RecordError,
     ZipIndex,
+    iter_free,
     iter_records,
     record_fields,
 )
@@ -51,6 +52,14 @@ from parsers.instant_mariadb import (
     rebuild_clustered,
 )
 from parsers.lob import BTR_EXTERN_FIELD_REF_SIZE, ExternRef, LobError, read_extern
+from parsers.record_fit import (
+    KeyOrder,
+    Span,
+    field_misfit,
+    heap_misfit,
+    null_padding_misfit,
+    value_misfit,
+)
 from parsers.tabledef import Column, IndexDef, IndexField, Kind, TableDef
 
 REC_INFO_INSTANT_FLAG = 0x80  # MySQL 8.0.12+: the record stores its field count
@@ -81,9 +90,11 @@ class Row:
     fields: dict[str, Any]
     truncated: list[str] = field(default_factory=list)  # external values cut at the limit
     errors: dict[str, str] = field(default_factory=dict)  # per field: why it has no value
+    #: what of the record does not fit the definition (:mod:`parsers.record_fit`); None: fits
+    misfit: str | None = None
 
 
-@dataclass(frozen=True, slots=True)
+@dataclass(slots=True)
 class _Raw:
     """One record's fields as bytes (None: NULL; missing: not stored in this record)."""
 
@@ -93,6 +104,7 @@ class _Raw:
     extern: list[bool]
     n_stored: int
     fields: tuple[IndexField, ...]
+    misfit: str | None = None
 
 
 def _is_alter_metadata(info_bits: int) -> bool:
@@ -226,6 +238,11 @@ class IndexReader:
             self.core_fields = fields[: len(fields) - n_instant] if index.clustered else fields
         self._specs: dict[tuple[int, ...], ZipIndex] = {}
         self.altered = False  # the MariaDB instant DROP/reorder field map is applied
+        self.key_order = KeyOrder(index.fields[0] if index.fields else None)
+        #: fewer stored fields than the index has are possible (instant ADD COLUMN)
+        self.may_be_short = (
+            table.versioned or mariadb_core is not None or any(f.column.instant for f in fields)
+        )
 
     # --- field layout ----------------------------------------------------------------------
 
@@ -326,35 +343,60 @@ class IndexReader:
         return self.core_fields, 0
 
     def _compact(self, page: bytes, metadata: bool) -> Iterator[tuple[int, _Raw]]:
+        out: list[tuple[int, _Raw]] = []
+        spans: list[Span] = []
         for head in iter_records(page):
             if head.status == REC_STATUS_NODE_PTR:
                 raise RecordsError(f"record at {head.origin} is a node pointer on a leaf page")
+            misfit = None
             if metadata and _is_alter_metadata(head.info_bits) and self.index.clustered:
                 self._install_alter_metadata(page, head.origin, True)
                 fields, z, skip = self._metadata_layout(page, head.origin, head.status)
-                got = list(record_fields(page, head.origin, z, False, skip).fields)
+                lay = record_fields(page, head.origin, z, False, skip)
+                got = list(lay.fields)
                 del got[first_user_field(self.index)]  # the BLOB reference
             else:
                 fields, skip = self._compact_fields(page, head.origin, head.info_bits, head.status)
-                got = list(
-                    record_fields(page, head.origin, self._zindex(fields), False, skip).fields
-                )
+                z = self._zindex(fields)
+                lay = record_fields(page, head.origin, z, False, skip)
+                got = list(lay.fields)
+                if z.n_nullable == sum(sp.nullable for sp in z.fields):
+                    base = head.origin - REC_N_NEW_EXTRA_BYTES - 1 - skip
+                    misfit = null_padding_misfit(page, base, z.n_nullable)
+            end = lay.fields[-1].end if lay.fields else head.origin
+            start = head.origin - REC_N_NEW_EXTRA_BYTES - skip - lay.extra_len
+            spans.append(Span(start, head.origin, end))
             values: list[bytes | None] = []
             extern: list[bool] = []
             for f in got:
                 values.append(None if f.null else bytes(page[f.start : f.end]))
                 extern.append(f.extern)
-            yield (
-                head.origin,
-                _Raw(
-                    bool(head.info_bits & REC_INFO_DELETED_FLAG),
-                    bool(head.info_bits & REC_INFO_MIN_REC_FLAG),
-                    values,
-                    extern,
-                    len(fields),
-                    fields,
-                ),
+            raw = _Raw(
+                bool(head.info_bits & REC_INFO_DELETED_FLAG),
+                bool(head.info_bits & REC_INFO_MIN_REC_FLAG),
+                values,
+                extern,
+                len(fields),
+                fields,
+                misfit,
             )
+            raw.misfit = raw.misfit or self._fields_misfit(raw, True)
+            out.append((head.origin, raw))
+        free_head = int.from_bytes(page[38 + 6 : 38 + 8], "big")
+        free = [h.origin for h in iter_free(page, free_head)] if free_head else []
+        bad = heap_misfit(page, spans, free)
+        if bad is not None:
+            for origin, raw in out:
+                if origin == bad[0] and raw.misfit is None:
+                    raw.misfit = bad[1]
+        yield from out
+
+    def _fields_misfit(self, raw: _Raw, compact: bool) -> str | None:
+        for f, val, ext in zip(raw.fields, raw.values, raw.extern, strict=False):
+            why = field_misfit(f, val, ext, compact)
+            if why is not None:
+                return why
+        return None
 
     def _redundant(self, page: bytes, metadata: bool) -> Iterator[tuple[int, _Raw]]:
         for rec in iter_redundant(page):
@@ -369,21 +411,20 @@ class IndexReader:
                     rec.extern[:cut] + rec.extern[cut + 1 :],
                 )
             fields_all = self.index.fields
-            if rec.n_fields > len(fields_all):
-                raise RecordError(
-                    f"record at {rec.origin} has {rec.n_fields} fields, the index {len(fields_all)}"
-                )
-            yield (
-                rec.origin,
-                _Raw(
-                    rec.deleted,
-                    rec.min_rec,
-                    rec.values,
-                    rec.extern,
-                    rec.n_fields,
-                    fields_all[: rec.n_fields],
-                ),
+            raw = _Raw(
+                rec.deleted,
+                rec.min_rec,
+                rec.values,
+                rec.extern,
+                rec.n_fields,
+                fields_all[: rec.n_fields],
             )
+            if rec.n_fields > len(fields_all) or (
+                rec.n_fields < len(fields_all) and not self.may_be_short and not rec.min_rec
+            ):
+                raw.misfit = f"it stores {rec.n_fields} fields, the index has {len(fields_all)}"
+            raw.misfit = raw.misfit or self._fields_misfit(raw, False)
+            yield rec.origin, raw
 
     # --- values ----------------------------------------------------------------------------
 
@@ -426,7 +467,9 @@ class IndexReader:
                 if metadata and (raw.n_stored > len(self.core_fields) or self.defaults):
                     self._take_metadata(raw)
                 continue
-            row = Row(page_no, origin, raw.deleted, {})
+            row = Row(page_no, origin, raw.deleted, {}, misfit=raw.misfit)
+            if raw.fields and raw.fields[0] is self.index.fields[0]:
+                row.misfit = row.misfit or self.key_order.misfit(raw.values[0])
             got = {f.column.name: i for i, f in enumerate(raw.fields)}
             for f in self.output_fields():
                 col = f.column
@@ -437,7 +480,13 @@ class IndexReader:
                         None if dflt is None else self._value(col, dflt, False, row)
                     )
                 else:
-                    row.fields[col.name] = self._value(col, raw.values[i], raw.extern[i], row)
+                    val, ext = raw.values[i], raw.extern[i]
+                    row.fields[col.name] = self._value(col, val, ext, row)
+                    if row.misfit is None and val is not None and not ext:
+                        row.misfit = value_misfit(col, val)
+            if row.misfit is None and row.errors:
+                name, why = next(iter(row.errors.items()))
+                row.misfit = f"{name}: {why}"
             yield row
 
     def _take_metadata(self, raw: _Raw) -> None:

@@ -13,13 +13,23 @@ from __future__ import annotations
 
 import base64
 import binascii
+import re
+from dataclasses import replace
 from typing import Any
 
 from parsers.charsets import charset_of
 from parsers.columns import frac_bytes
 from parsers.decimals import decimal_size
 from parsers.errors import ParseError
-from parsers.tabledef import Column, IndexDef, IndexField, Kind, TableDef, sys_column
+from parsers.tabledef import (
+    Column,
+    IndexDef,
+    IndexField,
+    Kind,
+    TableDef,
+    clustered_layout,
+    sys_column,
+)
 
 # dd::enum_column_types
 _INTS = {2: 1, 3: 2, 10: 3, 4: 4, 9: 8}  # TINY, SHORT, INT24, LONG, LONGLONG
@@ -39,6 +49,12 @@ DD_VAR_STRING, DD_STRING, DD_GEOMETRY, DD_JSON, DD_VECTOR = 28, 29, 30, 31, 32
 DD_HIDDEN_VISIBLE, DD_HIDDEN_SE, DD_HIDDEN_SQL, DD_HIDDEN_USER = 1, 2, 3, 4
 DD_INDEX_FULLTEXT, DD_INDEX_SPATIAL = 4, 5
 FULL_LENGTH = 4294967295
+#: the FULLTEXT common auxiliary tables (fts_<table id>_config, _deleted, …): InnoDB creates
+#: their columns NULL-able but for ``value`` (``fts_create_one_common_table``), whatever the
+#: SDI says, and their records carry the null bitmap that follows
+FTS_COMMON = re.compile(
+    r"fts_[0-9a-f]{16}_(config|deleted|deleted_cache|being_deleted|being_deleted_cache)"
+)
 BINARY_COLLATION = 63
 
 
@@ -163,6 +179,10 @@ def table_from_sdi(obj: dict[str, Any]) -> TableDef:
     cols: list[Column | None] = []
     for c in raw_cols:
         cols.append(None if c.get("is_virtual") else _column(c))
+    if FTS_COMMON.fullmatch(str(obj.get("name") or "")):
+        cols = [
+            replace(c, nullable=True) if c is not None and c.name != "value" else c for c in cols
+        ]
     indexes: list[IndexDef] = []
     for ix in raw_idx:
         if ix.get("type") in (DD_INDEX_FULLTEXT, DD_INDEX_SPATIAL) and not indexes:
@@ -183,6 +203,24 @@ def table_from_sdi(obj: dict[str, Any]) -> TableDef:
                 prefix = 0
             fields.append(IndexField(col, prefix))
         clustered = not indexes
+        if clustered and not any(f.column.kind is Kind.SYS for f in fields):
+            # the SDI of an FTS auxiliary table lists only the key: lay the record out as
+            # InnoDB does (key, DB_TRX_ID, DB_ROLL_PTR, the other columns)
+            stored_cols = tuple(c for c in cols if c is not None)
+            fields = list(clustered_layout(stored_cols, fields).fields)
+        if clustered:
+            # FTS_DOC_ID, a column InnoDB adds for a FULLTEXT key, ends the clustered records
+            # though the SDI's PRIMARY elements leave it out
+            named = {f.column.name for f in fields}
+            fields += [
+                IndexField(c)
+                for c in cols
+                if c is not None
+                and c.hidden
+                and c.kind is not Kind.SYS
+                and not c.version_dropped
+                and c.name not in named
+            ]
         if clustered and any(f.column.physical_pos is not None for f in fields):
             # instantly dropped columns stay in older records but not in the index elements
             named = {f.column.name for f in fields}

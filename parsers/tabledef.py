@@ -49,6 +49,9 @@ class Kind(Enum):
     BIT = "bit"
     JSON = "json"  # MySQL binary JSON (MariaDB's JSON is LONGTEXT)
     GEOMETRY = "geometry"
+    UUID = "uuid"  # MariaDB 10.7+: 16 bytes, time fields swapped for v1–v5 (columns.py)
+    INET4 = "inet4"  # MariaDB 10.10+: 4 bytes, network order
+    INET6 = "inet6"  # MariaDB 10.5+: 16 bytes, network order
     SYS = "sys"  # DB_ROW_ID, DB_TRX_ID, DB_ROLL_PTR
     RAW = "raw"  # bytes whose meaning the source does not tell
 

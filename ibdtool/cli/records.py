@@ -19,6 +19,7 @@ from ibdtool.errors import ExitCode, InputError
 from parsers.keyring import Keyring
 
 _SIZE_UNITS = {"": 1, "k": 1 << 10, "m": 1 << 20, "g": 1 << 30}
+EXPORT_EXTERN_LIMIT = 1 << 32  # LONGBLOB's maximum: exports read values whole
 
 
 def _size(text: str) -> int:
@@ -71,10 +72,26 @@ def _server_sql(kw: dict[str, Any]) -> Any:
 )
 @click.option("--json", "as_json", is_flag=True, help="JSON lines, one object per record.")
 @click.option(
-    "--max-extern",
-    default="1M",
+    "--format",
+    "fmt",
+    type=click.Choice(["text", "json", "csv", "tsv", "sql"]),
+    default="text",
     show_default=True,
-    help="Bytes of an externally stored value to show (more is marked truncated).",
+    help="text: a line per record; json: JSON lines; csv/tsv: rows for LOAD DATA (the "
+    "statement is printed on stderr); sql: INSERT statements. csv, tsv and sql leave "
+    "delete-marked records out and read long values whole.",
+)
+@click.option(
+    "--max-extern",
+    default=None,
+    help="Bytes of an externally stored value to show (more is marked truncated) "
+    "[default: 1M; whole values for csv, tsv and sql].",
+)
+@click.option(
+    "--force",
+    is_flag=True,
+    help="Go on past records that do not fit the table definition, marking them "
+    "(default: stop at the first one, exit 2).",
 )
 @keyring_options
 @connection_options
@@ -83,7 +100,9 @@ def records(
     index_name: str | None,
     schema_sql: str | None,
     as_json: bool,
-    max_extern: str,
+    fmt: str,
+    max_extern: str | None,
+    force: bool,
     keyring: Keyring | None,
     **kw: Any,
 ) -> None:
@@ -93,9 +112,14 @@ def records(
     options are given), else the .cfg file beside PATH; without any, records are shown in hex.
     An encrypted tablespace is read with --keyring.
     """
+    from ibdtool.export import FORMATS
     from ibdtool.tablespace import load_schemas, open_records
 
-    limit = _size(max_extern)
+    if as_json:
+        fmt = "json"
+    as_json = fmt == "json"
+    export = fmt in FORMATS
+    limit = _size(max_extern) if max_extern else (EXPORT_EXTERN_LIMIT if export else 1 << 20)
     schema = None
     schemas = load_schemas(schema_sql)
     if schemas is not None:
@@ -111,10 +135,13 @@ def records(
         server_sql=server_sql,
         extern_limit=limit,
         keyring=keyring,
+        force=force,
     )
     problems = 0
     try:
-        if not as_json and run.table is not None:
+        if export:
+            problems = _export(run, path, fmt, force)
+        elif not as_json and run.table is not None:
             note = "; ".join(run.table.notes)
             click.echo(
                 f"# {path}: index {run.index_name}, columns from {run.table.source}"
@@ -124,7 +151,17 @@ def records(
         elif not as_json:
             click.echo(f"# {path}: no table definition: records in hex", err=True)
         out = sys.stdout
-        for ev in run.events():
+        for ev in run.events() if not export else ():
+            if ev.misfit is not None:
+                where = f"{path}: page {ev.page}, record at byte {ev.origin}"
+                source = run.table.source if run.table is not None else "?"
+                if not force:
+                    raise InputError(
+                        f"{where}: the table definition (from {source}) does not fit the "
+                        f"records: {ev.misfit} (--force reads on, marking such records)"
+                    )
+                problems += 1
+                click.echo(f"ibdtool: warning: {where}: does not fit: {ev.misfit}", err=True)
             if ev.problem is not None:
                 problems += 1
                 click.echo(f"ibdtool: warning: {path}: page {ev.page}: {ev.problem}", err=True)
@@ -133,7 +170,7 @@ def records(
             if as_json:
                 out.write(json.dumps(ev.to_json(), ensure_ascii=False, default=str) + "\n")
             else:
-                flag = " deleted" if ev.deleted else ""
+                flag = (" deleted" if ev.deleted else "") + (" MISFIT" if ev.misfit else "")
                 vals = " ".join(
                     f"{k}={json.dumps(v, ensure_ascii=False)}" for k, v in (ev.fields or {}).items()
                 )
@@ -142,3 +179,70 @@ def records(
         run.ts.close()
     if problems:
         sys.exit(ExitCode.FOUND)
+
+
+def _export(run: Any, path: str, fmt: str, force: bool) -> int:
+    """Write the rows of ``run`` in an export format on stdout; the number of records left
+    out because they could not be read (with --force)."""
+    from ibdtool.export import header, load_data_sql, row_line, sql_inserts
+    from parsers.tabledef import Kind
+
+    if run.table is None or run.index is None:
+        raise InputError(f"{path}: --format {fmt} needs a table definition (SDI, --schema, .cfg)")
+    raw = [c.name for c in run.table.columns if c.kind is Kind.RAW]
+    if raw:
+        raise InputError(
+            f"{path}: the definition (from {run.table.source}) does not say what "
+            f"{', '.join(raw)} hold (a DECIMAL's scale is not in a .cfg file): give --schema, "
+            "or keep the .frm file beside the .cfg"
+        )
+    table = run.table.name.replace("\\", "/").rsplit("/", 1)[-1]
+    if run.index.clustered:
+        columns = list(run.table.columns)
+    else:
+        columns = [f.column for f in run.index.fields if not f.column.hidden]
+    note = "; ".join(run.table.notes)
+    click.echo(
+        f"# {path}: index {run.index_name}, columns from {run.table.source}"
+        + (f" ({note})" if note else ""),
+        err=True,
+    )
+    if fmt != "sql":
+        click.echo(f"# load with: {load_data_sql(fmt, table, columns)}", err=True)
+    skipped = 0
+
+    def rows() -> Any:
+        nonlocal skipped
+        for ev in run.events():
+            where = f"{path}: page {ev.page}"
+            if ev.misfit is not None and not force:
+                raise InputError(
+                    f"{where}, record at byte {ev.origin}: the table definition (from "
+                    f"{run.table.source}) does not fit the records: {ev.misfit} (--force "
+                    "reads on, leaving such records out)"
+                )
+            if ev.problem is not None or ev.misfit is not None or ev.errors:
+                skipped += 1
+                why = (
+                    ev.problem or ev.misfit or "; ".join(f"{k}: {v}" for k, v in ev.errors.items())
+                )
+                click.echo(f"ibdtool: warning: {where}: left out: {why}", err=True)
+                continue
+            if ev.deleted:
+                continue
+            if ev.truncated:
+                raise InputError(
+                    f"{where}: {', '.join(ev.truncated)} longer than --max-extern: raise it"
+                )
+            yield ev.fields or {}
+
+    out = sys.stdout.buffer
+    out.write(header(fmt, columns))
+    if fmt == "sql":
+        for stmt in sql_inserts(table, columns, rows()):
+            out.write(stmt)
+    else:
+        for fields in rows():
+            out.write(row_line(fmt, columns, fields))
+    out.flush()
+    return skipped

@@ -26,6 +26,7 @@ from parsers.cfg import CfgError, parse_cfg
 from parsers.constants import FIL_NULL, FIL_PAGE_INDEX
 from parsers.ddl import DdlError, parse_create_table
 from parsers.errors import ParseError
+from parsers.frm import MAX_FRM_SIZE, FrmError, parse_frm, refine_with_frm
 from parsers.instant_mariadb import core_null_bytes
 from parsers.keyring import Keyring
 from parsers.records import (
@@ -67,12 +68,18 @@ class RecordEvent:
     truncated: tuple[str, ...] = ()
     errors: dict[str, str] | None = None
     problem: str | None = None
+    #: the record does not fit the definition: what did not (its values are not to be trusted)
+    misfit: str | None = None
+    origin: int | None = None  # the record's offset on its page
 
     def to_json(self) -> dict[str, Any]:
         doc: dict[str, Any] = {"index": self.index, "page": self.page}
         if self.problem is not None:
             doc["problem"] = self.problem
             return doc
+        if self.misfit is not None:
+            doc["record"] = self.origin
+            doc["misfit"] = self.misfit
         doc["deleted"] = self.deleted
         doc["fields"] = self.fields
         if self.truncated:
@@ -99,15 +106,27 @@ def definition_from_sdi(ts: Tablespace) -> TableDef | None:
 
 
 def definition_from_cfg(path: Path) -> TableDef | None:
+    """The ``.cfg`` beside ``path``, with the ``.frm`` beside it when there is one (the SQL
+    types the ``.cfg`` lacks: DECIMAL scale, ENUM/SET names, UUID/INET)."""
     cfg = path.with_suffix(".cfg")
     if not cfg.is_file():
         return None
     try:
-        return parse_cfg(cfg.read_bytes())
+        table = parse_cfg(cfg.read_bytes())
     except CfgError as exc:
         raise InputError(f"{cfg}: {exc}") from None
     except OSError as exc:
         raise InputError(f"{cfg}: {exc.strerror}") from None
+    frm = path.with_suffix(".frm")
+    if not frm.is_file():
+        return table
+    try:
+        with frm.open("rb") as fh:
+            return refine_with_frm(table, parse_frm(fh.read(MAX_FRM_SIZE + 1)))
+    except FrmError as exc:
+        raise InputError(f"{frm}: {exc}") from None
+    except OSError as exc:
+        raise InputError(f"{frm}: {exc.strerror}") from None
 
 
 def definition_from_schema(sql: str) -> TableDef:
@@ -206,6 +225,9 @@ class RecordsRun:
     index: IndexDef | None
     pages: IndexPages
     extern_limit: int = DEFAULT_EXTERN_LIMIT
+    #: go on past records that do not fit the definition (they are marked); else the first
+    #: one is the last event
+    force: bool = False
 
     @property
     def index_name(self) -> str:
@@ -259,7 +281,10 @@ class RecordsRun:
                 if reader is None:
                     yield from self._raw_rows(no, page)
                 else:
-                    for row in reader.rows(no, page, metadata=no == first):
+                    rows = list(reader.rows(no, page, metadata=no == first))
+                    if not self.force:  # a page with a misfit shows none of its values
+                        rows = next(([r] for r in rows if r.misfit is not None), rows)
+                    for row in rows:
                         yield RecordEvent(
                             name,
                             no,
@@ -267,7 +292,11 @@ class RecordsRun:
                             row.fields,
                             tuple(row.truncated),
                             row.errors or None,
+                            misfit=row.misfit,
+                            origin=row.origin,
                         )
+                        if row.misfit is not None and not self.force:
+                            return
             except (ParseError, ValueError, IndexError) as exc:  # a damaged record or page
                 yield RecordEvent(name, no, problem=str(exc) or type(exc).__name__)
             no = int.from_bytes(page[12:16], "big")
@@ -285,6 +314,7 @@ def open_records(
     server_sql: Callable[[str, str], str | None] | None = None,
     extern_limit: int = DEFAULT_EXTERN_LIMIT,
     keyring: Keyring | None = None,
+    force: bool = False,
 ) -> RecordsRun:
     """Open ``path`` and choose the definition and the index (the caller closes ``run.ts``).
 
@@ -302,13 +332,14 @@ def open_records(
         if table is None:
             ids = sorted(found)
             if index is None:
-                return RecordsRun(ts, None, None, found[ids[0]], extern_limit)
+                return RecordsRun(ts, None, None, found[ids[0]], extern_limit, force)
             raise InputError(f"{path}: --index needs a table definition (SDI, --schema, .cfg)")
         chosen = table.clustered if index is None else table.index(index)
         if chosen is None:
             names = ", ".join(i.name for i in table.indexes)
             raise InputError(f"{path}: no index {index!r} (the table has {names})")
-        return RecordsRun(ts, table, chosen, _match_index(table, chosen, found), extern_limit)
+        pages = _match_index(table, chosen, found)
+        return RecordsRun(ts, table, chosen, pages, extern_limit, force)
     except BaseException:
         ts.close()
         raise

@@ -1,0 +1,153 @@
+"""Rows of a tablespace as a file a server loads back: CSV, TSV (for ``LOAD DATA``) or SQL.
+
+``records --format csv|tsv|sql`` moves the rows out of a tablespace the server cannot open.
+Each format is declared once here, with the statement that reads it back:
+
+* **sql**: ``SET NAMES utf8mb4; SET time_zone = '+00:00';`` then ``INSERT INTO `t` (cols)
+  VALUES (…), (…);`` of at most :data:`SQL_BATCH_BYTES` each. Strings are quoted with the
+  server's escapes, binary strings and geometries are ``0x…`` literals, numbers and BIT values
+  bare.
+* **tsv**: a header line of column names, then one line per row, fields separated by a tab;
+  ``\\N`` is NULL and ``\\\\``, ``\\t``, ``\\n``, ``\\r``, ``\\0`` escape their bytes — the
+  defaults of ``LOAD DATA INFILE 'f' INTO TABLE t CHARACTER SET binary IGNORE 1 LINES``.
+* **csv**: a header line, then every value in double quotes (``""`` for a quote) and NULL as
+  the bare word ``NULL``: ``LOAD DATA INFILE 'f' INTO TABLE t CHARACTER SET binary FIELDS
+  TERMINATED BY ',' OPTIONALLY ENCLOSED BY '"' ESCAPED BY '' IGNORE 1 LINES``.
+
+Values are written in each column's own bytes (text in its character set, binary strings and
+BIT values as stored), so ``CHARACTER SET binary`` loads them without conversion; TIMESTAMP
+values are in UTC (``SET time_zone = '+00:00'`` before loading). Delete-marked records are not
+rows of the table and are left out.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from typing import Any
+
+from parsers.tabledef import Column, Kind
+
+FORMATS = ("csv", "tsv", "sql")
+SQL_BATCH_BYTES = 1 << 20
+
+_NUMERIC = frozenset({Kind.INT, Kind.FLOAT, Kind.DOUBLE, Kind.DECIMAL, Kind.YEAR, Kind.SYS})
+
+
+def _is_binary(col: Column) -> bool:
+    """Columns whose values the reader renders ``0x…`` (bytes with no character set)."""
+    if col.kind in (Kind.GEOMETRY, Kind.RAW):
+        return True
+    return col.kind in (Kind.CHAR, Kind.VARCHAR, Kind.BLOB) and (
+        col.charset is None or col.charset.codec is None
+    )
+
+
+def column_bytes(col: Column, value: Any) -> bytes | None:
+    """A decoded value back in the column's own bytes (None: NULL)."""
+    if value is None:
+        return None
+    if _is_binary(col) and isinstance(value, str) and value.startswith("0x"):
+        return bytes.fromhex(value[2:])
+    if col.kind is Kind.BIT and isinstance(value, int):
+        return value.to_bytes(max(1, col.length), "big")
+    if isinstance(value, float):
+        return repr(value).encode()
+    text = str(value)
+    if col.charset is not None and col.charset.codec is not None:
+        return text.encode(col.charset.codec, errors="replace")
+    return text.encode("utf-8")
+
+
+def _quote_ident(name: str) -> str:
+    return "`" + name.replace("`", "``") + "`"
+
+
+_SQL_ESCAPES = {0: b"\\0", 10: b"\\n", 13: b"\\r", 26: b"\\Z", 39: b"\\'", 92: b"\\\\"}
+_TSV_ESCAPES = {0: b"\\0", 9: b"\\t", 10: b"\\n", 13: b"\\r", 92: b"\\\\"}
+
+
+def _escape(raw: bytes, table: dict[int, bytes]) -> bytes:
+    if not any(b in table for b in raw):
+        return raw
+    return b"".join(table.get(b, bytes((b,))) for b in raw)
+
+
+def sql_literal(col: Column, value: Any) -> bytes:
+    if value is None:
+        return b"NULL"
+    if col.kind in _NUMERIC:
+        return repr(value).encode() if isinstance(value, float) else str(value).encode()
+    if col.kind is Kind.BIT and isinstance(value, int):
+        return str(value).encode()
+    raw = column_bytes(col, value)
+    assert raw is not None
+    if _is_binary(col):
+        return b"0x" + raw.hex().encode() if raw else b"''"
+    if col.charset is not None and col.charset.codec is not None:
+        raw = str(value).encode("utf-8")  # SET NAMES utf8mb4: the server converts
+    return b"'" + _escape(raw, _SQL_ESCAPES) + b"'"
+
+
+def header(fmt: str, columns: list[Column]) -> bytes:
+    if fmt == "sql":
+        return b"SET NAMES utf8mb4;\nSET time_zone = '+00:00';\n"
+    names = [c.name.encode("utf-8") for c in columns]
+    if fmt == "tsv":
+        return b"\t".join(_escape(n, _TSV_ESCAPES) for n in names) + b"\n"
+    return b",".join(b'"' + n.replace(b'"', b'""') + b'"' for n in names) + b"\n"
+
+
+def row_line(fmt: str, columns: list[Column], fields: dict[str, Any]) -> bytes:
+    """One row in CSV or TSV (with its newline)."""
+    out = []
+    for col in columns:
+        raw = column_bytes(col, fields.get(col.name))
+        if fmt == "tsv":
+            out.append(b"\\N" if raw is None else _escape(raw, _TSV_ESCAPES))
+        else:
+            out.append(b"NULL" if raw is None else b'"' + raw.replace(b'"', b'""') + b'"')
+    return (b"\t" if fmt == "tsv" else b",").join(out) + b"\n"
+
+
+def sql_inserts(
+    table: str, columns: list[Column], rows: Iterator[dict[str, Any]]
+) -> Iterator[bytes]:
+    """``INSERT`` statements of at most :data:`SQL_BATCH_BYTES` each."""
+    head = (
+        f"INSERT INTO {_quote_ident(table)} ("
+        + ", ".join(_quote_ident(c.name) for c in columns)
+        + ") VALUES\n"
+    ).encode("utf-8")
+    batch: list[bytes] = []
+    size = 0
+    for fields in rows:
+        tup = b"(" + b", ".join(sql_literal(c, fields.get(c.name)) for c in columns) + b")"
+        batch.append(tup)
+        size += len(tup) + 2
+        if size >= SQL_BATCH_BYTES:
+            yield head + b",\n".join(batch) + b";\n"
+            batch, size = [], 0
+    if batch:
+        yield head + b",\n".join(batch) + b";\n"
+
+
+def load_data_sql(fmt: str, table: str, columns: list[Column], path: str = "FILE") -> str:
+    """The ``LOAD DATA`` statement that reads a CSV or TSV export of ``table`` back."""
+    targets, sets = [], []
+    for c in columns:
+        if c.kind is Kind.JSON:  # JSON refuses binary strings: read it as utf8mb4 text
+            var = "@" + _quote_ident(c.name)
+            targets.append(var)
+            sets.append(f"{_quote_ident(c.name)} = CONVERT({var} USING utf8mb4)")
+        else:
+            targets.append(_quote_ident(c.name))
+    fields = (
+        "FIELDS TERMINATED BY ',' OPTIONALLY ENCLOSED BY '\"' ESCAPED BY '' "
+        if fmt == "csv"
+        else ""
+    )
+    text = (
+        f"LOAD DATA INFILE '{path}' INTO TABLE {_quote_ident(table)} CHARACTER SET binary "
+        f"{fields}IGNORE 1 LINES ({', '.join(targets)})"
+    )
+    return text + (" SET " + ", ".join(sets) if sets else "")
