@@ -40,7 +40,7 @@ from ibdtool.report import (
 if TYPE_CHECKING:
     from ibdtool.tablespace import Schemas
 
-FORMATS = ("table", "json", "jsonl", "csv", "markdown", "html")
+FORMATS = ("table", "json", "jsonl", "csv", "markdown", "html", "openmetrics")
 
 
 def _fail_on(values: tuple[str, ...]) -> list[str]:
@@ -110,7 +110,8 @@ def _progress(files: int, total_bytes: int) -> Iterator[Callable[[int, int, str]
     default="table",
     show_default=True,
     help="table: Rich tables; json: one document; jsonl: a row per line as files finish; "
-    "csv; markdown; html: a self-contained page with sortable tables and a chart.",
+    "csv; markdown; html: a self-contained page with sortable tables and a chart; "
+    "openmetrics: gauges for Prometheus (node_exporter's textfile collector).",
 )
 @click.option(
     "--simulate",

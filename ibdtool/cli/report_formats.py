@@ -748,9 +748,16 @@ def write_html(doc: dict[str, Any], out: IO[str]) -> None:
     )
 
 
+def _write_openmetrics(doc: dict[str, Any], out: IO[str]) -> None:
+    from ibdtool.cli.report_openmetrics import write_openmetrics
+
+    write_openmetrics(doc, out)
+
+
 WRITERS: dict[str, Callable[[dict[str, Any], IO[str]], None]] = {
     "json": write_json,
     "csv": write_csv,
     "markdown": write_markdown,
     "html": write_html,
+    "openmetrics": _write_openmetrics,
 }

@@ -1,0 +1,140 @@
+"""``report --format openmetrics``: the report as gauges, for Prometheus.
+
+The text is the OpenMetrics 1.0 exposition (which Prometheus' text format reads too): write it
+into node_exporter's textfile-collector directory (``--collector.textfile.directory``, a file
+ending in ``.prom``, renamed into place) and every scrape carries the figures. One metric
+family per figure, each a gauge:
+
+* ``ibdtool_tablespace_*``, labelled ``path``, ``schema``, ``table``, ``partition`` (and
+  ``host`` in a fleet report): logical and allocated bytes, bytes saved, extents, pages,
+  compressed pages, unpunched pages, pages failing their checksum, and with ``--simulate`` the
+  predicted allocated bytes and saving of the best page compression; ``…_error`` is 1 for a
+  file that could not be read (its other figures are absent).
+* ``ibdtool_schema_*``, labelled ``schema``: the same sums per schema, and the file count.
+* ``ibdtool_report_*``: files, unreadable files, and when the report was made.
+
+Label values are escaped as the format says (``\\``, ``"``, newline); names from files are
+never metric names.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterable
+from datetime import datetime
+from typing import IO, Any
+
+PREFIX = "ibdtool"
+
+#: (metric suffix, help, value of a tablespace row, value of a schema total)
+_Getter = Callable[[dict[str, Any]], Any]
+
+
+def _sim(key: str) -> _Getter:
+    return lambda r: (r.get("simulation") or {}).get(key)
+
+
+def _checksum_invalid(r: dict[str, Any]) -> Any:
+    chk = r.get("checksum")
+    return chk.get("invalid") if isinstance(chk, dict) else r.get("checksum_invalid")
+
+
+FIGURES: tuple[tuple[str, str, _Getter], ...] = (
+    ("logical_bytes", "Size of the file (st_size).", lambda r: r.get("logical_size")),
+    ("allocated_bytes", "Bytes the filesystem allocates (st_blocks*512).",
+     lambda r: r.get("allocated_size")),
+    ("saved_bytes", "Logical minus allocated bytes: what holes save.", lambda r: r.get("saving")),
+    ("extents", "Extents the filesystem maps for the file (FIEMAP).", lambda r: r.get("extents")),
+    ("pages", "Pages in the file.", lambda r: r.get("pages")),
+    ("compressed_pages", "Pages stored compressed.", lambda r: r.get("compressed_pages")),
+    ("unpunched_pages", "Compressed pages whose unused tail is not a hole.",
+     lambda r: r.get("unpunched_pages")),
+    ("bad_pages", "Pages failing their checksum.", _checksum_invalid),
+    ("predicted_allocated_bytes", "Allocated bytes predicted under the best page compression "
+     "(--simulate).", _sim("predicted_allocated")),
+    ("predicted_saved_bytes", "Bytes the best page compression is predicted to save "
+     "(--simulate).", _sim("saving")),
+)  # fmt: skip
+
+
+def _escape(value: Any) -> str:
+    text = "" if value is None else str(value)
+    return text.replace("\\", "\\\\").replace('"', '\\"').replace("\n", "\\n")
+
+
+def _labels(pairs: Iterable[tuple[str, Any]]) -> str:
+    inner = ",".join(f'{k}="{_escape(v)}"' for k, v in pairs)
+    return "{" + inner + "}" if inner else ""
+
+
+def _number(v: Any) -> str | None:
+    if isinstance(v, bool) or not isinstance(v, int | float):
+        return None
+    return repr(float(v)) if isinstance(v, float) else str(v)
+
+
+def _family(out: list[str], name: str, help_text: str, samples: list[tuple[str, str]]) -> None:
+    if not samples:
+        return
+    out.append(f"# TYPE {name} gauge")
+    out.append(f"# HELP {name} {help_text}")
+    out.extend(f"{name}{labels} {value}" for labels, value in samples)
+
+
+def openmetrics_text(doc: dict[str, Any]) -> str:
+    """The whole report document as OpenMetrics text (ends with ``# EOF``)."""
+    rows = doc.get("tablespaces") or []
+    fleet = any(r.get("host") for r in rows)
+    out: list[str] = []
+
+    def row_labels(r: dict[str, Any]) -> str:
+        pairs = [("host", r.get("host"))] if fleet else []
+        pairs += [("path", r.get("path")), ("schema", r.get("schema")),
+                  ("table", r.get("table")), ("partition", r.get("partition") or "")]  # fmt: skip
+        return _labels(pairs)
+
+    for suffix, help_text, get in FIGURES:
+        samples = []
+        for r in rows:
+            v = _number(get(r)) if not r.get("error") else None
+            if v is not None:
+                samples.append((row_labels(r), v))
+        _family(out, f"{PREFIX}_tablespace_{suffix}", help_text, samples)
+    errors = [(row_labels(r), "1" if r.get("error") else "0") for r in rows]
+    _family(out, f"{PREFIX}_tablespace_error", "1: the file could not be read.", errors)
+
+    totals = doc.get("totals") or {}
+    by_schema = [t for t in totals.get("by_schema") or [] if "schema" in t]
+    for suffix, help_text, get in (
+        ("files", "Tablespace files of the schema.", lambda t: t.get("files")),
+        *FIGURES,
+    ):
+        samples = []
+        for t in by_schema:
+            v = _number(get(t))
+            if v is not None:
+                samples.append((_labels([("schema", t.get("schema") or "")]), v))
+        _family(out, f"{PREFIX}_schema_{suffix}", help_text + " Per schema.", samples)
+
+    overall = totals.get("all") or {}
+    for suffix, help_text, key in (
+        ("files", "Tablespace files in the report.", "files"),
+        ("errors", "Files that could not be read.", "errors"),
+    ):
+        v = _number(overall.get(key))
+        if v is not None:
+            _family(out, f"{PREFIX}_report_{suffix}", help_text, [("", v)])
+    made = doc.get("generated_at")
+    if isinstance(made, str):
+        try:
+            stamp = datetime.fromisoformat(made).timestamp()
+        except ValueError:
+            stamp = None
+        if stamp is not None:
+            _family(out, f"{PREFIX}_report_generated_timestamp_seconds",
+                    "When the report was made (Unix time).", [("", repr(stamp))])  # fmt: skip
+    out.append("# EOF")
+    return "\n".join(out) + "\n"
+
+
+def write_openmetrics(doc: dict[str, Any], out: IO[str]) -> None:
+    out.write(openmetrics_text(doc))
