@@ -500,3 +500,30 @@ async def test_q_and_ctrl_q_quit(datadir: Path, key: str) -> None:
         await pilot.pause()
         assert not app.is_running
     assert app.return_code == 0
+
+
+@pytest.mark.asyncio
+async def test_jump_opens_the_page_asked_for_at_80_columns(tmp_path: Path) -> None:
+    """At 80 columns a cell of a 6,144-page file holds several pages: ``:100`` then enter
+    describes and opens page 100 itself, not the first page of its cell."""
+    from tests.conftest import corpus_file
+
+    path = tmp_path / "big.ibd"
+    path.write_bytes(corpus_file("mysql-made/mysql8015-t_plain_1k.ibd").read_bytes())
+    os.truncate(path, 6144 * 16384)  # zero pages after the table's own: a big file, sparse
+    app = create_app(path)
+    async with app.run_test(size=(80, 24)) as pilot:
+        await settle(pilot)
+        screen = app.screen
+        assert isinstance(screen, TablespaceScreen)
+        pagemap = screen.query_one(PageMap)
+        assert pagemap.pages_per_cell > 1 and 100 % pagemap.pages_per_cell  # 100 is mid-cell
+        await pilot.press("colon", *"100", "enter")
+        assert cursor_info(screen).startswith("page 100:"), cursor_info(screen)
+        await pilot.press("enter")
+        await settle(pilot)
+        assert isinstance(app.screen, PageScreen) and app.screen.page == 100
+        await pilot.press("escape")
+        await settle(pilot)
+        await pilot.press("right")  # another move: the cell again, not the jumped-to page
+        assert cursor_info(screen).startswith("pages "), cursor_info(screen)

@@ -342,6 +342,8 @@ def pages(
 
     if as_json and as_csv:
         raise click.UsageError("choose one of --jsonl and --csv")
+    if stop is not None and stop < start:
+        raise InputError(f"--to {stop} is before --from {start}: no page is in that range")
     end = None if stop is None else stop + 1
     schema = schemas.for_file(path, single=True) if schemas else None
     if (

@@ -139,7 +139,9 @@ def progress_columns(byte_units: bool) -> list[Any]:
 
     class Eta(ProgressColumn):
         def render(self, task: Task) -> Text:
-            if task.finished:
+            # not task.finished: Rich never clears it, and a bar reused for the next phase
+            # of the work (scan, copy, check) would say "done" all through it
+            if task.total is not None and task.completed >= task.total:
                 return Text("done", "progress.elapsed")
             left = task.time_remaining
             return Text("ETA unknown" if left is None else f"ETA {hms(left)}", "progress.remaining")
@@ -169,6 +171,16 @@ class RateMeter:
             self.samples.pop(0)
         (t0, m0), (t1, m1) = self.samples[0], self.samples[-1]
         return (m1 - m0) / (t1 - t0) if t1 - t0 >= 0.2 else None
+
+
+def advance(progress: Any, task: Any, done: int, total: int | None, **fields: Any) -> None:
+    """Move a bar to ``done`` of ``total``; a count that goes back is the next phase of the
+    work starting over, so the bar is reset (its ETA and speed start afresh)."""
+    current = next((t for t in progress.tasks if t.id == task), None)
+    if current is not None and done < current.completed:
+        progress.reset(task, total=total, completed=done, **fields)
+        return
+    progress.update(task, completed=done, total=total, **fields)
 
 
 @contextmanager
@@ -210,7 +222,7 @@ def progress_for(
                 fields["description"] = label
             if moved is not None:
                 fields["rate"] = meter.add(moved)
-            progress.update(task, completed=done, total=of if of is not None else total, **fields)
+            advance(progress, task, done, of if of is not None else total, **fields)
 
         yield update
 

@@ -33,13 +33,18 @@ def tablespace_label(row: dict[str, Any]) -> str:
 
 def compression_text(row: dict[str, Any]) -> str:
     """Page-compression algorithms found and their share of the file's pages."""
-    counts = row.get("compression") or {}
+    counts = dict(row.get("compression") or {})
     pages = row.get("pages") or 0
+    kbs = row.get("key_block_size")
+    if kbs and "none" in counts:  # ROW_FORMAT=COMPRESSED: every page is a zip page
+        counts[f"zip {kbs // 1024}K"] = counts.pop("none")
     parts = [
         f"{algo} {100 * n / pages:.0f}%"
         for algo, n in sorted(counts.items(), key=lambda kv: -kv[1])
         if algo != "none" and pages
     ]
+    if kbs and len(parts) == 1:
+        return parts[0].rsplit(" ", 1)[0]  # "zip 8K", not "zip 8K 100%"
     return " + ".join(parts) if parts else ("none" if counts else "")
 
 
@@ -75,7 +80,8 @@ def short_format(row: dict[str, Any]) -> str:
 
 
 def _pct(n: float | None) -> str:
-    return "" if n is None else f"{n:.0f}%"
+    """A share in whole percent; a rounding of zero is "0%", never "-0%"."""
+    return "" if n is None else f"{round(n) or 0:.0f}%"
 
 
 def _signed_bytes(n: int | None) -> str:

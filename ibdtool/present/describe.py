@@ -134,7 +134,10 @@ def inspect_rows(r: InspectResult) -> list[tuple[str, Styled]]:
             row_format += f" COMPRESSION='{r.sdi.compression}'"
     rows.append(("Row format", [(row_format, "")]))
     rows.append(("Pages", [(f"{r.pages}  ", ""), *_counts(r.page_types)]))
-    rows.append(("Compression", _counts(r.compression, r.pages)))
+    compression = dict(r.compression)
+    if fmt.key_block_size and "none" in compression:  # ROW_FORMAT=COMPRESSED pages
+        compression[f"zip {fmt.key_block_size // 1024}K"] = compression.pop("none")
+    rows.append(("Compression", _counts(compression, r.pages)))
     if r.encryption is not None:
         rows.append(("Encryption", encryption_styled(r.encryption)))
     chk: Styled = [(f"{r.checksum_valid} valid", "green")]

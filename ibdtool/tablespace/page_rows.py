@@ -10,6 +10,7 @@ from ibdtool.tablespace.inspect import index_names_of
 from ibdtool.tablespace.reader import Tablespace
 from parsers.constants import MARIADB_TYPE_NAMES, MYSQL_TYPE_NAMES
 from parsers.page import DOUBLEWRITE_NAME, ENCRYPTED_NAME, PageInfo
+from parsers.sdi import SDI_INDEX_ID
 
 if TYPE_CHECKING:  # parsers.keyring loads construct and cryptography: only with --keyring
     from parsers.keyring import Keyring
@@ -43,6 +44,10 @@ def parse_type_filter(types: Sequence[str]) -> tuple[set[str], set[int]]:
     return names, numbers
 
 
+def _index_name(index_id: int, names: dict[int, str] | None) -> str | None:
+    return "SDI" if index_id == SDI_INDEX_ID else (names or {}).get(index_id)
+
+
 def page_row(
     info: PageInfo, allocated: int | None, names: dict[int, str] | None = None
 ) -> dict[str, Any]:
@@ -59,8 +64,9 @@ def page_row(
         "valid": info.checksum_valid,
         "lsn": info.lsn,
         "space_id": info.space_id,
-        "index_id": idx.index_id if idx else None,
-        "index": (names or {}).get(idx.index_id) if idx else None,
+        # the SDI's B-tree has no index id: its pages carry an all-ones sentinel
+        "index_id": idx.index_id if idx and idx.index_id != SDI_INDEX_ID else None,
+        "index": _index_name(idx.index_id, names) if idx else None,
         "level": idx.level if idx else None,
         "n_recs": idx.n_recs if idx else None,
         "fill": round(idx.fill, 3) if idx else None,

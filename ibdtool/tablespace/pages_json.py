@@ -36,6 +36,7 @@ from parsers.codecs import codec_for
 from parsers.constants import Algorithm, Vendor, index_types, page_type_name
 from parsers.page import HEADER_PREFIX, index_fill
 from parsers.pagecolumns import INDEX_FIELDS, columns, plain_verified, verdict_fields
+from parsers.sdi import SDI_INDEX_ID
 
 if TYPE_CHECKING:  # parsers.keyring loads construct and cryptography: only with --keyring
     from parsers.keyring import Keyring
@@ -55,7 +56,7 @@ _ROW = (
 )
 _PAGE_MARK = -7_020_304_050_607  # stands for the page number and the allocated bytes in a template
 _NO_INDEX = '"index_id": null, "index": null, "level": null, "n_recs": null, "fill": null'
-_INDEX = '"index_id": %d, "index": %s, "level": %d, "n_recs": %d, "fill": %s'
+_INDEX = '"index_id": %s, "index": %s, "level": %d, "n_recs": %d, "fill": %s'
 
 
 @dataclass
@@ -174,9 +175,11 @@ def _data_run(ctx: _Context, first: int, end: int, per_page: Sequence[int], out:
     ) -> str:
         name = index_json.get(iid)
         if name is None:
-            name = index_json[iid] = _encode(names.get(iid))
+            name = index_json[iid] = _encode("SDI" if iid == SDI_INDEX_ID else names.get(iid))
         fill = round(index_fill(n_heap, heap_top, garbage, logical)[1], 3)
-        return _INDEX % (iid, name, level, n_recs, float.__repr__(fill))
+        # the SDI's B-tree has no index id: its pages carry an all-ones sentinel
+        shown = "null" if iid == SDI_INDEX_ID else str(iid)
+        return _INDEX % (shown, name, level, n_recs, float.__repr__(fill))
 
     fields = (*verdict_fields(fcrc32), "space_id", *INDEX_FIELDS)
     zero = bytes(psize)

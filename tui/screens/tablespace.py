@@ -378,7 +378,7 @@ type, compression algorithm, stored size, allocation on disk or checksum.
 
     def action_jump(self) -> None:
         if self.model is not None:
-            ask_page(self, self.model.n_pages, self.query_one(PageMap).move_to)
+            ask_page(self, self.model.n_pages, self.query_one(PageMap).jump_to)
 
     def action_filter(self) -> None:
         def apply(value: str | None) -> None:

@@ -79,6 +79,7 @@ class PageMap(ScrollView, can_focus=True, inherit_bindings=False):
         self.pages_per_cell = 1
         self.fit = True
         self.cursor = 0  # a page number, a multiple of pages_per_cell
+        self.exact: int | None = None  # the page a ``:N`` jump asked for (inside the cell)
         self.columns = MIN_COLUMNS
         self.cell_width = 1
         self._match: bytes | None = None
@@ -213,8 +214,19 @@ class PageMap(ScrollView, can_focus=True, inherit_bindings=False):
 
     # --- cursor ----------------------------------------------------------------------------
 
+    def _exact_page(self) -> int | None:
+        """The page a jump asked for, while the cursor's cell still holds it."""
+        e = self.exact
+        if e is None or not self.cursor <= e < self.cursor + self.pages_per_cell:
+            return None
+        return e
+
     def _announce(self) -> None:
         if self.model:
+            exact = self._exact_page()
+            if exact is not None:
+                self.post_message(self.CursorMoved(exact, 1))
+                return
             k = self.pages_per_cell
             self.post_message(
                 self.CursorMoved(self.cursor, min(k, self.model.n_pages - self.cursor))
@@ -225,10 +237,19 @@ class PageMap(ScrollView, can_focus=True, inherit_bindings=False):
         if not self.model:
             return
         page = max(0, min(self.model.n_pages - 1, page))
+        self.exact = None
         self.cursor = page - page % self.pages_per_cell
         self._scroll_to_cursor()
         self.refresh()
         self._announce()
+
+    def jump_to(self, page: int) -> None:
+        """``:N``: the cursor on the cell holding page N, and N itself the page it opens and
+        describes (a cell of a big file at 80 columns holds several pages)."""
+        self.move_to(page)
+        if self.model:
+            self.exact = max(0, min(self.model.n_pages - 1, page))
+            self._announce()
 
     def _scroll_to_cursor(self) -> None:
         row = self.cursor // self.pages_per_cell // self.columns
@@ -254,7 +275,8 @@ class PageMap(ScrollView, can_focus=True, inherit_bindings=False):
 
     def action_select(self) -> None:
         if self.model:
-            self.post_message(self.PageSelected(self.cursor))
+            exact = self._exact_page()
+            self.post_message(self.PageSelected(self.cursor if exact is None else exact))
 
     def action_zoom(self, direction: int) -> None:
         """Halve (-1) or double (+1) the pages a cell shows, keeping the cursor's page."""
