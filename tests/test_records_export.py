@@ -95,6 +95,7 @@ def test_export_loads_back_into_the_server(
             finally:
                 cur.execute("UNLOCK TABLES")
             holder.close()
+            cur.execute(f"USE `{SCHEMA}`")
             for fmt, (data, err) in out.items():
                 table = f"from_{fmt}"
                 if fmt == "sql":
