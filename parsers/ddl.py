@@ -46,6 +46,11 @@ _BLOBS = {"tinyblob", "blob", "mediumblob", "longblob"}
 _TEXTS = {"tinytext", "text", "mediumtext", "longtext", "long"}
 _GEOMS = {"geometry", "point", "linestring", "polygon", "multipoint", "multilinestring",
           "multipolygon", "geometrycollection", "geomcollection"}  # fmt: skip
+#: other spellings of the types below (MySQL's "Data Type Storage" aliases)
+_TYPE_ALIASES = {"int1": "tinyint", "int2": "smallint", "int3": "mediumint", "middleint":
+                 "mediumint", "int4": "int", "int8": "bigint", "float4": "float", "float8":
+                 "double", "nvarchar": "varchar", "varchar2": "varchar", "raw": "varbinary",
+                 "clob": "longtext", "number": "decimal"}  # fmt: skip
 _FIXED_BINARY = {"inet6": (Kind.INET6, 16), "uuid": (Kind.UUID, 16), "inet4": (Kind.INET4, 4)}
 _KEY_WORDS = {"primary", "unique", "key", "index", "fulltext", "spatial", "constraint",
               "foreign", "check", "period", "system"}  # fmt: skip
@@ -172,7 +177,11 @@ def _charset(name: str | None, collation: str | None, default: Charset) -> Chars
     return cs
 
 
-def _column(p: _Parser, name: str, table_cs: Charset) -> Column | None:
+def _column(
+    p: _Parser, name: str, table_cs: Charset, inline: list[str] | None = None
+) -> Column | None:
+    """One column definition; ``inline`` gets "primary" / "unique" for a key written on the
+    column itself (``id INT PRIMARY KEY``)."""
     tname = p.take().word
     if not tname:
         raise DdlError(f"column {name}: no type")
@@ -183,9 +192,15 @@ def _column(p: _Parser, name: str, table_cs: Charset) -> Column | None:
         "varbinary",
     ):
         nxt = p.take().word
+        if tname == "long":  # LONG VARCHAR, LONG VARBINARY: MEDIUMTEXT, MEDIUMBLOB
+            nxt = {"varchar": "mediumtext", "varbinary": "mediumblob"}.get(nxt, nxt)
         tname = {"varying": "varchar", "precision": "double"}.get(nxt, nxt)
     if tname in ("national", "nchar"):
         tname = "char" if tname == "nchar" else p.take().word
+        if tname in ("char", "character") and p.peek().word == "varying":
+            p.take()
+            tname = "varchar"
+    tname = _TYPE_ALIASES.get(tname, tname)
     args = p.args()
     nums = [int(float(t.text)) for t in args if t.kind == "num"]
     members = tuple(t.text for t in args if t.kind == "str")
@@ -216,14 +231,18 @@ def _column(p: _Parser, name: str, table_cs: Charset) -> Column | None:
             p.skip_expr()
         elif w == "on":
             p.expect("update")
-            p.skip_expr()
+            p.skip_expr()  # ON UPDATE CURRENT_TIMESTAMP
         elif w in ("comment",):
             p.take()
         elif w == "generated":
             p.expect("always")
         elif w == "as":
-            p.skip_parens()
-            virtual = True
+            if p.peek().word == "row":  # MariaDB: AS ROW START / END (system versioning)
+                p.take()
+                p.take()
+            else:
+                p.skip_parens()
+                virtual = True
         elif w in ("stored", "persistent"):
             virtual = False
         elif w == "virtual":
@@ -236,10 +255,18 @@ def _column(p: _Parser, name: str, table_cs: Charset) -> Column | None:
                 p.take()
                 p.name()
             p.args()
+            _skip_reference_options(p)
         elif w == "primary" or w == "unique":
-            p.accept("key")
+            p.accept("key") or p.accept("index")
             if w == "primary":
                 nullable = False
+            if inline is not None:
+                inline.append(w)
+        elif w == "key" and inline is not None:  # "KEY" alone on a column: PRIMARY KEY
+            nullable = False
+            inline.append("primary")
+        elif w == "compressed":  # MariaDB column compression: the values are zlib streams
+            raise DdlError(f"column {name}: COMPRESSED columns are not supported")
         elif w == "srid":
             p.take()
         # AUTO_INCREMENT, INVISIBLE, VISIBLE, COLUMN_FORMAT x, STORAGE x … change no layout
@@ -304,20 +331,51 @@ def _column(p: _Parser, name: str, table_cs: Charset) -> Column | None:
     raise DdlError(f"column {name}: type {tname} is not supported")
 
 
-def _key_parts(p: _Parser, cols: dict[str, Column]) -> list[IndexField]:
+def _skip_reference_options(p: _Parser) -> None:
+    """``MATCH FULL|PARTIAL|SIMPLE`` and ``ON DELETE|UPDATE <action>`` after REFERENCES."""
+    while True:
+        if p.accept("match"):
+            p.take()
+        elif p.peek().word == "on" and p.peek(1).word in ("delete", "update"):
+            p.take()
+            p.take()
+            action = p.take().word
+            if action in ("set", "no"):
+                p.take()  # SET NULL, SET DEFAULT, NO ACTION
+        else:
+            return
+
+
+class _UnreadKey(Exception):
+    """A key with no B-tree of its own in the record layout this module builds."""
+
+
+def _key_parts(
+    p: _Parser, cols: dict[str, Column], virtual: frozenset[str] = frozenset()
+) -> list[IndexField]:
     p.expect("(")
     parts: list[IndexField] = []
+    unread = ""
     while True:
         if p.peek().text == "(":  # a functional key part: a hidden virtual column
             p.skip_parens()
-            parts = []
             while p.peek().text not in (",", ")"):
                 p.take()
-            raise DdlError("functional key parts are not supported")
+            unread = "on an expression"
+            if p.take().text == ")":
+                raise _UnreadKey(unread)
+            continue
         cname = p.name()
         col = cols.get(cname) or next(
             (c for k, c in cols.items() if k.lower() == cname.lower()), None
         )
+        if col is None and cname.lower() in virtual:
+            unread = f"on the virtual column {cname}"
+            while p.peek().text not in (",", ")"):
+                p.take()
+            if p.take().text == ")":
+                raise _UnreadKey(unread)
+            continue
         if col is None:
             raise DdlError(f"key names unknown column {cname}")
         prefix = 0
@@ -328,6 +386,8 @@ def _key_parts(p: _Parser, cols: dict[str, Column]) -> list[IndexField]:
             p.take()  # ASC / DESC
         parts.append(IndexField(col, prefix))
         if p.take().text == ")":
+            if unread:
+                raise _UnreadKey(unread)
             return parts
 
 
@@ -409,16 +469,23 @@ def _from_tokens(toks: list[_Tok]) -> TableDef:
     columns: dict[str, Column] = {}
     order: list[str] = []
     keys: list[tuple[str, str, list[IndexField]]] = []
+    virtual: set[str] = set()
     while body.peek().kind != "eof":
         first = body.peek()
         if first.kind == "word" and first.word in _KEY_WORDS:
-            _table_key(body, columns, keys)
+            _table_key(body, columns, keys, frozenset(virtual))
         else:
             cname = body.name()
-            col = _column(body, cname, table_cs)
-            if col is not None:
+            inline: list[str] = []
+            col = _column(body, cname, table_cs, inline)
+            if col is None:
+                virtual.add(cname.lower())
+            else:
                 columns[cname] = col
                 order.append(cname)
+                for kind in inline:  # id INT PRIMARY KEY, code CHAR(3) UNIQUE
+                    keys.append((kind, "PRIMARY" if kind == "primary" else cname,
+                                 [IndexField(col)]))  # fmt: skip
         if body.peek().text == ",":
             body.take()
         elif body.peek().kind != "eof":
@@ -461,15 +528,26 @@ def _from_tokens(toks: list[_Tok]) -> TableDef:
             continue
         if kind in _UNREAD_KEYS:
             continue
+        if kind.startswith("unread:"):  # a B-tree whose fields are not known: its place kept
+            indexes.append(replace(secondary_layout(kname, [], clustered),
+                                   unread=kind.removeprefix("unread:")))  # fmt: skip
+            continue
         parts = [IndexField(by[f.column.name], f.prefix) for f in parts]
         indexes.append(secondary_layout(kname, parts, clustered))
-    skipped = [f"{kind.upper()} {kname}" for kind, kname, _ in keys if kind in _UNREAD_KEYS]
+    skipped = [
+        f"{kind.upper()} {kname}" if kind in _UNREAD_KEYS else f"KEY {kname} ({kind[7:]})"
+        for kind, kname, _ in keys
+        if kind in _UNREAD_KEYS or kind.startswith("unread:")
+    ]
     notes = (f"not read: {', '.join(skipped)}",) if skipped else ()
     return TableDef(name, cols, tuple(indexes), "schema", notes=notes, fulltext=fulltext)
 
 
 def _table_key(
-    p: _Parser, cols: dict[str, Column], keys: list[tuple[str, str, list[IndexField]]]
+    p: _Parser,
+    cols: dict[str, Column],
+    keys: list[tuple[str, str, list[IndexField]]],
+    virtual: frozenset[str] = frozenset(),
 ) -> None:
     w = p.take().word
     if w == "constraint":
@@ -501,12 +579,19 @@ def _table_key(
         if p.peek().word == "using":
             p.take()
             p.take()
-    parts = _key_parts(p, cols)
+    unread = ""
+    try:
+        parts = _key_parts(p, cols, virtual)
+    except _UnreadKey as exc:
+        parts, unread = [], str(exc)
     if not name:
-        name = parts[0].column.name
+        name = parts[0].column.name if parts else "(unnamed)"
     while p.peek().kind != "eof" and p.peek().text != ",":
         if p.peek().text == "(":
             p.skip_parens()
-        else:
-            p.take()
+        elif p.take().word == "using" and p.peek().word == "hash" and kind == "unique":
+            unread = "USING HASH (MariaDB: a hidden hash column)"
+    if unread:
+        keys.append(("unread:" + unread, name, []))
+        return
     keys.append((kind, name, parts))

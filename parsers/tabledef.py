@@ -140,6 +140,9 @@ class IndexDef:
     n_key: int  # leading fields that make the key (n_uniq)
     index_id: int | None = None
     root: int | None = None
+    #: why the fields of this B-tree are not known (a key on an expression or a virtual
+    #: column, MariaDB's UNIQUE … USING HASH): it keeps its place among the indexes
+    unread: str = ""
 
     def named(self) -> list[str]:
         return [f.column.name for f in self.fields]

@@ -338,6 +338,8 @@ def open_records(
         if chosen is None:
             names = ", ".join(i.name for i in table.indexes)
             raise InputError(f"{path}: no index {index!r} (the table has {names})")
+        if chosen.unread:
+            raise InputError(f"{path}: index {chosen.name} is {chosen.unread}: not read")
         pages = _match_index(table, chosen, found)
         return RecordsRun(ts, table, chosen, pages, extern_limit, force)
     except BaseException:
