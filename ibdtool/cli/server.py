@@ -252,7 +252,7 @@ def tables(
 class _Interrupts:
     """First Ctrl-C (or SIGTERM): cancel the migration cleanly. Second Ctrl-C: stop now."""
 
-    def __init__(self, cancel: Callable[[], None], say: Callable[[str], None]) -> None:
+    def __init__(self, cancel: Callable[[], str | None], say: Callable[[str], None]) -> None:
         self.cancel = cancel
         self.say = say
         self.count = 0
@@ -262,8 +262,8 @@ class _Interrupts:
         self.count += 1
         if self.count > 1 and signum == signal.SIGINT:
             raise KeyboardInterrupt
-        self.say("interrupting: KILL QUERY for the running statement (Ctrl-C again to quit now)")
-        self.cancel()
+        what = self.cancel()  # first: the line says what this interruption does
+        self.say(f"interrupted: {what or 'stopping'} (Ctrl-C again to quit now)")
 
     def __enter__(self) -> _Interrupts:
         for sig in (signal.SIGINT, signal.SIGTERM):

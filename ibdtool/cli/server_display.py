@@ -418,6 +418,8 @@ class ProgressView:
         elif k in ("throttled",):
             self.say(Text(f"{ev.table}: throttled: {ev.message}", style="yellow"))
         elif k in ("batch_done",):
+            if ev.message.startswith("interrupted"):  # the counts the summary below shows
+                self.say(Text(f"batch {ev.message}", style="yellow"))
             return
         elif ev.message:
             prefix = f"{ev.table}: " if ev.table else ""

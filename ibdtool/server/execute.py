@@ -127,9 +127,15 @@ class Migration:
 
     # -- control ---------------------------------------------------------------------------------
 
-    def cancel(self) -> None:
-        """Stop: kill the running statement (from another connection) and end the batch."""
+    def cancel(self) -> str:
+        """Stop: kill the running statement (from another connection) and end the batch.
+        What that does, in a line for the user: a statement is running and will be killed,
+        or none is and the batch stops before the next table."""
         self._cancel.set()
+        running = self._running
+        if running is not None and running.thread.is_alive():
+            return f"KILL QUERY for the running statement: {running.step.display}"
+        return "no statement is running: the batch stops before the next table"
 
     @property
     def cancelled(self) -> bool:
@@ -285,7 +291,17 @@ class Migration:
             self._stop_orphan()
             problems = self._restore(self._changes)
             if self.cancelled:
-                self.interrupted = True
+                ran = {r.table for r in self.results}
+                for tp in self.plan.tables:  # what the interruption left undone, by name
+                    if tp.table.name not in ran and tp.action not in ("refuse", "skip"):
+                        self.results.append(
+                            TableResult(tp.table.name, "not_run", "interrupted before it started")
+                        )
+                # interrupted when the summary shows it: a Ctrl-C after the last table
+                # finished cut nothing short
+                self.interrupted = self.interrupted or any(
+                    r.status in ("interrupted", "not_run") for r in self.results
+                )
             self._drop_worker()
         for p in problems:
             yield Event("restore_failed", message=p)
@@ -294,7 +310,7 @@ class Migration:
             self._journal("batch_done", results=summary, interrupted=self.interrupted)
             yield Event(
                 "batch_done",
-                message="interrupted"
+                message=_interrupted_text(self.results)
                 if self.interrupted
                 else (f"stopped: {self.stopped}" if self.stopped else "done"),
                 data={"results": [r.to_json() for r in self.results]},
@@ -483,6 +499,13 @@ class Migration:
         self._running = None
         seconds = time.monotonic() - start
         error = running.error
+        if self._killed and error is None:
+            yield Event(
+                "kill_too_late",
+                name,
+                "the statement finished before the KILL QUERY reached it: its work is kept",
+                sql=step.display,
+            )
         if error is None:
             error = _optimize_error(running.rows)
         if error is not None and error.lost_connection and not self._killed:
@@ -519,7 +542,11 @@ class Migration:
         self._killed = True
         try:
             self._kill(thread_id)
-            yield Event("killing", name, f"KILL QUERY {thread_id} sent; waiting for the rollback")
+            yield Event(
+                "killing",
+                name,
+                f"KILL QUERY {thread_id} sent; waiting for the server to stop the statement",
+            )
         except ServerError as exc:
             yield Event("killing", name, f"KILL QUERY {thread_id} failed: {exc.message}")
 
@@ -768,6 +795,14 @@ class Migration:
                 return _Outcome.OK
         result.message = "the connection dropped and the statement did not take effect"
         return _Outcome.FAILED
+
+
+def _interrupted_text(results: list[TableResult]) -> str:
+    """``interrupted: 1 done, 1 interrupted, 2 not run`` — the summary's own counts."""
+    counts: dict[str, int] = {}
+    for r in results:
+        counts[r.status.replace("_", " ")] = counts.get(r.status.replace("_", " "), 0) + 1
+    return "interrupted: " + ", ".join(f"{n} {status}" for status, n in counts.items())
 
 
 def _progress_event(name: str, best: float, elapsed: float, reading: Reading) -> Event:

@@ -255,9 +255,9 @@ new file's growth with "ETA unknown"; `x` kills the running statement.
 
     def action_cancel(self) -> None:
         if self.migration is not None and self.results is None:
-            self.migration.cancel()
+            what = self.migration.cancel()
             self.query_one("#migration-status", Static).update(
-                Text("cancelling: KILL QUERY sent, waiting for the rollback…", style="yellow")
+                Text(f"cancelling: {what}…", style="yellow")
             )
 
     def action_leave(self) -> None:
