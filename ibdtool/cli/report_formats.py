@@ -532,6 +532,7 @@ p.meta { color: var(--muted); margin: 0 0 6px; } p.headline { font-weight: 600; 
 table { border-collapse: collapse; width: 100%; font-variant-numeric: tabular-nums; }
 th, td { padding: 4px 8px; border-bottom: 1px solid var(--line); text-align: left;
   white-space: nowrap; }
+td:not(.num) { white-space: normal; overflow-wrap: anywhere; }
 th { background: var(--head); position: sticky; top: 0; cursor: pointer; user-select: none; }
 th.num, td.num { text-align: right; }
 th[aria-sort="ascending"]::after { content: " ▲"; }
@@ -615,10 +616,18 @@ def _html_table(table_id: str, columns: list[Column], items: list[dict[str, Any]
     )
 
 
+def _chart_label(label: str, most: int = 56) -> str:
+    return label if len(label) <= most else label[: most - 1] + "…"
+
+
 def schema_chart(by_schema: list[dict[str, Any]], width: int = 760) -> str:
     """Inline SVG: per schema, a bar for logical size and one for allocated size."""
-    label_w, bar_h, gap, value_w = 150, 11, 10, 90
-    plot_w = width - label_w - value_w
+    bar_h, gap, value_w = 11, 10, 90
+    plot_w = width - 150 - value_w
+    labels = [_chart_label(schema_label(t["schema"])) for t in by_schema]
+    # the label column as wide as the longest name (12 px text: ~7 px a character)
+    label_w = max(150, min(420, 7 * max((len(x) for x in labels), default=0) + 16))
+    width = label_w + plot_w + value_w
     top = 24
     height = top + len(by_schema) * (2 * bar_h + gap) + 4
     biggest = max(
@@ -634,10 +643,11 @@ def schema_chart(by_schema: list[dict[str, Any]], width: int = 760) -> str:
         f'<text x="{label_w + 156}" y="13">allocated (st_blocks × 512)</text>',
     ]
     y = top
-    for t in by_schema:
+    for t, shown in zip(by_schema, labels, strict=True):
         label = schema_label(t["schema"])
         parts.append(
-            f'<text x="{label_w - 8}" y="{y + bar_h + 4}" text-anchor="end">{_e(label)}</text>'
+            f'<text x="{label_w - 8}" y="{y + bar_h + 4}" text-anchor="end">{_e(shown)}'
+            f"<title>{_e(label)}</title></text>"
         )
         for i, kind in enumerate(("logical_size", "allocated_size")):
             value = t[kind]
@@ -656,13 +666,18 @@ def schema_chart(by_schema: list[dict[str, Any]], width: int = 760) -> str:
     return "".join(parts)
 
 
-def page_map_svg(m: dict[str, Any], label: str, width: int = 512) -> str:
-    """One tablespace's sampled page-type map (``report --map``) as an inline SVG strip."""
+#: the HTML page map: at most this many cells a row, each at least MAP_MIN_CELL pixels, so that
+#: a big file's 512 cells make a block of 8 rows (704 × 88 px), not a 1024 × 2 px hairline
+MAP_COLUMNS, MAP_MIN_CELL, MAP_MAX_CELL, MAP_WIDTH = 64, 6, 16, 760
+
+
+def page_map_svg(m: dict[str, Any], label: str, width: int = MAP_COLUMNS) -> str:
+    """One tablespace's sampled page-type map (``report --map``) as an inline SVG grid."""
     from ibdtool.present import type_color
 
     cells = m["cells"]
     cols = min(width, max(1, len(cells)))
-    size = max(2, min(8, 760 // cols))
+    size = max(MAP_MIN_CELL, min(MAP_MAX_CELL, MAP_WIDTH // cols))
     rows = -(-len(cells) // cols)
     colors = [type_color(t) for t in m["types"]]
     rects = "".join(
