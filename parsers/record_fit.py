@@ -47,6 +47,12 @@ _DATE = re.compile(r"-?(\d{4})-(\d{2})-(\d{2})(?: (\d{2}):(\d{2}):(\d{2}))?")
 _TIME = re.compile(r"-?(\d+):(\d{2}):(\d{2})")
 
 
+def _name(name: str) -> str:
+    """A column name for a message: as it is when printable, else escaped (it comes from a
+    definition a user gave, and may hold control characters)."""
+    return name if name.isprintable() else ascii(name)
+
+
 @dataclass(frozen=True, slots=True)
 class Span:
     """Where one COMPACT record lies on its page: header start, origin, data end."""
@@ -116,22 +122,23 @@ def field_misfit(f: IndexField, raw: bytes | None, ext: bool, compact: bool) -> 
     col = f.column
     if raw is None:
         if not col.nullable:
-            return f"{col.name} is NULL but the column is NOT NULL"
+            return f"{_name(col.name)} is NULL but the column is NOT NULL"
         return None
     if col.kind is Kind.SYS or ext:
         if col.kind is Kind.SYS and len(raw) != col.length:
-            return f"{col.name} takes {len(raw)} bytes, not {col.length}"
+            return f"{_name(col.name)} takes {len(raw)} bytes, not {col.length}"
         return None
     fixed = f.fixed_len(compact)
     if fixed and len(raw) != fixed:
-        return f"{col.name} takes {len(raw)} bytes, its {col.kind.value} column {fixed}"
+        return f"{_name(col.name)} takes {len(raw)} bytes, its {col.kind.value} column {fixed}"
     limit = f.prefix or col.length
     if not fixed and limit > 0 and len(raw) > limit and not col.big:
-        return f"{col.name} holds {len(raw)} bytes, its column at most {limit}"
+        return f"{_name(col.name)} holds {len(raw)} bytes, its column at most {limit}"
     if col.kind is Kind.CHAR and not fixed and not f.prefix and col.charset is not None:
         least = col.length // col.mbmaxlen * col.mbminlen
         if len(raw) < least:
-            return f"{col.name} holds {len(raw)} bytes, a CHAR of its length at least {least}"
+            name = _name(col.name)
+            return f"{name} holds {len(raw)} bytes, a CHAR of its length at least {least}"
     return None
 
 
@@ -140,32 +147,32 @@ def value_misfit(col: Column, raw: bytes) -> str | None:
     try:
         value = decode_value(col, raw)
     except (ParseError, ValueError) as exc:
-        return f"{col.name}: {exc}"
+        return f"{_name(col.name)}: {exc}"
     kind = col.kind
     if kind in (Kind.CHAR, Kind.VARCHAR, Kind.BLOB) and col.charset and col.charset.codec:
         try:
             raw.decode(col.charset.codec)
         except UnicodeDecodeError:
-            return f"{col.name} is not {col.charset.name} text"
+            return f"{_name(col.name)} is not {col.charset.name} text"
         except LookupError:
             return None
     if kind in (Kind.DATE, Kind.DATETIME, Kind.OLD_DATETIME):
         m = _DATE.match(str(value))
         if not m:
-            return f"{col.name} is not a date ({value})"
+            return f"{_name(col.name)} is not a date ({value})"
         parts = [int(p) for p in m.groups() if p is not None]
         limits = [9999, 12, 31, 23, 59, 59]
         if any(p > lim for p, lim in zip(parts, limits, strict=False)):
-            return f"{col.name} is not a date ({value})"
+            return f"{_name(col.name)} is not a date ({value})"
     if kind in (Kind.TIME, Kind.OLD_TIME):
         m = _TIME.match(str(value))
         if not m or int(m.group(1)) > 838 or int(m.group(2)) > 59 or int(m.group(3)) > 59:
-            return f"{col.name} is not a time ({value})"
+            return f"{_name(col.name)} is not a time ({value})"
     if kind is Kind.DECIMAL:
         text = str(value).lstrip("-")
         whole, _, frac = text.partition(".")
         if len(whole.lstrip("0")) > col.precision - col.scale or len(frac) != col.scale:
-            return f"{col.name} is not a DECIMAL({col.precision},{col.scale}) ({value})"
+            return f"{_name(col.name)} is not a DECIMAL({col.precision},{col.scale}) ({value})"
     return None
 
 
@@ -196,7 +203,7 @@ class KeyOrder:
             self.direction = step
             return None
         if step != self.direction:
-            name = self.field.column.name
+            name = _name(self.field.column.name)
             way = "ascending" if self.direction > 0 else "descending"
             return f"the key {name} is out of order (the index is {way} before this record)"
         return None
