@@ -239,8 +239,7 @@ def _same_layout_as_sdi(
     srv: ThrowawayServer, table: str, form: Form, texts: dict[str, str]
 ) -> None:
     """MySQL 8: the layout each text gives is the one the server's data dictionary gives."""
-    from ibdtool.records import definition_from_sdi
-    from ibdtool.tablespace import Tablespace
+    from ibdtool.tablespace import Tablespace, definition_from_sdi
 
     path = _file(srv, table, form.partition)
     with srv.connect() as conn, conn.cursor() as cur:

@@ -112,13 +112,12 @@ def records(
     options are given), else the .cfg file beside PATH; without any, records are shown in hex.
     An encrypted tablespace is read with --keyring.
     """
-    from ibdtool.export import FORMATS
-    from ibdtool.tablespace import load_schemas, open_records
+    from ibdtool.tablespace import EXPORT_FORMATS, load_schemas, open_records
 
     if as_json:
         fmt = "json"
     as_json = fmt == "json"
-    export = fmt in FORMATS
+    export = fmt in EXPORT_FORMATS
     limit = _size(max_extern) if max_extern else (EXPORT_EXTERN_LIMIT if export else 1 << 20)
     schema = None
     schemas = load_schemas(schema_sql)
@@ -184,7 +183,7 @@ def records(
 def _export(run: Any, path: str, fmt: str, force: bool) -> int:
     """Write the rows of ``run`` in an export format on stdout; the number of records left
     out because they could not be read (with --force)."""
-    from ibdtool.export import header, load_data_sql, row_line, sql_inserts
+    from ibdtool.tablespace import export_header, export_row, load_data_sql, sql_inserts
     from parsers.tabledef import Kind
 
     if run.table is None or run.index is None:
@@ -237,12 +236,12 @@ def _export(run: Any, path: str, fmt: str, force: bool) -> int:
             yield ev.fields or {}
 
     out = sys.stdout.buffer
-    out.write(header(fmt, columns))
+    out.write(export_header(fmt, columns))
     if fmt == "sql":
         for stmt in sql_inserts(table, columns, rows()):
             out.write(stmt)
     else:
         for fields in rows():
-            out.write(row_line(fmt, columns, fields))
+            out.write(export_row(fmt, columns, fields))
     out.flush()
     return skipped

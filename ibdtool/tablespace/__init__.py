@@ -11,11 +11,12 @@
 - ``page_dump``: one page's stored and decompressed bytes and every decoded field.
 - ``page_rows``: ``ibdtool pages``, one flat row per page; ``pages_json``: its ``--json``
   lines at scan speed.
-- ``records``: the user records of one index, in key order.
+- ``records``: the user records of one index, in key order; ``record_export``: those rows as
+  a file a server loads back (CSV, TSV, SQL).
 - ``index_names``: index names for a tablespace's index ids; ``schemas``: table definitions
   the user gives (``--schema``).
 
-Uses :mod:`ibdtool.fs` and :mod:`ibdtool.workers`. New here: record export.
+Uses :mod:`ibdtool.fs` and :mod:`ibdtool.workers`.
 """
 
 from typing import TYPE_CHECKING
@@ -46,7 +47,14 @@ if TYPE_CHECKING:
     from ibdtool.tablespace.pages_json import json_lines
     from ibdtool.tablespace.parallel import map_ranges
     from ibdtool.tablespace.reader import CHUNK_BYTES, RUN_PAGES, FileSource, Tablespace
-    from ibdtool.tablespace.records import open_records
+    from ibdtool.tablespace.record_export import (
+        EXPORT_FORMATS,
+        export_header,
+        export_row,
+        load_data_sql,
+        sql_inserts,
+    )
+    from ibdtool.tablespace.records import definition_from_sdi, open_records
     from ibdtool.tablespace.schemas import Schemas, load_schemas
 else:
     from ibdtool.exports import lazy
@@ -68,7 +76,8 @@ else:
             "pages_json": "json_lines",
             "parallel": "map_ranges",
             "reader": "CHUNK_BYTES FileSource RUN_PAGES Tablespace",
-            "records": "open_records",
+            "record_export": ("EXPORT_FORMATS export_header export_row load_data_sql sql_inserts"),
+            "records": "definition_from_sdi open_records",
             "schemas": "Schemas load_schemas",
         },
     )

@@ -27,7 +27,7 @@ from typing import Any
 
 from parsers.tabledef import Column, Kind
 
-FORMATS = ("csv", "tsv", "sql")
+EXPORT_FORMATS = ("csv", "tsv", "sql")
 SQL_BATCH_BYTES = 1 << 20
 
 _NUMERIC = frozenset({Kind.INT, Kind.FLOAT, Kind.DOUBLE, Kind.DECIMAL, Kind.YEAR, Kind.SYS})
@@ -88,7 +88,7 @@ def sql_literal(col: Column, value: Any) -> bytes:
     return b"'" + _escape(raw, _SQL_ESCAPES) + b"'"
 
 
-def header(fmt: str, columns: list[Column]) -> bytes:
+def export_header(fmt: str, columns: list[Column]) -> bytes:
     if fmt == "sql":
         return b"SET NAMES utf8mb4;\nSET time_zone = '+00:00';\n"
     names = [c.name.encode("utf-8") for c in columns]
@@ -97,7 +97,7 @@ def header(fmt: str, columns: list[Column]) -> bytes:
     return b",".join(b'"' + n.replace(b'"', b'""') + b'"' for n in names) + b"\n"
 
 
-def row_line(fmt: str, columns: list[Column], fields: dict[str, Any]) -> bytes:
+def export_row(fmt: str, columns: list[Column], fields: dict[str, Any]) -> bytes:
     """One row in CSV or TSV (with its newline)."""
     out = []
     for col in columns:
