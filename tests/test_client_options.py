@@ -27,8 +27,6 @@ from tests.cli_runner import IBDTOOL
 from tests.server_fixtures import (
     clean_env,
     ibdtool,
-    mariadb,  # noqa: F401  (fixtures)
-    mysql80,  # noqa: F401
 )
 
 SECRET = "Cl1-pw_#with space"
@@ -206,7 +204,7 @@ def test_a_login_file_others_can_read_is_ignored_as_mysql_does(tmp_path: Path) -
 
 
 @pytest.fixture(scope="module")
-def cli_user(mariadb: ThrowawayServer) -> ThrowawayServer:  # noqa: F811
+def cli_user(mariadb: ThrowawayServer) -> ThrowawayServer:
     mariadb.query("CREATE USER IF NOT EXISTS 'cli'@'localhost' IDENTIFIED BY %s", (SECRET,))
     mariadb.query("GRANT ALL PRIVILEGES ON *.* TO 'cli'@'localhost'")
     return mariadb
@@ -303,7 +301,7 @@ def test_login_path_as_the_mysql_client_uses_it(cli_user: ThrowawayServer, tmp_p
 
 @pytest.mark.xdist_group("mysql80")
 def test_h_is_the_host_and_p_takes_a_password_with_the_warning(
-    mysql80: ThrowawayServer,  # noqa: F811
+    mysql80: ThrowawayServer,
     tmp_path: Path,
 ) -> None:
     mysql80.query("CREATE USER IF NOT EXISTS 'far'@'127.0.0.1' IDENTIFIED BY %s", (SECRET,))

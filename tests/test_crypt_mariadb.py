@@ -41,6 +41,7 @@ from tests.server_fixtures import (
     json_lines,
     long_values,
     make_table,
+    own_server,
     select_text,
 )
 
@@ -133,7 +134,7 @@ def made(
         f"--innodb-checksum-algorithm={algo}",
     ]
     m = Made(name, out, keys, keyring_args, cipher, algo)
-    with servers.mariadb_server(run_options=run) as srv:
+    with own_server(servers.mariadb_server(run_options=run)) as srv:
         assert srv.query("SELECT @@file_key_management_encryption_algorithm")[0][0] == cipher
         for table, (opts, _) in TABLES.items():
             make_table(srv, "c", table, rows=700, options=opts)

@@ -21,7 +21,15 @@ import pytest
 from samples import servers
 from tests.cli_runner import run_ibdtool
 from tests.page_doc import index_header_fields, page_doc
-from tests.server_fixtures import FAST, _need, json_lines, long_values, make_table, select_text
+from tests.server_fixtures import (
+    FAST,
+    _need,
+    json_lines,
+    long_values,
+    make_table,
+    own_server,
+    select_text,
+)
 
 pytestmark = pytest.mark.xdist_group("mysql8033_crypt")
 
@@ -65,7 +73,7 @@ def made(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Made]:
         f"--keyring-file-data={keyring}",
         f"--plugin-dir={base / 'lib' / 'plugin'}",
     ]
-    with servers.mysql_server(VERSION, run_options=run) as srv:
+    with own_server(servers.mysql_server(VERSION, run_options=run)) as srv:
         m = Made(keyring, str(srv.query("SELECT @@server_uuid")[0][0]))
         for table, (opts, _) in TABLES.items():
             make_table(srv, "c", table, rows=700, options=opts)

@@ -15,7 +15,7 @@ import pytest
 from ibdtool.tablespace.inspect import inspect_path
 from ibdtool.tablespace.page_rows import read_page_rows
 from samples.servers import ThrowawayServer
-from tests.server_fixtures import make_table, mariadb, mysql57, mysql80, space_id  # noqa: F401
+from tests.server_fixtures import make_table, space_id
 
 
 def _check(srv: ThrowawayServer, source: str) -> None:
@@ -56,15 +56,15 @@ def _check(srv: ThrowawayServer, source: str) -> None:
 
 
 @pytest.mark.xdist_group("mariadb")
-def test_mariadb_index_names_from_cfg(mariadb: ThrowawayServer) -> None:  # noqa: F811
+def test_mariadb_index_names_from_cfg(mariadb: ThrowawayServer) -> None:
     _check(mariadb, "cfg")
 
 
 @pytest.mark.xdist_group("mysql57")
-def test_mysql57_index_names_from_cfg(mysql57: ThrowawayServer) -> None:  # noqa: F811
+def test_mysql57_index_names_from_cfg(mysql57: ThrowawayServer) -> None:
     _check(mysql57, "cfg")
 
 
 @pytest.mark.xdist_group("mysql80")
-def test_mysql80_index_names_from_sdi(mysql80: ThrowawayServer) -> None:  # noqa: F811
+def test_mysql80_index_names_from_sdi(mysql80: ThrowawayServer) -> None:
     _check(mysql80, "sdi")

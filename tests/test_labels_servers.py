@@ -16,7 +16,7 @@ import pytest
 
 from ibdtool.tablespace.inspect import inspect_path
 from samples.servers import ThrowawayServer
-from tests.server_fixtures import mariadb, mariadb114, mysql80, mysql8033, server_param  # noqa: F401
+from tests.server_fixtures import server_param
 
 ROW_FORMATS = ("REDUNDANT", "COMPACT", "DYNAMIC")
 

@@ -23,12 +23,6 @@ from tests.server_fixtures import (
     ibdtool,
     json_lines,
     make_table,
-    mariadb,  # noqa: F401  (fixtures)
-    mariadb114,  # noqa: F401
-    mariadb_bare,  # noqa: F401
-    mysql57,  # noqa: F401
-    mysql80,  # noqa: F401
-    mysql8033,  # noqa: F401
     run_migration,
     server_param,
     space_id,
@@ -75,7 +69,7 @@ def convert_under_load(
 
 
 @pytest.mark.xdist_group("mariadb")
-def test_no_writer_stalls_without_flush_for_export(mariadb: ThrowawayServer) -> None:  # noqa: F811
+def test_no_writer_stalls_without_flush_for_export(mariadb: ThrowawayServer) -> None:
     make_table(mariadb, "load", "t", rows=20000, doublings=DOUBLINGS)
     quiet, r_quiet, ev_quiet = convert_under_load(
         mariadb, "page:zlib", flush_for_export=False, flush_wait=3
@@ -157,7 +151,7 @@ def test_the_plan_states_every_lock(srv: ThrowawayServer) -> None:
 
 
 @pytest.mark.xdist_group("mariadb_bare")
-def test_eta_unknown_without_server_progress(mariadb_bare: ThrowawayServer) -> None:  # noqa: F811
+def test_eta_unknown_without_server_progress(mariadb_bare: ThrowawayServer) -> None:
     """No performance_schema, an INPLACE rebuild: only the new file's size against our
     estimate measures progress, so no ETA is made from it."""
     make_table(mariadb_bare, "eta", "t", rows=20000, doublings=DOUBLINGS)
@@ -176,7 +170,7 @@ def test_eta_unknown_without_server_progress(mariadb_bare: ThrowawayServer) -> N
 
 @pytest.mark.xdist_group("mariadb")
 def test_a_default_run_ends_awaiting_flush_when_the_pages_are_not_on_disk(
-    mariadb: ThrowawayServer,  # noqa: F811
+    mariadb: ThrowawayServer,
 ) -> None:
     """MariaDB's idle page cleaner writes none of the new file's pages: the run ends
     ``awaiting_flush`` (exit 0, neither failed nor verified) and says how to make it exact;

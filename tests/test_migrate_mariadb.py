@@ -34,11 +34,9 @@ from tests.server_fixtures import (
     ibdtool,
     json_lines,
     make_table,
-    mariadb,  # noqa: F401  (fixtures)
-    mariadb114,  # noqa: F401
-    mariadb_bare,  # noqa: F401
     migrate_cli,
     on_disk,
+    own_server,
     rows_crc,
     run_migration,
     space_id,
@@ -46,13 +44,13 @@ from tests.server_fixtures import (
 
 
 @pytest.fixture(scope="module")
-def big(mariadb: ThrowawayServer) -> tuple[str, str]:  # noqa: F811
+def big(mariadb: ThrowawayServer) -> tuple[str, str]:
     make_table(mariadb, "big", "t", rows=20000, doublings=BIG_DOUBLINGS)
     return "big", "t"
 
 
 @pytest.fixture(scope="module")
-def big_bare(mariadb_bare: ThrowawayServer) -> tuple[str, str]:  # noqa: F811
+def big_bare(mariadb_bare: ThrowawayServer) -> tuple[str, str]:
     make_table(mariadb_bare, "big", "t", rows=20000, doublings=BIG_DOUBLINGS)
     return "big", "t"
 
@@ -155,7 +153,7 @@ def test_missing_codec_is_refused_before_any_ddl(srv: ThrowawayServer, present: 
 
 
 @pytest.mark.xdist_group("mariadb")
-def test_progress_from_performance_schema(mariadb: ThrowawayServer, big: tuple[str, str]) -> None:  # noqa: F811
+def test_progress_from_performance_schema(mariadb: ThrowawayServer, big: tuple[str, str]) -> None:
     assert consumer_enabled(mariadb) == "NO"
     events, m = run_migration(mariadb, [big], "page:lzo", progress="performance_schema", poll=0.2)
     assert_progress(events, m, "performance_schema")
@@ -165,7 +163,7 @@ def test_progress_from_performance_schema(mariadb: ThrowawayServer, big: tuple[s
 
 @pytest.mark.xdist_group("mariadb_bare")
 def test_progress_from_processlist_with_copy(
-    mariadb_bare: ThrowawayServer,  # noqa: F811
+    mariadb_bare: ThrowawayServer,
     big_bare: tuple[str, str],
 ) -> None:
     events, m = run_migration(
@@ -176,7 +174,7 @@ def test_progress_from_processlist_with_copy(
 
 @pytest.mark.xdist_group("mariadb_bare")
 def test_progress_falls_back_to_file_growth(
-    mariadb_bare: ThrowawayServer,  # noqa: F811
+    mariadb_bare: ThrowawayServer,
     big_bare: tuple[str, str],
 ) -> None:
     """No performance_schema, an INPLACE rebuild (PROCESSLIST says 0): the #sql file grows."""
@@ -188,7 +186,7 @@ def test_progress_falls_back_to_file_growth(
 
 @pytest.mark.xdist_group("mariadb")
 def test_ctrl_c_kills_the_alter_and_leaves_the_table_intact(
-    mariadb: ThrowawayServer,  # noqa: F811
+    mariadb: ThrowawayServer,
     big: tuple[str, str],
 ) -> None:
     schema, table = big
@@ -242,7 +240,7 @@ def test_ctrl_c_kills_the_alter_and_leaves_the_table_intact(
 
 
 @pytest.mark.xdist_group("mariadb")
-def test_journal_resumes_a_batch(mariadb: ThrowawayServer, tmp_path: Path) -> None:  # noqa: F811
+def test_journal_resumes_a_batch(mariadb: ThrowawayServer, tmp_path: Path) -> None:
     for t in ("a", "b", "c"):
         make_table(mariadb, "jb", t, rows=1500)
     journal = tmp_path / "batch.jsonl"
@@ -280,7 +278,7 @@ def test_journal_resumes_a_batch(mariadb: ThrowawayServer, tmp_path: Path) -> No
 
 @pytest.mark.xdist_group("mariadb")
 def test_dropped_connection_is_checked_after_reconnecting(
-    mariadb: ThrowawayServer,  # noqa: F811
+    mariadb: ThrowawayServer,
     big: tuple[str, str],
 ) -> None:
     """The client's socket dies mid-ALTER; the server may finish it. The tool reconnects and
@@ -328,7 +326,8 @@ def test_4k_pages_on_4k_blocks_refuse_page_compression(tmp_path: Path) -> None:
     """A 4K-page server on a 4K-block filesystem: a compressed page cannot free a block
     (the samples' p4k-pc_zlib allocates exactly as much as p4k-plain)."""
     block = os.statvfs(tmp_path).f_bsize
-    with servers.mariadb_server(page_size="4k", run_options=["--innodb-buffer-pool-size=64M"]) as s:
+    small = servers.mariadb_server(page_size="4k", run_options=["--innodb-buffer-pool-size=64M"])
+    with own_server(small) as s:
         make_table(s, "p4k", "t", rows=300)
         res = ibdtool("migrate", "p4k.t", "--to", "page:zlib", "--json", *conn_args(s))
         status = json.loads(ibdtool("server", "status", "--json", *conn_args(s)).stdout)
@@ -344,7 +343,7 @@ def test_4k_pages_on_4k_blocks_refuse_page_compression(tmp_path: Path) -> None:
 
 @pytest.mark.xdist_group("mariadb")
 def test_a_crashed_run_s_globals_are_restored_by_the_next_run(
-    mariadb: ThrowawayServer,  # noqa: F811
+    mariadb: ThrowawayServer,
     big: tuple[str, str],
     tmp_path: Path,
 ) -> None:
@@ -385,7 +384,7 @@ def test_a_crashed_run_s_globals_are_restored_by_the_next_run(
 
 
 @pytest.mark.xdist_group("mariadb")
-def test_human_output_plan_progress_and_results(mariadb: ThrowawayServer) -> None:  # noqa: F811
+def test_human_output_plan_progress_and_results(mariadb: ThrowawayServer) -> None:
     make_table(mariadb, "human", "t", rows=3000)
     on_disk(mariadb, "human", "t")  # flushed, so that there is a prediction
     res = ibdtool(
@@ -408,7 +407,7 @@ def test_human_output_plan_progress_and_results(mariadb: ThrowawayServer) -> Non
 
 @pytest.mark.xdist_group("mariadb")
 def test_closing_the_event_stream_kills_the_statement(
-    mariadb: ThrowawayServer,  # noqa: F811
+    mariadb: ThrowawayServer,
     big: tuple[str, str],
 ) -> None:
     """A front end that stops iterating mid-ALTER (a closed screen, an exception) leaves no

@@ -23,9 +23,6 @@ from tests.server_fixtures import (
     ibdtool,
     make_table,
     migrate_cli,
-    mysql57,  # noqa: F401  (fixtures)
-    mysql80,  # noqa: F401
-    mysql8033,  # noqa: F401
     on_disk,
     rows_crc,
     run_migration,
@@ -107,7 +104,7 @@ def test_progress_from_performance_schema(srv: ThrowawayServer) -> None:
 
 
 @pytest.mark.xdist_group("mysql80")
-def test_cancel_during_optimize_leaves_attribute_only(mysql80: ThrowawayServer) -> None:  # noqa: F811
+def test_cancel_during_optimize_leaves_attribute_only(mysql80: ThrowawayServer) -> None:
     """OPTIMIZE reports a KILL as a result row, not an error: the table keeps its rows, the
     new attribute is set and the pages are not rewritten, and the report says so."""
     make_table(mysql80, "kill", "t", rows=20000, doublings=BIG_DOUBLINGS - 1)
@@ -133,7 +130,7 @@ def test_cancel_during_optimize_leaves_attribute_only(mysql80: ThrowawayServer) 
 
 
 @pytest.mark.xdist_group("mysql57")
-def test_dry_run_refuses_what_cannot_be_converted(mysql57: ThrowawayServer) -> None:  # noqa: F811
+def test_dry_run_refuses_what_cannot_be_converted(mysql57: ThrowawayServer) -> None:
     """A whole schema: MyISAM, a general tablespace, the system tablespace, FULLTEXT."""
     make_table(mysql57, "refuse", "ok", rows=500)
     make_table(mysql57, "refuse", "myisam", rows=10)

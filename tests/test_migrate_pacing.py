@@ -22,7 +22,6 @@ from tests.server_fixtures import (
     conn_args,
     ibdtool,
     make_table,
-    mariadb,  # noqa: F401  (fixtures)
     space_id,
 )
 
@@ -51,7 +50,7 @@ def read_events(stream: IO[str], until: str, timeout: float) -> list[dict[str, o
 
 @pytest.mark.xdist_group("mariadb")
 def test_pause_file_and_signals_hold_the_next_statement(
-    mariadb: ThrowawayServer,  # noqa: F811
+    mariadb: ThrowawayServer,
     tmp_path: Path,
 ) -> None:
     make_table(mariadb, "pace", "t", rows=2000)
@@ -93,7 +92,7 @@ def test_pause_file_and_signals_hold_the_next_statement(
 
 
 @pytest.mark.xdist_group("mariadb")
-def test_critical_load_stops_before_the_table(mariadb: ThrowawayServer) -> None:  # noqa: F811
+def test_critical_load_stops_before_the_table(mariadb: ThrowawayServer) -> None:
     make_table(mariadb, "crit", "t", rows=2000)
     before = space_id(mariadb, "crit", "t")
     # ibdtool's own connection counts: Threads_connected is at least 1 while it asks

@@ -23,7 +23,16 @@ import pytest
 from samples import servers
 from samples.servers import ThrowawayServer
 from tests.cli_runner import ibdtool_command
-from tests.server_fixtures import FAST, _need, clean_env, conn_args, free_port, make_table, space_id
+from tests.server_fixtures import (
+    FAST,
+    _need,
+    clean_env,
+    conn_args,
+    free_port,
+    make_table,
+    own_server,
+    space_id,
+)
 from tests.test_migrate_pacing import HOLD, read_events
 
 PACER_PASSWORD = "pacer-pw"
@@ -102,7 +111,7 @@ def pair(request: pytest.FixtureRequest) -> Iterator[Pair]:
             "--report-host=127.0.0.1", f"--report-port={r_port}",
         ],
     )  # fmt: skip
-    with primary, replica:
+    with own_server(primary), own_server(replica):
         ((log_file, log_pos, *_),) = primary.query("SHOW MASTER STATUS")
         primary.query("CREATE USER repl@'127.0.0.1' IDENTIFIED BY 'repl-pw'")
         primary.query("GRANT REPLICATION SLAVE ON *.* TO repl@'127.0.0.1'")

@@ -23,11 +23,6 @@ from tests.server_fixtures import (
     conn_args,
     ibdtool,
     json_lines,
-    mariadb,  # noqa: F401  (fixtures)
-    mariadb114,  # noqa: F401
-    mysql57,  # noqa: F401
-    mysql80,  # noqa: F401
-    mysql8033,  # noqa: F401
 )
 
 SCHEMA = "ünï©ødé b`tick 中文"
@@ -139,7 +134,7 @@ def test_an_emoji_is_refused_or_stored_as_a_question_mark(named: ThrowawayServer
 
 
 @pytest.mark.xdist_group("mariadb")
-def test_every_bmp_character_as_mariadb_encodes_it(mariadb: ThrowawayServer) -> None:  # noqa: F811
+def test_every_bmp_character_as_mariadb_encodes_it(mariadb: ThrowawayServer) -> None:
     chars = [chr(cp) for cp in range(1, 0x10000) if not 0xD800 <= cp <= 0xDFFF]
     with mariadb.connect() as conn, conn.cursor() as cur:
         cur.execute("CREATE DATABASE IF NOT EXISTS charprobe")

@@ -33,11 +33,6 @@ from tests.server_fixtures import (
     conn_args,
     ibdtool,
     json_lines,
-    mariadb,  # noqa: F401  (fixtures)
-    mariadb114,  # noqa: F401
-    mysql57,  # noqa: F401
-    mysql80,  # noqa: F401
-    mysql8033,  # noqa: F401
     server_param,
 )
 

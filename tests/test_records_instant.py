@@ -24,12 +24,7 @@ import pytest
 
 from ibdtool.tablespace.reader import Tablespace
 from samples.servers import ThrowawayServer
-from tests.server_fixtures import (  # noqa: F401  (fixture)
-    conn_args,
-    ibdtool,
-    json_lines,
-    mariadb,
-)
+from tests.server_fixtures import conn_args, ibdtool, json_lines
 from tests.test_records import _text_conn
 
 pytestmark = pytest.mark.xdist_group("mariadb")
@@ -206,7 +201,7 @@ def _value(v: Any) -> Any:
 @pytest.mark.parametrize("shape", SHAPES, ids=[s.table for s in SHAPES])
 def test_records_after_instant_drop_and_reorder(
     shape: Shape,
-    mariadb: ThrowawayServer,  # noqa: F811
+    mariadb: ThrowawayServer,
     tmp_path: Path,
 ) -> None:
     live, by_a, schema_docs, cfg_docs, sec_docs, server_docs = _make(mariadb, shape, tmp_path)

@@ -23,7 +23,7 @@ import pytest
 
 from ibdtool.tablespace.schemas import load_schemas
 from samples.servers import ThrowawayServer
-from tests.server_fixtures import ibdtool, json_lines, mariadb, mysql57  # noqa: F401
+from tests.server_fixtures import ibdtool, json_lines
 from tui.app import create_app
 from tui.screens.tablespace import TablespaceScreen
 
@@ -169,12 +169,12 @@ def _tui(path: Path, create: str, catalog: dict[int, str]) -> None:
 
 
 @pytest.mark.xdist_group("mariadb")
-def test_mariadb_index_names_by_order(mariadb: ThrowawayServer, tmp_path: Path) -> None:  # noqa: F811
+def test_mariadb_index_names_by_order(mariadb: ThrowawayServer, tmp_path: Path) -> None:
     _check(mariadb, tmp_path)
 
 
 @pytest.mark.xdist_group("mysql57")
-def test_mysql57_index_names_by_order(mysql57: ThrowawayServer, tmp_path: Path) -> None:  # noqa: F811
+def test_mysql57_index_names_by_order(mysql57: ThrowawayServer, tmp_path: Path) -> None:
     _check(mysql57, tmp_path)
 
 

@@ -28,13 +28,7 @@ from tests.server_fixtures import (
     ibdtool,
     json_lines,
     make_table,
-    mariadb,  # noqa: F401  (fixtures)
-    mariadb114,  # noqa: F401
-    mariadb_bare,  # noqa: F401
     measured,
-    mysql57,  # noqa: F401
-    mysql80,  # noqa: F401
-    mysql8033,  # noqa: F401
     server_param,
     space_id,
 )
@@ -91,7 +85,7 @@ def test_status_mariadb_matches_the_server(srv: ThrowawayServer) -> None:
 
 
 @pytest.mark.xdist_group("mysql8033")
-def test_status_mysql_8033_matches_the_server(mysql8033: ThrowawayServer) -> None:  # noqa: F811
+def test_status_mysql_8033_matches_the_server(mysql8033: ThrowawayServer) -> None:
     st = _status(mysql8033)
     assert (st["flavor"], st["version"]) == ("mysql", "8.0.33")
     assert st["version_string"] == mysql8033.server_version
@@ -105,7 +99,7 @@ def test_status_mysql_8033_matches_the_server(mysql8033: ThrowawayServer) -> Non
 
 
 @pytest.mark.xdist_group("mariadb_bare")
-def test_status_reports_a_missing_codec(mariadb_bare: ThrowawayServer) -> None:  # noqa: F811
+def test_status_reports_a_missing_codec(mariadb_bare: ThrowawayServer) -> None:
     st = _status(mariadb_bare)
     have = _have(mariadb_bare)
     assert have["lz4"] is False and have["lzma"] is True
@@ -117,7 +111,7 @@ def test_status_reports_a_missing_codec(mariadb_bare: ThrowawayServer) -> None: 
 
 
 @pytest.mark.xdist_group("mysql80")
-def test_status_mysql_tls_and_punch_probe(mysql80: ThrowawayServer) -> None:  # noqa: F811
+def test_status_mysql_tls_and_punch_probe(mysql80: ThrowawayServer) -> None:
     assert _status(mysql80)["tls_cipher"] is None  # a socket: no TLS unless asked for
     st = _status(mysql80, "--ssl-mode", "REQUIRED")
     assert st["flavor"] == "mysql" and st["version"] == "8.0.15"
@@ -137,7 +131,7 @@ def test_status_mysql_tls_and_punch_probe(mysql80: ThrowawayServer) -> None:  # 
 
 
 @pytest.mark.xdist_group("mysql57")
-def test_tls_required_against_a_server_without_tls(mysql57: ThrowawayServer) -> None:  # noqa: F811
+def test_tls_required_against_a_server_without_tls(mysql57: ThrowawayServer) -> None:
     assert _variable(mysql57, "have_ssl") != "YES"
     res = ibdtool("server", "status", *conn_args(mysql57), "--ssl-mode", "REQUIRED")
     assert res.returncode == 2
@@ -187,7 +181,7 @@ def test_tables_mysql_sizes_and_attr_only(srv: ThrowawayServer) -> None:
 
 
 @pytest.fixture(scope="module")
-def dba(mariadb: ThrowawayServer) -> ThrowawayServer:  # noqa: F811
+def dba(mariadb: ThrowawayServer) -> ThrowawayServer:
     """A real user with a password on the MariaDB server."""
     mariadb.query("CREATE USER IF NOT EXISTS 'dba'@'localhost' IDENTIFIED BY %s", (SECRET,))
     mariadb.query("GRANT ALL PRIVILEGES ON *.* TO 'dba'@'localhost'")
@@ -334,7 +328,7 @@ def _run_on_pty(args: list[str], answer: bytes, prompt: bytes) -> tuple[int, byt
 
 
 @pytest.mark.xdist_group("mariadb")
-def test_execute_on_a_terminal_asks_first(mariadb: ThrowawayServer) -> None:  # noqa: F811
+def test_execute_on_a_terminal_asks_first(mariadb: ThrowawayServer) -> None:
     make_table(mariadb, "ask", "t", rows=500)
     before = space_id(mariadb, "ask", "t")
     args = ["migrate", "ask.t", "--to", "page:zlib", "--execute", *conn_args(mariadb)]
@@ -348,7 +342,7 @@ def test_execute_on_a_terminal_asks_first(mariadb: ThrowawayServer) -> None:  # 
 
 
 @pytest.mark.xdist_group("mysql80")
-def test_tcp_with_a_password_tls_preferred_or_disabled(mysql80: ThrowawayServer) -> None:  # noqa: F811
+def test_tcp_with_a_password_tls_preferred_or_disabled(mysql80: ThrowawayServer) -> None:
     mysql80.query("CREATE USER IF NOT EXISTS 'net'@'127.0.0.1' IDENTIFIED BY %s", (SECRET,))
     mysql80.query("GRANT ALL PRIVILEGES ON *.* TO 'net'@'127.0.0.1'")
     tcp = ["--no-defaults", "--host", "127.0.0.1", "-P", str(mysql80.tcp_port), "-u", "net"]  # type: ignore[attr-defined]

@@ -28,7 +28,6 @@ from tests.catalog import REPO
 from tests.cli_runner import cli_env, ibdtool_command, run_ibdtool
 from tests.conftest import SAMPLES
 from tests.server_fixtures import conn_args, make_table
-from tests.server_fixtures import mariadb as mariadb  # the fixture
 
 WIDTHS = (80, 120, 200)
 UNITS = {"B": 1, "KiB": 1024, "MiB": 1024**2, "GiB": 1024**3, "TiB": 1024**4}

@@ -21,8 +21,6 @@ from tests.server_fixtures import (
     create_table_sql,
     global_var,
     make_table,
-    mariadb,  # noqa: F401  (fixtures)
-    mysql80,  # noqa: F401
     on_disk,
     rows_crc,
     space_id,
@@ -119,7 +117,7 @@ def logged_sql(app: Any) -> list[Any]:
 
 @pytest.mark.asyncio
 @pytest.mark.xdist_group("mariadb")
-async def test_convert_on_mariadb_from_the_tui(mariadb: ThrowawayServer) -> None:  # noqa: F811
+async def test_convert_on_mariadb_from_the_tui(mariadb: ThrowawayServer) -> None:
     make_table(mariadb, "tui", "orders", rows=20000, doublings=3)
     rows = rows_crc(mariadb, "tui", "orders")
     space_before = space_id(mariadb, "tui", "orders")
@@ -159,7 +157,7 @@ async def test_convert_on_mariadb_from_the_tui(mariadb: ThrowawayServer) -> None
 
 @pytest.mark.asyncio
 @pytest.mark.xdist_group("mysql80")
-async def test_convert_on_mysql80_from_the_tui(mysql80: ThrowawayServer) -> None:  # noqa: F811
+async def test_convert_on_mysql80_from_the_tui(mysql80: ThrowawayServer) -> None:
     make_table(mysql80, "tui", "orders", rows=20000, doublings=3)
     rows = rows_crc(mysql80, "tui", "orders")
     space_before = space_id(mysql80, "tui", "orders")
@@ -185,7 +183,7 @@ async def test_convert_on_mysql80_from_the_tui(mysql80: ThrowawayServer) -> None
 
 @pytest.mark.asyncio
 @pytest.mark.xdist_group("mariadb")
-async def test_page_map_names_indexes_from_the_server(mariadb: ThrowawayServer) -> None:  # noqa: F811
+async def test_page_map_names_indexes_from_the_server(mariadb: ThrowawayServer) -> None:
     """A MariaDB file has no SDI, and no .cfg once the export lock is released: the page map's
     index names can only come from the server's INNODB_SYS_INDEXES."""
     from tui.screens.tablespace import TablespaceScreen
@@ -221,7 +219,7 @@ async def test_page_map_names_indexes_from_the_server(mariadb: ThrowawayServer) 
 
 @pytest.mark.asyncio
 @pytest.mark.xdist_group("mariadb")
-async def test_unflushed_pages_end_awaiting_flush_in_the_tui(mariadb: ThrowawayServer) -> None:  # noqa: F811
+async def test_unflushed_pages_end_awaiting_flush_in_the_tui(mariadb: ThrowawayServer) -> None:
     """``y`` (no lock): MariaDB's idle page cleaner leaves the new file's pages in the buffer
     pool (counted by the test in INNODB_BUFFER_PAGE), so the run ends "awaiting flush":
     neither failed nor verified, with the way to make it exact."""

@@ -48,11 +48,6 @@ from tests.catalog import load_catalog
 from tests.cli_runner import run_ibdtool
 from tests.conftest import corpus_file
 from tests.samples_manifest import manifest, sample
-from tests.server_fixtures import (
-    mariadb,  # noqa: F401  (fixtures)
-    mysql57,  # noqa: F401
-    mysql80,  # noqa: F401
-)
 
 PAGE_DIR = 8
 
