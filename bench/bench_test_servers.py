@@ -5,7 +5,10 @@ Runs pytest on the test files that start throwaway servers (or the files given) 
 by their ``--datadir``; every half second it counts those servers, the native AIO rings they
 map (``[aio]`` in ``/proc/PID/maps``, one per ``io_setup``) and io_uring instances they hold
 (``anon_inode:[io_uring]`` descriptors), and reads the machine-wide ``/proc/sys/fs/aio-nr``.
-Prints one summary line (and ``--json`` a record) for bench/RESULTS.md.
+With ``--beside`` a MariaDB 10.11 and a MySQL 8.0.15 (or ``--beside-mysql``) run beside the
+tests the whole time, with native AIO on, as another service on the machine would. Prints one
+summary line (and ``--json`` a record) for bench/RESULTS.md, with the test pool's counts
+(servers made, starts, resets) from ``IBDTOOL_TEST_SERVERS_LOG``.
 
     PYTHONPATH=$PWD /work/main/.venv/bin/python bench/bench_test_servers.py -n 2
 """
@@ -125,11 +128,28 @@ def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("-n", default="2", help="pytest-xdist workers (default 2)")
     ap.add_argument("--json", action="store_true", help="also print the record as JSON")
+    ap.add_argument("--beside", action="store_true", help="native-AIO servers run beside")
+    ap.add_argument("--beside-mysql", default="8.0.15", help="their MySQL (default 8.0.15)")
     ap.add_argument("files", nargs="*", help="test files (default: the server test files)")
     args = ap.parse_args()
     files = args.files or SERVER_FILES
-    with tempfile.TemporaryDirectory(prefix="ibdtool-census-") as tmp:
+    with contextlib.ExitStack() as stack:
+        beside = []
+        if args.beside:
+            sys.path.insert(0, str(REPO))
+            from samples import servers
+
+            for srv in (
+                servers.mariadb_server(native_aio=True),
+                servers.mysql_server(args.beside_mysql, native_aio=True),
+            ):
+                beside.append(stack.enter_context(srv))
+            held = [(aio_rings(s.pid or 0), io_urings(s.pid or 0)) for s in beside]
+            print(f"beside: {[s.server_version for s in beside]}, (aio rings, io_urings) {held}")
+        tmp = stack.enter_context(tempfile.TemporaryDirectory(prefix="ibdtool-census-"))
+        pool_log = Path(tmp) / "pool.jsonl"
         env = dict(os.environ, TMPDIR=tmp, PYTHONPATH=str(REPO))
+        env["IBDTOOL_TEST_SERVERS_LOG"] = str(pool_log)
         census = Census(tmp)
         load = os.getloadavg()[0]
         census.start()
@@ -138,6 +158,11 @@ def main() -> int:
         res = subprocess.run([*cmd, *files], cwd=REPO, env=env, check=False)
         wall = time.perf_counter() - t0
         census.stop()
+        pools = (
+            [json.loads(ln) for ln in pool_log.read_text().splitlines()]
+            if pool_log.is_file()
+            else []
+        )
     record = {
         "date": time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime()),
         "workers": args.n,
@@ -152,6 +177,8 @@ def main() -> int:
         "peak_io_urings": census.peak_urings,
         "aio_nr_before": census.base_aio_nr,
         "peak_aio_nr": census.peak_aio_nr,
+        "beside": args.beside,
+        "pools": pools,
     }
     print(
         f"pytest exit {res.returncode} in {wall:.0f} s (load {load:.2f} -> "
@@ -159,6 +186,8 @@ def main() -> int:
         f"{census.peak_servers}, their AIO rings at peak {census.peak_rings}, io_urings "
         f"{census.peak_urings}; aio-nr {census.base_aio_nr} -> peak {census.peak_aio_nr}"
     )
+    for pool in pools:
+        print(f"  worker pool: {pool}")
     if args.json:
         print(json.dumps(record))
     return res.returncode

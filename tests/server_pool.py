@@ -18,6 +18,7 @@ again: its failure is one line, kept, and every later :meth:`acquire` fails with
 from __future__ import annotations
 
 import contextlib
+import json
 import os
 import re
 import time
@@ -172,7 +173,9 @@ class ServerPool:
         self.alive = alive or int(os.environ.get("IBDTOOL_TEST_SERVERS_ALIVE") or ALIVE_DEFAULT)
         self._slots: dict[str, _Slot] = {}
         self._failed: dict[str, str] = {}
-        self.starts = 0
+        self.starts = 0  # starts and restarts that succeeded
+        self.resets = 0
+        self.reset_restarts = 0  # resets that took a restart (a variable would not go back)
 
     def register(self, name: str, make: Callable[[], servers.ThrowawayServer]) -> None:
         self._slots.setdefault(name, _Slot(make))
@@ -210,7 +213,9 @@ class ServerPool:
             stuck = reset(srv, slot.base)
         except pymysql.err.MySQLError:
             stuck = ["(the reset itself failed)"]
+        self.resets += 1
         if stuck:
+            self.reset_restarts += 1
             srv.restart()
             slot.base = Baseline.take(srv)
 
@@ -243,7 +248,19 @@ class ServerPool:
         return [s.srv for s in self._slots.values() if s.srv is not None and s.srv.running]
 
     def close(self) -> None:
-        """Stop every server and remove its files."""
+        """Stop every server and remove its files; with ``IBDTOOL_TEST_SERVERS_LOG`` set, append
+        a line of counts to that file (``bench/bench_test_servers.py`` reads it)."""
+        log = os.environ.get("IBDTOOL_TEST_SERVERS_LOG")
+        if log:
+            made = sum(1 for s in self._slots.values() if s.srv is not None)
+            with open(log, "a") as fh:
+                fh.write(
+                    json.dumps(
+                        {"pid": os.getpid(), "servers": made, "starts": self.starts,
+                         "resets": self.resets, "reset_restarts": self.reset_restarts,
+                         "failed": sorted(self._failed)}
+                    ) + "\n"
+                )  # fmt: skip
         for slot in self._slots.values():
             if slot.srv is not None:
                 with contextlib.suppress(Exception):
