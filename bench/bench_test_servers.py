@@ -48,6 +48,7 @@ SERVER_FILES = [
     "tests/test_records_instant.py",
     "tests/test_schema_names.py",
     "tests/test_server_live.py",
+    "tests/test_shared_machine.py",
     "tests/test_terminal_width.py",
     "tests/test_tui_server.py",
     "tests/test_zip_page.py",

@@ -465,7 +465,9 @@ def _check_inspect_zip_fill(snap: Snapshot, table: str, tmp_path: Path) -> None:
     assert text.returncode == 0
     fill_line = next(line for line in text.stdout.splitlines() if line.startswith("Leaf fill"))
     assert f"records {100 * want:.0f}%" in fill_line and f"{len(leaves)} pages" in fill_line
-    assert f"images {100 * z['image_fill']:.0f}% of {phys // 1024}K" in fill_line
+    # the JSON keeps 4 decimals: 0.8450 there may be 0.84496 in the text's rounding
+    shown = re.search(rf"images (\d+)% of {phys // 1024}K", fill_line)
+    assert shown and abs(int(shown[1]) - 100 * z["image_fill"]) <= 0.5 + 0.01, fill_line
 
 
 SERVERS = [
