@@ -767,7 +767,8 @@ def mariadb_server(
     *version* of :data:`MARIADB_DIST` (``"11.4"``) the one unpacked from its Maven jar.
 
     *page_size* (``"4k"``, ``"64k"`` …) is given at install and start; each of *plugins*
-    becomes ``--plugin-load-add=<name>`` (e.g. ``provider_lz4``).
+    becomes ``--plugin-load-add=<name>`` (e.g. ``provider_lz4``). *native_aio* keeps InnoDB's
+    native AIO (off by default: see :class:`ThrowawayServer`).
     """
     dist = mariadb_dist_version(version)
     if dist is not None:
@@ -814,7 +815,7 @@ def mysql_server(
     native_aio: bool = False,
 ) -> ThrowawayServer:
     """A MySQL 8.0.15, 8.0.33 or 5.7.22 server from the cached tarball (not started: use
-    ``with``)."""
+    ``with``); without native AIO unless *native_aio* (see :class:`ThrowawayServer`)."""
     base = mysql_basedir(version)
     share = base / "share"
     base_opts = [f"--lc-messages-dir={share}", "--secure-file-priv=", "--skip-log-bin"]
