@@ -24,14 +24,13 @@ from tests.server_fixtures import (
     create_table_sql,
     json_lines,
     make_table,
-    mariadb,  # noqa: F401  (fixtures)
     space_id,
 )
 
 
 @pytest.mark.xdist_group("mariadb")
 def test_ctrl_c_between_tables_says_no_statement_was_running(
-    mariadb: ThrowawayServer,  # noqa: F811
+    mariadb: ThrowawayServer,
 ) -> None:
     for t in ("a", "b"):
         make_table(mariadb, "cc", t, rows=800)

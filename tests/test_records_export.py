@@ -23,9 +23,6 @@ from samples.servers import ThrowawayServer
 from tests.catalog import REPO
 from tests.cli_runner import cli_env, ibdtool_command
 from tests.server_fixtures import (
-    mariadb,  # noqa: F401  (fixtures)
-    mysql57,  # noqa: F401
-    mysql8033,  # noqa: F401
     server_param,
 )
 from tests.test_records import COLUMNS, NAMES, _text_conn, has_json, make_rows

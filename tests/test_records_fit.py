@@ -21,8 +21,6 @@ from samples.servers import ThrowawayServer
 from tests.server_fixtures import (
     ibdtool,
     json_lines,
-    mariadb,  # noqa: F401  (fixtures)
-    mysql57,  # noqa: F401
 )
 
 SCHEMA = "fit"

@@ -21,9 +21,6 @@ from tests.server_fixtures import (
     conn_args,
     ibdtool,
     json_lines,
-    mariadb,  # noqa: F401  (fixtures)
-    mariadb114,  # noqa: F401
-    mysql57,  # noqa: F401
     server_param,
 )
 

@@ -24,10 +24,6 @@ from samples.servers import ThrowawayServer
 from tests.server_fixtures import (
     ibdtool,
     json_lines,
-    mariadb,  # noqa: F401  (fixtures)
-    mariadb114,  # noqa: F401
-    mysql57,  # noqa: F401
-    mysql8033,  # noqa: F401
     server_param,
 )
 
