@@ -107,6 +107,26 @@ def append_results(title: str, body: str) -> None:
     RESULTS.write_text(text.rstrip() + "\n" + section)
 
 
+def append_subsection(title: str, subtitle: str, body: str) -> None:
+    """``### subtitle`` under ``## title`` in RESULTS.md, replacing an earlier one of the same
+    subtitle and leaving the section's other subsections alone (sessions share a section);
+    the section is created at the end when missing."""
+    text = RESULTS.read_text() if RESULTS.exists() else "# Benchmark results\n"
+    stamp = dt.datetime.now(dt.UTC).strftime("%Y-%m-%d %H:%M UTC")
+    sub = f"\n### {subtitle} ({stamp})\n\n{body.strip()}\n"
+    head = re.compile(rf"\n## {re.escape(title)}[^\n]*\n")
+    found = head.search(text)
+    if found is None:
+        RESULTS.write_text(text.rstrip() + f"\n\n## {title}\n" + sub)
+        return
+    nxt = re.compile(r"\n## ").search(text, found.end())
+    end = nxt.start() if nxt else len(text)
+    section = text[found.end() : end]
+    old = re.compile(rf"\n?### {re.escape(subtitle)} \(.*?(?=\n### |\Z)", re.S)
+    section = old.sub("", section).rstrip() + "\n" + sub
+    RESULTS.write_text(text[: found.end()] + "\n" + section.lstrip("\n") + text[end:])
+
+
 def rusage_self_kib() -> int:
     return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
 

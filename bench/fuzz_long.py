@@ -15,11 +15,19 @@ input) is no verdict on ibdtool: the worker stops with ``HARNESS_FAULT`` and its
 re-planned. The last result, with counts per class, replaces its section of RESULTS.md.
 ``--minutes`` stops early and records how far it got and the command for the rest (a later
 ``--seed`` gives fresh inputs).
+
+``--remote`` runs the agent's replies instead (issue 20): ``copy HOST:PATH`` (pull), ``copy
+FILE HOST:DIR/`` (push) and ``report HOST:PATH`` in turn against the real agent behind
+``tests/fuzz/fake_ssh.py``, its frames changed by seeded rules (:mod:`tests.fuzz.remote`), each
+run in-process and every ``--sample-every``-th also through the CLI; a run that wrote outside
+the destination or gave a special mode bit counts as a traceback. Its result goes to the
+subsection "agent replies" of "Issue 20: fuzzing the new entry points".
 """
 
 from __future__ import annotations
 
 import argparse
+import functools
 import json
 import os
 import resource
@@ -124,6 +132,76 @@ def worker(seed: int, count: int, sample_every: int, first: int) -> None:
     report(final=True)
 
 
+def remote_worker(seed: int, count: int, sample_every: int, first: int) -> None:
+    """``count`` inputs of the agent's replies; one JSON line per 50 and at the end, counts
+    keyed ``"ENTRY OUTCOME"``."""
+    import random
+
+    from tests.fuzz.mutators import RandomChooser
+    from tests.fuzz.remote import (
+        ENTRIES,
+        Scene,
+        random_rules,
+        run_in_cli,
+        run_inprocess,
+        with_rules,
+    )
+    from tests.fuzz.runner import RSS_LIMIT, Outcome
+
+    # a remote that stops answering is dropped after 1.5 s (600 by default) so that such inputs
+    # are answered within the 30 s a run may take
+    os.environ["IBDTOOL_AGENT_IDLE"] = "1.5"
+    scene = Scene(OUT / f"remote-{os.getpid()}")
+    scene.reset()
+    for entry in ENTRIES:  # warm: imports, the page decoder, the fake ssh
+        with_rules([], lambda e=entry: run_inprocess(e, scene))  # type: ignore[misc]
+        scene.reset()
+    baseline = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024
+    counts: Counter[str] = Counter()
+    cli_counts: Counter[str] = Counter()
+    current = OUT / f"current-{os.getpid()}.txt"
+
+    def report(done: int, final: bool = False) -> None:
+        line = {"done": done, "counts": counts, "cli": cli_counts, "final": final}
+        print(json.dumps(line), flush=True)
+
+    for n in range(count):
+        entry = ENTRIES[(first + n) % len(ENTRIES)]
+        rules = random_rules(entry, RandomChooser(random.Random(f"{seed}:{first + n}")))
+        story = json.dumps({"entry": entry, "rules": rules})
+        try:
+            current.write_text(story + "\n")
+            scene.reset()
+        except OSError as exc:
+            report(n)
+            print(f"harness: cannot write the input: {exc}", file=sys.stderr, flush=True)
+            os._exit(HARNESS_FAULT)
+        run = with_rules(rules, functools.partial(run_inprocess, entry, scene))
+        outcome = run.outcome
+        grown = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024 - baseline
+        if outcome.good and grown > RSS_LIMIT:
+            outcome = Outcome.OVER_LIMIT
+        counts[f"{entry} {outcome.value}"] += 1
+        if not outcome.good:
+            (OUT / f"remote-input-{seed}-{first + n}.txt").write_text(
+                f"{story}\n{run.describe()}\n"
+            )
+        if sample_every and n % sample_every == 0:
+            scene.reset()
+            cli = with_rules(rules, functools.partial(run_in_cli, entry, scene))
+            cli_counts[f"{entry} {cli.outcome.value}"] += 1
+            if not cli.outcome.good:
+                (OUT / f"remote-cli-{seed}-{first + n}.txt").write_text(
+                    f"{story}\n{cli.describe()}\n"
+                )
+        if (n + 1) % 50 == 0:
+            report(n + 1)
+        if outcome is Outcome.OVER_LIMIT and grown > RSS_LIMIT:
+            report(n + 1, final=True)  # the peak cannot go down: a fresh worker takes the rest
+            os._exit(0)
+    report(count, final=True)
+
+
 def _limit() -> None:
     resource.setrlimit(resource.RLIMIT_AS, (WORKER_AS, WORKER_AS))
     resource.setrlimit(resource.RLIMIT_CORE, (0, 0))
@@ -143,6 +221,7 @@ def _chunk(
             f"--inputs={count}",
             f"--sample-every={args.sample_every}",
             f"--first={first}",
+            *(["--remote"] if args.remote else []),
         ],
         stdout=subprocess.PIPE,
         text=True,
@@ -223,6 +302,11 @@ def drive(args: argparse.Namespace) -> None:
     for t in lanes:
         t.join()
     elapsed = time.monotonic() - start
+    if args.remote:
+        _write_remote(
+            args, state["done"], total, cli_total, state["crashes"], elapsed, state["seed"]
+        )
+        return
     _write(
         args,
         state["done"],
@@ -276,6 +360,60 @@ Command: `.venv/bin/python bench/fuzz_long.py --inputs {args.inputs} --seed {arg
     append_results("Fuzz: the long run", body)  # type: ignore[operator]
 
 
+def _write_remote(
+    args: argparse.Namespace,
+    done: int,
+    total: Counter[str],
+    cli_total: Counter[str],
+    crashes: int,
+    elapsed: float,
+    next_seed: int,
+) -> None:
+    from common import append_subsection, machine
+
+    from tests.fuzz.remote import ENTRIES
+
+    classes = ("ok", "clean error", "traceback", "hang", "over-limit")
+    head = "| entry point | " + " | ".join(classes) + " |\n|---|" + "---:|" * len(classes)
+    rows = []
+    for entry in ENTRIES:
+        cells = " | ".join(
+            f"{total.get(f'{entry} {c}', 0):,} ({cli_total.get(f'{entry} {c}', 0):,})"
+            for c in classes
+        )
+        rows.append(f"| {entry} | {cells} |")
+    died = total.get("traceback", 0) + total.get("over-limit", 0)
+    load = os.getloadavg()
+    body = f"""
+Machine: {machine()}; load average {load[0]:.1f} / {load[1]:.1f} / {load[2]:.1f} at the end
+(2 cores shared with other sessions).
+
+Inputs: **{done:,}** sessions with the real agent (`tests/fuzz/fake_ssh.py` as the ssh
+command), each with 1–3 seeded rules changing its frames (`tests/fuzz/remote.py`: hostile
+field values and types, non-UTF-8 and 2,000,000-deep JSON, unsorted / overlapping /
+out-of-file / million-range / zlib-bomb range maps, lying piece tables and bombs in data frames,
+wrong checkpoints, lying frame lengths up to 4 GiB, frames dropped, cut, inserted, the stream
+ended), entry points in turn; seeds {args.seed}–{next_seed - 1}, chunks of {args.chunk},
+{args.parallel} workers. In-process runs (CLI runs of one input in {args.sample_every} in
+brackets, a subprocess under RLIMIT_AS 1 GiB). Limits per run: 2 s of CPU, 200 MB RSS, 30 s wall;
+a silent agent is dropped after 1.5 s (`IBDTOOL_AGENT_IDLE`). Oracle besides the class: nothing
+written outside the destination, no setuid / setgid / sticky / world-write bit, a clean error is
+one line naming the host. {elapsed / 60:.0f} minutes, {done / max(elapsed, 1e-9):.1f} inputs/s;
+workers that died: {crashes} ({died} inputs counted against them).
+
+{head}
+{chr(10).join(rows)}
+
+Inputs not ok or a clean error are kept as `bench/work/fuzz/remote-input-SEED-N.txt` (the rules).
+Command: `.venv/bin/python bench/fuzz_long.py --remote --inputs {args.inputs} --seed {args.seed}`
+"""
+    append_subsection(
+        "Issue 20: fuzzing the new entry points",
+        "agent replies: copy pull, copy push, report host:PATH (h-remote)",
+        body,
+    )
+
+
 def _kinds() -> list[str]:
     from tests.fuzz.originals import FUZZ_FILES
 
@@ -290,11 +428,14 @@ def main() -> None:
     parser.add_argument("--sample-every", type=int, default=500)
     parser.add_argument("--parallel", type=int, default=2, help="worker processes at a time")
     parser.add_argument("--minutes", type=float, default=0.0, help="stop after this long")
+    parser.add_argument("--remote", action="store_true", help="fuzz the agent's replies (issue 20)")
     parser.add_argument("--worker", action="store_true", help=argparse.SUPPRESS)
     parser.add_argument("--first", type=int, default=0, help=argparse.SUPPRESS)
     args = parser.parse_args()
     sys.path.insert(0, str(REPO))  # tests.fuzz, run as a script from anywhere
-    if args.worker:
+    if args.worker and args.remote:
+        remote_worker(args.seed, args.inputs, args.sample_every, args.first)
+    elif args.worker:
         worker(args.seed, args.inputs, args.sample_every, args.first)
     else:
         drive(args)

@@ -13,6 +13,7 @@ import json
 import os
 import signal
 import stat
+import subprocess
 from pathlib import Path
 
 import pytest
@@ -20,9 +21,11 @@ import pytest
 from ibdtool.copy import agent
 from ibdtool.errors import InputError
 from ibdtool.server.journal import Journal
+from tests.cli_runner import cli_env, run_ibdtool
 from tests.test_copy_local import ibdtool
 from tests.test_copy_remote import (
     HOST,
+    IBDTOOL,
     ThrowawaySshd,
     _agent_running,
     _children,
@@ -344,3 +347,82 @@ def test_blocks_allocated_in_a_hole_behind_the_copys_back_are_punched(tmp_path: 
     copy = tmp_path / "out" / "copy.bin"
     assert copy.read_bytes() == (tmp_path / "src.bin").read_bytes()
     assert seek_data_ranges(copy) == pieces
+
+
+# --- --resume after the source was rewritten in place, its size, mtime and inode kept -----------
+
+
+def _rewrite_in_place(path: Path, offset: int) -> None:
+    """Change one byte of ``path`` where it is, then give it back its times: the size, mtime
+    and inode a state file records are all as they were."""
+    st = path.stat()
+    _flip_byte(path, offset)
+    os.utime(path, ns=(st.st_atime_ns, st.st_mtime_ns))
+    now = path.stat()
+    assert (now.st_size, now.st_mtime_ns, now.st_ino) == (st.st_size, st.st_mtime_ns, st.st_ino)
+
+
+@pytest.mark.parametrize("window", [1, 2])
+def test_resume_recopies_windows_of_a_source_rewritten_in_place(
+    window: int, tmp_path: Path
+) -> None:
+    src = tmp_path / "big.bin"
+    _make_sparse_file(src, 48, seed=14)
+    out = tmp_path / "out"
+    out.mkdir()
+    _interrupted_local_copy(src, out)
+    size = json.loads((out / ".big.bin.ibdtool-part.json").read_bytes())["window"]
+    _rewrite_in_place(src, _data_offset(src, (window - 1) * size + 100))
+    res = ibdtool("copy", "--resume", "--json", str(src), str(out))
+    assert res.returncode == 0, res.stderr
+    assert sha(out / "big.bin") == sha(src)
+    doc = json.loads(res.stdout)
+    assert doc["resumed_bytes"] == (window - 1) * size
+    assert any(f"window {window} of the source differs" in n for n in doc["notes"]), doc["notes"]
+
+
+def _fake_remote(
+    args: list[str], rules: list[dict[str, object]]
+) -> subprocess.CompletedProcess[str]:
+    """ibdtool with the fake ssh of the fuzz harness (the real agent, here), under ``rules``."""
+    from tests.fuzz.remote import RULES_ENV, ssh_command
+
+    env = cli_env(**{RULES_ENV: json.dumps(rules)})
+    return run_ibdtool("copy", "-e", ssh_command(), *args, command=IBDTOOL, env=env, timeout=300)
+
+
+def test_pull_resume_recopies_a_remote_source_rewritten_in_place(tmp_path: Path) -> None:
+    remote, out = tmp_path / "remote", tmp_path / "out"
+    remote.mkdir()
+    out.mkdir()
+    src = remote / "big.bin"
+    _make_sparse_file(src, 48, seed=15)
+    # the remote stops after its third window: the local end keeps what it verified
+    res = _fake_remote([f"fake:{src}", f"{out}/"], [{"kind": "K", "nth": 3, "op": "end"}])
+    assert res.returncode == 2 and "--resume" in res.stderr, res.stderr
+    assert _windows_recorded(out / ".big.bin.ibdtool-part.json") >= 1
+    _rewrite_in_place(src, _data_offset(src, 100))
+    res = _fake_remote(["--resume", "--json", f"fake:{src}", f"{out}/"], [])
+    assert res.returncode == 0, res.stderr
+    assert sha(out / "big.bin") == sha(src)
+    doc = json.loads(res.stdout)
+    assert doc["resumed_bytes"] == 0
+    assert any("window 1 of the source differs" in n for n in doc["notes"]), doc["notes"]
+
+
+def test_push_resume_recopies_a_local_source_rewritten_in_place(tmp_path: Path) -> None:
+    remote = tmp_path / "remote"
+    remote.mkdir()
+    src = tmp_path / "big.bin"
+    _make_sparse_file(src, 48, seed=16)
+    # the receiving agent dies after its answer for the second window
+    res = _fake_remote([str(src), f"fake:{remote}/"], [{"kind": "J", "nth": 5, "op": "end"}])
+    assert res.returncode == 2, res.stderr
+    assert _windows_recorded(remote / ".big.bin.ibdtool-part.json") >= 1
+    _rewrite_in_place(src, _data_offset(src, 100))
+    res = _fake_remote(["--resume", "--json", str(src), f"fake:{remote}/"], [])
+    assert res.returncode == 0, res.stderr
+    assert sha(remote / "big.bin") == sha(src)
+    doc = json.loads(res.stdout)
+    assert doc["resumed_bytes"] == 0
+    assert any("window 1 of the source differs" in n for n in doc["notes"]), doc["notes"]

@@ -5,6 +5,7 @@
 - ``agent``: the self-contained half (stdlib only): sparse file primitives and the stream
   protocol; sent as it is down ssh to the other host.
 - ``remote``: copies across hosts over the system ssh.
+- ``replies``: the shape of every reply of a remote agent, declared once and checked.
 - ``repunch``: which bytes of a tablespace are needless, and who holds the file.
 
 Uses :mod:`ibdtool.fs` and :mod:`ibdtool.tablespace`.
@@ -18,8 +19,11 @@ if TYPE_CHECKING:
         AgentError,
         Codec,
         Interrupted,
+        ProtocolError,
         available_codecs,
         decode_batch,
+        one_line,
+        parse_json,
         read_json,
         resolve_destination,
         unpack_ranges,
@@ -40,6 +44,7 @@ if TYPE_CHECKING:
         push,
         relay,
     )
+    from ibdtool.copy.replies import check_reply, reply_failure
 else:
     from ibdtool.exports import lazy
 
@@ -47,10 +52,11 @@ else:
         __name__,
         {
             "agent": (
-                "AgentError Codec FRAME Interrupted available_codecs decode_batch read_json "
-                "resolve_destination unpack_ranges"
+                "AgentError Codec FRAME Interrupted ProtocolError available_codecs decode_batch "
+                "one_line parse_json read_json resolve_destination unpack_ranges"
             ),
             "local": "CopyFailed CopyOptions VERIFY_MODES copy_local repunch_in_place",
             "remote": "AgentSession Sessions SshConfig parse_location pull push relay",
+            "replies": "check_reply reply_failure",
         },
     )

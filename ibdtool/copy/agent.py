@@ -35,6 +35,17 @@ its block size and free space; then ``plan`` + ``M``, answered with the window t
 then the frames; answers ``done``) and ``send`` (pull: answers with the file's identity and
 ``M``; then ``stream`` makes it send the frames).
 
+``--resume`` keeps a window only if the source, read again now, still has the CRC-32 recorded
+for it: in a push the receiving agent asks for them (``{"sums": n}``, answered with ``{"op":
+"sums", "crcs": [...]}``) before it says where to start; in a pull the local end sends
+``sums`` (with the window size and ``M``) before ``stream``, answered with ``crcs``.
+
+Nothing the other end sends is trusted: frames longer than their kind's limit
+(:data:`FRAME_LIMITS`) are refused before they are read, range maps are inflated no further
+than the ranges their file can hold and checked (:func:`unpack_ranges`), data frames are
+checked piece by piece against the plan (:func:`receive_stream`); the local end checks every
+control message against its declared shape (:mod:`ibdtool.copy.replies`).
+
 ``report host:path`` (:mod:`ibdtool.report.remote`) uses the same agent to read, never to decode:
 ``walk`` lists the tablespaces under a path (names matching the patterns it is sent, with their
 sizes, and the folders it could not list); ``open`` answers with a file's allocation facts
@@ -60,8 +71,8 @@ import threading
 import time
 import zlib
 
-PROTOCOL = 3
-MAGIC = b"IBDTOOL-AGENT 3\n"
+PROTOCOL = 4
+MAGIC = b"IBDTOOL-AGENT 4\n"
 PIECE = 1 << 20  # bytes per data frame / per copy call
 MAX_BATCH = 2 * PIECE  # a D frame's raw bytes: pieces are sent once they reach PIECE
 MIN_WINDOW = 4 << 20
@@ -71,12 +82,29 @@ STATE_SUFFIX = ".json"
 FREE_SPACE_SLACK = 1 << 20
 STATE_MAX_BYTES = 16 << 20
 KERNEL_COPY_MIN = 512 << 10  # smaller pieces: pread/pwrite beat copy_file_range
+MAX_PIECES = 1 << 16  # pieces in one D frame: a frame is sent once it holds this many
+MIN_BLOCK = 512  # the smallest filesystem block: a data map has at most one range per block
+#: mode bits a copy takes from its source: never setuid, setgid, sticky or world-writable
+KEPT_MODE_BITS = 0o775
 
 FRAME = struct.Struct(">cI")
 DATA_HEAD = struct.Struct(">IBI")  # pieces in the frame, codec, raw bytes
 DATA_PIECE = struct.Struct(">QI")  # offset, length; one per piece, after DATA_HEAD
 CHECK = struct.Struct(">II")
 RANGE = struct.Struct(">QQ")
+
+#: the largest payload of each kind of frame, checked before anything is allocated for it: a
+#: control message (a walk lists every tablespace of a host), a plan (compressed, 16 bytes a
+#: range), a batch of pieces, a checkpoint, the end, a small file (``slurp``)
+FRAME_LIMITS = {
+    b"J": 64 << 20,
+    b"M": 256 << 20,
+    b"D": DATA_HEAD.size + MAX_PIECES * DATA_PIECE.size + MAX_BATCH,
+    b"K": CHECK.size,
+    b"E": 0,
+    b"R": 16 << 20,
+}
+READ_CHUNK = 1 << 20  # a declared length is read this much at a time, never allocated at once
 
 CODEC_IDS = {"none": 0, "zlib": 1, "zstd": 2}
 CODEC_NAMES = {v: k for k, v in CODEC_IDS.items()}
@@ -97,6 +125,16 @@ class Interrupted(Exception):
 
 class VerifyError(AgentError):
     """Data read back from the destination differs from the source."""
+
+
+class RemoteFailed(AgentError):
+    """The other end reported a failure (``ok`` false): its message, made one printable line."""
+
+
+class ProtocolError(AgentError):
+    """The other end sent what the protocol does not allow: a frame too large or of an unknown
+    kind, a control message that is not a JSON object, a plan or a data frame that lies. The
+    local end names the host in front of it."""
 
 
 # --- ranges and windows --------------------------------------------------------------------------
@@ -151,9 +189,46 @@ def pack_ranges(ranges):
     return zlib.compress(_packed(ranges), 1)
 
 
-def unpack_ranges(blob):
-    raw = zlib.decompress(blob)
-    return [RANGE.unpack_from(raw, i) for i in range(0, len(raw), RANGE.size)]
+def max_ranges(size, block):
+    """The most ranges a data map of a ``size``-byte file can hold: one a ``block``."""
+    return size // max(MIN_BLOCK, block) + 1
+
+
+def inflate(blob, cap, what):
+    """zlib ``blob`` inflated to at most ``cap`` bytes: more is a :class:`ProtocolError`
+    (a bomb never gets past the cap it could legally hold)."""
+    d = zlib.decompressobj()
+    try:
+        raw = d.decompress(blob, cap + 1)
+    except zlib.error:
+        raise ProtocolError(f"{what} is not zlib data") from None
+    if len(raw) > cap or d.unconsumed_tail:
+        raise ProtocolError(f"{what} inflates past the {cap} bytes it can hold")
+    if not d.eof:
+        raise ProtocolError(f"{what} is cut short")
+    return raw
+
+
+def unpack_ranges(blob, size, block=MIN_BLOCK):
+    """The ranges of a data map or plan of a ``size``-byte file, checked: each non-empty,
+    sorted, disjoint, inside the file, at most one a ``block``."""
+    raw = inflate(blob, max_ranges(size, block) * RANGE.size, "the range map")
+    if len(raw) % RANGE.size:
+        raise ProtocolError("the range map is not a whole number of ranges")
+    ranges = [RANGE.unpack_from(raw, i) for i in range(0, len(raw), RANGE.size)]
+    check_ranges(ranges, size)
+    return ranges
+
+
+def check_ranges(ranges, size):
+    pos = 0
+    for start, end in ranges:
+        if not pos <= start < end <= size:
+            raise ProtocolError(
+                f"the range map holds [{start}, {end}), not sorted, disjoint and inside the "
+                f"file's {size} bytes"
+            )
+        pos = end
 
 
 def plan_crc(ranges, size):
@@ -244,22 +319,29 @@ class Codec:
     def decode(self, codec_id, payload, raw_len):
         # never inflate past the batch: the declared length, itself at most MAX_BATCH
         if raw_len > MAX_BATCH:
-            raise AgentError(f"corrupt stream: a batch of {raw_len} bytes")
-        if codec_id == 0:
-            out = payload
-        elif codec_id == 1:
-            out = zlib.decompressobj().decompress(payload, raw_len + 1)
-        elif codec_id == 2 and self._d is not None:
-            # zstandard sizes its output by the frame's content size when there is one
-            if _ZSTD[1].frame_content_size(payload) > raw_len:
-                raise AgentError("corrupt stream: a zstd frame larger than its batch")
-            out = self._d.decompress(payload, max_output_size=raw_len)
-        elif codec_id == 2 and _ZSTD:
-            out = _ZSTD[1].ZstdDecompressor().decompress(payload, max_length=raw_len + 1)
-        else:
-            raise AgentError(f"stream uses codec {codec_id} which is not available here")
+            raise ProtocolError(f"corrupt stream: a batch of {raw_len} bytes")
+        if codec_id not in (0, CODEC_IDS[self.name]):
+            raise ProtocolError(f"the stream uses codec {codec_id}, not the one agreed")
+        try:
+            if codec_id == 0:
+                out = payload
+            elif codec_id == 1:
+                out = zlib.decompressobj().decompress(payload, raw_len + 1)
+            elif codec_id == 2 and self._d is not None:
+                # zstandard sizes its output by the frame's content size when there is one
+                if _ZSTD[1].frame_content_size(payload) > raw_len:
+                    raise ProtocolError("corrupt stream: a zstd frame larger than its batch")
+                out = self._d.decompress(payload, max_output_size=raw_len)
+            elif codec_id == 2 and _ZSTD:
+                out = _ZSTD[1].ZstdDecompressor().decompress(payload, max_length=raw_len + 1)
+            else:
+                raise ProtocolError(f"stream uses codec {codec_id} which is not available here")
+        except ProtocolError:
+            raise
+        except Exception as exc:  # zlib.error, zstd's own errors: the bytes are not the codec's
+            raise ProtocolError(f"corrupt stream: {type(exc).__name__}") from None
         if len(out) != raw_len:
-            raise AgentError(f"corrupt stream: piece of {len(out)} bytes, expected {raw_len}")
+            raise ProtocolError(f"corrupt stream: piece of {len(out)} bytes, expected {raw_len}")
         return out
 
 
@@ -278,27 +360,70 @@ def write_json(out, obj):
 
 
 def read_exact(inp, n):
-    data = inp.read(n)
-    if data is None or len(data) != n:
-        raise Interrupted("the stream ended early")
-    return data
+    """``n`` bytes, read a chunk at a time: a length the other end declares is never
+    allocated before its bytes arrive."""
+    if n <= READ_CHUNK:
+        data = inp.read(n)
+        if data is None or len(data) != n:
+            raise Interrupted("the stream ended early")
+        return data
+    buf = bytearray()
+    while len(buf) < n:
+        data = inp.read(min(READ_CHUNK, n - len(buf)))
+        if not data:
+            raise Interrupted("the stream ended early")
+        buf += data
+    return bytes(buf)
 
 
-def read_frame(inp):
+def read_frame(inp, kinds=None):
+    """The next frame ``(kind, payload)``; a kind not in ``kinds`` (default: any the protocol
+    has) or a length past the kind's :data:`FRAME_LIMITS` is a :class:`ProtocolError`."""
     kind, length = FRAME.unpack(read_exact(inp, FRAME.size))
+    if kind not in FRAME_LIMITS or (kinds is not None and kind not in kinds):
+        raise ProtocolError(f"a frame of kind {kind!r} where the protocol has none")
+    if length > FRAME_LIMITS[kind]:
+        raise ProtocolError(f"a {kind!r} frame of {length} bytes (at most {FRAME_LIMITS[kind]})")
     return kind, read_exact(inp, length) if length else b""
+
+
+def parse_json(payload):
+    """A control message: strict UTF-8, JSON, an object (nesting bounded by the recursion
+    limit: the message shapes are at most four deep)."""
+    try:
+        msg = json.loads(payload.decode("utf-8"))
+    except (ValueError, RecursionError):
+        raise ProtocolError("a control message that is not UTF-8 JSON") from None
+    if not isinstance(msg, dict):
+        raise ProtocolError("a control message that is not a JSON object")
+    return msg
 
 
 def read_json(inp):
     kind, payload = read_frame(inp)
     if kind != b"J":
-        raise AgentError(f"protocol error: expected a control message, got {kind!r}")
-    return json.loads(payload.decode())
+        raise ProtocolError(f"expected a control message, got a {kind!r} frame")
+    return parse_json(payload)
+
+
+def one_line(text, limit=500):
+    """``text`` from the other end as one printable line: control characters, line breaks and
+    lone surrogates escaped, at most ``limit`` characters."""
+    out = []
+    for c in text[:limit]:
+        if c.isprintable() and not 0xD800 <= ord(c) <= 0xDFFF:
+            out.append(c)
+        else:
+            out.append(repr(c)[1:-1] if ord(c) < 0xD800 else f"\\u{ord(c):04x}")
+    return "".join(out) + ("..." if len(text) > limit else "")
 
 
 def expect_ok(msg):
-    if not msg.get("ok"):
-        raise AgentError(msg.get("error") or "the other end failed")
+    if msg.get("ok") is not True:
+        error = msg.get("error")
+        if not isinstance(error, str) or not error:
+            raise ProtocolError("a failure without a message")
+        raise RemoteFailed(one_line(error))
     return msg
 
 
@@ -599,8 +724,14 @@ class Destination:
 
     # -- plan and resume state ------------------------------------------------------------------
 
-    def prepare(self, plan, window, streamed=None):
+    def prepare(self, plan, window, streamed=None, source_sums=None):
         """Open (or reopen, with --resume) the part file; return the first window to send.
+
+        A window of an interrupted copy is kept only when the part still reads back as
+        recorded *and* ``source_sums(n)`` (the CRC-32s of the current source's first ``n``
+        windows, read again now) gives the recorded CRC too: a source rewritten in place with
+        its size, mtime and inode kept is copied again from its first changed window. Without
+        ``source_sums`` nothing is kept.
 
         ``streamed`` replaces ``plan`` where keeping every range would not fit (a local copy
         of a densified compressed tablespace: one range a page): its ``windows`` is a sequence
@@ -644,6 +775,7 @@ class Destination:
             raise AgentError(f"{self.part}: another ibdtool copy is writing it") from None
         if state is not None and os.fstat(self.fd).st_size == self.size:
             self.verified = self._proven_windows(state["windows"][: len(self.windows)])
+            self.verified = self._source_unchanged(self.verified, source_sums)
         if not self.verified:
             self.verified = []
             _unlink_quiet(self.state_name, self.dir_fd)
@@ -734,6 +866,29 @@ class Destination:
                     )
                 return list(recorded[:index])
         return list(recorded)
+
+    def _source_unchanged(self, kept, source_sums):
+        """The leading windows of ``kept`` whose bytes in the current source still have the
+        recorded CRC-32 (``source_sums`` reads them again)."""
+        if not kept:
+            return kept
+        if source_sums is None:
+            self.notes.append("the source cannot be read again to compare: starting over")
+            return []
+        sums = source_sums(len(kept))
+        for index, crc in enumerate(kept):
+            if index >= len(sums) or sums[index] != crc:
+                self.notes.append(
+                    f"window {index + 1} of the source differs from the interrupted copy's "
+                    f"(CRC-32 of the source read again now): "
+                    + ("starting over" if index == 0 else "resuming from there")
+                )
+                return list(kept[:index])
+        self.notes.append(
+            f"kept {len(kept)} window{'s' if len(kept) != 1 else ''} of the interrupted copy: "
+            "the part and the source both read again, their CRC-32s equal to those recorded"
+        )
+        return list(kept)
 
     def _readback_matches(self, index, crc):
         got = 0
@@ -948,7 +1103,9 @@ class Destination:
         return self.punch_supported
 
     def seal(self):
-        """Punch every hole, fsync, give the source's mode, owner and times."""
+        """Punch every hole, fsync, give the source's mode (less the setuid, setgid, sticky
+        and world-write bits: :data:`KEPT_MODE_BITS`), its owner (``keep_owner``: a local copy
+        by root) and times."""
         self.wait_checkpoints()
         if len(self.verified) != len(self.windows):
             raise AgentError("protocol error: the stream ended before the last window")
@@ -963,7 +1120,7 @@ class Destination:
         m = self.meta
         try:
             os.fsync(self.fd)
-            os.fchmod(self.fd, m["mode"])
+            os.fchmod(self.fd, m["mode"] & KEPT_MODE_BITS)
             if self.keep_owner:
                 try:
                     os.fchown(self.fd, m["uid"], m["gid"])
@@ -1063,15 +1220,31 @@ def encode_batch(batch, codec):
     return head + b"".join(DATA_PIECE.pack(a, len(data)) for a, data in batch) + payload
 
 
-def decode_batch(payload, codec):
-    """``[(offset, bytes), ...]`` from a ``D`` frame payload."""
+def batch_table(payload):
+    """``(codec id, raw bytes, [(offset, length), ...], body start)`` of a ``D`` frame,
+    checked: at least one piece, none empty, the table inside the frame, the lengths adding up
+    to the raw bytes."""
+    if len(payload) < DATA_HEAD.size:
+        raise ProtocolError("a data frame shorter than its head")
     count, cid, raw_len = DATA_HEAD.unpack_from(payload)
     body = DATA_HEAD.size + count * DATA_PIECE.size
+    if not 0 < count <= min(MAX_PIECES, raw_len) or body > len(payload):
+        raise ProtocolError(f"a data frame of {count} pieces and {raw_len} bytes")
+    table = [
+        DATA_PIECE.unpack_from(payload, at) for at in range(DATA_HEAD.size, body, DATA_PIECE.size)
+    ]
+    if sum(length for _, length in table) != raw_len or not all(n for _, n in table):
+        raise ProtocolError("a data frame whose pieces do not add up to its bytes")
+    return cid, raw_len, table, body
+
+
+def decode_batch(payload, codec):
+    """``[(offset, bytes), ...]`` from a ``D`` frame payload."""
+    cid, raw_len, table, body = batch_table(payload)
     data = memoryview(codec.decode(cid, payload[body:], raw_len))
     out = []
     pos = 0
-    for i in range(count):
-        offset, length = DATA_PIECE.unpack_from(payload, DATA_HEAD.size + i * DATA_PIECE.size)
+    for offset, length in table:
         out.append((offset, data[pos : pos + length]))
         pos += length
     return out
@@ -1079,9 +1252,8 @@ def decode_batch(payload, codec):
 
 def batch_extent(payload):
     """(end of the last piece, raw bytes) of a ``D`` frame payload, for progress."""
-    count, _, raw_len = DATA_HEAD.unpack_from(payload)
-    offset, length = DATA_PIECE.unpack_from(payload, DATA_HEAD.size + (count - 1) * DATA_PIECE.size)
-    return offset + length, raw_len
+    _, raw_len, table, _ = batch_table(payload)
+    return table[-1][0] + table[-1][1], raw_len
 
 
 def send_stream(out, src, windows, start, codec, verify=True, bwlimit=0, progress=None):
@@ -1105,7 +1277,7 @@ def send_stream(out, src, windows, start, codec, verify=True, bwlimit=0, progres
                 crc = zlib.crc32(data, crc)
             batch.append((a, data))
             held += len(data)
-            if held >= PIECE:
+            if held >= PIECE or len(batch) >= MAX_PIECES:
                 flush(batch, held)
                 batch, held = [], 0
         if batch:
@@ -1118,27 +1290,58 @@ def send_stream(out, src, windows, start, codec, verify=True, bwlimit=0, progres
 
 
 def receive_stream(inp, dest, codec, on_window=None, progress=None):
-    """Apply frames to ``dest`` until ``E``; ``on_window(index)`` after each checkpoint."""
+    """Apply frames to ``dest`` until ``E``; ``on_window(index)`` after each checkpoint.
+
+    The sender cuts the same windows from the same plan, so every piece must be the next one
+    of ``dest.windows``, exactly, and each window's ``K`` must follow its last piece, with the
+    CRC-32 of the bytes received (when verifying): a piece anywhere else, a window skipped or
+    a checksum that does not match is a :class:`ProtocolError`, before anything is written
+    there."""
+    windows = dest.windows
+    index = dest._next_window
+    at = 0  # the next piece of window ``index``
+    crc = 0
     while True:
-        kind, payload = read_frame(inp)
+        kind, payload = read_frame(inp, (b"D", b"K", b"E", b"J"))
         if kind == b"D":
             pieces = decode_batch(payload, codec)
             for offset, data in pieces:
+                if index >= len(windows) or at >= len(windows[index]):
+                    raise ProtocolError(f"a piece at byte {offset} past the end of its window")
+                start, end = windows[index][at]
+                if (offset, len(data)) != (start, end - start):
+                    raise ProtocolError(
+                        f"a piece of {len(data)} bytes at byte {offset}, not the plan's "
+                        f"{end - start} at {start}"
+                    )
+                if dest.verify:
+                    crc = zlib.crc32(data, crc)
                 dest.write(offset, data)
+                at += 1
             if progress is not None:
-                end, raw = batch_extent(payload)
-                progress(end, raw, len(payload) + FRAME.size)
+                progress(pieces[-1][0] + len(pieces[-1][1]), sum(len(d) for _, d in pieces),
+                         len(payload) + FRAME.size)  # fmt: skip
         elif kind == b"K":
-            index, crc = CHECK.unpack(payload)
-            dest.checkpoint(index, crc)
+            if len(payload) != CHECK.size:
+                raise ProtocolError(f"a checkpoint frame of {len(payload)} bytes")
+            got, sent_crc = CHECK.unpack(payload)
+            if got != index or index >= len(windows) or at != len(windows[index]):
+                raise ProtocolError(f"window {got} ended out of order")
+            if dest.verify and (crc & 0xFFFFFFFF) != sent_crc:
+                raise ProtocolError(
+                    f"the bytes received for window {index + 1} do not match the sender's CRC-32"
+                )
+            dest.checkpoint(index, sent_crc)
             if on_window is not None:
                 on_window(index)
+            index, at, crc = index + 1, 0, 0
         elif kind == b"E":
+            if payload or at or index != len(windows):
+                raise ProtocolError(f"the stream ended after {index} of its {len(windows)} windows")
             return
-        elif kind == b"J":
-            expect_ok(json.loads(payload.decode()))
         else:
-            raise AgentError(f"protocol error: unexpected frame {kind!r}")
+            expect_ok(parse_json(payload))
+            raise ProtocolError("a control message inside the data stream")
 
 
 # --- the remote program --------------------------------------------------------------------------
@@ -1160,10 +1363,21 @@ def _serve_receive(req, inp, out):
     kind, blob = read_frame(inp)
     if kind != b"M":
         dest.close_dir()
-        raise AgentError("protocol error: expected the plan")
+        raise ProtocolError("expected the plan")
     finished = False
+
+    def source_sums(count):
+        """Ask the sender for the CRC-32s of its source's first ``count`` windows, now."""
+        write_json(out, {"ok": True, "sums": count})
+        msg = read_json(inp)
+        crcs = msg.get("crcs") if msg.get("op") == "sums" else None
+        if not isinstance(crcs, list) or not all(isinstance(c, int) for c in crcs):
+            raise ProtocolError("the source's window sums are not a list of numbers")
+        return crcs
+
     try:
-        start = dest.prepare(unpack_ranges(blob), plan_msg["window"])
+        plan = unpack_ranges(blob, dest.size)
+        start = dest.prepare(plan, plan_msg["window"], source_sums=source_sums)
         write_json(out, {"ok": True, "start": start, "notes": dest.notes})
         codec = Codec(plan_msg.get("codec", "none"))
 
@@ -1194,11 +1408,17 @@ def _serve_send(req, inp, out):
         write_json(out, dict(src.meta(), ok=True, fs_block=os.fstatvfs(src.fd).f_bsize))
         write_frame(out, b"M", pack_ranges(src.data_ranges()))
         out.flush()
-        msg = read_json(inp)
-        if msg.get("op") != "stream":
-            return
-        plan = unpack_ranges(read_frame(inp)[1])
-        windows = list(iter_windows(plan, msg["window"]))
+        while True:
+            msg = read_json(inp)
+            if msg.get("op") not in ("sums", "stream"):
+                return
+            plan = unpack_ranges(read_frame(inp, (b"M",))[1], src.size)
+            windows = list(iter_windows(plan, msg["window"]))
+            if msg["op"] == "stream":
+                break
+            # --resume: the CRC-32 of each window the other end would keep, read again now
+            crcs = [src.window_crc(w) for w in windows[: msg["count"]]]
+            write_json(out, {"ok": True, "crcs": crcs})
         try:
             send_stream(
                 out, src, windows, msg["start"], Codec(msg.get("codec", "none")),
@@ -1408,7 +1628,7 @@ def _serve_read(req, out):
             batch.append((a, data))
             held += len(data)
             a += len(data)
-            if held >= PIECE:
+            if held >= PIECE or len(batch) >= MAX_PIECES:
                 write_frame(out, b"D", encode_batch(batch, codec))
                 batch, held = [], 0
     if batch:

@@ -640,7 +640,13 @@ def _run_local(
     done = False
     window_pages: WindowPages | None = None
     try:
-        start = dest.prepare([], plan.window, streamed=plan)
+        # --resume keeps a window only if the source, read again now, still has its CRC-32
+        start = dest.prepare(
+            [],
+            plan.window,
+            streamed=plan,
+            source_sums=lambda n: [source.window_crc(dest.windows[i]) for i in range(n)],
+        )
         if opts.verify == "full" and pages_too and start == 0:
             # the page check reads the windows back (ibdtool.copy.readback); a resumed copy
             # checks its pages in a pass of their own after it, as it did not read them all

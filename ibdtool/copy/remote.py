@@ -21,20 +21,20 @@ end verifies each window by reading it back after ``fdatasync`` and keeps a stat
 from __future__ import annotations
 
 import contextlib
-import json
 import os
 import queue
+import select
 import shlex
 import subprocess
 import threading
 import time
 from collections import deque
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import IO, Any
 
-from ibdtool.copy import agent
+from ibdtool.copy import agent, replies
 from ibdtool.copy.local import (
     CopyFailed,
     CopyInterrupted,
@@ -68,6 +68,61 @@ BOOTSTRAP = (
 )
 HANDSHAKE_LIMIT = 1 << 16
 STDERR_LINES = 40
+#: seconds an agent may stay silent while ibdtool waits for its answer before the session is
+#: dropped (a remote that stops talking must not hold the run forever; ssh's keepalive only
+#: sees a dead link). ``$IBDTOOL_AGENT_IDLE`` overrides it (tests). Not applied while ibdtool
+#: itself is sending (a push under --bwlimit waits long between window answers).
+AGENT_IDLE = 600.0
+
+
+def _agent_idle() -> float:
+    try:
+        value = float(os.environ.get("IBDTOOL_AGENT_IDLE") or AGENT_IDLE)
+    except ValueError:
+        return AGENT_IDLE
+    return value if 0 < value < float("inf") else AGENT_IDLE
+
+
+class AgentOutput:
+    """The agent's stdout, read with a limit on silence: :meth:`read` raises
+    :class:`~ibdtool.copy_agent.Interrupted` when no byte came for ``idle`` seconds."""
+
+    def __init__(self, fd: int, idle: float | None, on_silence: Callable[[], None]) -> None:
+        self.fd = fd
+        self.idle = idle
+        self.on_silence = on_silence
+        self._buf = bytearray()
+        self._pos = 0
+
+    def read(self, n: int, idle: float | bool | None = True) -> bytes:
+        limit = self.idle if idle is True else idle
+        while len(self._buf) - self._pos < n:
+            if limit is not None:
+                ready, _, _ = select.select([self.fd], [], [], limit)
+                if not ready:
+                    self.on_silence()
+                    raise agent.Interrupted(f"no answer for {limit:.0f} s")
+            chunk = os.read(self.fd, max(1 << 16, min(n, agent.READ_CHUNK)))
+            if not chunk:
+                break
+            if self._pos:
+                del self._buf[: self._pos]
+                self._pos = 0
+            self._buf += chunk
+        out = bytes(self._buf[self._pos : self._pos + n])
+        self._pos += len(out)
+        return out
+
+
+class _Unhurried:
+    """:class:`AgentOutput` without the silence limit (the answers a push waits for while it
+    sends)."""
+
+    def __init__(self, out: AgentOutput) -> None:
+        self.out = out
+
+    def read(self, n: int) -> bytes:
+        return self.out.read(n, None)
 
 
 # --- locations -----------------------------------------------------------------------------------
@@ -150,6 +205,8 @@ class AgentSession:
         self.proc: subprocess.Popen[bytes] | None = None
         self._stderr: deque[str] = deque(maxlen=STDERR_LINES)
         self._stderr_thread: threading.Thread | None = None
+        self._stdout: AgentOutput | None = None
+        self.silent = False  # the agent stopped answering: the session was dropped
         self.sent = 0
         self.received = 0
 
@@ -167,12 +224,16 @@ class AgentSession:
             )
         except FileNotFoundError:
             raise IbdtoolError(f"{argv[0]}: ssh client not found") from None
+        assert self.proc.stdout is not None
+        self._stdout = AgentOutput(self.proc.stdout.fileno(), _agent_idle(), self._silent)
         self._stderr_thread = threading.Thread(target=self._drain_stderr, daemon=True)
         self._stderr_thread.start()
         try:
             self.stdin.write(code)
             self.stdin.flush()
             self._handshake()
+        except agent.ProtocolError as exc:
+            raise self.lie(exc) from None
         except (OSError, agent.AgentError, agent.Interrupted, ValueError):
             raise self.failure(starting=True) from None
         return self
@@ -183,9 +244,9 @@ class AgentSession:
         return self.proc.stdin
 
     @property
-    def stdout(self) -> IO[bytes]:
-        assert self.proc is not None and self.proc.stdout is not None
-        return self.proc.stdout
+    def stdout(self) -> AgentOutput:
+        assert self._stdout is not None
+        return self._stdout
 
     def _drain_stderr(self) -> None:
         assert self.proc is not None and self.proc.stderr is not None
@@ -209,9 +270,10 @@ class AgentSession:
         if junk:
             raise IbdtoolError(
                 f"{self.host}: the remote shell printed text before the agent started "
-                f"({junk[:80]!r}); make the remote login files quiet for non-interactive shells"
+                f"({agent.one_line(junk, 80)!r}); make the remote login files quiet for "
+                "non-interactive shells"
             )
-        self.hello = agent.expect_ok(agent.read_json(self.stdout))
+        self.hello = replies.check_reply("hello", agent.read_json(self.stdout))
 
     def close(self) -> None:
         proc = self.proc
@@ -230,6 +292,10 @@ class AgentSession:
             proc.wait()
         self.proc = None
 
+    def _silent(self) -> None:
+        self.silent = True
+        self.kill()
+
     def kill(self) -> None:
         if self.proc is not None and self.proc.poll() is None:
             self.proc.kill()
@@ -244,14 +310,40 @@ class AgentSession:
         agent.write_frame(self.stdin, kind, payload)
         self.stdin.flush()
 
-    def recv_json(self) -> dict[str, Any]:
-        msg = agent.read_json(self.stdout)
-        if not msg.get("ok"):
-            raise CopyFailed(f"{self.host}: {msg.get('error')}")
-        return msg
+    def reply(self, shape: str) -> dict[str, Any]:
+        """The next control message, checked to be a successful reply of ``shape``
+        (:mod:`ibdtool.agent_replies`); a failure it reports or a lie is a
+        :class:`CopyFailed` naming the host, a broken stream what :meth:`failure` says."""
+        with self.speaking():
+            return replies.check_reply(shape, agent.read_json(self.stdout))
 
-    def recv_frame(self) -> tuple[bytes, bytes]:
-        return agent.read_frame(self.stdout)
+    def read_reply(self) -> dict[str, Any]:
+        """The next control message, a successful reply of a shape the caller then checks."""
+        with self.speaking():
+            return agent.expect_ok(agent.read_json(self.stdout))
+
+    def check(self, shape: str, msg: dict[str, Any]) -> dict[str, Any]:
+        with self.speaking():
+            return replies.check_reply(shape, msg)
+
+    def recv_frame(self, kinds: tuple[bytes, ...] | None = None) -> tuple[bytes, bytes]:
+        return agent.read_frame(self.stdout, kinds)
+
+    @contextlib.contextmanager
+    def speaking(self) -> Iterator[None]:
+        """What the agent sent or failed to send, as one line naming the host: a lie or a
+        failure it reports (:class:`CopyFailed`), a broken stream (:meth:`failure`). Errors of
+        this host's own (its disk, its files) pass through."""
+        try:
+            yield
+        except (agent.ProtocolError, agent.RemoteFailed) as exc:
+            raise self.lie(exc) from None
+        except (OSError, agent.Interrupted):
+            raise self.failure() from None
+
+    def lie(self, exc: agent.AgentError) -> CopyFailed:
+        """The agent failed or broke the protocol: one line naming the host."""
+        return CopyFailed(f"{self.host}: {exc}")
 
     @property
     def codecs(self) -> list[str]:
@@ -271,10 +363,12 @@ class AgentSession:
         """The one-line error for a session that broke."""
         if agent_error:
             return CopyFailed(f"{self.host}: {agent_error}")
+        if self.silent:
+            return CopyFailed(f"{self.host}: no answer for {_agent_idle():.0f} s; dropped")
         status = self._exit_status()
         if self._stderr_thread is not None:
             self._stderr_thread.join(timeout=2)
-        lines = list(self._stderr)
+        lines = [agent.one_line(line) for line in self._stderr]
         last = lines[-1] if lines else ""
         for line in lines:
             if line.startswith("ibdtool-agent:"):
@@ -346,22 +440,30 @@ class Replies:
     def _run(self) -> None:
         try:
             while True:
-                msg = agent.read_json(self.session.stdout)
-                if not msg.get("ok"):
-                    self.error = str(msg.get("error"))
+                msg = agent.read_json(_Unhurried(self.session.stdout))
+                self.error = replies.reply_failure(msg)
+                if self.error is not None:
                     self.done.put(msg)
                     return
                 if msg.get("done"):
-                    self.done.put(msg)
+                    self.done.put(replies.check_reply("done", msg))
                     return
-                if "window" in msg:
-                    self.on_window(msg)
+                self.on_window(replies.check_reply("window", msg))
+        except agent.ProtocolError as exc:
+            self.error = str(exc)
+            self.done.put(exc)
         except BaseException as exc:
             self.done.put(exc)
 
     def wait(self) -> dict[str, Any]:
-        item = self.done.get()
-        if isinstance(item, BaseException) or not item.get("ok"):
+        """The receiver's last answer, once everything was sent: within the silence limit."""
+        idle = _agent_idle()
+        try:
+            item = self.done.get(timeout=idle)
+        except queue.Empty:
+            self.session._silent()
+            raise self.session.failure() from None
+        if isinstance(item, BaseException) or self.error is not None:
             raise self.session.failure(agent_error=self.error)
         return item
 
@@ -415,19 +517,71 @@ def _interrupted(dest: str) -> CopyInterrupted:
     )
 
 
-def _ask_for_source(session: AgentSession, path: str) -> tuple[dict[str, Any], Ranges]:
-    """``send``: the remote file's metadata and data ranges."""
-    try:
-        session.send_json({"op": "send", "path": path})
-        meta = session.recv_json()
-        kind, blob = session.recv_frame()
-    except (OSError, agent.AgentError, agent.Interrupted):
-        raise session.failure() from None
-    if kind != b"M":
-        raise session.failure()
+def _ask_for_source(session: AgentSession, src: Location) -> tuple[dict[str, Any], Ranges]:
+    """``send``: the remote file's metadata and data ranges, checked; its name is the one
+    the command line gives (:func:`local_name`), never the one the remote sends."""
+    with session.speaking():
+        session.send_json({"op": "send", "path": src.path})
+        meta = session.reply("source")
+        _, blob = session.recv_frame((b"M",))
+        # SEEK_DATA finds data a block at a time: at most a range a block (4 KiB at most)
+        ranges = agent.unpack_ranges(blob, meta["size"], min(meta["fs_block"], 4096))
     for key in ("ok", "fs_block"):
         meta.pop(key, None)
-    return meta, agent.unpack_ranges(blob)
+    meta["name"] = local_name(src)
+    return meta, ranges
+
+
+def local_name(src: Location) -> str:
+    """The name a pulled file gets in a destination directory: the last part of the path on
+    the command line. The remote's answer never names a local file."""
+    name = os.path.basename(src.path.rstrip("/"))
+    try:
+        replies.file_name(name, "name")
+    except agent.ProtocolError:
+        raise CopyFailed(
+            f"{src}: names no file to copy; give the path of a file on {src.host}"
+        ) from None
+    return name
+
+
+def _sums_from_source(
+    session: AgentSession, ranges: Ranges, window: int
+) -> Callable[[int], list[int]]:
+    """``--resume``: the CRC-32s of the remote source's first windows, read again there now."""
+
+    def sums(count: int) -> list[int]:
+        with session.speaking():
+            session.send_json({"op": "sums", "window": window, "count": count})
+            session.send_frame(b"M", agent.pack_ranges(ranges))
+            crcs: list[int] = session.reply("sums")["crcs"]
+            if len(crcs) != count:
+                raise agent.ProtocolError(f"{len(crcs)} window sums, not the {count} asked")
+        return crcs
+
+    return sums
+
+
+def _start_after_sums(
+    session: AgentSession, windows: list[Ranges], ask: Callable[[int], list[int]]
+) -> dict[str, Any]:
+    """The receiver's answer to the plan: where to start. With --resume it first asks for
+    the source's sums of the windows it would keep; ``ask(count)`` gives them."""
+    msg = session.read_reply()
+    if "sums" in msg:
+        count = session.check("asks_sums", msg)["sums"]
+        if count > len(windows):
+            raise session.lie(
+                agent.ProtocolError(f"sums of {count} windows asked, of {len(windows)}")
+            )
+        session.send_json({"op": "sums", "crcs": ask(count)})
+        msg = session.read_reply()
+    started = session.check("started", msg)
+    if started["start"] > len(windows):
+        raise session.lie(
+            agent.ProtocolError(f"a start at window {started['start']} of {len(windows)}")
+        )
+    return started
 
 
 def _receive_request(
@@ -473,14 +627,12 @@ def push(
         note = source_in_use_note(src)
         if note:
             result.notes.append(note)
-        try:
+        with session.speaking():
             session.send_json(_receive_request(dst, source.meta(), opts, want_dir))
-            reply = session.recv_json()
-        except (OSError, agent.AgentError):
-            raise session.failure() from None
-        result.dest = f"{session.host}:{reply['dest']}"
+        reply = session.reply("receiving")
+        result.dest = f"{session.host}:{agent.one_line(reply['dest'])}"
         try:
-            plan = plan_for(src, source, alloc, opts, int(reply["fs_block"]), progress)
+            plan = plan_for(src, source, alloc, opts, reply["fs_block"], progress)
             codec = choose_codec(opts.compress, session.codecs, notes=result.notes)
         except BaseException:
             session.send_json({"op": "skip"})
@@ -494,17 +646,19 @@ def push(
         try:
             session.send_json({"op": "plan", "window": window, "codec": codec})
             session.send_frame(b"M", agent.pack_ranges(plan.ranges))
-            started = session.recv_json()
-            result.notes += started.get("notes", [])
-            start = int(started["start"])
+            started = _start_after_sums(
+                session, windows, lambda n: [source.window_crc(w) for w in windows[:n]]
+            )
+            result.notes += [agent.one_line(n) for n in started["notes"]]
+            start = started["start"]
             result.windows = len(windows)
             result.resumed_bytes = sum(agent.plan_bytes(w) for w in windows[:start])
 
             def on_window(msg: dict[str, Any]) -> None:
-                meter.dest_allocated = int(msg.get("allocated", 0))
+                meter.dest_allocated = msg["allocated"]
                 meter.windows += 1
 
-            replies = Replies(session, on_window)
+            watcher = Replies(session, on_window)
             # an OSError means the receiver went away: its reply (or ssh's stderr) says why
             with contextlib.suppress(OSError):
                 agent.send_stream(
@@ -517,10 +671,12 @@ def push(
                     bwlimit=opts.bwlimit,
                     progress=meter.piece,
                 )
-            done = replies.wait()
+            done = watcher.wait()
         except KeyboardInterrupt:
             session.kill()
             raise _interrupted(result.dest) from None
+        except (agent.ProtocolError, agent.RemoteFailed) as exc:
+            raise session.lie(exc) from None
         except agent.AgentError as exc:
             raise CopyFailed(str(exc)) from None
         except (OSError, agent.Interrupted):
@@ -530,8 +686,8 @@ def push(
                 exc = CopyFailed(f"{exc.message}; run the same command with --resume to continue")
             raise exc from None
         result.bytes_read, result.bytes_sent = meter.read, meter.sent
-        result.dest_allocated = int(done["allocated"])
-        result.notes += [n for n in done.get("notes", []) if n not in result.notes]
+        result.dest_allocated = done["allocated"]
+        result.notes += [agent.one_line(n) for n in done["notes"] if n not in result.notes]
         if opts.verify == "full" and plan.is_tablespace:
             if progress is not None:
                 progress(CopyProgress("check", source.size, source.size))
@@ -554,7 +710,7 @@ def pull(
 ) -> CopyResult:
     """Copy ``src`` on ``session``'s host to the local path ``dst``."""
     t0 = time.monotonic()
-    meta, ranges = _ask_for_source(session, src.path)
+    meta, ranges = _ask_for_source(session, src)
     try:
         final = agent.resolve_destination(dst, meta["name"], want_dir)
         dest = agent.Destination(
@@ -567,14 +723,14 @@ def pull(
     except agent.AgentError as exc:
         session.send_json({"op": "skip"})
         raise CopyFailed(str(exc)) from None
-    result = CopyResult(str(src), final, int(meta["size"]), int(meta["allocated"]))
+    result = CopyResult(str(src), final, meta["size"], meta["allocated"])
     result.verify, result.data_ranges, result.plan_bytes = opts.verify, len(ranges), 0
     meter = _Meter(result.logical_size, progress)
     finished = False
     try:
         codec = choose_codec(opts.compress, session.codecs, notes=result.notes)
         window = agent.choose_window(agent.plan_bytes(ranges))
-        start = dest.prepare(ranges, window)
+        start = dest.prepare(ranges, window, source_sums=_sums_from_source(session, ranges, window))
         result.notes += dest.notes
         result.codec, result.windows = codec, len(dest.windows)
         result.plan_bytes = agent.plan_bytes(ranges)
@@ -608,14 +764,16 @@ def pull(
         raise _interrupted(final) from None
     except agent.VerifyError as exc:
         raise VerifyFailed(str(exc)) from None
+    except (agent.ProtocolError, agent.RemoteFailed) as exc:
+        raise session.lie(exc) from None
     except agent.Interrupted:
         kept = dest.abandon(keep=True)
         err = session.failure()
         if kept:
             err = CopyFailed(f"{err.message}; run the same command with --resume to continue")
         raise err from None
-    except agent.AgentError as exc:
-        raise CopyFailed(str(exc)) from None
+    except agent.AgentError as exc:  # this host's side (its disk), for the file from there
+        raise CopyFailed(f"{src}: {exc}") from None
     except OSError:
         raise session.failure() from None
     finally:
@@ -667,19 +825,18 @@ def relay(
 ) -> CopyResult:
     """Remote to remote through this host (no re-punching: neither end has ibdtool)."""
     t0 = time.monotonic()
-    meta, ranges = _ask_for_source(src_session, src.path)
-    result = CopyResult(str(src), str(dst), int(meta["size"]), int(meta["allocated"]))
+    meta, ranges = _ask_for_source(src_session, src)
+    result = CopyResult(str(src), str(dst), meta["size"], meta["allocated"])
     result.verify, result.data_ranges = opts.verify, len(ranges)
     result.plan_bytes = agent.plan_bytes(ranges)
     try:
-        dst_session.send_json(_receive_request(dst, meta, opts, want_dir))
-        reply = dst_session.recv_json()
+        with dst_session.speaking():
+            dst_session.send_json(_receive_request(dst, meta, opts, want_dir))
+        reply = dst_session.reply("receiving")
     except CopyFailed:
         src_session.send_json({"op": "skip"})
         raise
-    except (OSError, agent.AgentError):
-        raise dst_session.failure() from None
-    result.dest = f"{dst_session.host}:{reply['dest']}"
+    result.dest = f"{dst_session.host}:{agent.one_line(reply['dest'])}"
     if opts.repunch:
         result.notes.append("not re-punched: neither end of a remote-to-remote copy has ibdtool")
     codec = choose_codec(opts.compress, src_session.codecs, dst_session.codecs, notes=result.notes)
@@ -689,29 +846,32 @@ def relay(
     try:
         dst_session.send_json({"op": "plan", "window": window, "codec": codec})
         dst_session.send_frame(b"M", agent.pack_ranges(ranges))
-        started = dst_session.recv_json()
-        start = int(started["start"])
-        result.notes += started.get("notes", [])
         windows = list(agent.iter_windows(ranges, window))
+        started = _start_after_sums(
+            dst_session, windows, _sums_from_source(src_session, ranges, window)
+        )
+        start = started["start"]
+        result.notes += [agent.one_line(n) for n in started["notes"]]
         result.windows = len(windows)
         result.resumed_bytes = sum(agent.plan_bytes(w) for w in windows[:start])
         src_session.send_json(_stream_request(window, start, codec, opts))
         src_session.send_frame(b"M", agent.pack_ranges(ranges))
 
         def on_window(msg: dict[str, Any]) -> None:
-            meter.dest_allocated = int(msg.get("allocated", 0))
+            meter.dest_allocated = msg["allocated"]
 
-        replies = Replies(dst_session, on_window)
+        watcher = Replies(dst_session, on_window)
         try:
             while True:
-                kind, payload = src_session.recv_frame()
+                kind, payload = src_session.recv_frame((b"D", b"K", b"E", b"J"))
+                if kind == b"J":
+                    agent.expect_ok(agent.parse_json(payload))
+                    raise agent.ProtocolError("a control message inside the data stream")
                 dst_session.stdin.write(agent.FRAME.pack(kind, len(payload)))
                 dst_session.stdin.write(payload)
                 if kind == b"D":
                     end, raw = agent.batch_extent(payload)
                     meter.piece(end, raw, len(payload) + agent.FRAME.size)
-                elif kind == b"J":
-                    agent.expect_ok(json.loads(payload.decode()))
                 elif kind == b"E":
                     dst_session.stdin.flush()
                     break
@@ -723,7 +883,7 @@ def relay(
             raise src_session.failure() from None
         except OSError:
             pass  # the receiver went away: its reply says why
-        done = replies.wait()
+        done = watcher.wait()
     except KeyboardInterrupt:
         src_session.kill()
         dst_session.kill()
@@ -731,7 +891,7 @@ def relay(
     except (OSError, agent.Interrupted):
         raise dst_session.failure() from None
     result.bytes_read, result.bytes_sent = meter.read, meter.sent
-    result.dest_allocated = int(done["allocated"])
-    result.notes += [n for n in done.get("notes", []) if n not in result.notes]
+    result.dest_allocated = done["allocated"]
+    result.notes += [agent.one_line(n) for n in done["notes"] if n not in result.notes]
     result.elapsed = time.monotonic() - t0
     return result

@@ -22,7 +22,6 @@ does not exist there; the other hosts go on.
 from __future__ import annotations
 
 import contextlib
-import json
 import queue
 import threading
 from collections.abc import Callable, Iterator
@@ -35,11 +34,16 @@ from ibdtool.copy import (
     AgentSession,
     Codec,
     Interrupted,
+    ProtocolError,
     SshConfig,
     available_codecs,
+    check_reply,
     decode_batch,
+    one_line,
+    parse_json,
     parse_location,
     read_json,
+    reply_failure,
     unpack_ranges,
 )
 from ibdtool.errors import IbdtoolError, InputError
@@ -119,17 +123,31 @@ class RemoteHost:
         """The connection broke: why, in one line."""
         return rp.SourceLost(self.session.failure().message)
 
-    def request(self, msg: dict[str, Any]) -> dict[str, Any]:
-        """Send ``msg`` and read its answer (``ok`` false is returned, not raised)."""
+    def lied(self, exc: AgentError) -> rp.SourceLost:
+        """The agent broke the protocol: one line naming the host; the host is dropped."""
+        return rp.SourceLost(f"{self.host}: {exc}")
+
+    def request(self, msg: dict[str, Any], shape: str) -> dict[str, Any]:
+        """Send ``msg`` and read its answer, checked to be of ``shape``
+        (:mod:`ibdtool.agent_replies`); a failure the agent reports is returned as ``{"ok":
+        False, "error": one line}``, not raised."""
         try:
             self.session.send_json(msg)
-            return read_json(self.session.stdout)
-        except (OSError, ValueError, AgentError, Interrupted):
+            reply = read_json(self.session.stdout)
+            error = reply_failure(reply)
+            if error is not None:
+                return {"ok": False, "error": error}
+            return check_reply(shape, reply)
+        except ProtocolError as exc:
+            raise self.lied(exc) from None
+        except (OSError, AgentError, Interrupted):
             raise self.lost() from None
 
-    def frame(self) -> tuple[bytes, bytes]:
+    def frame(self, kinds: tuple[bytes, ...]) -> tuple[bytes, bytes]:
         try:
-            return self.session.recv_frame()
+            return self.session.recv_frame(kinds)
+        except ProtocolError as exc:
+            raise self.lied(exc) from None
         except (OSError, AgentError, Interrupted):
             raise self.lost() from None
 
@@ -142,19 +160,20 @@ class RemoteHost:
                 "path": path,
                 "patterns": [p.pattern for p in rp.TABLESPACE_NAMES],
                 "markers": list(rp.DATADIR_MARKERS),
-            }
+            },
+            "walk",
         )
-        if not reply.get("ok"):
-            raise InputError(str(reply.get("error")))
-        root = str(reply["root"])
+        if not reply["ok"]:
+            raise InputError(reply["error"])
+        root = reply["root"]
         targets = []
         for fpath, size, logical, allocated in reply["files"]:
             p = Path(fpath)
-            server_level = bool(reply["datadir"]) and (not reply["dir"] or str(p.parent) == root)
-            targets.append(rp.classify(p, server_level, int(size)))
+            server_level = reply["datadir"] and (not reply["dir"] or str(p.parent) == root)
+            targets.append(rp.classify(p, server_level, size))
             self.sizes[str(p)] = (logical, allocated)
         for where, why in reply["unlisted"]:
-            targets.append(rp.unlisted_target(Path(where), str(why)))
+            targets.append(rp.unlisted_target(Path(where), one_line(why)))
         return targets
 
     def file(self, path: str) -> RemoteFile:
@@ -167,21 +186,23 @@ class RemoteFile:
     def __init__(self, host: RemoteHost, path: str) -> None:
         self.host = host
         self.path = path
-        reply = host.request({"op": "open", "path": path})
-        if not reply.get("ok"):
-            raise InputError(str(reply.get("error")))
-        kind, blob = host.frame()
-        if kind != b"M":
-            raise host.lost()
-        self.handle = int(reply["handle"])
-        self.size = int(reply["size"])
-        counts = reply.get("fiemap")
+        reply = host.request({"op": "open", "path": path}, "open")
+        if not reply["ok"]:
+            raise InputError(reply["error"])
+        _, blob = host.frame((b"M",))
+        self.handle = reply["handle"]
+        self.size = reply["size"]
+        counts = reply["fiemap"]
         extents, unwritten, runs, unwritten_bytes = counts if counts else (None,) * 4
+        try:  # SEEK_DATA finds data a block at a time: at most a range a block (4 KiB at most)
+            ranges = unpack_ranges(blob, self.size, min(reply["fs_block"], 4096))
+        except ProtocolError as exc:
+            raise host.lied(exc) from None
         self._allocation = Allocation(
             st_size=self.size,
-            allocated=int(reply["allocated"]),
-            fs_block_size=int(reply["fs_block"]),
-            data_ranges=tuple(unpack_ranges(blob)),
+            allocated=reply["allocated"],
+            fs_block_size=reply["fs_block"],
+            data_ranges=tuple(ranges),
             extents=extents,
             unwritten_extents=unwritten,
             contiguous_runs=runs,
@@ -202,41 +223,49 @@ class RemoteFile:
             )  # fmt: skip
         except OSError:
             raise host.lost() from None
+        pos = offset  # pieces come in order, each after the one before: bounded work
         while True:
-            kind, payload = host.frame()
-            if kind == b"E":
-                return bytes(buf)
-            if kind == b"J":
-                msg = json.loads(payload.decode())
-                raise InputError(str(msg.get("error") or f"{self.path}: read failed"))
-            if kind != b"D":
-                raise host.lost()
-            host.received += len(payload) + FRAME.size
+            kind, payload = host.frame((b"D", b"E", b"J"))
             try:
-                pieces = decode_batch(payload, self._codec)
-            except AgentError:
-                raise host.lost() from None
-            for at, data in pieces:
-                if not offset <= at <= at + len(data) <= end:
-                    raise host.lost()
-                buf[at - offset : at - offset + len(data)] = data
+                if kind == b"E":
+                    if payload:
+                        raise ProtocolError("an end frame with a payload")
+                    return bytes(buf)
+                if kind == b"J":
+                    error = reply_failure(parse_json(payload))
+                    if error is None:
+                        raise ProtocolError("a control message inside the data")
+                    raise InputError(error)
+                host.received += len(payload) + FRAME.size
+                for at, data in decode_batch(payload, self._codec):
+                    if not pos <= at <= at + len(data) <= end:
+                        raise ProtocolError(
+                            f"a piece at byte {at} outside the bytes {pos} to {end} asked for"
+                        )
+                    buf[at - offset : at - offset + len(data)] = data
+                    pos = at + len(data)
+            except ProtocolError as exc:
+                raise host.lied(exc) from None
 
     def current_size(self) -> int:
-        reply = self.host.request({"op": "size", "handle": self.handle})
-        if not reply.get("ok"):
-            raise InputError(str(reply.get("error")))
-        return int(reply["size"])
+        reply = self.host.request({"op": "size", "handle": self.handle}, "size")
+        if not reply["ok"]:
+            raise InputError(reply["error"])
+        size: int = reply["size"]
+        return size
 
     def allocation(self, with_extents: bool) -> Allocation:
         return self._allocation
 
     def read_sibling(self, path: Path, limit: int) -> bytes | None:
-        reply = self.host.request({"op": "slurp", "path": str(path), "max": limit})
-        if not reply.get("ok"):
+        reply = self.host.request({"op": "slurp", "path": str(path), "max": limit}, "slurp")
+        if not reply["ok"]:
             return None
-        kind, data = self.host.frame()
-        if kind != b"R":
-            raise self.host.lost()
+        _, data = self.host.frame((b"R",))
+        if len(data) > limit:
+            raise self.host.lied(
+                ProtocolError(f"{len(data)} bytes of a file asked at most {limit}")
+            )
         return data
 
     def close(self) -> None:

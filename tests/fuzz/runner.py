@@ -111,8 +111,14 @@ def _env() -> dict[str, str]:
     return env
 
 
-def run_cli(command: tuple[str, ...], path: Path, hang_after: float = HANG_AFTER) -> Run:
-    """``python -m ibdtool.cli *command path`` under the limits, classified.
+def run_cli(
+    command: tuple[str, ...],
+    path: Path,
+    hang_after: float = HANG_AFTER,
+    classify: Callable[[tuple[str, ...], int, bytes, bytes, float, int], Run] | None = None,
+) -> Run:
+    """``python -m ibdtool.cli *command path`` under the limits, classified (by ``classify``
+    when given: ``(command, exit code, stdout, stderr, cpu, rss)``).
 
     The child is reaped with ``wait4`` (not Popen's wait) to read its own CPU time and peak
     RSS; its output goes to temporary files, so nothing blocks on a full pipe.
@@ -152,7 +158,7 @@ def run_cli(command: tuple[str, ...], path: Path, hang_after: float = HANG_AFTER
         out.seek(0)
         err.seek(0)
         cpu, maxrss = (float(fields[0]), int(fields[1])) if len(fields) == 3 else (0.0, 0)
-        return _classify(command, code, out.read(), err.read(), cpu, maxrss * 1024)
+        return (classify or _classify)(command, code, out.read(), err.read(), cpu, maxrss * 1024)
 
 
 def _classify(

@@ -1,0 +1,192 @@
+"""A lying or broken remote agent: one line naming the host, exit 2, nothing written astray.
+
+The remote is the real agent run by :mod:`tests.fuzz.fake_ssh` (the ssh command of these runs),
+its replies changed on the way back by the rules of each case: one case per class of reply a
+compromised host could send, through ``copy HOST:PATH`` (pull), ``copy FILE HOST:DIR`` (push)
+and ``report HOST:PATH``, each run as a script runs ibdtool (a subprocess under the fuzz
+runner's time and memory limits: 2 s of CPU, 200 MB, RLIMIT_AS 1 GiB). Oracles: the exit code
+and stderr, and the files on disk (what lies outside the destination, the copy's mode and owner)
+as ``os.lstat`` sees them.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from tests.fuzz.remote import HOST, NAME, Scene, run_in_cli, with_rules
+from tests.fuzz.runner import Outcome
+
+
+def _set(kind: str, nth: int, path: list[Any], value: Any) -> dict[str, Any]:
+    return {"kind": kind, "nth": nth, "op": "set", "path": path, "value": value}
+
+
+def _raw(kind: str, nth: int, payload: bytes) -> dict[str, Any]:
+    return {"kind": kind, "nth": nth, "op": "payload", "hex": payload.hex()}
+
+
+def _pack(kind: str, nth: int, at: int, fmt: str, value: int) -> dict[str, Any]:
+    return {"kind": kind, "nth": nth, "op": "pack", "at": at, "fmt": fmt, "value": value}
+
+
+@pytest.fixture
+def scene(tmp_path: Path) -> Scene:
+    s = Scene(tmp_path / "w")
+    s.reset()
+    return s
+
+
+def _clean_error(entry: str, scene: Scene, rules: list[dict[str, Any]]) -> str:
+    run = with_rules(rules, lambda: run_in_cli(entry, scene))
+    assert run.outcome is Outcome.CLEAN_ERROR, run.describe()
+    assert run.exit_code == 2
+    return run.detail
+
+
+# --- pull: the remote never chooses where or how the local file is written ----------------------
+
+#: J 2 is the answer to ``send``: the remote file's name, size, mode, owner and times
+HOSTILE_NAMES = ["../evil", "../../evil", ".", "..", "", "a\x00b", "a\x1bb", "sub/evil", "a\nb"]
+
+
+@pytest.mark.parametrize("name", HOSTILE_NAMES, ids=repr)
+def test_pull_refuses_a_name_chosen_by_the_remote(name: str, scene: Scene) -> None:
+    detail = _clean_error("pull", scene, [_set("J", 2, ["name"], name)])
+    assert detail.startswith(f"ibdtool: error: {HOST}: "), detail
+    assert list(scene.out.iterdir()) == []
+
+
+def test_pull_refuses_an_absolute_name(scene: Scene) -> None:
+    target = scene.local / "abs"
+    _clean_error("pull", scene, [_set("J", 2, ["name"], str(target))])
+    assert not target.exists() and list(scene.out.iterdir()) == []
+
+
+def test_pull_into_a_directory_takes_the_name_from_the_command_line(scene: Scene) -> None:
+    """A reply naming another, harmless file: the copy still lands under the name given."""
+    run = with_rules([_set("J", 2, ["name"], "other.ibd")], lambda: run_in_cli("pull", scene))
+    assert run.outcome is Outcome.OK, run.describe()
+    assert [p.name for p in scene.out.iterdir()] == [NAME]
+    assert (scene.out / NAME).read_bytes() == scene.source.read_bytes()
+
+
+@pytest.mark.parametrize("mode", [0o7777, 0o6755, 0o1777, 0o666])
+def test_pull_masks_special_and_world_write_mode_bits(mode: int, scene: Scene) -> None:
+    rules = [_set("J", 2, ["mode"], mode), _set("J", 2, ["uid"], 4242), _set("J", 2, ["gid"], 4242)]
+    run = with_rules(rules, lambda: run_in_cli("pull", scene))
+    assert run.outcome is Outcome.OK, run.describe()
+    st = (scene.out / NAME).lstat()
+    assert st.st_mode & 0o7777 == mode & 0o775
+    assert (st.st_uid, st.st_gid) == (os.geteuid(), os.getegid())
+
+
+PULL_LIES = {
+    "size negative": [_set("J", 2, ["size"], -1)],
+    "size a string": [_set("J", 2, ["size"], "622592")],
+    "size past any file": [_set("J", 2, ["size"], 2**63)],
+    "mtime past any clock": [_set("J", 2, ["mtime_ns"], 10**40)],
+    "mode a list": [_set("J", 2, ["mode"], [1])],
+    "block size zero": [_set("J", 2, ["fs_block"], 0)],
+    "identity missing": [{"kind": "J", "nth": 2, "op": "del", "path": ["identity"]}],
+    "reply not UTF-8": [_raw("J", 2, b'{"ok": true, "name": "\xff"}')],
+    "reply nested 100,000 deep": [{"kind": "J", "nth": 2, "op": "deep", "n": 100_000}],
+    "reply a list": [_raw("J", 2, b"[]")],
+    "reply declares 4 GiB": [{"kind": "J", "nth": 2, "op": "length", "value": 2**32 - 1}],
+    "error not a string": [_raw("J", 2, b'{"ok": false, "error": {"x": [1]}}')],
+    "range map a zlib bomb": [{"kind": "M", "nth": 1, "op": "bomb", "n": 1 << 30}],
+    "range map not zlib": [_raw("M", 1, b"not a range map")],
+    "ranges unsorted": [
+        {"kind": "M", "nth": 1, "op": "ranges", "ranges": [[8192, 12288], [0, 4096]]}
+    ],
+    "ranges overlap": [
+        {"kind": "M", "nth": 1, "op": "ranges", "ranges": [[0, 8192], [4096, 12288]]}
+    ],
+    "range past the end": [{"kind": "M", "nth": 1, "op": "ranges", "ranges": [[0, 2**63]]}],
+    "a million bogus ranges": [
+        {"kind": "M", "nth": 1, "op": "comb", "step": 2, "len": 1, "upto": 1 << 21}
+    ],
+    "data: more pieces than bytes": [_pack("D", 1, 0, ">I", 2**32 - 1)],
+    "data: a piece outside the file": [_pack("D", 1, 9, ">Q", 2**40)],
+    "data: a piece outside its window": [_pack("D", 1, 9, ">Q", 65536)],
+    "data: a zlib bomb": [{"kind": "D", "nth": 1, "op": "body_bomb", "n": 1 << 30}],
+    "data: a byte changed": [{"kind": "D", "nth": 1, "op": "flip", "at": 3000}],
+    "data: cut short": [{"kind": "D", "nth": 1, "op": "cut", "at": 7}],
+    "checkpoint too short": [{"kind": "K", "nth": 1, "op": "cut", "at": 3}],
+    "checkpoint out of order": [_pack("K", 1, 0, ">I", 7)],
+    "an unknown frame": [{"kind": "D", "nth": 1, "op": "insert", "as": "Z", "hex": "00"}],
+}
+
+
+@pytest.mark.parametrize("case", sorted(PULL_LIES))
+def test_pull_from_a_lying_remote(case: str, scene: Scene) -> None:
+    detail = _clean_error("pull", scene, PULL_LIES[case])
+    assert detail.startswith(f"ibdtool: error: {HOST}: "), detail
+    assert not (scene.out / NAME).exists()
+
+
+# --- push: the receiving agent's answers ---------------------------------------------------------
+
+PUSH_LIES = {
+    "block size zero": [_set("J", 2, ["fs_block"], 0)],
+    "block size a string": [_set("J", 2, ["fs_block"], "4096")],
+    "destination missing": [{"kind": "J", "nth": 2, "op": "del", "path": ["dest"]}],
+    "start negative": [_set("J", 3, ["start"], -1)],
+    "start past the windows": [_set("J", 3, ["start"], 10**40)],
+    "notes not a list": [_set("J", 3, ["notes"], 5)],
+    "window allocated a string": [_set("J", 4, ["allocated"], "x")],
+    "done without allocated": [{"kind": "J", "nth": 5, "op": "del", "path": ["allocated"]}],
+    "answer not UTF-8": [_raw("J", 3, b"\xff\xfe")],
+    "answer declares 4 GiB": [{"kind": "J", "nth": 3, "op": "length", "value": 2**32 - 1}],
+}
+
+
+@pytest.mark.parametrize("case", sorted(PUSH_LIES))
+def test_push_to_a_lying_remote(case: str, scene: Scene) -> None:
+    detail = _clean_error("push", scene, PUSH_LIES[case])
+    assert detail.startswith(f"ibdtool: error: {HOST}: "), detail
+
+
+# --- report host:path ---------------------------------------------------------------------------
+
+#: J 2 answers ``walk``, J 3 ``open`` (M 1 its data map), then ``read``: D frames and E
+REPORT_LIES = {
+    "walk: files not a list": [_set("J", 2, ["files"], 5)],
+    "walk: a file entry a number": [_set("J", 2, ["files", 0], 7)],
+    "walk: a size negative": [_set("J", 2, ["files", 0, 1], -5)],
+    "walk: root missing": [{"kind": "J", "nth": 2, "op": "del", "path": ["root"]}],
+    "walk: unlisted of numbers": [_set("J", 2, ["unlisted"], [[1, 2, 3]])],
+    "walk: nested 100,000 deep": [{"kind": "J", "nth": 2, "op": "deep", "n": 100_000, "obj": 1}],
+    "open: size negative": [_set("J", 3, ["size"], -1)],
+    "open: handle a string": [_set("J", 3, ["handle"], "x")],
+    "open: fiemap too short": [_set("J", 3, ["fiemap"], [1])],
+    "open: block size zero": [_set("J", 3, ["fs_block"], 0)],
+    "open: range map a zlib bomb": [{"kind": "M", "nth": 1, "op": "bomb", "n": 1 << 30}],
+    "open: ranges past the end": [{"kind": "M", "nth": 1, "op": "ranges", "ranges": [[0, 2**62]]}],
+    "read: more pieces than bytes": [_pack("D", 1, 0, ">I", 2**32 - 1)],
+    "read: a zlib bomb": [{"kind": "D", "nth": 1, "op": "body_bomb", "n": 1 << 30}],
+    "read: frame declares 4 GiB": [{"kind": "D", "nth": 1, "op": "length", "value": 2**32 - 1}],
+    "read: error not a string": [
+        {"kind": "E", "nth": 1, "op": "insert", "as": "J", "hex": b"[1]".hex()}
+    ],
+}
+
+
+@pytest.mark.parametrize("case", sorted(REPORT_LIES))
+def test_report_of_a_lying_remote(case: str, scene: Scene) -> None:
+    detail = _clean_error("report", scene, REPORT_LIES[case])
+    assert f"{HOST}: " in detail, detail
+
+
+def test_honest_fake_remote_copies_and_reports(scene: Scene) -> None:
+    """The harness itself: with no rules, every entry point succeeds."""
+    for entry in ("pull", "push", "report"):
+        run = with_rules([], lambda e=entry: run_in_cli(e, scene))  # type: ignore[misc]
+        assert run.outcome is Outcome.OK, run.describe()
+    assert (scene.out / NAME).read_bytes() == scene.source.read_bytes()
+    assert (scene.pushed / NAME).read_bytes() == scene.local_source.read_bytes()
+    assert json.dumps(sorted(p.name for p in scene.out.iterdir())) == json.dumps([NAME])
