@@ -114,7 +114,7 @@ def hidden_names(text: str) -> list[str]:
 
 REPORT_TITLES = (
     "Tablespace", "Format", "Row format", "Compression", "Logical", "Allocated", "Saved",
-    "Extents", "Unpunched", "Bad pages", "Flags",
+    "Extents", "DROP", "Unpunched", "Bad pages", "Flags",
 )  # fmt: skip
 SHORT = {"Allocated": "Alloc", "Row format": "Row fmt", "Compression": "Compr.", "Bad pages": "Bad",
          "Unpunched": "Unpunch.", "Extents": "Ext.", "Best predicted": "Predicted"}  # fmt: skip
@@ -256,7 +256,7 @@ def test_a_pipe_keeps_every_column_whatever_columns_says() -> None:
 
 SERVER_TITLES = (
     "table", "format", "row format", "file size", "allocated", "saved", "block",
-    "pages on disk", "note",
+    "DROP", "pages on disk", "note",
 )  # fmt: skip
 SERVER_SHORT = {"row format": "row fmt", "file size": "size", "allocated": "alloc",
                 "pages on disk": "pages"}  # fmt: skip

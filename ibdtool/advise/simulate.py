@@ -31,6 +31,15 @@ from typing import TYPE_CHECKING, Any, Literal
 from ibdtool.advise.cpu_cost import CLOCK, Cost, CostRun, measure
 from ibdtool.advise.cpu_cost import MAX_PAGES as MAX_COST_PAGES
 from ibdtool.errors import InputError
+from ibdtool.fs import (
+    DropCost,
+    Layout,
+    dense_extents,
+    drop_cost,
+    filesystem_of,
+    predict_between,
+    rate_for,
+)
 from ibdtool.tablespace import RUN_PAGES, Tablespace
 from ibdtool.workers import WorkerPool
 from parsers.codecs import WHAT_IF, Codec, codec, vendor_codecs
@@ -713,6 +722,11 @@ class ScenarioResult:
     #: CPU per page (:mod:`ibdtool.advise.cpu_cost`); None when no page was timed
     compress: Cost | None = None
     decompress: Cost | None = None
+    #: FIEMAP extents the file would have (a punched hole ends one) and their 95% interval
+    extents: int | None = None
+    extents_ci95: tuple[int, int] | None = None
+    #: what a DROP TABLE would then cost (:mod:`ibdtool.fs.extents`)
+    drop_cost: DropCost | None = None
 
     @property
     def compress_us(self) -> float | None:
@@ -759,6 +773,8 @@ class SimResult:
     #: pages each codec was timed on, and how many times (0: not timed)
     cost_pages: int = 0
     cost_repetitions: int = 0
+    #: the file's extents today and what a DROP TABLE of it would cost now
+    drop_now: DropCost | None = None
 
     def to_json(self) -> dict[str, Any]:
         """The result's own fields: ``simulate --json`` adds the recommendations drawn from them
@@ -774,6 +790,7 @@ class SimResult:
             "full_scan": self.full,
             "seed": self.seed,
             "current": self.current,
+            "drop_cost_now": None if self.drop_now is None else self.drop_now.to_json(),
             "cost": None
             if not self.cost_repetitions
             else {"clock": CLOCK, "pages": self.cost_pages, "repetitions": self.cost_repetitions},
@@ -795,6 +812,21 @@ class SimResult:
                     else round(r.decompress_us, 1),
                     "compress_cost": None if r.compress is None else r.compress.to_json(),
                     "decompress_cost": None if r.decompress is None else r.decompress.to_json(),
+                    "extents_after": r.extents,
+                    "extents_after_ci95": list(r.extents_ci95) if r.extents_ci95 else None,
+                    "drop_cost_after": None if r.drop_cost is None else r.drop_cost.to_json(),
+                    # a cold full scan after: the layout against dense, and the CPU apart
+                    "scan_layout_factor_after": None
+                    if r.extents is None
+                    else round(
+                        Layout(
+                            r.extents, r.extents, r.predicted, self.logical_size, None
+                        ).scan_factor,
+                        3,
+                    ),
+                    "scan_decompress_cpu_s": None
+                    if r.decompress_us is None
+                    else round(r.decompress_us * self.pages / 1e6, 3),
                 }
                 for r in self.results
             ],
@@ -818,6 +850,23 @@ def extent_tree_overhead(extents: int, block: int) -> int:
         return 0
     per_block = max(1, (block - 12) // 12)
     return -(-extents // per_block) * block
+
+
+def _extents_after(
+    holes: int, n: int, population: int, full: bool, size: int
+) -> tuple[int, tuple[int, int] | None]:
+    """The FIEMAP extents a page-compressed file would have: each punched hole ends one (a
+    page whose image fills it does not), plus the fewest a dense file has; with a sample, the
+    count scaled up and its 95% interval (a proportion's normal approximation)."""
+    base = dense_extents(size)
+    if n == 0:
+        return base, None
+    p = holes / n
+    est = round(p * population) + base
+    if full:
+        return est, None
+    half = Z95 * math.sqrt(p * (1 - p) / n) * population
+    return est, (max(base, round(est - half)), round(est + half))
 
 
 def _estimate(
@@ -973,13 +1022,28 @@ def simulate_path(
             check = (lambda: progress(len(page_nos), len(page_nos))) if progress else None
             timing = _time_codecs(ts, page_nos, cfg.scenarios, check)
         current = _current_state(ts, (acc.stored or StoredTally()) if cfg.tally_stored else None)
+        drop_now = drop_cost(path, ts.allocation.extents, ts.size)
+        logical_size = ts.size
     allocated = alloc.allocated
+    where = filesystem_of(path)
+    drop_rate, rate_source = rate_for(where)
     results: list[ScenarioResult] = []
     for s in cfg.scenarios:
         for b in cfg.blocks:
             total, total_sq = acc.cost.get((s, b), [0.0, 0.0])
             predicted, ci = _estimate(total, total_sq, acc.n, n_pages, full)
             holes = acc.holes.get((s, b), 0) * n_pages / acc.n if acc.n else 0
+            extents, extents_ci = _extents_after(
+                acc.holes.get((s, b), 0), acc.n, n_pages, full, logical_size
+            )
+            drop = predict_between(
+                extents,
+                *(extents_ci or (extents, extents)),
+                logical_size,
+                where,
+                drop_rate,
+                rate_source,
+            )
             overhead = extent_tree_overhead(round(holes) + 1, b.size)
             predicted += overhead
             if ci:
@@ -994,6 +1058,9 @@ def simulate_path(
                     saving,
                     timing.compress.get(s) if timing else None,
                     timing.decompress.get(s) if timing else None,
+                    extents,
+                    extents_ci,
+                    drop,
                 )
             )
     zips: list[ZipResult] = []
@@ -1024,6 +1091,7 @@ def simulate_path(
         zip_source=ts.format.zip,
         cost_pages=timing.pages if timing else 0,
         cost_repetitions=timing.repetitions if timing else 0,
+        drop_now=drop_now,
     )
 
 

@@ -103,6 +103,18 @@ class IbdtoolGroup(click.Group):
             "ibdtool.cli.tui:tui",
             "Browse a data directory, a tablespace's page map, a page's bytes; simulate; convert.",
         ),
+        "calibrate": (
+            "ibdtool.cli.cost:calibrate",
+            "Measure what freeing an extent costs on DIRECTORY's filesystem.",
+        ),
+        "drop-prepare": (
+            "ibdtool.cli.cost:drop_prepare",
+            "Keep a table's file alive past its DROP, so that the DROP does not stall.",
+        ),
+        "free": (
+            "ibdtool.cli.cost:free",
+            "Free a dropped table's file in small paced steps, without a long stall.",
+        ),
         "completion": (
             "ibdtool.cli.complete:completion",
             "Print the completion script for SHELL (bash, zsh or fish).",

@@ -22,11 +22,13 @@ from ibdtool.present import (
     cost_note,
     cost_text,
     current_state_text,
+    drop_note,
     hms,
     human_bytes,
     inspect_rows,
     recommendation_text,
     scenario_label,
+    seconds_text,
     simulation_heading,
 )
 
@@ -285,6 +287,8 @@ def print_simulation(r: SimResult, wide: bool = False) -> None:
         Col("saving", "saving", 1, numeric=True),
         Col("compress", "compress µs/page", 3, numeric=True, short="comp µs"),
         Col("decompress", "decompress µs/page", 4, numeric=True, short="decomp µs"),
+        Col("extents", "extents", 5, numeric=True, short="ext."),
+        Col("drop", "DROP after", 5, numeric=True, short="DROP"),
     ]
     texts = [
         [
@@ -295,6 +299,8 @@ def print_simulation(r: SimResult, wide: bool = False) -> None:
             f"{res.saving_pct:.1f}%",
             cost_text(res.compress),
             cost_text(res.decompress),
+            "" if res.extents is None else f"{res.extents:,}",
+            "" if res.drop_cost is None else seconds_text(res.drop_cost.seconds),
         ]
         for res in r.results
     ]
@@ -309,6 +315,9 @@ def print_simulation(r: SimResult, wide: bool = False) -> None:
     note = cost_note(r)
     if note:
         con.print(Text(note, style="dim"))
+    drop = drop_note(r)
+    if drop:
+        con.print(Text(drop, style="dim"))
     if any(x.scenario.server == "what-if" for x in r.results):
         con.print("[dim]what-if rows are not an InnoDB option: they show the data's headroom[/]")
     if r.row_compressed:

@@ -23,10 +23,12 @@ from ibdtool.cli.schema_option import schema_options
 from ibdtool.cli.ssh_option import ssh_options
 from ibdtool.errors import InputError
 from ibdtool.report import (
+    COSTLY_SAVING_PCT,
     DEFAULT_SAMPLE,
     FLAGS,
     FRAGMENTED_EXTENTS_PER_GIB,
     FRAGMENTED_MIN_EXTENTS,
+    SLOW_DROP_SECONDS,
     Comparer,
     Scanner,
     ScanOptions,
@@ -151,6 +153,27 @@ def _progress(files: int, total_bytes: int) -> Iterator[Callable[[int, int, str]
     help=f"Flag files with more extents per GiB than this (and at least "
     f"{FRAGMENTED_MIN_EXTENTS:,} extents) as fragmented.",
 )
+@click.option(
+    "--slow-drop",
+    "slow_drop_seconds",
+    type=click.FloatRange(min=0),
+    default=SLOW_DROP_SECONDS,
+    show_default=True,
+    metavar="SECONDS",
+    help="Flag files whose predicted DROP TABLE (freeing their extents) takes longer than "
+    "this as slow_drop (see docs/cost.md; `ibdtool calibrate` makes the prediction this "
+    "filesystem's own).",
+)
+@click.option(
+    "--costly-saving",
+    "costly_saving_pct",
+    type=click.FloatRange(0, 100),
+    default=COSTLY_SAVING_PCT,
+    show_default=True,
+    metavar="PCT",
+    help=f"Flag compressed files with at least {FRAGMENTED_MIN_EXTENTS:,} extents that save "
+    "less than PCT percent as costly_saving (many extents for little space).",
+)
 @click.option("--wide", is_flag=True, help="Table: every column, however wide the terminal.")
 @click.option(
     "--map",
@@ -172,6 +195,8 @@ def report(
     jobs: int | None,
     fail_on_opt: tuple[str, ...],
     fragmented_per_gib: int,
+    slow_drop_seconds: float,
+    costly_saving_pct: float,
     rsh: str | None,
     ssh_option: tuple[str, ...],
     remote_python: str | None,
@@ -198,6 +223,8 @@ def report(
         simulate=simulate,
         sample=sample,
         fragmented_per_gib=fragmented_per_gib,
+        slow_drop_seconds=slow_drop_seconds,
+        costly_saving_pct=costly_saving_pct,
         page_map=page_map,
         schemas=schemas,
     )

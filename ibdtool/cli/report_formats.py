@@ -14,7 +14,7 @@ import json
 from collections.abc import Callable
 from typing import IO, Any
 
-from ibdtool.present import human_bytes
+from ibdtool.present import human_bytes, range_text
 
 SYSTEM_LABEL = "(server)"  # rows with no schema: system, undo and general tablespaces
 
@@ -123,6 +123,13 @@ def _best_text(r: dict[str, Any]) -> str:
     return f"{human_bytes(sim['predicted_allocated'])} {sim['best']}"
 
 
+def _drop_text(r: dict[str, Any]) -> str:
+    """The predicted DROP time and its range (a row, or a schema's sum: DROP DATABASE)."""
+    if r.get("drop_seconds") is None or r.get("error"):
+        return ""
+    return range_text(r["drop_seconds"], r.get("drop_low"), r.get("drop_high"))
+
+
 def _flags_text(r: dict[str, Any]) -> str:
     return r["error"] if r.get("error") else ", ".join(r.get("flags", ()))
 
@@ -138,6 +145,7 @@ COLUMNS: list[Column] = [
      _get("allocated_size")),
     ("saving_pct", "Saved", True, lambda r: _pct(r.get("saving_pct")), _get("saving_pct")),
     ("extents", "Extents", True, lambda r: _count(r.get("extents")), _get("extents")),
+    ("drop_seconds", "DROP", True, lambda r: _drop_text(r), _get("drop_seconds")),
     ("unpunched_pages", "Unpunched", True, lambda r: _count(r.get("unpunched_pages")),
      _get("unpunched_pages")),
     ("checksum_invalid", "Bad pages", True, lambda r: _count(_checksum_invalid(r)),
@@ -157,6 +165,7 @@ SCHEMA_COLUMNS: list[Column] = [
      _get("allocated_size")),
     ("saving_pct", "Saved", True, lambda t: _pct(t["saving_pct"]), _get("saving_pct")),
     ("extents", "Extents", True, lambda t: _count(t["extents"]), _get("extents")),
+    ("drop_seconds", "DROP DATABASE", True, lambda t: _drop_text(t), _get("drop_seconds")),
     ("checksum_invalid", "Bad pages", True, lambda t: _count(t["checksum_invalid"]),
      _get("checksum_invalid")),
     ("flagged", "Flags", False,
@@ -265,8 +274,9 @@ CSV_FIELDS = (
     "name", "path", "schema", "table", "partition", "kind", "vendor", "format", "row_format",
     "key_block_size", "page_compression", "declared_compression", "compression", "pages",
     "compressed_pages", "uncompressed_share", "logical_size", "allocated_size", "saving",
-    "saving_pct", "fs_block_size", "extents", "extents_per_gib", "unpunched_pages",
-    "unpunched_bytes", "checksum_valid", "checksum_invalid", "flags", "error",
+    "saving_pct", "fs_block_size", "extents", "extents_per_gib", "drop_seconds", "drop_low",
+    "drop_high", "mean_extent_bytes", "scan_layout_factor", "extents_per_saved_mib",
+    "unpunched_pages", "unpunched_bytes", "checksum_valid", "checksum_invalid", "flags", "error",
 )  # fmt: skip
 CSV_SIM_FIELDS = ("best_algorithm", "predicted_allocated", "predicted_saving")
 CSV_CHANGE_FIELDS = ("change", "logical_size_delta", "allocated_size_delta", "what_changed")
@@ -465,6 +475,7 @@ TERMINAL_COLUMNS: dict[str, tuple[int, str | None]] = {
     "format": (9, None),
     "unpunched_pages": (10, "Unpunch."),
     "extents": (11, "Ext."),
+    "drop_seconds": (6, None),
 }
 #: text columns that may wrap, and what separates their items
 _WRAPS = {"flags": ", ", "compression": " + ", "what": "; ", "flagged": ", "}

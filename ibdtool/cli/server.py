@@ -409,6 +409,16 @@ def _confirm(plan: Any, server_label: str, yes: bool) -> None:
     show_default=True,
     help="Seconds a statement waits for the table's metadata lock.",
 )
+@click.option(
+    "--slow-drop",
+    "slow_drop_seconds",
+    type=click.FloatRange(min=0),
+    default=60,
+    show_default=True,
+    metavar="SECONDS",
+    help="Warn when the rebuild's unlink of the old file, or a later DROP of the new one, is "
+    "predicted to take longer (docs/cost.md).",
+)
 @click.option("--json", "as_json", is_flag=True, help="Plan as JSON; with --execute, JSON lines.")
 @connection_options
 def migrate(
@@ -434,6 +444,7 @@ def migrate(
     force: bool,
     keep_going: bool,
     lock_wait_timeout: int,
+    slow_drop_seconds: float,
     as_json: bool,
     **kw: Any,
 ) -> None:
@@ -495,6 +506,7 @@ def migrate(
             predict=not no_predict,
             lock_wait_timeout=lock_wait_timeout,
             flush_for_export=flush_for_export,
+            slow_drop_seconds=slow_drop_seconds,
         )
         if max_lag is not None:
             from ibdtool.server import resolve_replicas

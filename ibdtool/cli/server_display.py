@@ -15,7 +15,7 @@ from rich.table import Table
 from rich.text import Text
 
 from ibdtool.cli.render import err, out
-from ibdtool.present import hms, human_bytes
+from ibdtool.present import hms, human_bytes, range_text
 
 if TYPE_CHECKING:
     from rich.progress import Progress, TaskID
@@ -197,6 +197,7 @@ TABLE_COLUMNS = (
     ("allocated", "allocated", 1, True, "alloc", None),
     ("saved", "saved", 3, True, None, None),
     ("block", "block", 7, True, None, None),
+    ("drop", "DROP", 4, True, None, None),
     ("pages", "pages on disk", 5, False, "pages", ", "),
     ("note", "note", 2, False, None, " "),
 )
@@ -208,6 +209,13 @@ def _saved(t: TableInfo | SpaceInfo, unflushed: bool) -> str:
     if unflushed or (t.file_size and t.allocated_size == 0):
         return "?"
     return _pct_saved(t.file_size, t.allocated_size)
+
+
+def _drop(cost: dict[str, Any] | None) -> str:
+    """The predicted DROP TABLE time with its range (docs/cost.md)."""
+    if not cost or cost.get("seconds") is None:
+        return ""
+    return range_text(cost["seconds"], cost.get("low"), cost.get("high"))
 
 
 def print_tables(
@@ -239,6 +247,7 @@ def print_tables(
                 human_bytes(t.allocated_size) if t.allocated_size is not None else "",
                 _saved(t, bool(t.innodb and t.unflushed())),
                 _k(t.fs_block_size),
+                _drop(t.drop_cost),
                 t.page_summary() or "",
                 note.plain,
             ]
@@ -254,6 +263,7 @@ def print_tables(
                 human_bytes(sp.allocated_size) if sp.allocated_size is not None else "",
                 _saved(sp, False),
                 _k(sp.fs_block_size),
+                _drop(sp.state.drop_cost.to_json() if sp.state and sp.state.drop_cost else None),
                 sp.state.summary() if sp.state else "",
                 "",
             ]

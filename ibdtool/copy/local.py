@@ -43,9 +43,9 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, overload
 
 from ibdtool.copy import agent
-from ibdtool.copy.repunch import Needless, iter_needless, lock_exclusive, needless_ranges, users_of
+from ibdtool.copy.repunch import Needless, iter_needless, needless_ranges
 from ibdtool.errors import ExitCode, IbdtoolError, InputError
-from ibdtool.fs import Allocation, read_allocation
+from ibdtool.fs import Allocation, lock_exclusive, read_allocation, users_of
 from ibdtool.tablespace import Tablespace
 from parsers.layout import align_up
 
@@ -749,7 +749,7 @@ class InPlaceResult:
 
 
 def refuse_if_in_use(path: str, fd: int) -> None:
-    """Refuse to touch a file a server may be using (see :func:`ibdtool.copy.repunch.users_of`)."""
+    """Refuse to touch a file a server may be using (see :func:`ibdtool.fs.users.users_of`)."""
     if not lock_exclusive(fd):
         raise CopyFailed(
             f"{path}: locked by another process (a running server?); stop it before "

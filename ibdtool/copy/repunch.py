@@ -20,26 +20,18 @@ an impossible size (:attr:`Envelope.problem`) is not used at all.
 Punching ``[image end, slot end)`` frees the whole filesystem blocks in it whatever the block
 size, i.e. down to ``align_up(image, block)`` as the server does.
 
-:func:`users_of` tells whether a server may be using a file, for ``--in-place``: any process
-holding it open for writing (MariaDB 10.11 takes no lock), and a ``mysqld``/``mariadbd`` whose
-working directory, its data directory, contains the file (MySQL 8.0 closes idle tablespaces);
-:func:`lock_exclusive` is innochecksum's fcntl lock test (MySQL 5.7 locks open tablespaces).
+:func:`ibdtool.fs.users.users_of` tells ``--in-place`` whether a server may be using the file.
 """
 
 from __future__ import annotations
 
-import fcntl
 import os
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
-from pathlib import Path
 
 from ibdtool.fs import Allocation
 from ibdtool.tablespace import CHUNK_BYTES, Tablespace, map_ranges
 from parsers.envelope import may_have_stored_size, read_envelope
-
-#: process names of the servers whose data directory is their working directory
-SERVER_NAMES = frozenset({"mysqld", "mariadbd", "mysqld-debug", "mariadbd-debug"})
 
 
 @dataclass
@@ -264,95 +256,3 @@ def _append(ranges: list[tuple[int, int]], start: int, end: int) -> None:
 
 
 # --- who uses the file ---------------------------------------------------------------------------
-
-
-@dataclass(frozen=True)
-class User:
-    pid: int
-    name: str
-    how: str  # "open" (for writing), "datadir"
-
-    def describe(self) -> str:
-        if self.how == "datadir":
-            return f"{self.name} (pid {self.pid}) runs on the data directory holding it"
-        return f"{self.name} (pid {self.pid}) has it open for writing"
-
-
-def _proc_name(pid: str) -> str:
-    try:
-        return Path(f"/proc/{pid}/comm").read_text().strip()
-    except OSError:
-        return "?"
-
-
-def _iter_pids() -> Iterator[str]:
-    try:
-        names = os.listdir("/proc")
-    except OSError:
-        return
-    me = str(os.getpid())
-    for name in names:
-        if name.isdigit() and name != me:
-            yield name
-
-
-def _open_for_writing(pid: str, fd: str) -> bool:
-    """The descriptor's access mode (``/proc/PID/fdinfo``): O_WRONLY or O_RDWR."""
-    try:
-        for line in Path(f"/proc/{pid}/fdinfo/{fd}").read_text().splitlines():
-            if line.startswith("flags:"):
-                return int(line.split()[1], 8) & 0o3 != os.O_RDONLY
-    except (OSError, ValueError, IndexError):
-        pass
-    return True  # unknown: assume the worst
-
-
-def users_of(path: str | os.PathLike[str]) -> tuple[list[User], bool]:
-    """Processes that have ``path`` open for writing, or are a server whose data directory
-    holds it. Readers do not count: punching zero ranges never changes what they read.
-
-    Returns the users and whether every process could be examined (without root, other
-    users' processes cannot).
-    """
-    st = os.stat(path)
-    target = (st.st_dev, st.st_ino)
-    ancestors = {Path(path).resolve().parent, Path(path).resolve().parent.parent}
-    users: list[User] = []
-    complete = True
-    for pid in _iter_pids():
-        fd_dir = f"/proc/{pid}/fd"
-        try:
-            fds = os.listdir(fd_dir)
-        except PermissionError:
-            complete = False
-            continue
-        except OSError:
-            continue  # the process is gone
-        for fd in fds:
-            try:
-                fst = os.stat(f"{fd_dir}/{fd}")
-            except OSError:
-                continue
-            if (fst.st_dev, fst.st_ino) == target and _open_for_writing(pid, fd):
-                users.append(User(int(pid), _proc_name(pid), "open"))
-                break
-        else:
-            name = _proc_name(pid)
-            if name in SERVER_NAMES:
-                try:
-                    cwd = Path(os.readlink(f"/proc/{pid}/cwd")).resolve()
-                except OSError:
-                    complete = False
-                    continue
-                if cwd in ancestors:
-                    users.append(User(int(pid), name, "datadir"))
-    return users, complete
-
-
-def lock_exclusive(fd: int) -> bool:
-    """Take an fcntl write lock on the whole file, as innochecksum does; False if held."""
-    try:
-        fcntl.lockf(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
-    except OSError:
-        return False
-    return True

@@ -16,6 +16,7 @@ if TYPE_CHECKING:
         cost_text,
         current_state_text,
         disk_text,
+        drop_note,
         format_rows,
         inspect_rows,
         recommendation_text,
@@ -35,7 +36,15 @@ if TYPE_CHECKING:
         compression_color,
         type_color,
     )
-    from ibdtool.present.text import ci_text, hms, human_bytes, us_text
+    from ibdtool.present.text import (
+        ci_text,
+        hms,
+        human_bytes,
+        range_text,
+        seconds_text,
+        shown,
+        us_text,
+    )
 else:
     from ibdtool.exports import lazy
 
@@ -43,7 +52,8 @@ else:
         __name__,
         {
             "describe": (
-                "cost_note cost_text current_state_text disk_text format_rows inspect_rows "
+                "cost_note cost_text current_state_text disk_text drop_note format_rows "
+                "inspect_rows "
                 "recommendation_text scenario_label simulation_heading"
             ),
             "pagemap": "PageMap map_path sampled_types svg",
@@ -51,6 +61,6 @@ else:
                 "EMPTY_COLOR FULL_COLOR HOLE_COLOR INDEX_PALETTE OTHER_COLOR PARTIAL_COLOR "
                 "UNPUNCHED_COLOR UNREAD_COLOR compression_color type_color"
             ),
-            "text": "ci_text hms human_bytes us_text",
+            "text": "ci_text hms human_bytes range_text seconds_text shown us_text",
         },
     )

@@ -10,11 +10,11 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, Any
 
 from ibdtool.advise import CHEAPEST_WITHIN
-from ibdtool.present.text import human_bytes, plural, size_k, us_text
+from ibdtool.present.text import human_bytes, plural, range_text, shown, size_k, us_text
 
 if TYPE_CHECKING:
     from ibdtool.advise import Cost, Recommendation, Scenario, ScenarioResult, SimResult
-    from ibdtool.fs import Allocation
+    from ibdtool.fs import Allocation, DropCost, Layout
     from ibdtool.tablespace import InspectResult
     from parsers.space import SpaceFormat
     from parsers.vendor import Vendor
@@ -54,6 +54,30 @@ def disk_text(logical_size: int, a: Allocation) -> str:
     if a.unwritten_extents:
         disk += f" ({a.unwritten_extents} unwritten)"
     return disk
+
+
+#: a predicted DROP longer than this is shown as a warning
+SLOW_DROP_SECONDS = 1.0
+
+
+def layout_text(lay: Layout) -> str:
+    """The "Layout" row: how contiguous the file is and what that costs a cold full scan."""
+    return (
+        f"{lay.data_runs:,} data runs, mean extent {human_bytes(round(lay.mean_extent_bytes))}"
+        f" · cold scan ~{lay.scan_factor:.2f}× dense (layout only; decompression CPU apart)"
+    )
+
+
+def drop_cost_styled(c: DropCost) -> Styled:
+    """The "DROP cost" row: the predicted time to free the file's extents (extents per GiB,
+    the range) and the rate it rests on (the JSON's ``basis`` also names the mount)."""
+    per_gib = f" ({c.extents_per_gib:,.0f}/GiB)" if c.extents_per_gib is not None else ""
+    slow = c.seconds is not None and c.seconds > SLOW_DROP_SECONDS
+    return [
+        (f"~{range_text(c.seconds, c.low, c.high)}", "yellow" if slow else ""),
+        (f" for {c.extents:,} extents{per_gib}", ""),
+        (f"   {shown(c.rate)}", "dim"),
+    ]
 
 
 def _counts(counter: dict[str, int], total: int | None = None) -> Styled:
@@ -154,6 +178,10 @@ def inspect_rows(r: InspectResult) -> list[tuple[str, Styled]]:
         chk.append((f": pages {shown}{' …' if invalid > 20 else ''}", "red"))
     rows.append(("Checksums", chk))
     rows.append(("Disk", [(disk_text(r.logical_size, r.allocation), "")]))
+    if r.drop_cost is not None:
+        rows.append(("DROP cost", drop_cost_styled(r.drop_cost)))
+    if r.layout is not None:
+        rows.append(("Layout", [(layout_text(r.layout), "")]))
     if r.compression.get("none", 0) != r.pages:
         unp: Styled = [(f"{r.unpunched_pages} compressed pages", "")]
         if r.unpunched_pages:
@@ -221,6 +249,30 @@ def current_state_text(r: SimResult) -> str | None:
         f"{human_bytes(cur['ideal_allocated'])}, actual {human_bytes(cur['actual_allocated'])}"
         + (f", {cur['unpunched_pages']} slots never punched" if cur["unpunched_pages"] else "")
     )
+
+
+def drop_note(r: SimResult) -> str | None:
+    """What a DROP TABLE costs today and after the worst row's conversion, and the basis."""
+    now = r.drop_now
+    after = [x for x in r.results if x.drop_cost is not None and x.drop_cost.seconds is not None]
+    if now is None and not after:
+        return None
+    parts = []
+    if now is not None:
+        parts.append(
+            f"DROP TABLE now ~{range_text(now.seconds, now.low, now.high)} for "
+            f"{now.extents:,} extents"
+        )
+    if after:
+        worst = max(after, key=lambda x: x.drop_cost.seconds or 0.0)  # type: ignore[union-attr]
+        c = worst.drop_cost
+        assert c is not None
+        parts.append(
+            f"after {scenario_label(worst.scenario)} on {worst.block.label} blocks "
+            f"~{range_text(c.seconds, c.low, c.high)} for {c.extents:,} extents"
+        )
+    basis = (now or after[0].drop_cost).rate  # type: ignore[union-attr]
+    return "; ".join(parts) + f" ({shown(basis)}; docs/cost.md)"
 
 
 def scenario_label(s: Scenario) -> str:

@@ -50,3 +50,31 @@ def ci_text(ci: tuple[int, int] | list[int] | None, predicted: int) -> str:
 def us_text(us: float) -> str:
     """Microseconds as people compare them: ``4.6`` below 10, whole numbers from there."""
     return f"{us:.1f}" if us < 10 else f"{us:.0f}"
+
+
+def seconds_text(s: float | None) -> str:
+    """A short duration: ``"0.018 s"``, ``"3.7 s"``, ``"4.2 min"``; ``"?"`` when unknown."""
+    if s is None:
+        return "?"
+    if s >= 120:
+        return f"{s / 60:.1f} min"
+    if s >= 10:
+        return f"{s:.0f} s"
+    if s >= 1:
+        return f"{s:.1f} s"
+    return f"{s:.2g} s" if s >= 0.001 else "<1 ms"
+
+
+def range_text(value: float | None, low: float | None, high: float | None) -> str:
+    """A prediction with its range: ``"3.7 s (1.2 s–11 s)"``; ``"?"`` when unknown."""
+    if value is None:
+        return "?"
+    return f"{seconds_text(value)} ({seconds_text(low)}–{seconds_text(high)})"
+
+
+def shown(text: str) -> str:
+    """``text`` with control characters escaped (``\\n``, ``\\x1b``) before it reaches a
+    terminal: names come from files, servers and the user's own directory tree."""
+    if text.isprintable():
+        return text
+    return "".join(c if c.isprintable() else repr(c)[1:-1] for c in text)

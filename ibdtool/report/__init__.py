@@ -12,10 +12,12 @@ from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
     from ibdtool.report.batch import (
+        COSTLY_SAVING_PCT,
         DEFAULT_SAMPLE,
         FLAGS,
         FRAGMENTED_EXTENTS_PER_GIB,
         FRAGMENTED_MIN_EXTENTS,
+        SLOW_DROP_SECONDS,
         Comparer,
         Scanner,
         ScanOptions,
@@ -38,7 +40,8 @@ else:
         __name__,
         {
             "batch": (
-                "Comparer DEFAULT_SAMPLE FLAGS FRAGMENTED_EXTENTS_PER_GIB FRAGMENTED_MIN_EXTENTS "
+                "COSTLY_SAVING_PCT Comparer DEFAULT_SAMPLE FLAGS FRAGMENTED_EXTENTS_PER_GIB "
+                "FRAGMENTED_MIN_EXTENTS SLOW_DROP_SECONDS "
                 "ScanOptions Scanner Target Totals discover document fail_on_hits load_report "
                 "match_keys scan_one sort_key thresholds"
             ),

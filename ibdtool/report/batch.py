@@ -25,6 +25,7 @@ from types import TracebackType
 from typing import TYPE_CHECKING, Any
 
 from ibdtool.errors import IbdtoolError, InputError
+from ibdtool.fs import dense_extents
 from ibdtool.report import saved as schema
 from ibdtool.tablespace import (
     PARALLEL_MIN_PAGES,
@@ -56,6 +57,10 @@ FLAGS: dict[str, str] = {
     "filesystem cannot punch holes)",
     "unpunched": "compressed pages whose slot holds more blocks than their image needs",
     "fragmented": "more extents per GiB than the threshold: DROP TABLE may stall (XFS, btrfs)",
+    "costly_saving": "compression split the file into many extents (a DROP stall, a scattered "
+    "cold scan) for a small saving: fewer than the threshold's percent saved",
+    "slow_drop": "the predicted DROP TABLE time (freeing the file's extents) is longer than the "
+    "threshold: the statement would stall its connection, and on ext4 with discard the disk",
     "error": "the file could not be read",
 }
 
@@ -66,6 +71,10 @@ REBUILD_SHARE = 0.25
 FRAGMENTED_EXTENTS_PER_GIB = 8192
 #: ... and at least this many extents in the file (small files drop fast whatever their layout)
 FRAGMENTED_MIN_EXTENTS = 1024
+#: ``slow_drop``: a predicted DROP TABLE longer than this many seconds
+SLOW_DROP_SECONDS = 1.0
+#: ``costly_saving``: at least FRAGMENTED_MIN_EXTENTS extents for less than this percent saved
+COSTLY_SAVING_PCT = 25.0
 DEFAULT_SAMPLE = 400
 #: files from this size on are scanned one at a time, split over every core by page ranges
 BIG_FILE_BYTES = PARALLEL_MIN_PAGES * 16384
@@ -224,6 +233,8 @@ class ScanOptions:
     seed: int = 1
     fragmented_per_gib: int = FRAGMENTED_EXTENTS_PER_GIB
     fragmented_min_extents: int = FRAGMENTED_MIN_EXTENTS
+    slow_drop_seconds: float = SLOW_DROP_SECONDS
+    costly_saving_pct: float = COSTLY_SAVING_PCT
     #: processes for one file's pages (set by :class:`Scanner`)
     file_jobs: int = 1
     #: add a sampled page-type map to each row (``report --map``, drawn by the HTML page)
@@ -288,6 +299,16 @@ def _flags(row: dict[str, Any], r: InspectResult, opts: ScanOptions) -> list[str
         and per_gib > opts.fragmented_per_gib
     ):
         flags.append("fragmented")
+    drop = row.get("drop_seconds")
+    if drop is not None and drop > opts.slow_drop_seconds:
+        flags.append("slow_drop")
+    if (
+        extents is not None
+        and extents >= opts.fragmented_min_extents
+        and row["compressed_pages"]
+        and row["saving_pct"] < opts.costly_saving_pct
+    ):
+        flags.append("costly_saving")
     return flags
 
 
@@ -398,6 +419,19 @@ def row_from_inspect(
     row["saving_pct"] = round(100 * (logical - allocated) / logical, 2) if logical else 0.0
     ext = doc["extents"]
     row["extents_per_gib"] = round(ext * GIB / logical, 1) if ext is not None and logical else None
+    cost = r.drop_cost
+    row["drop_seconds"] = None if cost is None else doc["drop_cost"]["seconds"]
+    row["drop_low"] = None if cost is None else doc["drop_cost"]["low"]
+    row["drop_high"] = None if cost is None else doc["drop_cost"]["high"]
+    row["drop_basis"] = None if cost is None else cost.basis
+    lay = r.layout
+    row["mean_extent_bytes"] = None if lay is None else round(lay.mean_extent_bytes)
+    row["scan_layout_factor"] = None if lay is None else round(lay.scan_factor, 3)
+    saved_mib = (logical - allocated) / (1 << 20)
+    row["extents_per_saved_mib"] = (
+        round((ext - dense_extents(logical)) / saved_mib, 1) if ext is not None and saved_mib > 0
+        else None
+    )  # fmt: skip
     row["problem_pages"] = len(r.problems)
     row["error"] = None
     row["flags"] = _flags(row, r, opts)
@@ -650,6 +684,10 @@ _SUMMED = (
     "compressed_pages",
     "unpunched_pages",
     "unpunched_bytes",
+    # the predicted DROP time of every file: per schema, what DROP DATABASE would cost
+    "drop_seconds",
+    "drop_low",
+    "drop_high",
 )
 
 
@@ -703,6 +741,8 @@ class Totals:
         out = dict(total)
         logical = out["logical_size"]
         out["saving_pct"] = round(100 * out["saving"] / logical, 2) if logical else 0.0
+        for key in ("drop_seconds", "drop_low", "drop_high"):
+            out[key] = round(out[key], 3)
         if "simulation" in out:
             sim = dict(out["simulation"])
             sim["saving"] = sim["allocated_size"] - sim["predicted_allocated"]
@@ -941,6 +981,8 @@ def thresholds(opts: ScanOptions) -> dict[str, Any]:
         "needs_rebuild_share": REBUILD_SHARE,
         "fragmented_extents_per_gib": opts.fragmented_per_gib,
         "fragmented_min_extents": opts.fragmented_min_extents,
+        "slow_drop_seconds": opts.slow_drop_seconds,
+        "costly_saving_pct": opts.costly_saving_pct,
     }
 
 

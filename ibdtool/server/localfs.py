@@ -18,6 +18,8 @@ from dataclasses import dataclass
 from functools import cache
 from pathlib import Path
 
+from ibdtool.fs import mount_of
+
 FALLOC_FL_KEEP_SIZE = 0x01
 FALLOC_FL_PUNCH_HOLE = 0x02
 PROBE_PREFIX = ".ibdtool-punch-probe-"
@@ -64,25 +66,9 @@ def tablespace_file(datadir: Path | None, path: str | None) -> Path | None:
 
 
 def _mount_of(path: Path) -> tuple[str | None, str | None]:
-    """(fstype, mount point) of the longest mountinfo entry containing ``path``."""
-    best: tuple[str | None, str | None] = (None, None)
-    best_len = -1
-    target = str(path.resolve())
-    try:
-        lines = Path("/proc/self/mountinfo").read_text().splitlines()
-    except OSError:
-        return best
-    for line in lines:
-        left, _, right = line.partition(" - ")
-        fields = left.split()
-        if len(fields) < 5 or not right:
-            continue
-        mount = fields[4].replace("\\040", " ")
-        inside = target == mount or target.startswith(mount.rstrip("/") + "/")
-        if inside and len(mount) > best_len:
-            best_len = len(mount)
-            best = (right.split()[0], mount)
-    return best
+    """(fstype, mount point) of the mount holding ``path`` (:func:`ibdtool.fs.mount_of`)."""
+    m = mount_of(path)
+    return (None, None) if m is None else (m.fstype, m.mount_point)
 
 
 def filesystem(path: str | os.PathLike[str]) -> FsInfo:

@@ -18,6 +18,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from ibdtool.errors import InputError
+from ibdtool.fs import DropCost, drop_cost
 from ibdtool.tablespace import Tablespace
 from parsers.constants import (
     FIL_PAGE_TYPE_FSP_HDR,
@@ -58,6 +59,8 @@ class PageState:
     file_size: int = 0
     allocated_size: int = 0
     fs_block_size: int = 0
+    #: what freeing the file's extents costs (DROP TABLE; None without FIEMAP)
+    drop_cost: DropCost | None = None
 
     @property
     def sampled(self) -> bool:
@@ -106,6 +109,7 @@ class PageState:
             "uncompressed_fraction": round(self.uncompressed_fraction, 4),
             "file_size": self.file_size,
             "allocated_size": self.allocated_size,
+            "drop_cost": None if self.drop_cost is None else self.drop_cost.to_json(),
         }
 
 
@@ -132,6 +136,7 @@ def page_state(path: str | os.PathLike[str], *, seed: int = 1) -> PageState:
             file_size=ts.size,
             allocated_size=alloc.allocated,
             fs_block_size=alloc.fs_block_size,
+            drop_cost=drop_cost(path, alloc.extents, ts.size),
         )
         zero = bytes(HEADER_BYTES)
         psize = fmt.physical_size

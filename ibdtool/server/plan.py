@@ -16,11 +16,12 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from ibdtool.errors import InputError
+from ibdtool.fs import DropCost, dense_drop_cost, drop_total
 from ibdtool.server import sql
 from ibdtool.server.bufferpool import dirty_pages
 from ibdtool.server.context import Server
 from ibdtool.server.locks import Lock, locks_json, verify_locks
-from ibdtool.server.preflight import Check, server_checks, table_checks
+from ibdtool.server.preflight import Check, drop_checks, server_checks, table_checks
 from ibdtool.server.steps import DEFAULT_LOCK_WAIT_TIMEOUT, PlanSettings, Step, Target
 from ibdtool.server.table_info import TableInfo
 from ibdtool.server.tables import reload_page_states
@@ -36,6 +37,10 @@ class Prediction:
     ci95: tuple[int, int] | None
     saving_pct: float
     how: str
+    #: what freeing the files' extents costs (:func:`ibdtool.fs.drop_total`): the old files,
+    #: which the rebuild unlinks as it ends, and the new ones, which a later DROP TABLE frees
+    drop_old: dict[str, Any] | None = None
+    drop_new: dict[str, Any] | None = None
 
     def to_json(self) -> dict[str, Any]:
         return {
@@ -44,6 +49,8 @@ class Prediction:
             "ci95": list(self.ci95) if self.ci95 else None,
             "saving_pct": round(self.saving_pct, 2),
             "how": self.how,
+            "drop_old": self.drop_old,
+            "drop_new": self.drop_new,
         }
 
 
@@ -225,6 +232,8 @@ def predict(server: Server, table: TableInfo, target: Target, jobs: int | None) 
     low = high = 0
     exact = True
     sampled = 0
+    old_costs: list[DropCost] = []
+    new_costs: list[DropCost] = []
     for p in paths:
         block = p.stat().st_blksize if not table.fs_block_size else table.fs_block_size
         row = target.kind == "row"
@@ -234,23 +243,36 @@ def predict(server: Server, table: TableInfo, target: Target, jobs: int | None) 
             p, scenarios, [BlockSpec(block)], sample=sample, jobs=jobs, row_compressed=row
         )
         now += res.allocated_size
+        if res.drop_now is not None:
+            old_costs.append(res.drop_now)
         if target.kind == "page":
             r = res.results[0]
             predicted += r.predicted
             lo, hi = r.ci95 or (r.predicted, r.predicted)
+            if r.drop_cost is not None:
+                new_costs.append(r.drop_cost)
         else:
             z = next(
                 z for z in res.row_compressed if z.key_block_size // 1024 == target.key_block_size
             )
             predicted += z.predicted_size
             lo, hi = z.ci95 or (z.predicted_size, z.predicted_size)
+            new_costs.append(dense_drop_cost(p, z.predicted_size))
         low += lo
         high += hi
         exact = exact and res.full
         sampled += res.pages_sampled
     how = "full scan" if exact else f"{sampled} pages sampled"
     saving = 100.0 * (now - predicted) / now if now else 0.0
-    return Prediction(now, predicted, None if exact else (low, high), saving, f"simulate, {how}")
+    return Prediction(
+        now,
+        predicted,
+        None if exact else (low, high),
+        saving,
+        f"simulate, {how}",
+        drop_total(old_costs) if len(old_costs) == len(paths) else None,
+        drop_total(new_costs) if len(new_costs) == len(paths) else None,
+    )
 
 
 def _predict_table(server: Server, tp: TablePlan, st: PlanSettings) -> None:
@@ -287,6 +309,7 @@ def _predict_table(server: Server, tp: TablePlan, st: PlanSettings) -> None:
     except InputError as exc:
         tp.prediction_note = exc.message
         return
+    tp.checks += drop_checks(tp.prediction.drop_old, tp.prediction.drop_new, st.slow_drop_seconds)
     page = next((s.state.physical_size for s in t.spaces if s.state), 16384)
     catalog = (t.data_length or 0) + (t.index_length or 0)
     if tp.dirty_pages and catalog:

@@ -242,3 +242,34 @@ def _disk_checks(server: Server, table: TableInfo) -> list[Check]:
     return [
         Check("free_space", "info", f"{_human(fs.free_bytes)} free for a rebuild of {_human(size)}")
     ]
+
+
+def drop_checks(
+    old: dict[str, Any] | None, new: dict[str, Any] | None, threshold: float
+) -> list[Check]:
+    """What freeing the extents will cost (:func:`ibdtool.fs.drop_total` of the table's
+    files): the rebuild ends by unlinking the old files in the ALTER's thread, and a later DROP
+    TABLE frees the new ones. A warning past ``threshold`` seconds, else the figures as info."""
+    from ibdtool.present import range_text
+
+    out: list[Check] = []
+    for name, cost, when in (
+        ("drop_old", old, "the rebuild ends by unlinking the old file"),
+        ("drop_new", new, "a later DROP TABLE of the converted table"),
+    ):
+        if not cost or cost.get("seconds") is None:
+            continue
+        text = (
+            f"{when}: ~{range_text(cost['seconds'], cost['low'], cost['high'])} to free "
+            f"{cost['extents']:,} extents"
+        )
+        if cost["seconds"] > threshold:
+            how = (
+                "`ibdtool drop-prepare` on the file before it, `ibdtool free` after"
+                if name == "drop_old"
+                else "`ibdtool drop-prepare` before that DROP, `ibdtool free` after"
+            )
+            out.append(Check(name, "warning", f"{text}: a stall; to avoid it: {how}"))
+        else:
+            out.append(Check(name, "info", text))
+    return out

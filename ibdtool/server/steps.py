@@ -110,3 +110,5 @@ class PlanSettings:
     lock_wait_timeout: int = DEFAULT_LOCK_WAIT_TIMEOUT
     jobs: int | None = None
     flush_for_export: bool = False  # FLUSH TABLES … FOR EXPORT before predicting and verifying
+    #: warn when the rebuild's unlink of the old file or a later DROP is predicted longer
+    slow_drop_seconds: float = 60.0

@@ -13,6 +13,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from ibdtool.fs import drop_total
 from ibdtool.server.pagestate import PageState
 from parsers.flags import decode_flags
 from parsers.vendor import Vendor
@@ -167,6 +168,18 @@ class TableInfo:
         return self._sum("allocated_size")
 
     @property
+    def drop_cost(self) -> dict[str, Any] | None:
+        """What DROP TABLE would cost: the predicted time to free every file of the table
+        (its partitions one after another); None for a shared tablespace (no file goes) or
+        when a file was not read."""
+        if self.shared_tablespace or not self.spaces:
+            return None
+        costs = [s.state.drop_cost if s.state else None for s in self.spaces]
+        if any(c is None for c in costs):
+            return None
+        return drop_total([c for c in costs if c is not None])
+
+    @property
     def fs_block_size(self) -> int | None:
         sizes = {s.fs_block_size for s in self.spaces if s.fs_block_size}
         return max(sizes) if sizes else None
@@ -273,6 +286,7 @@ class TableInfo:
             "file_size": self.file_size,
             "allocated_size": self.allocated_size,
             "fs_block_size": self.fs_block_size,
+            "drop_cost": self.drop_cost,
             "uncompressed_fraction": None
             if self.uncompressed_fraction is None
             else round(self.uncompressed_fraction, 4),

@@ -15,7 +15,7 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 from ibdtool.errors import InputError
-from ibdtool.fs import Allocation
+from ibdtool.fs import Allocation, DropCost, Layout, drop_cost, layout
 from ibdtool.tablespace.header_pages import header_pages
 from ibdtool.tablespace.index_names import IndexNames, from_cfg
 from ibdtool.tablespace.inspect_tally import tally_run
@@ -174,6 +174,10 @@ class InspectResult:
     redundant_pages: int = 0
     #: ROW_FORMAT=COMPRESSED leaf pages rebuilt (:func:`zip_fill_summary`); None otherwise
     zip_fill: ZipFillSummary | None = None
+    #: what freeing the file's extents would cost (DROP TABLE); None without FIEMAP
+    drop_cost: DropCost | None = None
+    #: how contiguous the file is, and its cold scan against dense; None without FIEMAP
+    layout: Layout | None = None
 
     @property
     def checksum_valid(self) -> int:
@@ -259,6 +263,8 @@ class InspectResult:
             "fs_block_size": a.fs_block_size,
             "extents": a.extents,
             "unwritten_extents": a.unwritten_extents,
+            "drop_cost": None if self.drop_cost is None else self.drop_cost.to_json(),
+            "layout": None if self.layout is None else self.layout.to_json(),
             "data_ranges": len(a.data_ranges),
             "page_types": dict(self.page_types.most_common()),
             "compression": dict(self.compression.most_common()),
@@ -434,6 +440,14 @@ def inspect_tablespace(
     identity = identify(ts.format, stored_types, str(ts.path), sdi.tables if sdi else ())
     vendor = identity.vendor
     return InspectResult(
+        drop_cost=drop_cost(str(ts.path), alloc.extents, alloc.st_size) if ts.is_local else None,
+        layout=layout(
+            alloc.extents,
+            len(alloc.data_ranges),
+            alloc.data_bytes,
+            alloc.st_size,
+            alloc.contiguous_runs,
+        ),
         path=str(ts.path),
         fmt=ts.format,
         vendor=vendor,

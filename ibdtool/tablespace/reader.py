@@ -155,6 +155,11 @@ class Tablespace:
         plain = dec.decrypt(raw, page_no) if dec is not None else None
         return raw if plain is None else plain
 
+    @property
+    def is_local(self) -> bool:
+        """The file is on this machine (not read through a remote source)."""
+        return self._source is None
+
     def close(self) -> None:
         if self._fd >= 0:
             os.close(self._fd)

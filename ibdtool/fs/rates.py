@@ -1,0 +1,34 @@
+"""The cost of freeing extents measured on named filesystems: the built-in rates a DROP
+prediction uses where this filesystem was not calibrated (:mod:`ibdtool.fs.extents`), and the
+quiet figure a calibration's low end goes down to (:mod:`ibdtool.fs.calibrate`).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+
+@dataclass(frozen=True)
+class Rate:
+    """What freeing extents costs on one kind of filesystem: seconds per extent (typical,
+    fastest, slowest expected) and a fixed part per file."""
+
+    per_extent: float
+    per_extent_low: float
+    per_extent_high: float
+    base: float
+    base_high: float
+    source: str
+
+
+#: per-extent costs measured on named filesystems: (filesystem, online discard on) -> rate.
+#: ext4+discard: issue 22 (0.2 s + 0.06 ms an extent, quiet; 3–27× under other IO) and
+#: bench/RESULTS.md "Issue 22" (0.08–0.15 ms quiet, up to 1.8 ms busy, on this machine);
+#: ext4 without discard ~6× less (issue 22); XFS and tmpfs from bench/RESULTS.md "Issue 22".
+RATES: dict[tuple[str, bool], Rate] = {
+    ("ext4", True): Rate(80e-6, 30e-6, 2e-3, 0.05, 0.5, "built-in rate for ext4 with discard"),
+    ("ext4", False): Rate(12e-6, 2e-6, 3e-4, 0.02, 0.3, "built-in rate for ext4 without discard"),
+    ("xfs", True): Rate(4e-6, 0.5e-6, 2e-4, 0.02, 0.3, "built-in rate for XFS"),
+    ("xfs", False): Rate(2e-6, 0.3e-6, 1e-4, 0.02, 0.3, "built-in rate for XFS"),
+    ("tmpfs", False): Rate(0.5e-6, 0.05e-6, 2e-5, 0.001, 0.05, "built-in rate for tmpfs"),
+}
