@@ -38,9 +38,11 @@ from ibdtool.present import (
     cost_note,
     cost_text,
     current_state_text,
+    drop_note,
     human_bytes,
     recommendation_text,
     scenario_label,
+    seconds_text,
     simulation_heading,
     us_text,
 )
@@ -105,7 +107,7 @@ spread, and the advice says whether its cheapest is clear or within noise.
     def on_mount(self) -> None:
         self.sub_title = f"{self.path} · simulate"
         table = self.query_one("#sim-table", DataTable)
-        table.add_columns("algorithm", "predicted", "95% CI", "saving", "size", "µs c/d")
+        table.add_columns("algorithm", "predicted", "95% CI", "saving", "size", "µs c/d", "DROP")
         zt = self.query_one("#zip-table", DataTable)
         zt.add_columns("KEY_BLOCK_SIZE", "predicted", "95% CI", "splits", "size")
         zt.display = False
@@ -205,8 +207,8 @@ spread, and the advice says whether its cheapest is clear or within noise.
 
     def _bar_width(self, cpu_width: int) -> int:
         # the columns left of the bar and every cell's padding take 57 cells, the screen's
-        # padding and scrollbar 3, then the CPU column
-        return max(BAR_MIN, min(BAR_MAX, self.size.width - 60 - max(6, cpu_width)))
+        # padding and scrollbar 3, then the CPU column and the DROP time (8 and its padding)
+        return max(BAR_MIN, min(BAR_MAX, self.size.width - 70 - max(6, cpu_width)))
 
     def _draw(self) -> None:
         r = self.result
@@ -234,7 +236,9 @@ spread, and the advice says whether its cheapest is clear or within noise.
             ("today", "today (allocated)", "bold", r.allocated_size, "#b0b0b0"),
             ("logical", "logical size", "dim", r.logical_size, "#5c6370"),
         ):
-            cells = (human_bytes(size), "", "", bar(size, scale, width, color), "")
+            now = r.drop_now if key == "today" else None
+            drop = "" if now is None else seconds_text(now.seconds)
+            cells = (human_bytes(size), "", "", bar(size, scale, width, color), "", drop)
             table.add_row(Text(label, style=style), *cells, key=key)
         best = min(rows, key=lambda x: x.predicted) if rows else None
         for x, cpu in zip(rows, cpus, strict=True):
@@ -249,6 +253,7 @@ spread, and the advice says whether its cheapest is clear or within noise.
                 saving,
                 bar(x.predicted, scale, width, color),
                 cpu,
+                "" if x.drop_cost is None else seconds_text(x.drop_cost.seconds),
                 key=x.scenario.label,
             )
         zt = self.query_one("#zip-table", DataTable)
@@ -272,6 +277,9 @@ spread, and the advice says whether its cheapest is clear or within noise.
             notes.append("zstd rows are a what-if, not an InnoDB option\n", style="dim")
         for note in r.notes:
             notes.append(note + "\n", style="yellow")
+        drop_line = drop_note(r)
+        if drop_line:
+            notes.append(drop_line + "\n", style="dim")
         self.query_one("#sim-notes", Static).update(notes)
         highlighted: str | None = None
         if table.is_valid_coordinate(table.cursor_coordinate):
