@@ -10,7 +10,15 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, Any
 
 from ibdtool.advise import CHEAPEST_WITHIN
-from ibdtool.present.text import human_bytes, plural, range_text, shown, size_k, us_text
+from ibdtool.present.text import (
+    human_bytes,
+    plural,
+    range_text,
+    seconds_text,
+    shown,
+    size_k,
+    us_text,
+)
 
 if TYPE_CHECKING:
     from ibdtool.advise import Cost, Recommendation, Scenario, ScenarioResult, SimResult
@@ -259,20 +267,17 @@ def drop_note(r: SimResult) -> str | None:
         return None
     parts = []
     if now is not None:
-        parts.append(
-            f"DROP TABLE now ~{range_text(now.seconds, now.low, now.high)} for "
-            f"{now.extents:,} extents"
-        )
+        parts.append(f"~{seconds_text(now.seconds)} now ({now.extents:,} extents)")
     if after:
         worst = max(after, key=lambda x: x.drop_cost.seconds or 0.0)  # type: ignore[union-attr]
         c = worst.drop_cost
         assert c is not None
         parts.append(
-            f"after {scenario_label(worst.scenario)} on {worst.block.label} blocks "
-            f"~{range_text(c.seconds, c.low, c.high)} for {c.extents:,} extents"
+            f"~{seconds_text(c.seconds)} after {scenario_label(worst.scenario)} at "
+            f"{worst.block.label} ({c.extents:,} extents)"
         )
     basis = (now or after[0].drop_cost).rate  # type: ignore[union-attr]
-    return "; ".join(parts) + f" ({shown(basis)}; docs/cost.md)"
+    return f"DROP TABLE: {'; '.join(parts)}; {shown(basis)}, ranges in --json"
 
 
 def scenario_label(s: Scenario) -> str:
