@@ -14,7 +14,7 @@ from typing import TYPE_CHECKING
 if TYPE_CHECKING:
     from ibdtool.fs.allocation import Allocation, read_allocation, scan_ranges
     from ibdtool.fs.creating import create_new
-    from ibdtool.fs.opening import open_regular
+    from ibdtool.fs.opening import open_regular, read_capped
 else:
     from ibdtool.exports import lazy
 
@@ -23,6 +23,6 @@ else:
         {
             "allocation": "Allocation read_allocation scan_ranges",
             "creating": "create_new",
-            "opening": "open_regular",
+            "opening": "open_regular read_capped",
         },
     )

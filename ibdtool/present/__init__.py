@@ -1,6 +1,7 @@
 """Words and pictures for the front ends (the CLI and the TUI), without Rich or Textual.
 
-- ``text``: numbers in words: sizes, counts, durations, intervals.
+- ``text``: numbers in words: sizes, counts, durations, intervals; and ``shown``, the one
+  escaping of outside text (names, values, messages) every front end prints through.
 - ``describe``: inspect and simulate results in words.
 - ``pagemap``: a page map as a static picture: categories, cells, legend, SVG.
 - ``palette``: the colours pages are drawn in, the same in every picture.
@@ -35,7 +36,16 @@ if TYPE_CHECKING:
         compression_color,
         type_color,
     )
-    from ibdtool.present.text import ci_text, hms, human_bytes, us_text
+    from ibdtool.present.text import (
+        ci_text,
+        hms,
+        human_bytes,
+        is_safe,
+        json_shown,
+        shown,
+        shown_offsets,
+        us_text,
+    )
 else:
     from ibdtool.exports import lazy
 
@@ -51,6 +61,6 @@ else:
                 "EMPTY_COLOR FULL_COLOR HOLE_COLOR INDEX_PALETTE OTHER_COLOR PARTIAL_COLOR "
                 "UNPUNCHED_COLOR UNREAD_COLOR compression_color type_color"
             ),
-            "text": "ci_text hms human_bytes us_text",
+            "text": "ci_text hms human_bytes is_safe json_shown shown shown_offsets us_text",
         },
     )
