@@ -504,9 +504,10 @@ def print_table(doc: dict[str, Any], wide: bool = False) -> None:
 
 def fitted_table(title: str, columns: list[Column], items: list[dict[str, Any]], wide: bool) -> Any:
     """One Rich table of ``items`` with the columns that fit (and a caption naming the rest)."""
+    from rich.text import Text
 
     from ibdtool.cli.fit import Col
-    from ibdtool.cli.render import fitted, literal
+    from ibdtool.cli.render import fitted
 
     cols = []
     for key, name, numeric, _text, _raw in columns:
@@ -516,9 +517,9 @@ def fitted_table(title: str, columns: list[Column], items: list[dict[str, Any]],
 
     def style(row: int, key: str, value: str) -> Any:
         if key == "flags" and value:
-            return literal(value, style="red" if items[row].get("error") else "yellow")
+            return Text(value, style="red" if items[row].get("error") else "yellow")
         if key == "checksum_invalid" and value not in ("", "0"):
-            return literal(value, style="bold red")
+            return Text(value, style="bold red")
         return value
 
     return fitted(title, cols, texts, wide, style)

@@ -264,9 +264,9 @@ def print_tables(
     def style(row: int, key: str, text: str) -> Any:
         note = notes[row]
         if note is None:
-            return literal(text, style="dim") if key in ("table", "format") else text
+            return Text(text, style="dim") if key in ("table", "format") else text
         if key == "note" and note.style:
-            return literal(text, style=note.style)
+            return Text(text, style=note.style)
         return text
 
     table_console(wide).print(fitted(None, cols, texts, wide, style))

@@ -153,7 +153,7 @@ def read_option_file(
             return
         if stat.S_ISCHR(st.st_mode) and os.path.samefile(p, os.devnull):
             return  # --defaults-file=/dev/null: no settings, as the clients read it
-    except (OSError, RuntimeError):  # RuntimeError: a symbolic link loop, on Python 3.11
+    except (OSError, RuntimeError, ValueError):  # a link loop (3.11), a NUL in an !include path
         return
     try:
         text = read_capped(p, MAX_OPTION_FILE_BYTES, "option file").decode("utf-8", "replace")
@@ -172,7 +172,7 @@ def read_option_file(
             return
         try:
             names = sorted(q for q in target.iterdir() if q.suffix == ".cnf")
-        except OSError:
+        except (OSError, ValueError):
             return
         for q in names:
             yield from read_option_file(q, groups, warn, seen)

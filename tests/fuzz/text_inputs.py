@@ -102,7 +102,7 @@ def journal_bytes(draw: Callable[[st.SearchStrategy[Any]], Any]) -> bytes:
         elif how == "retype":
             try:
                 rec = json.loads(line)
-            except ValueError:
+            except (ValueError, RecursionError):
                 rec = {"event": "table_done"}
             if not isinstance(rec, dict) or not rec:
                 rec = {"event": "table_done"}
@@ -199,13 +199,13 @@ def _check(where: str, text: str, keep: str = "\n") -> None:
 
 def _names(path: Path) -> Any:
     """Every text front end on the name in ``path`` (UTF-8 with surrogates escaped)."""
-    from ibdtool.checkscan import CheckResult
     from rich.text import Text
 
     from ibdtool.cli import render_plain, report_formats
     from ibdtool.cli.fit import Col
     from ibdtool.cli.render import PipeConsole, fitted, literal
     from ibdtool.present import json_shown, shown
+    from ibdtool.tablespace import CheckResult
     from tui.shown import safe
 
     name = path.read_bytes().decode("utf-8", "surrogateescape")
@@ -280,7 +280,7 @@ def _journal(path: Path) -> Any:
 
 
 def _schema(path: Path) -> Any:
-    from ibdtool.schemas import load_schemas
+    from ibdtool.tablespace import load_schemas
 
     s = load_schemas("@" + str(path))
     return None if s is None else len(s.tables)
