@@ -259,3 +259,14 @@ def test_schema_text_costs_memory_in_proportion(tmp_path: Path, what: str) -> No
     else:
         one_line_exit_2(r, "--schema")
     assert peak < 100 + 4 * len(text) // (1 << 20), (peak, len(text))
+
+
+def test_an_include_with_a_nul_is_no_traceback(tmp_path: Path) -> None:
+    """Found by the long run (``bench/fuzz_long.py --text``): ``!include`` of a path holding a
+    NUL raised ValueError from pathlib; it is a file that cannot exist, as a missing one."""
+    from ibdtool.server.clientopts import read_option_file
+
+    cnf = tmp_path / "my.cnf"
+    cnf.write_bytes(b"[client]\nuser=a\n!include /tmp/x\x00y\n!includedir /tmp/\x00\nport=3307\n")
+    got = {s.key: s.value for s in read_option_file(cnf)}
+    assert got == {"user": "a", "port": "3307"}
