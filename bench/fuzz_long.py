@@ -1,6 +1,11 @@
 """The long fuzz run: 100,000+ damaged real files, each read by one in-process reader.
 
     .venv/bin/python bench/fuzz_long.py [--inputs 100000] [--minutes M] [--seed S]
+    .venv/bin/python bench/fuzz_long.py --text --inputs 12000 --sample-every 500
+
+``--text`` runs the issue-20 entry points instead (:mod:`tests.fuzz.text_inputs`: names
+through every text front end and, sampled, the real CLI and the TUI; journals; ``--schema``
+text; option and login-path files) and writes its own subsection of RESULTS.md.
 
 The inputs come from the mutators of ``tests/fuzz`` driven by hypothesis (generation only:
 a long run counts, it does not stop at the first failure). Work is done in chunks, each in a
@@ -44,6 +49,89 @@ REPO = BENCH.parent
 OUT = BENCH / "work" / "fuzz"
 HARNESS_FAULT = 3  # a worker's exit status when the harness itself failed (its disk, say)
 WORKER_AS = 3 << 30  # the worker's own cap; each input is also checked against RSS_LIMIT
+
+
+def text_worker(seed: int, count: int, sample_every: int, first: int) -> None:
+    """``--text``: ``count`` inputs over :data:`tests.fuzz.text_inputs.TEXT_ENTRY_POINTS` in
+    turn (names through every text front end, journals, --schema text, option and login-path
+    files); every ``sample_every``-th name also through the real CLI and the TUI on a file of
+    that name. One JSON line per 50 inputs and at the end, as :func:`worker`."""
+    import contextlib
+    import tempfile
+
+    from hypothesis import HealthCheck, Phase, given, settings
+    from hypothesis import seed as hseed
+
+    from tests.fuzz.runner import RSS_LIMIT, Outcome, run_inprocess
+    from tests.fuzz.text_inputs import TEXT_ENTRY_POINTS, cli_on_name, tui_on_name
+
+    names = sorted(TEXT_ENTRY_POINTS)
+    counts: Counter[str] = Counter()
+    sampled: Counter[str] = Counter()
+    state = {"n": 0, "names": 0}
+    current = OUT / f"current-{os.getpid()}.txt"
+    scratch = Path(tempfile.mkdtemp(prefix="fuzz-names-"))
+    for warm_name in names:  # import what each entry point uses before the baseline is taken
+        with contextlib.suppress(Exception):
+            current.write_bytes(b"[client]\nuser=x\n" if warm_name != "names" else b"x")
+            run_inprocess(warm_name, current)
+    baseline = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024
+
+    def report(final: bool = False) -> None:
+        line = {"done": state["n"], "counts": counts, "cli": sampled, "final": final}
+        print(json.dumps(line), flush=True)
+
+    def save(data: bytes, what: str) -> None:
+        n = first + state["n"]
+        (OUT / f"text-input-{n}.bin").write_bytes(data)
+        (OUT / f"text-input-{n}.txt").write_text(what + "\n")
+
+    def run_entry(name: str, quota: int) -> None:
+        @hseed(seed)
+        @settings(
+            max_examples=quota,
+            database=None,
+            deadline=None,
+            phases=[Phase.generate],
+            suppress_health_check=list(HealthCheck),
+        )
+        @given(TEXT_ENTRY_POINTS[name][1])
+        def one(data: bytes) -> None:
+            if state["n"] >= count:
+                return
+            current.write_bytes(data)
+            run = run_inprocess(name, current)
+            outcome = run.outcome
+            grown = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024 - baseline
+            if outcome.good and grown > RSS_LIMIT:
+                outcome = Outcome.OVER_LIMIT
+            counts[f"{name}: {outcome.value}"] += 1
+            if not outcome.good:
+                save(data, run.describe())
+            if name == "names":
+                state["names"] += 1
+                if sample_every and state["names"] % sample_every == 1:
+                    text = data.decode("utf-8", "surrogateescape")
+                    for label, fn in (("cli", cli_on_name), ("tui", tui_on_name)):
+                        try:
+                            leak = fn(text, scratch)
+                        except Exception as exc:
+                            leak = f"{label}: {type(exc).__name__}: {exc}"
+                        sampled[f"{label}: {'leak' if leak else 'ok'}"] += 1
+                        if leak:
+                            save(data, leak)
+            state["n"] += 1
+            if state["n"] % 50 == 0:
+                report()
+            if outcome is Outcome.OVER_LIMIT and grown > RSS_LIMIT:
+                report(final=True)
+                os._exit(0)
+
+        one()
+
+    for i, entry in enumerate(names):  # an equal share each, the first ones take the rest
+        run_entry(entry, count // len(names) + (i < count % len(names)))
+    report(final=True)
 
 
 def worker(seed: int, count: int, sample_every: int, first: int) -> None:
@@ -222,6 +310,7 @@ def _chunk(
             f"--sample-every={args.sample_every}",
             f"--first={first}",
             *(["--remote"] if args.remote else []),
+            *(["--text"] if args.text else []),
         ],
         stdout=subprocess.PIPE,
         text=True,
@@ -306,6 +395,9 @@ def drive(args: argparse.Namespace) -> None:
         _write_remote(
             args, state["done"], total, cli_total, state["crashes"], elapsed, state["seed"]
         )
+        return
+    if args.text:
+        _write_text(args, state["done"], total, cli_total, state["crashes"], elapsed, state["seed"])
         return
     _write(
         args,
@@ -414,6 +506,78 @@ Command: `.venv/bin/python bench/fuzz_long.py --remote --inputs {args.inputs} --
     )
 
 
+TEXT_TITLE = "Issue 20: fuzzing the new entry points"
+TEXT_SUBTITLE = "Names, journals, --schema text, option files (bench/fuzz_long.py --text)"
+
+
+def _write_text(
+    args: argparse.Namespace,
+    done: int,
+    total: Counter[str],
+    sampled: Counter[str],
+    crashes: int,
+    elapsed: float,
+    next_seed: int,
+) -> None:
+    """This run's subsection of the issue-20 section of RESULTS.md (the section is shared with
+    the remote-agent entry points: only this subsection is replaced)."""
+    import datetime as dt
+    import re
+
+    sys.path.insert(0, str(BENCH))
+    from common import RESULTS, machine
+
+    from tests.fuzz.text_inputs import TEXT_ENTRY_POINTS
+
+    classes = ("ok", "clean error", "traceback", "hang", "over-limit")
+    rows = "\n".join(
+        f"| {name} | " + " | ".join(f"{total.get(f'{name}: {c}', 0):,}" for c in classes) + " |"
+        for name in sorted(TEXT_ENTRY_POINTS)
+    )
+    sums = " | ".join(
+        f"**{sum(v for k, v in total.items() if k.endswith(': ' + c)):,}**" for c in classes
+    )
+    stamp = dt.datetime.now(dt.UTC).strftime("%Y-%m-%d %H:%M UTC")
+    load = os.getloadavg()
+    body = f"""### {TEXT_SUBTITLE} ({stamp})
+
+Machine: {machine()}; load average at the end {load[0]:.1f} (2 cores shared with other work).
+Inputs: **{done:,}** generated by hypothesis from real examples (`tests/fuzz/text_inputs.py`;
+seeds {args.seed}–{next_seed - 1}, chunks of {args.chunk}, {args.parallel} workers), each run
+in-process under the fuzz limits (2 s CPU, 200 MB RSS growth, 30 s wall = hang):
+`names` (a name with control characters, bidi marks, Rich markup, undecodable bytes through
+every text front end: the CLI's SafeConsole tables and lines, `checksum`, `pages` text/CSV,
+`records` text/JSON, `report` JSON/CSV/Markdown/HTML, what the TUI's widgets get; a raw
+control character in any output, or JSON not keeping the exact name, counts as a traceback),
+`journal` (`Journal.state` on a damaged real journal), `schema` (`load_schemas` on damaged
+real DDL, 4,097+ columns, deep parentheses, 1 MB literals), `options` (`read_option_file`
+with `!include` of devices), `login` (a damaged `mysql_config_editor` file).
+{elapsed / 60:.0f} minutes, {done / max(elapsed, 1e-9):.1f} inputs/s; workers that died: {crashes}.
+
+| entry point | ok | clean error | traceback | hang | over-limit |
+|---|---:|---:|---:|---:|---:|
+{rows}
+| all | {sums} |
+
+Sampled: one `names` input in {args.sample_every} also through the real CLI (`inspect`,
+`checksum`, `report` on a copy of a real tablespace named by it) and the TUI (browser and
+tablespace view by Textual pilot, every screen line scanned): {dict(sorted(sampled.items()))}.
+Failing inputs would be kept in `bench/work/fuzz/text-input-N.*`.
+Command: `.venv/bin/python bench/fuzz_long.py --text --inputs {args.inputs} --seed {args.seed}`
+"""
+    if args.inputs - done > 0:
+        body += f"\nStopped at {done:,} of {args.inputs:,} by `--minutes {args.minutes}`.\n"
+    text = RESULTS.read_text() if RESULTS.exists() else "# Benchmark results\n"
+    sub = re.compile(rf"\n### {re.escape(TEXT_SUBTITLE)} \(.*?(?=\n##|\Z)", re.S)
+    text = sub.sub("", text)
+    head = f"\n## {TEXT_TITLE}\n"
+    if head not in text:
+        text = text.rstrip() + "\n" + head
+    at = text.index(head) + len(head)
+    text = text[:at] + "\n" + body.strip() + "\n" + text[at:]
+    RESULTS.write_text(text.rstrip() + "\n")
+
+
 def _kinds() -> list[str]:
     from tests.fuzz.originals import FUZZ_FILES
 
@@ -429,12 +593,19 @@ def main() -> None:
     parser.add_argument("--parallel", type=int, default=2, help="worker processes at a time")
     parser.add_argument("--minutes", type=float, default=0.0, help="stop after this long")
     parser.add_argument("--remote", action="store_true", help="fuzz the agent's replies (issue 20)")
+    parser.add_argument(
+        "--text",
+        action="store_true",
+        help="the text entry points of issue 20 (names, journals, --schema, option files)",
+    )
     parser.add_argument("--worker", action="store_true", help=argparse.SUPPRESS)
     parser.add_argument("--first", type=int, default=0, help=argparse.SUPPRESS)
     args = parser.parse_args()
     sys.path.insert(0, str(REPO))  # tests.fuzz, run as a script from anywhere
     if args.worker and args.remote:
         remote_worker(args.seed, args.inputs, args.sample_every, args.first)
+    elif args.worker and args.text:
+        text_worker(args.seed, args.inputs, args.sample_every, args.first)
     elif args.worker:
         worker(args.seed, args.inputs, args.sample_every, args.first)
     else:

@@ -11,7 +11,9 @@ columns are taken in their MySQL 5.6.4+ formats.
 
 from __future__ import annotations
 
+import itertools
 import re
+from collections.abc import Generator
 from dataclasses import dataclass, replace
 
 from parsers.charsets import Charset, charset_by_name, collation_charset_name
@@ -27,18 +29,48 @@ from parsers.tabledef import (
     secondary_layout,
 )
 
+#: one token. Runs of ordinary characters are taken whole and possessively (``++``, ``*+``),
+#: so a 20 MB string literal costs one pass and no backtracking state per character; a quote,
+#: backquote or comment that never closes is ``open`` and ends the statement with an error
+#: (trying it again at every later character would take quadratic time).
 _TOKEN = re.compile(
-    r"""\s*(?:
-      (?P<comment>/\*.*?\*/|--[^\n]*|\#[^\n]*)
-    |       (?P<bq>`(?:[^`]|``)*`)
-    | (?P<str>'(?:[^'\\]|\\.|'')*'|"(?:[^"\\]|\\.|"")*")
-    | (?P<num>\d+(?:\.\d+)?)
-    | (?P<word>[A-Za-z_$@#][\w$@#]*)
+    r"""\s*+(?:
+      (?P<comment>/\*(?:[^*]++|\*(?!/))*+\*/|--[^\n]*+|\#[^\n]*+)
+    |       (?P<bq>`(?:[^`]++|``)*+`)
+    | (?P<str>'(?:[^'\\]++|\\.|'')*+'|"(?:[^"\\]++|\\.|"")*+")
+    | (?P<num>\d++(?:\.\d++)?)
+    | (?P<word>[A-Za-z_$@#][\w$@#]*+)
     | (?P<punct>[(),;=.])
+    | (?P<open>['"`]|/\*)
     | (?P<other>\S)
     )""",
     re.VERBOSE | re.DOTALL,
 )
+#: a CREATE TABLE of 4,096 columns, each an ENUM of a few members, is far below this
+MAX_STATEMENT_TOKENS = 2_000_000
+#: parentheses in a DEFAULT or generated column's expression
+MAX_NESTING = 200
+#: the rest of a statement that is not read: everything up to its ``;`` (strings, names and
+#: comments, which may hold a ``;``, taken whole); an unclosed one stops it, for _TOKEN to see
+_REST = re.compile(
+    r"""(?:[^;'"`/\#-]++
+      | '(?:[^'\\]++|\\.|'')*+' | "(?:[^"\\]++|\\.|"")*+" | `(?:[^`]++|``)*+`
+      | /\*(?:[^*]++|\*(?!/))*+\*/ | --[^\n]*+ | \#[^\n]*+
+      | /(?!\*) | -(?!-)
+    )*+""",
+    re.VERBOSE | re.DOTALL,
+)
+#: the largest length, precision or prefix a column type takes (BLOB(4294967295))
+MAX_NUMBER = (1 << 32) - 1
+#: InnoDB takes at most 1017 columns (MySQL) or 4096 (MariaDB's table limit): more is not a
+#: table a server wrote
+MAX_COLUMNS = 4096
+#: what MySQL and MariaDB accept: VARCHAR(65535) bytes, CHAR(255), DECIMAL(65, 38), TIME(6),
+#: BIT(64), FLOAT(255, 30) (the old M,D form)
+_TYPE_LIMITS = {"varchar": 65535, "varbinary": 65535, "varcharacter": 65535, "char": 255,
+                "character": 255, "binary": 255, "bit": 64, "float": 255, "double": 255,
+                "real": 255, "decimal": 65, "numeric": 65, "dec": 65, "fixed": 65,
+                "datetime": 6, "timestamp": 6, "time": 6}  # fmt: skip
 
 _INTS = {"tinyint": 1, "bool": 1, "boolean": 1, "smallint": 2, "mediumint": 3, "int": 4,
          "integer": 4, "bigint": 8}  # fmt: skip
@@ -74,8 +106,10 @@ class _Tok:
         return self.text.lower() if self.kind == "word" else ""
 
 
-def _tokens(sql: str) -> list[_Tok]:
-    out: list[_Tok] = []
+def _tokens(sql: str) -> Generator[_Tok, bool | None, None]:
+    """The tokens of ``sql``, one at a time (a dump's INSERT data is never held as tokens).
+    Sending True after a token skips the rest of its statement in one regex pass (up to the
+    next ``;`` outside quotes and comments), which is what a dump's data costs then."""
     pos = 0
     while pos < len(sql):
         m = _TOKEN.match(sql, pos)
@@ -88,8 +122,11 @@ def _tokens(sql: str) -> list[_Tok]:
         text = m.group(kind)
         if kind == "comment":
             continue
+        if kind == "open":
+            what = {"/*": "comment", "`": "quoted name"}.get(text, "string")
+            raise DdlError(f"a {what} opened at character {m.start(kind)} never closes")
         if kind == "bq":
-            out.append(_Tok("name", text[1:-1].replace("``", "`")))
+            tok = _Tok("name", text[1:-1].replace("``", "`"))
         elif kind == "str":
             q = text[0]
             body = text[1:-1].replace(q + q, q)
@@ -98,10 +135,13 @@ def _tokens(sql: str) -> list[_Tok]:
                 lambda x: {"n": "\n", "t": "\t", "0": "\0"}.get(x.group(1), x.group(1)),
                 body,
             )
-            out.append(_Tok("str", body))
+            tok = _Tok("str", body)
         else:
-            out.append(_Tok(kind, text))
-    return out
+            tok = _Tok(kind, text)
+        if (yield tok):
+            rest = _REST.match(sql, pos)
+            assert rest is not None  # it matches the empty string
+            pos = rest.end()
 
 
 class _Parser:
@@ -147,6 +187,8 @@ class _Parser:
             t = self.take()
             if t.text == "(":
                 depth += 1
+                if depth > MAX_NESTING:
+                    raise DdlError(f"parentheses nested deeper than {MAX_NESTING}")
             elif t.text == ")":
                 depth -= 1
         return self.toks[start : self.i - 1]
@@ -164,6 +206,16 @@ class _Parser:
         self.take()
         if self.peek().text == "(":
             self.skip_parens()
+
+
+def _number(text: str, what: str) -> int:
+    """A length or precision token as an int, at most :data:`MAX_NUMBER` (``10`` followed by
+    5,000 zeros is an error, not an OverflowError or a huge allocation later)."""
+    whole = text.split(".")[0]
+    if len(whole) > len(str(MAX_NUMBER)) or int(whole) > MAX_NUMBER:
+        shown = whole if len(whole) <= 20 else f"a {len(whole)}-digit number"
+        raise DdlError(f"{what}: {shown} is larger than any length a server takes")
+    return int(whole)
 
 
 def _charset(name: str | None, collation: str | None, default: Charset) -> Charset:
@@ -202,7 +254,16 @@ def _column(
             tname = "varchar"
     tname = _TYPE_ALIASES.get(tname, tname)
     args = p.args()
-    nums = [int(float(t.text)) for t in args if t.kind == "num"]
+    nums = [_number(t.text, f"column {name}") for t in args if t.kind == "num"]
+    limit = _TYPE_LIMITS.get(tname)
+    if limit is not None and nums and nums[0] > limit:
+        raise DdlError(f"column {name}: {tname}({nums[0]}) is more than the {limit} it can be")
+    if (
+        len(nums) > 1
+        and tname in ("decimal", "numeric", "dec", "fixed")
+        and nums[1] > min(38, nums[0])
+    ):
+        raise DdlError(f"column {name}: {tname}({nums[0]},{nums[1]}): scale out of range")
     members = tuple(t.text for t in args if t.kind == "str")
     unsigned = False
     nullable = True
@@ -380,8 +441,10 @@ def _key_parts(
             raise DdlError(f"key names unknown column {cname}")
         prefix = 0
         if p.peek().text == "(":
-            n = int(p.args()[0].text)
-            prefix = n * col.mbmaxlen
+            arg = p.args()
+            if len(arg) != 1 or arg[0].kind != "num":
+                raise DdlError(f"key part {cname}: a prefix length is one number")
+            prefix = _number(arg[0].text, f"key part {cname}") * col.mbmaxlen
         while p.peek().text not in (",", ")"):
             p.take()  # ASC / DESC
         parts.append(IndexField(col, prefix))
@@ -408,18 +471,46 @@ def parse_create_tables(sql: str) -> tuple[list[TableDef], dict[str, str]]:
     out: list[TableDef] = []
     failed: dict[str, str] = {}
     statement: list[_Tok] = []
-    for tok in [*_tokens(sql), _Tok("punct", ";")]:
-        if not (tok.kind == "punct" and tok.text == ";"):
+    skipping = False  # a statement that is not CREATE TABLE: its tokens are not kept
+    depth = 0
+    lexer = _tokens(sql)
+    skip = None
+    while True:
+        try:
+            tok = lexer.send(skip)
+        except StopIteration:
+            tok = _Tok("eof", "")
+        skip = None
+        if tok.kind != "eof" and not (tok.kind == "punct" and tok.text == ";"):
+            if skipping:
+                continue
             statement.append(tok)
+            depth += (tok.text == "(") - (tok.text == ")")
+            why = None
+            if len(statement) == 4 and not _creates_table(statement):
+                skipping, statement = True, []
+            elif len(statement) > MAX_STATEMENT_TOKENS:
+                why = f"more than {MAX_STATEMENT_TOKENS:,} tokens: not a table a server wrote"
+            elif depth > MAX_NESTING + 1:  # +1: the column list's own
+                why = f"parentheses nested deeper than {MAX_NESTING}"
+            if why is not None:
+                failed[_statement_table(statement)] = why
+                skipping, statement = True, []
+            skip = skipping or None
             continue
-        words = [t.word for t in statement[:4]]
-        if words[:1] == ["create"] and "table" in words:
+        if statement and _creates_table(statement):
             try:
                 out.append(_from_tokens(statement))
             except (IndexError, ValueError) as exc:
                 failed[_statement_table(statement)] = str(exc)
-        statement = []
-    return out, failed
+        statement, skipping, depth = [], False, 0
+        if tok.kind == "eof":
+            return out, failed
+
+
+def _creates_table(statement: list[_Tok]) -> bool:
+    words = [t.word for t in statement[:4]]
+    return words[:1] == ["create"] and "table" in words
 
 
 def _statement_table(toks: list[_Tok]) -> str:
@@ -434,7 +525,10 @@ def _statement_table(toks: list[_Tok]) -> str:
 
 
 def _create_table(sql: str) -> TableDef:
-    return _from_tokens(_tokens(sql))
+    toks = list(itertools.islice(_tokens(sql), MAX_STATEMENT_TOKENS + 1))
+    if len(toks) > MAX_STATEMENT_TOKENS:
+        raise DdlError(f"more than {MAX_STATEMENT_TOKENS:,} tokens: not a table a server wrote")
+    return _from_tokens(toks)
 
 
 def _from_tokens(toks: list[_Tok]) -> TableDef:
@@ -478,6 +572,8 @@ def _from_tokens(toks: list[_Tok]) -> TableDef:
             cname = body.name()
             inline: list[str] = []
             col = _column(body, cname, table_cs, inline)
+            if len(order) >= MAX_COLUMNS:
+                raise DdlError(f"more than {MAX_COLUMNS} columns")
             if col is None:
                 virtual.add(cname.lower())
             else:

@@ -103,8 +103,9 @@ def read_keyring(path: str | Path, filekey: str | None = None) -> Keyring:
         raise KeyringError(f"{name}: {exc}") from None
 
 
-def parse_keyring(data: bytes, filekey: str | None = None) -> Keyring:
-    """The keys in ``data``, whatever of the three formats it is."""
+def parse_keyring(data: bytes, filekey: str | bytes | None = None) -> Keyring:
+    """The keys in ``data``, whatever of the three formats it is (``filekey``: as
+    :func:`read_filekey` takes it, or the secret's bytes already read)."""
     if not data:
         raise KeyringError("empty key file")
     if data.startswith(MYSQL_KEYRING_MAGIC):
@@ -114,7 +115,8 @@ def parse_keyring(data: bytes, filekey: str | None = None) -> Keyring:
     if data.startswith(OPENSSL_SALTED):
         if not filekey:
             raise KeyringError("the key file is encrypted: give its filekey (--keyring-filekey)")
-        data = decrypt_key_file(data, read_filekey(filekey))
+        secret = filekey if isinstance(filekey, bytes) else read_filekey(filekey)
+        data = decrypt_key_file(data, secret)
     elif filekey:
         raise KeyringError("a filekey was given but the key file is not encrypted")
     return parse_mariadb_keys(data)
@@ -129,7 +131,8 @@ def read_filekey(filekey: str) -> bytes:
         return filekey.encode()
     path = filekey[5:]
     try:
-        raw = Path(path).read_bytes()[: MAX_SECRET + 1]
+        with open(path, "rb") as f:  # never more than a secret can be
+            raw = f.read(MAX_SECRET + 2)
     except OSError as exc:
         raise KeyringError(f"filekey {path}: {exc.strerror}") from None
     secret = raw.rstrip(b"\r\n")

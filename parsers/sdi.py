@@ -35,6 +35,7 @@ from parsers._structs_gen import (
 from parsers.codecs import CodecError, zlib_inflate, zlib_stream
 from parsers.constants import FIL_NULL, FIL_PAGE_SDI, FIL_PAGE_SDI_BLOB, UNIV_ZIP_SIZE_MAX
 from parsers.errors import ParseError
+from parsers.jsontext import too_deep
 
 PAGE_NEW_INFIMUM = 99
 REC_INFO_DELETED = 0x20
@@ -243,23 +244,11 @@ def _entry(
         raise SdiError(f"{what} is JSON nested too deep") from None
     except ValueError as exc:
         raise SdiError(f"{what} is not JSON: {exc}") from None
-    if _too_deep(obj, MAX_JSON_DEPTH):
+    if too_deep(obj, MAX_JSON_DEPTH):
         raise SdiError(f"{what} is JSON nested deeper than {MAX_JSON_DEPTH} levels")
     if not isinstance(obj, dict) or not isinstance(obj.get("dd_object", {}), dict):
         raise SdiError(f"SDI record {sdi_id} is not a JSON object with a dd_object object")
     return SdiEntry(sdi_type, sdi_id, obj)
-
-
-def _too_deep(obj: Any, limit: int) -> bool:
-    """Does ``obj`` nest containers more than ``limit`` deep? (Iterative: no recursion.)"""
-    stack: list[tuple[Any, int]] = [(obj, 1)]
-    while stack:
-        item, depth = stack.pop()
-        if depth > limit:
-            return True
-        children = item.values() if isinstance(item, dict) else item
-        stack.extend((c, depth + 1) for c in children if isinstance(c, dict | list))
-    return False
 
 
 def read_zip_sdi(

@@ -11,12 +11,16 @@ import os
 import re
 import sys
 from collections.abc import Callable
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import click
 
 from ibdtool.cli.ssh_option import ssh_options
 from ibdtool.errors import ExitCode, IbdtoolError
+from ibdtool.present import shown
+
+if TYPE_CHECKING:
+    from rich.text import Text
 
 _RATE = re.compile(r"^\s*(\d+(?:\.\d+)?)\s*([kmgKMG]?)(?:i?[bB](?:/s)?)?\s*$")
 
@@ -130,7 +134,7 @@ def copy(
 
 
 def _report_error(exc: IbdtoolError) -> int:
-    click.echo(f"ibdtool: error: {exc.message}", err=True)
+    click.echo(f"ibdtool: error: {shown(exc.message)}", err=True)
     return int(exc.exit_code)
 
 
@@ -144,7 +148,7 @@ def _deliver(
     for note in result.notes:
         if note not in _SAID:
             _SAID.add(note)
-            click.echo(f"ibdtool: note: {note}", err=True)
+            click.echo(f"ibdtool: note: {shown(note)}", err=True)
     if as_json:
         docs.append(result.to_json())
     elif show:
@@ -269,14 +273,13 @@ def _progress_adapter(bar: Callable[..., None]) -> Callable[[Any], None]:
 
 def print_copy(r: Any) -> None:
     """What a DBA wants to see after a copy: sizes at both ends, bytes moved, verification."""
-    from rich.text import Text
 
-    from ibdtool.cli.render import out
+    from ibdtool.cli.render import literal, out
     from ibdtool.present import human_bytes
 
     hb = human_bytes
     con = out()
-    con.print(Text(f"{r.source} → {r.dest}", style="bold"), soft_wrap=True)
+    con.print(literal(f"{r.source} → {r.dest}", style="bold"), soft_wrap=True)
     con.print(
         f"  {hb(r.logical_size)} logical · allocated {hb(r.source_allocated)} at the source, "
         f"{hb(r.dest_allocated)} at the destination · {_n(r.data_ranges, 'data range')}",
@@ -306,17 +309,21 @@ def _n(count: int, noun: str) -> str:
     return f"{count} {noun}{'' if count == 1 else 's'}"
 
 
-def _verify_line(mode: str, windows: int, pages: dict[str, Any] | None) -> str:
+def _verify_line(mode: str, windows: int, pages: dict[str, Any] | None) -> Text:
+    from rich.text import Text
+
     if mode == "none":
-        return "  [yellow]not verified[/] (--verify none)"
-    line = f"  [green]verified[/]: {_n(windows, 'window')} read back equal to the source"
+        return Text.assemble("  ", ("not verified", "yellow"), " (--verify none)")
+    line = Text.assemble(
+        "  ", ("verified", "green"), f": {_n(windows, 'window')} read back equal to the source"
+    )
     if pages:
-        line += (
+        line.append(
             f"; {pages['pages']} pages at the {pages['where'].split(' ')[0]}: "
             f"{pages['valid']} valid, {pages['empty']} empty, {pages['invalid']} invalid"
         )
         if pages.get("invalid_in_source_too"):
-            line += " [yellow](invalid in the source too)[/]"
+            line.append(" (invalid in the source too)", "yellow")
     return line
 
 
@@ -367,12 +374,14 @@ def _in_place(paths: tuple[str, ...], opts: Any, *, yes: bool, as_json: bool, sh
 
 
 def _print_in_place(r: Any) -> None:
-    from ibdtool.cli.render import out
+    from rich.text import Text
+
+    from ibdtool.cli.render import literal, out
     from ibdtool.present import human_bytes
 
     hb = human_bytes
     con = out()
-    con.print(f"[bold]{r.path}[/]", soft_wrap=True)
+    con.print(literal(r.path, style="bold"), soft_wrap=True)
     con.print(
         f"  allocated {hb(r.allocated_before)} → {hb(r.allocated_after)} "
         f"({hb(r.logical_size)} logical) · punched {hb(r.punched_bytes)} · {r.elapsed:.1f} s",
@@ -387,5 +396,9 @@ def _print_in_place(r: Any) -> None:
     if r.pages:
         p = r.pages
         con.print(
-            f"  [green]pages[/]: {p['valid']} valid, {p['empty']} empty, {p['invalid']} invalid"
+            Text.assemble(
+                "  ",
+                ("pages", "green"),
+                f": {p['valid']} valid, {p['empty']} empty, {p['invalid']} invalid",
+            )
         )

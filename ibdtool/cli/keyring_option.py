@@ -20,6 +20,9 @@ if TYPE_CHECKING:
     from parsers.keyring import Keyring
 
 F = TypeVar("F", bound=Callable[..., Any])
+#: far more than any key file holds (MariaDB's lists a few keys, MySQL's keyring_file a few
+#: dozen); what is read before a key file is refused
+KEYRING_MAX_BYTES = 16 << 20
 
 
 def load_keyring(path: str | None, filekey: str | None) -> Keyring | None:
@@ -29,12 +32,20 @@ def load_keyring(path: str | None, filekey: str | None) -> Keyring | None:
             raise InputError("--keyring-filekey needs --keyring")
         return None
     # imported only now: parsers.keyring loads construct and cryptography (start-up, issue 14)
-    from parsers.keyring import KeyringError, read_keyring
+    from ibdtool.fs import read_capped
+    from parsers.keyring import MAX_SECRET, KeyringError, parse_keyring
 
+    data = read_capped(path, KEYRING_MAX_BYTES, "key file")
+    secret: str | bytes | None = filekey
+    if filekey is not None and filekey.startswith("FILE:"):
+        raw = read_capped(filekey[5:], MAX_SECRET + 2, "filekey file").rstrip(b"\r\n")
+        if not raw or len(raw) > MAX_SECRET:
+            raise InputError(f"filekey {filekey[5:]}: the secret must be 1..{MAX_SECRET} bytes")
+        secret = raw
     try:
-        return read_keyring(path, filekey)
+        return parse_keyring(data, secret)
     except KeyringError as exc:
-        raise InputError(str(exc)) from None
+        raise InputError(f"{path}: {exc}") from None
 
 
 def keyring_options(fn: F) -> F:

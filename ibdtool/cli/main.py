@@ -19,6 +19,7 @@ from ibdtool.cli.complete import TablespacePath, complete_algorithms, complete_b
 from ibdtool.cli.keyring_option import keyring_options
 from ibdtool.cli.schema_option import schema_options
 from ibdtool.errors import ExitCode, IbdtoolError, InputError
+from ibdtool.present import shown
 from parsers import codecs
 
 if TYPE_CHECKING:  # parsers.keyring loads construct and cryptography: only with --keyring
@@ -37,7 +38,7 @@ _PATH = TablespacePath(readable=False)
 
 
 def _fail(message: str, code: int = ExitCode.BAD_INPUT) -> NoReturn:
-    click.echo(f"ibdtool: error: {message}", err=True)
+    click.echo(f"ibdtool: error: {shown(message)}", err=True)
     sys.exit(code)
 
 
@@ -190,7 +191,7 @@ def _outcomes(paths: Sequence[str], fn: Callable[[str], Any]) -> list[Outcome]:
         try:
             outcomes.append((path, fn(path), None))
         except InputError as exc:
-            click.echo(f"ibdtool: error: {exc.message}", err=True)
+            click.echo(f"ibdtool: error: {shown(exc.message)}", err=True)
             outcomes.append((path, None, exc.message))
     return outcomes
 
@@ -306,7 +307,7 @@ def inspect(
             create_new(map_svg, svg(maps[r.path], os.path.basename(r.path)).encode())
     for r in truncated:
         click.echo(
-            f"ibdtool: error: {r.path}: truncated: last page has {r.trailing_bytes} of "
+            f"ibdtool: error: {shown(r.path)}: truncated: last page has {r.trailing_bytes} of "
             f"{r.fmt.physical_size} bytes",
             err=True,
         )
@@ -453,7 +454,7 @@ def checksum(
         bad = bad or bool(r.invalid_pages)
         if r.trailing_bytes:
             click.echo(
-                f"ibdtool: error: {r.path}: truncated: last page has {r.trailing_bytes} of "
+                f"ibdtool: error: {shown(r.path)}: truncated: last page has {r.trailing_bytes} of "
                 f"{r.physical_size} bytes",
                 err=True,
             )
@@ -575,6 +576,6 @@ def sdi(path: str, keyring: Keyring | None) -> None:
             raise InputError(f"{path}: has no SDI (only MySQL 8.0+ tablespaces carry one)")
         entries = ts.sdi()
         for warning in ts.sdi_warnings:
-            click.echo(f"ibdtool: warning: {path}: {warning}", err=True)
+            click.echo(f"ibdtool: warning: {shown(path)}: {shown(warning)}", err=True)
     _emit_json(ibd2sdi_shape(entries))
     _fail_if_truncated(path)

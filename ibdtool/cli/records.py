@@ -112,6 +112,7 @@ def records(
     options are given), else the .cfg file beside PATH; without any, records are shown in hex.
     An encrypted tablespace is read with --keyring.
     """
+    from ibdtool.present import json_shown, shown
     from ibdtool.tablespace import EXPORT_FORMATS, load_schemas, open_records
 
     if as_json:
@@ -143,12 +144,14 @@ def records(
         elif not as_json and run.table is not None:
             note = "; ".join(run.table.notes)
             click.echo(
-                f"# {path}: index {run.index_name}, columns from {run.table.source}"
-                + (f" ({note})" if note else ""),
+                shown(
+                    f"# {path}: index {run.index_name}, columns from {run.table.source}"
+                    + (f" ({note})" if note else "")
+                ),
                 err=True,
             )
         elif not as_json:
-            click.echo(f"# {path}: no table definition: records in hex", err=True)
+            click.echo(f"# {shown(path)}: no table definition: records in hex", err=True)
         out = sys.stdout
         for ev in run.events() if not export else ():
             if ev.misfit is not None:
@@ -163,15 +166,20 @@ def records(
                 click.echo(f"ibdtool: warning: {where}: does not fit: {ev.misfit}", err=True)
             if ev.problem is not None:
                 problems += 1
-                click.echo(f"ibdtool: warning: {path}: page {ev.page}: {ev.problem}", err=True)
+                click.echo(
+                    f"ibdtool: warning: {shown(path)}: page {ev.page}: {shown(ev.problem)}",
+                    err=True,
+                )
                 if not as_json:
                     continue
             if as_json:
-                out.write(json.dumps(ev.to_json(), ensure_ascii=False, default=str) + "\n")
+                out.write(json_shown(json.dumps(ev.to_json(), ensure_ascii=False, default=str)))
+                out.write("\n")
             else:
                 flag = (" deleted" if ev.deleted else "") + (" MISFIT" if ev.misfit else "")
                 vals = " ".join(
-                    f"{k}={json.dumps(v, ensure_ascii=False)}" for k, v in (ev.fields or {}).items()
+                    f"{shown(k)}={json_shown(json.dumps(v, ensure_ascii=False, default=str))}"
+                    for k, v in (ev.fields or {}).items()
                 )
                 out.write(f"[{ev.page}]{flag} {vals}\n")
     finally:

@@ -1,7 +1,9 @@
 """Human output for the CLI: Rich panels and tables, progress bars, and streamed row writers.
 
 Progress goes to stderr and only when stderr is a terminal; data goes to stdout. Rich respects
-``NO_COLOR`` and plain pipes by itself.
+``NO_COLOR`` and plain pipes by itself. Every console here is a :class:`SafeConsole`: strings are
+never read as Rich markup (a table named ``[bold]x`` prints as such) and control characters in
+anything printed are shown escaped (:func:`ibdtool.text.shown`), whoever forgot to escape them.
 """
 
 from __future__ import annotations
@@ -26,9 +28,12 @@ from ibdtool.present import (
     hms,
     human_bytes,
     inspect_rows,
+    is_safe,
     recommendation_text,
     scenario_label,
     seconds_text,
+    shown,
+    shown_offsets,
     simulation_heading,
 )
 
@@ -42,7 +47,53 @@ _out: Console | None = None
 _err: Console | None = None
 
 
-class PipeConsole(Console):
+def _lines_shown(text: str) -> str:
+    """:func:`ibdtool.text.shown` on each line: the line breaks a renderable was built with
+    stay (a name's own newline was escaped when the name was put into words)."""
+    return "\n".join(shown(line) for line in text.split("\n"))
+
+
+def literal(text: str = "", style: Any = "", **kwargs: Any) -> Text:
+    """``Text(text, style)`` of one outside name or message: escaped first, newlines too
+    (:func:`ibdtool.text.shown`), so that nothing is lost to Rich, which drops BEL, BS, VT, FF
+    and CR."""
+    return Text(shown(text), style=style, **kwargs)
+
+
+def safe_text(text: Text) -> Text:
+    """``text`` with its control characters escaped (:func:`ibdtool.text.shown_offsets`),
+    line breaks kept, its styles kept on the same characters."""
+    plain = text.plain
+    if is_safe(plain.replace("\n", "")):
+        return text
+    escaped, ends = shown_offsets(plain)
+    new = text.blank_copy(escaped)
+    for span in text.spans:
+        new.stylize(span.style, ends[min(span.start, len(plain))], ends[min(span.end, len(plain))])
+    return new
+
+
+class SafeConsole(Console):
+    """A Rich console that prints text, never obeys it: ``str`` is taken literally (no markup,
+    whatever ``markup=`` says) and every string or :class:`Text` it renders, down to a table
+    cell or a progress column, has its control characters escaped. Names from files and
+    servers reach a terminal only through here or :func:`ibdtool.text.shown`."""
+
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        kwargs["markup"] = False
+        super().__init__(*args, **kwargs)
+
+    def render_str(self, text: str, **kwargs: Any) -> Text:
+        kwargs["markup"] = False
+        return super().render_str(_lines_shown(text), **kwargs)
+
+    def render(self, renderable: Any, options: Any = None) -> Any:
+        if isinstance(renderable, Text):
+            renderable = safe_text(renderable)
+        return super().render(renderable, options)
+
+
+class PipeConsole(SafeConsole):
     """Rich exits with status 1 when the reader of a pipe goes away (``| head``), which a
     script would take for a failure; raise so the CLI stops quietly with 0 instead."""
 
@@ -90,6 +141,7 @@ def fitted(
 
     from ibdtool.cli.fit import fill, fit_columns, table_width
 
+    texts = [[shown(value) for value in row] for row in texts]  # measured as printed
     fit = fit_columns(cols, texts, None if wide else table_width(), wide)
     t = Table(
         title=title,
@@ -119,7 +171,7 @@ def fitted(
 def err() -> Console:
     global _err
     if _err is None:
-        _err = Console(stderr=True, highlight=False)
+        _err = SafeConsole(stderr=True, highlight=False)
     return _err
 
 
@@ -203,10 +255,10 @@ def progress_for(
 
     meter = RateMeter()
     with Progress(
-        "[progress.description]{task.description}",
+        TextColumn("{task.description}", style="progress.description", markup=False),
         BarColumn(),
         *progress_columns(byte_units),
-        TextColumn("{task.fields[info]}"),
+        TextColumn("{task.fields[info]}", markup=False),
         console=err(),
         transient=True,
     ) as progress:
@@ -232,7 +284,7 @@ def progress_for(
 def print_inspect(r: InspectResult) -> None:
     """One block per file, as a DBA reads it top to bottom."""
     con = out()
-    con.print(Text(r.path, style="bold underline"))
+    con.print(literal(r.path, style="bold underline"))
     con.print(inspect_grid(r))
     con.print()
 
@@ -248,12 +300,12 @@ def print_map(pm: PageMap) -> None:
     width = max(8, (table_width() or con.width) - 2)
     per_cell, rows = pm.cells(width, MAP_ROWS)
     unit = "1 cell = 1 page" if per_cell == 1 else f"1 cell = {per_cell:,} pages"
-    con.print(Text(f"Page map by {pm.mode}", style="bold"))
+    con.print(literal(f"Page map by {pm.mode}", style="bold"))
     for row in rows:
         con.print(Text.assemble(*((c.glyph, c.color) for c in row)))
     for c in pm.legend():
         con.print(Text.assemble((c.glyph, c.color), f" {c.label} {c.pages:,}"))
-    con.print(Text(unit, style="dim"))
+    con.print(literal(unit, style="dim"))
     con.print()
 
 
@@ -274,7 +326,7 @@ def print_simulation(r: SimResult, wide: bool = False) -> None:
     from ibdtool.cli.fit import Col
 
     con = out()
-    con.print(Text(r.path, style="bold underline"))
+    con.print(literal(r.path, style="bold underline"))
     con.print(simulation_heading(r))
     current = current_state_text(r)
     if current:
@@ -307,19 +359,21 @@ def print_simulation(r: SimResult, wide: bool = False) -> None:
 
     def style(row: int, key: str, value: str) -> Any:
         if key == "saving":
-            return Text(value, style="green" if r.results[row].saving_pct > 0 else "red")
+            return literal(value, style="green" if r.results[row].saving_pct > 0 else "red")
         return value
 
     if texts:  # none with -a row (the ROW_FORMAT=COMPRESSED what-if alone)
         con.print(fitted(None, cols, texts, wide, style))
     note = cost_note(r)
     if note:
-        con.print(Text(note, style="dim"))
+        con.print(literal(note, style="dim"))
     drop = drop_note(r)
     if drop:
-        con.print(Text(drop, style="dim"))
+        con.print(literal(drop, style="dim"))
     if any(x.scenario.server == "what-if" for x in r.results):
-        con.print("[dim]what-if rows are not an InnoDB option: they show the data's headroom[/]")
+        con.print(
+            Text("what-if rows are not an InnoDB option: they show the data's headroom", "dim")
+        )
     if r.row_compressed:
         zt = Table(box=box.SIMPLE_HEAD, pad_edge=False, title="ROW_FORMAT=COMPRESSED what-if")
         zt.add_column("KEY_BLOCK_SIZE", justify="right")
@@ -337,7 +391,7 @@ def print_simulation(r: SimResult, wide: bool = False) -> None:
     for rec in recommendations(r):
         con.print(Text.assemble(*recommendation_text(rec, r.page_size)))
     for note in r.notes:
-        con.print(Text(note, style="yellow"))
+        con.print(literal(note, style="yellow"))
     con.print()
 
 

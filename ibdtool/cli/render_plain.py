@@ -17,6 +17,8 @@ from typing import TYPE_CHECKING, Any
 
 import click
 
+from ibdtool.present import shown
+
 if TYPE_CHECKING:
     from ibdtool.tablespace import CheckResult
 
@@ -48,17 +50,17 @@ def print_checksum(r: CheckResult) -> None:
     if color:
         status = click.style(status, fg="green" if not r.invalid_pages else "red", bold=True)
     line = (
-        f"{r.path}: {status} {r.pages} pages: {r.valid} valid, {r.empty} empty, "
+        f"{shown(r.path)}: {status} {r.pages} pages: {r.valid} valid, {r.empty} empty, "
         f"{len(r.invalid_pages)} invalid"
         + (f", {r.unverifiable} unverifiable" if r.unverifiable else "")
         + (f" ({by})" if by else "")
     )
     click.echo(line, color=color)
     if r.invalid_pages:
-        shown = ", ".join(map(str, r.invalid_pages[:50]))
+        listed = ", ".join(map(str, r.invalid_pages[:50]))
         more = f" … and {len(r.invalid_pages) - 50} more" if len(r.invalid_pages) > 50 else ""
-        click.echo(click.style(f"  invalid pages: {shown}{more}", fg="red") if color else
-                   f"  invalid pages: {shown}{more}", color=color)  # fmt: skip
+        click.echo(click.style(f"  invalid pages: {listed}{more}", fg="red") if color else
+                   f"  invalid pages: {listed}{more}", color=color)  # fmt: skip
 
 
 def write_rows(rows: Iterable[dict[str, Any]], fmt: str, wide: bool = False) -> None:
@@ -92,7 +94,7 @@ def write_rows(rows: Iterable[dict[str, Any]], fmt: str, wide: bool = False) -> 
 
                 writer = csv.DictWriter(sys.stdout, fieldnames=list(row))
                 writer.writeheader()
-            writer.writerow(row)
+            writer.writerow({k: shown(v) if isinstance(v, str) else v for k, v in row.items()})
         else:
             if writer is None:
                 writer = True
@@ -145,7 +147,7 @@ def _text_line(row: dict[str, Any], columns: list[tuple[str, int]], header: bool
     cells = []
     for name, width in columns:
         value = name.upper() if header else row.get(name)
-        text = "" if value is None else str(value)
+        text = "" if value is None else shown(value)
         if name == "checksum" and not header and row.get("valid") is False:
             text = "INVALID"
         left = name in ("type", "index")

@@ -85,9 +85,9 @@ def _progress(files: int, total_bytes: int) -> Iterator[Callable[[int, int, str]
     with Progress(
         TextColumn("report"),
         BarColumn(),
-        TextColumn("{task.fields[files]}"),
+        TextColumn("{task.fields[files]}", markup=False),
         *progress_columns(byte_units=True),
-        TextColumn("{task.fields[info]}"),
+        TextColumn("{task.fields[info]}", markup=False),
         console=err(),
         transient=True,
     ) as progress:

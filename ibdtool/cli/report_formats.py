@@ -14,7 +14,7 @@ import json
 from collections.abc import Callable
 from typing import IO, Any
 
-from ibdtool.present import human_bytes, range_text
+from ibdtool.present import human_bytes, range_text, shown
 
 SYSTEM_LABEL = "(server)"  # rows with no schema: system, undo and general tablespaces
 
@@ -297,6 +297,15 @@ def csv_record(row: dict[str, Any]) -> dict[str, Any]:
     return rec
 
 
+class _SafeCsv(csv.DictWriter):
+    """CSV with every text cell passed through :func:`ibdtool.text.shown` (names from files and
+    servers end up on terminals through ``cat`` too; the JSON report carries them exactly)."""
+
+    def writerow(self, rowdict: Any) -> Any:
+        safe = {k: shown(v) if isinstance(v, str) else v for k, v in rowdict.items()}
+        return super().writerow(safe)
+
+
 def write_csv(doc: dict[str, Any], out: IO[str]) -> None:
     """One line per tablespace; with ``--compare``, its change, and dropped ones at the end."""
     from ibdtool.report import match_keys
@@ -309,7 +318,7 @@ def write_csv(doc: dict[str, Any], out: IO[str]) -> None:
     compare = doc.get("compare")
     if compare:
         fields += CSV_CHANGE_FIELDS
-    writer = csv.DictWriter(out, fieldnames=fields, extrasaction="ignore", lineterminator="\n")
+    writer = _SafeCsv(out, fieldnames=fields, extrasaction="ignore", lineterminator="\n")
     writer.writeheader()
     rows = doc["tablespaces"]
     changes = {c["key"]: c for c in compare["changes"]} if compare else {}
@@ -368,7 +377,7 @@ def csv_total(t: dict[str, Any]) -> dict[str, Any]:
 
 
 def _md(text: str) -> str:
-    return text.replace("\\", "\\\\").replace("|", "\\|").replace("\n", " ")
+    return shown(text.replace("\\", "\\\\").replace("|", "\\|").replace("\n", " "))
 
 
 def _md_table(columns: list[Column], items: list[dict[str, Any]]) -> list[str]:
@@ -408,7 +417,7 @@ def write_markdown(doc: dict[str, Any], out: IO[str]) -> None:
         lines += [*_md_changes(compare), ""]
     lines += ["## Flags", ""]
     lines += [f"- **{name}**: {meaning}" for name, meaning in doc["flags"].items()]
-    out.write("\n".join(lines) + "\n")
+    out.write("\n".join(shown(line) for line in lines) + "\n")
 
 
 CHANGE_COLUMNS: list[Column] = [
@@ -484,25 +493,24 @@ _WRAPS = {"flags": ", ", "compression": " + ", "what": "; ", "flagged": ", "}
 def print_table(doc: dict[str, Any], wide: bool = False) -> None:
     """The report as Rich tables that fit the terminal (columns dropped by priority, said in a
     footer; ``wide`` keeps them all); on a pipe every column at its natural width."""
-    from rich.text import Text
 
-    from ibdtool.cli.render import table_console
+    from ibdtool.cli.render import literal, table_console
 
     con = table_console(wide)
     con.print(fitted_table("Tablespaces", row_columns(doc), doc["tablespaces"], wide))
     for row in doc["tablespaces"]:
         note = sdi_note(row)
         if note:
-            con.print(Text(f"{row['name']}: {note}", style="dim"))
+            con.print(literal(f"{row['name']}: {note}", style="dim"))
     con.print(fitted_table("Schemas", schema_columns(doc), doc["totals"]["by_schema"], wide))
     if fleet(doc):
         con.print(fitted_table("Hosts", HOST_COLUMNS, doc["totals"]["by_host"], wide))
-    con.print(Text(headline(doc), style="bold"))
+    con.print(literal(headline(doc), style="bold"))
     compare = doc.get("compare")
     if compare:
         con.print()
         con.print(fitted_table("Changes", CHANGE_COLUMNS, compare["changes"], wide))
-        con.print(Text(compare_headline(compare), style="bold"))
+        con.print(literal(compare_headline(compare), style="bold"))
 
 
 def fitted_table(title: str, columns: list[Column], items: list[dict[str, Any]], wide: bool) -> Any:
@@ -597,7 +605,9 @@ document.querySelectorAll("table.sortable th").forEach(function (th) {
 
 
 def _e(value: Any) -> str:
-    return html.escape("" if value is None else str(value), quote=True)
+    """HTML text or attribute: markup escaped, and control characters (which XML forbids and
+    ``cat`` would send to a terminal) shown as :func:`ibdtool.text.shown` writes them."""
+    return html.escape("" if value is None else shown(value), quote=True)
 
 
 def _html_table(table_id: str, columns: list[Column], items: list[dict[str, Any]]) -> str:
@@ -654,10 +664,10 @@ def schema_chart(by_schema: list[dict[str, Any]], width: int = 760) -> str:
         f'<text x="{label_w + 156}" y="13">allocated (st_blocks × 512)</text>',
     ]
     y = top
-    for t, shown in zip(by_schema, labels, strict=True):
+    for t, label_text in zip(by_schema, labels, strict=True):
         label = schema_label(t["schema"])
         parts.append(
-            f'<text x="{label_w - 8}" y="{y + bar_h + 4}" text-anchor="end">{_e(shown)}'
+            f'<text x="{label_w - 8}" y="{y + bar_h + 4}" text-anchor="end">{_e(label_text)}'
             f"<title>{_e(label)}</title></text>"
         )
         for i, kind in enumerate(("logical_size", "allocated_size")):

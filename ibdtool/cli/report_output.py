@@ -18,6 +18,7 @@ import click
 
 from ibdtool.cli import report_formats as rf
 from ibdtool.errors import ExitCode
+from ibdtool.present import shown
 from ibdtool.report import Comparer, ScanOptions, Totals, document, fail_on_hits, thresholds
 
 #: errors listed on stderr at the end; every one is in its row
@@ -101,7 +102,7 @@ def finish(totals: Totals, errors: list[str], fail_on: list[str], host_rows: int
     overall = totals.to_json()["all"]
     if overall["errors"]:
         for message in errors:
-            click.echo(f"ibdtool: error: {message}", err=True)
+            click.echo(f"ibdtool: error: {shown(message)}", err=True)
         files = overall["errors"] - host_rows
         failed = [h for h, t in totals.hosts.items() if t["host_error"]]
         parts = [f"{len(failed)} of {len(totals.hosts)} hosts failed"] if failed else []

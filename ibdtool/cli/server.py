@@ -21,6 +21,7 @@ import click
 
 from ibdtool.cli.complete import complete_targets
 from ibdtool.errors import ExitCode, InputError
+from ibdtool.present import shown
 from parsers import codecs
 
 F = TypeVar("F", bound=Callable[..., Any])
@@ -167,7 +168,7 @@ def resolve_connection(kw: dict[str, Any]) -> tuple[Any, str | None]:
         cli["password"] = pw.value
 
     def warn(text: str) -> None:
-        click.echo(f"ibdtool: [Warning] {text}", err=True)
+        click.echo(f"ibdtool: [Warning] {shown(text)}", err=True)
 
     opts = resolve_options(
         cli,

@@ -14,7 +14,7 @@ from rich import box
 from rich.table import Table
 from rich.text import Text
 
-from ibdtool.cli.render import err, out
+from ibdtool.cli.render import err, literal, out, safe_text
 from ibdtool.present import hms, human_bytes, range_text
 
 if TYPE_CHECKING:
@@ -37,7 +37,7 @@ LINE_EVERY = 10.0  # seconds between progress lines when stderr is not a termina
 def _yes_no(value: bool | None, yes: str = "yes", no: str = "no") -> Text:
     if value is None:
         return Text("unknown", style="yellow")
-    return Text(yes, style="green") if value else Text(no, style="red")
+    return literal(yes, style="green") if value else literal(no, style="red")
 
 
 def _pct_saved(file_size: int | None, allocated: int | None) -> str:
@@ -57,7 +57,8 @@ def _fit_text(value: str | Text, width: int | None) -> str | Text:
 
     if width is None:
         return value
-    text = Text(value) if isinstance(value, str) else value
+
+    text = safe_text(literal(value) if isinstance(value, str) else value)  # measured as printed
     lines = []
     pos = 0
     for end, start in line_breaks(text.plain, width):
@@ -127,7 +128,7 @@ def _status_rows(st: ServerStatus) -> list[tuple[str, str | Text]]:
         )
     g.add_row("perf_schema", pfs)
     for w in st.warnings:
-        g.add_row("Warning", Text(w, style="yellow"))
+        g.add_row("Warning", literal(w, style="yellow"))
     return rows
 
 
@@ -146,20 +147,20 @@ class _Rows:
 
 def _table_note(t: TableInfo, vendor: Vendor) -> Text:
     if not t.innodb:
-        return Text(f"ENGINE={t.engine}", style="dim")
+        return literal(f"ENGINE={t.engine}", style="dim")
     if t.shared_tablespace:
-        return Text(f"in shared tablespace {t.shared_tablespace}", style="yellow")
+        return literal(f"in shared tablespace {t.shared_tablespace}", style="yellow")
     why = t.needs_rebuild(vendor)
     if why:
-        return Text(why, style="bold yellow")
+        return literal(why, style="bold yellow")
     lag = t.unflushed()
     if lag:
-        return Text(lag, style="yellow")
+        return literal(lag, style="yellow")
     errors = [s.state_error for s in t.spaces if s.state_error]
     if errors:
-        return Text(errors[0], style="red")
+        return literal(errors[0], style="red")
     if t.fulltext:
-        return Text(f"FULLTEXT {', '.join(t.fulltext)}", style="dim")
+        return literal(f"FULLTEXT {', '.join(t.fulltext)}", style="dim")
     return Text("")
 
 
@@ -183,9 +184,9 @@ def _print_wide(tab: Table) -> None:
     if con.is_terminal:
         con.print(tab)
         return
-    from rich.console import Console
+    from ibdtool.cli.render import SafeConsole
 
-    Console(highlight=False, soft_wrap=False, width=max(con.width, 240)).print(tab)
+    SafeConsole(highlight=False, soft_wrap=False, width=max(con.width, 240)).print(tab)
 
 
 #: ``server tables`` columns, in their order; priority 0 is never dropped, higher goes first
@@ -287,7 +288,7 @@ def print_tables(
 def _plan_table(tp: TablePlan, vendor: Vendor) -> None:
     con = out()
     t = tp.table
-    head = Text(t.name, style="bold")
+    head = literal(t.name, style="bold")
     head.append(f"  {t.current_format(vendor) if t.innodb else '-'} → {tp.target.label}  ")
     style = {"convert": "green", "skip": "dim", "refuse": "bold red"}[tp.action]
     head.append({"convert": "convert", "skip": "skip", "refuse": "REFUSED"}[tp.action], style=style)
@@ -304,11 +305,11 @@ def _plan_table(tp: TablePlan, vendor: Vendor) -> None:
         con.print(f"  {tp.skip_reason}", style="dim", soft_wrap=True)
     for c in tp.checks:
         if c.severity == "info":
-            con.print(Text(f"  · {c.message}", style="dim"), soft_wrap=True)
+            con.print(literal(f"  · {c.message}", style="dim"), soft_wrap=True)
         elif c.severity == "warning":
-            con.print(Text(f"  ! {c.message}", style="yellow"), soft_wrap=True)
+            con.print(literal(f"  ! {c.message}", style="yellow"), soft_wrap=True)
         else:
-            con.print(Text(f"  ✗ {c.message}", style="red"), soft_wrap=True)
+            con.print(literal(f"  ✗ {c.message}", style="red"), soft_wrap=True)
     if tp.prediction:
         p = tp.prediction
         ci = ""
@@ -318,12 +319,15 @@ def _plan_table(tp: TablePlan, vendor: Vendor) -> None:
             f"saves {p.saving_pct:.0f}%" if p.saving_pct >= 0 else f"grows {-p.saving_pct:.0f}%"
         )
         con.print(
-            f"  predicted: {human_bytes(p.predicted)} allocated{ci}, {change} against "
-            f"{human_bytes(p.allocated_now)} now [dim]({p.how})[/]",
+            Text.assemble(
+                f"  predicted: {human_bytes(p.predicted)} allocated{ci}, {change} against "
+                f"{human_bytes(p.allocated_now)} now ",
+                (f"({p.how})", "dim"),
+            ),
             soft_wrap=True,
         )
     elif tp.prediction_note and tp.action == "convert":
-        con.print(Text(f"  no prediction: {tp.prediction_note}", style="dim"), soft_wrap=True)
+        con.print(literal(f"  no prediction: {tp.prediction_note}", style="dim"), soft_wrap=True)
     if tp.action == "convert":
         for step in tp.steps:
             line = Text("  " + step.display, style="bold" if step.kind == "rebuild" else "")
@@ -332,28 +336,35 @@ def _plan_table(tp: TablePlan, vendor: Vendor) -> None:
             con.print(line, soft_wrap=True)
             if step.kind in ("attribute", "rebuild"):
                 for lk in step.locks(tp.settings.lock_wait_timeout if tp.settings else 60):
-                    con.print(Text(f"    lock: {lk.text}", style="dim"), soft_wrap=True)
+                    con.print(literal(f"    lock: {lk.text}", style="dim"), soft_wrap=True)
         for lk in tp.verify_locks():
-            con.print(Text(f"  then, to verify — lock: {lk.text}", style="dim"), soft_wrap=True)
+            con.print(literal(f"  then, to verify — lock: {lk.text}", style="dim"), soft_wrap=True)
     con.print()
 
 
 def print_plan(plan: Plan, executing: bool) -> None:
     con = out()
-    con.print(f"[bold]{plan.server}[/]: {len(plan.tables)} table(s) to {plan.target.label}")
+    con.print(
+        Text.assemble(
+            (plan.server, "bold"), f": {len(plan.tables)} table(s) to {plan.target.label}"
+        )
+    )
     for c in plan.checks:
         style = {"error": "red", "warning": "yellow"}.get(c.severity, "dim")
-        con.print(Text(f"{'✗' if c.refuses else '!'} {c.message}", style=style), soft_wrap=True)
+        con.print(literal(f"{'✗' if c.refuses else '!'} {c.message}", style=style), soft_wrap=True)
     for note in plan.notes:
-        con.print(Text(f"! {note}", style="yellow"), soft_wrap=True)
+        con.print(literal(f"! {note}", style="yellow"), soft_wrap=True)
     con.print()
     for tp in plan.tables:
         _plan_table(tp, plan.vendor)
     if not executing:
         n = len(plan.runnable)
         con.print(
-            f"[dim]dry run: nothing was changed. {n} table(s) would be converted; "
-            "add --execute to run the statements.[/]",
+            literal(
+                f"dry run: nothing was changed. {n} table(s) would be converted; "
+                "add --execute to run the statements.",
+                style="dim",
+            ),
             soft_wrap=True,
         )
 
@@ -381,12 +392,12 @@ class ProgressView:
             )
 
             self._progress = Progress(
-                TextColumn("{task.description}"),
+                TextColumn("{task.description}", markup=False),
                 BarColumn(),
                 TaskProgressColumn(),
                 TimeElapsedColumn(),
-                TextColumn("{task.fields[eta]}"),
-                TextColumn("[dim]{task.fields[detail]}"),
+                TextColumn("{task.fields[eta]}", markup=False),
+                TextColumn("{task.fields[detail]}", style="dim", markup=False),
                 console=err(),
                 transient=True,
             )
@@ -411,29 +422,31 @@ class ProgressView:
             return
         if k == "statement_start":
             self._stop_task()
-            self.say(Text(f"{ev.table}: {ev.sql}", style="bold"))
+            self.say(literal(f"{ev.table}: {ev.sql}", style="bold"))
             self._start_task(ev)
             return
         self._stop_task()
         if k == "statement_done":
             note = f" ({ev.message})" if ev.message else ""
-            self.say(Text(f"{ev.table}: done in {hms(ev.elapsed)}{note}", style="green"))
+            self.say(literal(f"{ev.table}: done in {hms(ev.elapsed)}{note}", style="green"))
         elif k in ("table_failed", "table_interrupted", "table_refused", "restore_failed"):
-            self.say(Text(f"{ev.table or 'batch'}: {k.split('_')[-1]}: {ev.message}", style="red"))
+            self.say(
+                literal(f"{ev.table or 'batch'}: {k.split('_')[-1]}: {ev.message}", style="red")
+            )
         elif k == "table_done" and ev.data.get("status") == "awaiting_flush":
             hint = ev.data["result"].get("hint") or ""
-            self.say(Text(f"{ev.table}: awaiting flush: {ev.message}; {hint}", style="yellow"))
+            self.say(literal(f"{ev.table}: awaiting flush: {ev.message}; {hint}", style="yellow"))
         elif k == "table_done":
-            self.say(Text(f"{ev.table}: {ev.message}", style="green"))
+            self.say(literal(f"{ev.table}: {ev.message}", style="green"))
         elif k in ("throttled",):
-            self.say(Text(f"{ev.table}: throttled: {ev.message}", style="yellow"))
+            self.say(literal(f"{ev.table}: throttled: {ev.message}", style="yellow"))
         elif k in ("batch_done",):
             if ev.message.startswith("interrupted"):  # the counts the summary below shows
                 self.say(Text(f"batch {ev.message}", style="yellow"))
             return
         elif ev.message:
             prefix = f"{ev.table}: " if ev.table else ""
-            self.say(Text(prefix + ev.message, style="dim" if k != "killing" else "yellow"))
+            self.say(literal(prefix + ev.message, style="dim" if k != "killing" else "yellow"))
 
     def _start_task(self, ev: Event) -> None:
         self._stop_task()
@@ -489,19 +502,19 @@ def print_results(results: list[TableResult]) -> None:
             saved = f"{100 * (b.allocated_size - a.allocated_size) / b.allocated_size:.0f}%"
         tab.add_row(
             r.table,
-            Text(r.status, style=style),
+            literal(r.status, style=style),
             hms(r.seconds) if r.statements else "",
             arrow("file_size"),
             arrow("allocated_size"),
             saved,
-            Text(r.message, style="" if r.ok else style),
+            literal(r.message, style="" if r.ok else style),
         )
     _print_wide(tab)
     waiting = [r.table for r in results if r.status == "awaiting_flush"]
     if waiting:
         hint = next(r.hint for r in results if r.status == "awaiting_flush")
         out().print(
-            Text(f"awaiting flush: {', '.join(waiting)}: {hint}", style="yellow"), soft_wrap=True
+            literal(f"awaiting flush: {', '.join(waiting)}: {hint}", style="yellow"), soft_wrap=True
         )
     for r in results:
         if r.status not in ("done", "awaiting_flush", "failed", "interrupted"):

@@ -831,7 +831,7 @@ class Destination:
             try:
                 with os.fdopen(fd, "rb") as f:
                     state = json.loads(f.read(STATE_MAX_BYTES).decode("utf-8"))
-            except (OSError, ValueError):
+            except (OSError, ValueError, RecursionError):  # damaged: a note, then start over
                 state = None
         if (
             not isinstance(state, dict)

@@ -41,7 +41,7 @@ if TYPE_CHECKING:
         rate_for,
     )
     from ibdtool.fs.mounts import Mount, mount_of
-    from ibdtool.fs.opening import open_regular
+    from ibdtool.fs.opening import open_regular, read_capped
     from ibdtool.fs.rates import RATES, Rate
     from ibdtool.fs.unlink import (
         DROP_SUFFIX,
@@ -69,7 +69,7 @@ else:
                 "filesystem_of layout predict_between rate_for"
             ),
             "mounts": "Mount mount_of",
-            "opening": "open_regular",
+            "opening": "open_regular read_capped",
             "rates": "RATES Rate",
             "unlink": "DROP_SUFFIX DropPrepared FreeStep drop_prepare free_in_steps idle_io",
             "users": "SERVER_NAMES User lock_exclusive users_of",

@@ -73,3 +73,48 @@ def open_regular(path: str | os.PathLike[str]) -> tuple[int, os.stat_result]:
         os.close(fd)
         raise
     return fd, st
+
+
+def read_capped(
+    path: str | os.PathLike[str], limit: int, what: str = "file", own: bool = False
+) -> bytes:
+    """The whole of the regular file ``path`` named by an option (a journal, a keyring, a
+    ``--schema @FILE``, a ``--compare`` report, an option file), refused with one line when it
+    is not a regular file or holds more than ``limit`` bytes: ``/dev/zero``, a FIFO or a
+    runaway file never costs more than ``limit`` bytes of memory. ``what`` names it in the
+    message (``"keyring"``). ``own``: also refuse a symbolic link and a file another user
+    owns (a file whose content decides what ibdtool does next, like a journal)."""
+    if own:
+        try:
+            fd = os.open(path, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_CLOEXEC)
+        except OSError as exc:
+            if exc.errno == errno.ELOOP:
+                raise InputError(f"{path}: a symbolic link; not read through") from None
+            raise InputError(f"{path}: cannot read the {what}: {exc.strerror}") from None
+        st = os.fstat(fd)
+        if not stat.S_ISREG(st.st_mode):
+            os.close(fd)
+            raise not_regular(path, st.st_mode)
+        if st.st_uid != os.geteuid():
+            os.close(fd)
+            raise InputError(f"{path}: owned by uid {st.st_uid}, not by this user; not read")
+    else:
+        fd, st = open_regular(path)
+    try:
+        if st.st_size > limit:
+            raise InputError(f"{path}: {st.st_size:,} bytes, more than a {what} holds ({limit:,})")
+        chunks = []
+        got = 0
+        while got <= limit:  # the file may grow after fstat: read at most limit + 1 bytes
+            chunk = os.read(fd, min(1 << 20, limit + 1 - got))
+            if not chunk:
+                break
+            chunks.append(chunk)
+            got += len(chunk)
+        if got > limit:
+            raise InputError(f"{path}: more than a {what} holds ({limit:,} bytes)")
+        return b"".join(chunks)
+    except OSError as exc:
+        raise InputError(f"{path}: cannot read the {what}: {exc.strerror}") from None
+    finally:
+        os.close(fd)

@@ -1,6 +1,7 @@
 """Words and pictures for the front ends (the CLI and the TUI), without Rich or Textual.
 
-- ``text``: numbers in words: sizes, counts, durations, intervals.
+- ``text``: numbers in words: sizes, counts, durations, intervals; and ``shown``, the one
+  escaping of outside text (names, values, messages) every front end prints through.
 - ``describe``: inspect and simulate results in words.
 - ``pagemap``: a page map as a static picture: categories, cells, legend, SVG.
 - ``palette``: the colours pages are drawn in, the same in every picture.
@@ -40,9 +41,12 @@ if TYPE_CHECKING:
         ci_text,
         hms,
         human_bytes,
+        is_safe,
+        json_shown,
         range_text,
         seconds_text,
         shown,
+        shown_offsets,
         us_text,
     )
 else:
@@ -61,6 +65,9 @@ else:
                 "EMPTY_COLOR FULL_COLOR HOLE_COLOR INDEX_PALETTE OTHER_COLOR PARTIAL_COLOR "
                 "UNPUNCHED_COLOR UNREAD_COLOR compression_color type_color"
             ),
-            "text": "ci_text hms human_bytes range_text seconds_text shown us_text",
+            "text": (
+                "ci_text hms human_bytes is_safe json_shown range_text seconds_text shown "
+                "shown_offsets us_text"
+            ),
         },
     )

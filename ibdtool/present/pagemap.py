@@ -14,9 +14,10 @@ from __future__ import annotations
 from collections import Counter
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
-from xml.sax.saxutils import escape
+from xml.sax.saxutils import escape as xml_escape
 
 from ibdtool.present import palette
+from ibdtool.present.text import shown
 
 if TYPE_CHECKING:
     from ibdtool.tablespace import InspectResult
@@ -25,6 +26,14 @@ if TYPE_CHECKING:
     from parsers.tabledef import TableDef
 
 MODES = ("type", "compression", "allocation", "index")
+
+
+def escape(text: str) -> str:
+    """SVG text or a double-quoted attribute: markup and quotes escaped, control characters
+    (which XML forbids) shown as :func:`ibdtool.text.shown` writes them."""
+    return xml_escape(shown(text), {'"': "&quot;"})
+
+
 #: glyphs given to categories in legend order; letters when the blocks run out
 GLYPHS = "█▓▒░▚▞▙▟▛▜" + "ABCDEFGHIJKLMNOPQRSTUVWXYZ"
 

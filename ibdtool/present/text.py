@@ -1,10 +1,63 @@
-"""Numbers in words for people: sizes, counts, durations, intervals (no Rich, no click).
+"""Numbers and names in words for people: sizes, counts, durations, intervals, and any text
+from outside shown safely (no Rich, no click).
 
 The CLI's printers, the engine's messages (preflight checks) and the TUI's screens all say
-"1.5 MiB" and "1:05:09" the same way because they all call these.
+"1.5 MiB" and "1:05:09" the same way because they all call these, and every front end passes
+text it did not write (file, table, column, index names; record values; messages quoting them)
+through :func:`shown` before a terminal sees it.
 """
 
 from __future__ import annotations
+
+import re
+
+#: what a terminal or a reader's eye would obey rather than show: C0 (with TAB and newline: a
+#: name must not fake a line of output), DEL, C1, the bidirectional marks, embeddings, overrides
+#: and isolates (U+061C, U+200E/F, U+202A-E, U+2066-9), the line and paragraph separators, and
+#: lone surrogates (a file name's undecodable bytes, which no terminal encoding can write)
+_UNSAFE = re.compile(
+    "[\x00-\x1f\x7f-\x9f\u061c\u200e\u200f\u2028-\u202e\u2066-\u2069\ud800-\udfff]"
+)
+
+
+def _escaped(m: re.Match[str]) -> str:
+    c = ord(m.group())
+    if 0xDC80 <= c <= 0xDCFF:  # os.fsdecode's surrogateescape of one undecodable byte
+        return f"\\x{c - 0xDC00:02x}"
+    return f"\\x{c:02x}" if c < 0x100 else f"\\u{c:04x}"
+
+
+def is_safe(text: str) -> bool:
+    """True when :func:`shown` would leave ``text`` as it is."""
+    return _UNSAFE.search(text) is None
+
+
+def json_shown(doc: str) -> str:
+    """A JSON text written with ``ensure_ascii=False`` made safe for a terminal: the characters
+    :func:`shown` escapes (JSON already escapes C0; not C1, the bidi marks or lone surrogates)
+    as ``\\uXXXX`` escapes inside their strings, so the document parses to the same values."""
+    return _UNSAFE.sub(lambda m: f"\\u{ord(m.group()):04x}", doc)
+
+
+def shown_offsets(text: str) -> tuple[str, list[int]]:
+    """:func:`shown` for styled text: the escaped text (line breaks kept: the renderable's
+    own) and, per original offset ``i`` (and the end), where it now starts, so that a
+    front end can move its style spans with the characters."""
+    ends = [0]
+    parts = []
+    for ch in text:
+        parts.append(ch if ch == "\n" else shown(ch))
+        ends.append(ends[-1] + len(parts[-1]))
+    return "".join(parts), ends
+
+
+def shown(text: object) -> str:
+    """``text`` with every character a terminal would act on written as an escape: ESC as
+    ``\\x1b``, a newline as ``\\x0a``, U+202E as ``\\u202e``, an undecodable file-name byte as
+    ``\\xff``; everything else (accents, CJK, emoji, backslashes) as it is. The one helper every
+    front end uses for text it did not write."""
+    s = text if isinstance(text, str) else str(text)
+    return _UNSAFE.sub(_escaped, s) if _UNSAFE.search(s) else s
 
 
 def human_bytes(n: int | None) -> str:
@@ -70,11 +123,3 @@ def range_text(value: float | None, low: float | None, high: float | None) -> st
     if value is None:
         return "?"
     return f"{seconds_text(value)} ({seconds_text(low)}–{seconds_text(high)})"
-
-
-def shown(text: str) -> str:
-    """``text`` with control characters escaped (``\\n``, ``\\x1b``) before it reaches a
-    terminal: names come from files, servers and the user's own directory tree."""
-    if text.isprintable():
-        return text
-    return "".join(c if c.isprintable() else repr(c)[1:-1] for c in text)

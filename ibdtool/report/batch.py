@@ -790,15 +790,19 @@ def match_keys(rows: list[dict[str, Any]]) -> list[str]:
     return [h + (r.get("path") or "") for h, r in zip(hosts, rows, strict=True)]
 
 
+#: what ``--compare`` reads at most: a JSON report of a million tablespaces is about 1 GB
+MAX_REPORT_BYTES = 2 << 30
+
+
 def load_report(path: str | os.PathLike[str]) -> dict[str, Any]:
     """An earlier ``report --format json`` document or ``--format jsonl`` stream, checked
     against :mod:`ibdtool.report.saved` (one-line :class:`InputError` when malformed)."""
+    from ibdtool.fs import read_capped
+
     try:
-        text = Path(path).read_text()
-    except FileNotFoundError:
-        raise InputError(f"{path}: no such file") from None
-    except (OSError, UnicodeDecodeError) as exc:
-        raise InputError(f"{path}: cannot read: {getattr(exc, 'strerror', None) or exc}") from None
+        text = read_capped(path, MAX_REPORT_BYTES, "saved report").decode("utf-8")
+    except UnicodeDecodeError as exc:
+        raise InputError(f"{path}: not an ibdtool report (not UTF-8 at byte {exc.start})") from None
     whole_error: json.JSONDecodeError | None = None
     try:
         doc = json.loads(text)

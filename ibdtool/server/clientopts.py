@@ -32,6 +32,7 @@ from pathlib import Path
 from typing import Any
 
 from ibdtool.errors import InputError
+from ibdtool.fs import read_capped
 from ibdtool.server import loginfile
 from ibdtool.server.connection import (
     DEFAULT_CONNECT_TIMEOUT,
@@ -45,6 +46,10 @@ GLOBAL_OPTION_FILES = ("/etc/my.cnf", "/etc/mysql/my.cnf")
 USER_OPTION_FILE = "~/.my.cnf"
 OPTION_GROUPS = ("client", "mysql", "client-server", "client-mariadb", "mariadb-client", "ibdtool")
 LOGIN_GROUPS = ("client", "mysql")
+#: an option file (or login-path file) larger than this is refused, not read into memory
+MAX_OPTION_FILE_BYTES = 16 << 20
+#: option files one connection may read through !include and !includedir
+MAX_OPTION_FILES = 256
 PASSWORD_WARNING = "Using a password on the command line interface can be insecure."
 _ESCAPES = {"b": "\b", "t": "\t", "n": "\n", "r": "\r", "\\": "\\", "s": " ", '"': '"', "'": "'"}
 
@@ -133,6 +138,8 @@ def read_option_file(
     """One option file and what it includes; a missing file is no settings."""
     p = Path(os.path.expanduser(path))
     seen = set() if _seen is None else _seen
+    if len(seen) >= MAX_OPTION_FILES:
+        raise InputError(f"{p}: more than {MAX_OPTION_FILES} option files (!include loop?)")
     try:
         real = p.resolve()
         if real in seen:
@@ -144,9 +151,16 @@ def read_option_file(
             if warn:
                 warn(f"World-writable config file '{p}' is ignored.")
             return
-        text = p.read_text(encoding="utf-8", errors="replace")
-    except OSError:
+        if stat.S_ISCHR(st.st_mode) and os.path.samefile(p, os.devnull):
+            return  # --defaults-file=/dev/null: no settings, as the clients read it
+    except (OSError, RuntimeError, ValueError):  # a link loop (3.11), a NUL in an !include path
         return
+    try:
+        text = read_capped(p, MAX_OPTION_FILE_BYTES, "option file").decode("utf-8", "replace")
+    except InputError as exc:
+        if not os.path.lexists(p):  # gone since the stat: as if missing
+            return
+        raise InputError(f"option file {exc.message}") from None
     seen.add(real)
 
     def include(arg: str, is_dir: bool) -> Iterator[Setting]:
@@ -158,7 +172,7 @@ def read_option_file(
             return
         try:
             names = sorted(q for q in target.iterdir() if q.suffix == ".cnf")
-        except OSError:
+        except (OSError, ValueError):
             return
         for q in names:
             yield from read_option_file(q, groups, warn, seen)
@@ -187,9 +201,12 @@ def read_login_path_file(
             if warn:
                 warn(f"{path} should be readable/writable only by current user.")
             return
-        data = Path(path).read_bytes()
     except OSError:
         return
+    try:
+        data = read_capped(path, MAX_OPTION_FILE_BYTES, "login-path file")
+    except InputError as exc:
+        raise InputError(f"login-path file {exc.message}") from None
     try:
         text = loginfile.decrypt(data)
     except loginfile.LoginFileError as exc:

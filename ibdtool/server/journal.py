@@ -16,6 +16,7 @@ from __future__ import annotations
 import errno
 import json
 import os
+import re
 import stat
 import time
 from dataclasses import dataclass, field
@@ -23,7 +24,9 @@ from pathlib import Path
 from typing import Any
 
 from ibdtool.errors import InputError
+from ibdtool.fs import read_capped
 from ibdtool.server.progress import GlobalChange
+from parsers.jsontext import JsonTextError, load_json
 
 
 def open_for_append(path: Path) -> int:
@@ -51,6 +54,51 @@ def open_for_append(path: Path) -> int:
     return fd
 
 
+#: a journal line is one event (the longest is a table_done with its sizes and checks)
+MAX_LINE_BYTES = 1 << 20
+#: a journal of a thousand batches of a thousand tables is a few hundred MB short of this
+MAX_BYTES = 256 << 20
+#: what a global_set line may name: the kinds the executor changes, a variable's identifier
+CHANGE_KINDS = ("variable", "consumer", "instrument")
+_IDENTIFIER = re.compile(r"[A-Za-z_][A-Za-z0-9_]{0,63}")
+_TEXT_MAX = 256
+
+
+class Malformed(ValueError):
+    """A journal record of the wrong shape (a JSON object, but not one ibdtool writes)."""
+
+
+def _text(rec: dict[str, Any], key: str, required: bool = False) -> str | None:
+    value = rec.get(key)
+    if value is None and not required:
+        return None
+    if not isinstance(value, str):
+        raise Malformed(f'"{key}" is a JSON {type(value).__name__}, not a string')
+    return value
+
+
+def _fields(rec: dict[str, Any]) -> tuple[str, str | None, str | None, GlobalChange | None]:
+    """``event``, ``table``, ``target`` and (for the global lines) the change, type-checked."""
+    event = _text(rec, "event", required=True)
+    assert event is not None
+    table = _text(rec, "table")
+    target = _text(rec, "target")
+    change = None
+    if event in ("global_set", "global_restored"):
+        raw = rec.get("change")
+        if not isinstance(raw, dict) or set(raw) != {"kind", "name", "previous", "value"}:
+            raise Malformed('"change" is not an object of kind, name, previous and value')
+        values = {k: _text(raw, k, required=True) for k in ("kind", "name", "previous", "value")}
+        if any(len(v or "") > _TEXT_MAX for v in values.values()):
+            raise Malformed(f'a "change" field longer than {_TEXT_MAX} characters')
+        if values["kind"] not in CHANGE_KINDS:
+            raise Malformed(f'"change" of kind {values["kind"]!r}, not one of {CHANGE_KINDS}')
+        if values["kind"] == "variable" and not _IDENTIFIER.fullmatch(values["name"] or ""):
+            raise Malformed(f"{values['name']!r} is not a server variable's name")
+        change = GlobalChange(**values)  # type: ignore[arg-type]
+    return event, table, target, change
+
+
 @dataclass
 class JournalState:
     done: dict[str, dict[str, Any]] = field(default_factory=dict)  # table -> table_done record
@@ -67,35 +115,33 @@ class Journal:
             raise InputError(f"{self.path}: is a directory, not a journal file")
 
     def state(self, target: str) -> JournalState:
-        """What earlier runs recorded for ``target``."""
+        """What earlier runs recorded for ``target``. The journal is input like any other: a
+        line that is not a journal record of the right types is one :class:`InputError`
+        naming the journal and the line (a torn last line, from a crash, is ignored)."""
         st = JournalState()
-        if not self.path.exists():
+        if not os.path.lexists(self.path):
             return st
         pending: dict[tuple[str, str], GlobalChange] = {}
-        try:
-            lines = self.path.read_text(encoding="utf-8").splitlines()
-        except OSError as exc:
-            raise InputError(f"{self.path}: cannot read the journal: {exc.strerror}") from None
+        lines = self._read().split(b"\n")
+        while lines and not lines[-1].strip():
+            lines.pop()
         for n, line in enumerate(lines, 1):
             if not line.strip():
                 continue
             try:
-                rec = json.loads(line)
-            except json.JSONDecodeError:
-                if n == len(lines):
+                rec = load_json(line, MAX_LINE_BYTES, dict)
+                event, table, rec_target, change = _fields(rec)
+            except (JsonTextError, Malformed) as exc:
+                if n == len(lines) and isinstance(exc, JsonTextError):
                     break  # a torn last line from a crash
-                raise InputError(f"{self.path}:{n}: not a journal line") from None
-            event = rec.get("event")
-            table = rec.get("table")
+                raise InputError(f"{self.path}:{n}: not a journal line: {exc}") from None
             if event == "batch_start":
                 st.batches += 1
-            elif event == "global_set":
-                ch = GlobalChange(**rec["change"])
-                pending[(ch.kind, ch.name)] = ch
-            elif event == "global_restored":
-                ch = GlobalChange(**rec["change"])
-                pending.pop((ch.kind, ch.name), None)
-            if rec.get("target") != target or not table:
+            elif event == "global_set" and change is not None:
+                pending[(change.kind, change.name)] = change
+            elif event == "global_restored" and change is not None:
+                pending.pop((change.kind, change.name), None)
+            if rec_target != target or not table:
                 continue
             if event == "table_start":
                 st.started.add(table)
@@ -108,6 +154,12 @@ class Journal:
                 st.started.discard(table)
         st.unrestored = list(pending.values())
         return st
+
+    def _read(self) -> bytes:
+        """The journal's bytes: a regular file of this user's, at most :data:`MAX_BYTES` (its
+        ``global_set`` lines decide what is put back on a server, so a file planted by someone
+        else is refused before it is read, as it would be before it is written)."""
+        return read_capped(self.path, MAX_BYTES, "journal", own=True)
 
     def write(self, event: str, **fields: Any) -> None:
         rec = {"ts": time.strftime("%Y-%m-%dT%H:%M:%S%z"), "event": event, **fields}

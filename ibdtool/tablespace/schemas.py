@@ -56,24 +56,33 @@ class Schemas:
         return None
 
 
+def _one_line(text: str) -> str:
+    """A message quoting the statement's names on one line (its front end escapes the rest)."""
+    return " ".join(text.splitlines())
+
+
 def load_schemas(text: str | None) -> Schemas | None:
     """``--schema``'s value (SQL, or ``@FILE``) → its definitions; :class:`InputError` when it
     cannot be read or holds no ``CREATE TABLE``."""
     if text is None:
         return None
     if text.startswith("@"):
+        from ibdtool.fs import read_capped
+
         try:
-            with open(text[1:], encoding="utf-8", errors="replace") as fh:
-                text = fh.read(MAX_SCHEMA_BYTES)
-        except OSError as exc:
-            raise InputError(f"--schema {text[1:]}: {exc.strerror}") from None
+            data = read_capped(text[1:], MAX_SCHEMA_BYTES, "--schema file")
+        except InputError as exc:
+            raise InputError(f"--schema {exc.message}") from None
+        text = data.decode("utf-8", errors="replace")
+    elif len(text) > MAX_SCHEMA_BYTES:
+        raise InputError(f"--schema: {len(text):,} characters, more than {MAX_SCHEMA_BYTES:,}")
     try:
         tables, failed = parse_create_tables(text)
     except DdlError as exc:
-        raise InputError(f"--schema: {exc}") from None
+        raise InputError(f"--schema: {_one_line(str(exc))}") from None
     if not tables and failed:
         name, why = next(iter(failed.items()))
-        raise InputError(f"--schema: CREATE TABLE {name}: {why}")
+        raise InputError(f"--schema: CREATE TABLE {_one_line(name)}: {_one_line(why)}")
     if not tables:
         raise InputError("--schema: no CREATE TABLE statement")
     return Schemas(tuple(tables), tuple(failed.items()))

@@ -297,14 +297,21 @@ ENTRY_POINTS: dict[str, Callable[[Path], Any]] = {
 
 
 def run_inprocess(name: str, path: Path, hang_after: float = HANG_AFTER) -> Run:
-    """``ENTRY_POINTS[name](path)`` in this process; an ``InputError`` is a clean error."""
+    """``ENTRY_POINTS[name](path)`` in this process (or the text reader of that name in
+    :data:`tests.fuzz.text_inputs.TEXT_ENTRY_POINTS`); an ``InputError`` is a clean error."""
     from ibdtool.errors import InputError
 
+    if name in ENTRY_POINTS:
+        fn = ENTRY_POINTS[name]
+    else:
+        from tests.fuzz.text_inputs import TEXT_ENTRY_POINTS
+
+        fn = TEXT_ENTRY_POINTS[name][0]
     start = time.process_time()
     command = (name,)
     try:
         with _alarm(hang_after):
-            ENTRY_POINTS[name](path)
+            fn(path)
     except InputError as exc:
         outcome, detail = Outcome.CLEAN_ERROR, exc.message
         if "\n" in exc.message:

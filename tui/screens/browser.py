@@ -26,10 +26,11 @@ from textual.widgets import DataTable, Footer, Header, Static
 from textual.worker import get_current_worker
 
 from ibdtool.errors import IbdtoolError
-from ibdtool.present import human_bytes
+from ibdtool.present import human_bytes, shown
 from ibdtool.report import ScanOptions, Target, discover, scan_one
 from tui.messages import RowsScanned, ScanFailed
 from tui.screens.prompt import PromptScreen
+from tui.shown import safe
 
 if TYPE_CHECKING:
     from tui.appstate import AppState
@@ -184,7 +185,7 @@ Every tablespace under the directory, grouped by folder (schema). Sizes come fro
         yield Footer()
 
     def on_mount(self) -> None:
-        self.sub_title = str(self.root)
+        self.sub_title = shown(str(self.root))
         table = self.query_one(DataTable)
         for name in COLUMNS:
             # the columns a scan fills get fixed widths: they start empty
@@ -304,7 +305,7 @@ Every tablespace under the directory, grouped by folder (schema). Sizes come fro
         self._status()
 
     def on_scan_failed(self, message: ScanFailed) -> None:
-        self.query_one("#browser-status", Static).update(Text(message.message, style="bold red"))
+        self.query_one("#browser-status", Static).update(safe(message.message, "bold red"))
 
     # --- the table -------------------------------------------------------------------------
 
@@ -316,12 +317,12 @@ Every tablespace under the directory, grouped by folder (schema). Sizes come fro
             flags.append(f, style=FLAG_STYLES.get(f, "cyan"))
         saved = e.saved
         return (
-            Text("  " + Path(e.target.path).name),
-            Text(human_bytes(e.logical), justify="right"),
-            Text(human_bytes(e.allocated), justify="right"),
+            safe("  " + Path(e.target.path).name),
+            safe(human_bytes(e.logical), justify="right"),
+            safe(human_bytes(e.allocated), justify="right"),
             Text("" if saved is None else f"{saved:.0f}%", justify="right"),
-            e.compression,
-            flags,
+            safe(e.compression),
+            safe(flags),
         )
 
     def display_order(self) -> list[Entry]:
@@ -334,34 +335,36 @@ Every tablespace under the directory, grouped by folder (schema). Sizes come fro
         return sorted(self.folders.values(), key=lambda f: (f.name != ".", f.name))
 
     def _visible(self, folder: Folder) -> list[Entry]:
-        shown = [e for e in folder.entries if matches(e.text(), self.filter_text)]
-        return sorted(shown, key=_sort_key(self.sort_column), reverse=self.reverse)
+        visible = [e for e in folder.entries if matches(e.text(), self.filter_text)]
+        return sorted(visible, key=_sort_key(self.sort_column), reverse=self.reverse)
 
     def rebuild(self) -> None:
         table = self.query_one(DataTable)
         keep = self.cursor_key()
         table.clear()
         for folder in self._sorted_folders():
-            shown = self._visible(folder)
-            if not shown:
+            visible = self._visible(folder)
+            if not visible:
                 continue
-            logical = sum(e.logical for e in shown)
-            allocated = sum(e.allocated or 0 for e in shown)
+            logical = sum(e.logical for e in visible)
+            allocated = sum(e.allocated or 0 for e in visible)
             saved = 100 * (logical - allocated) / logical if logical else 0
             label = Text("▸ " if folder.collapsed else "▾ ", style="bold")
-            label.append(f"{folder.name}/", style="bold").append(f" {len(shown)}", style="dim")
+            label.append(shown(f"{folder.name}/"), style="bold").append(
+                f" {len(visible)}", style="dim"
+            )
             table.add_row(
                 label,
-                Text(human_bytes(logical), justify="right", style="bold"),
-                Text(human_bytes(allocated), justify="right", style="bold"),
-                Text(f"{saved:.0f}%", justify="right", style="bold"),
+                safe(human_bytes(logical), justify="right", style="bold"),
+                safe(human_bytes(allocated), justify="right", style="bold"),
+                safe(f"{saved:.0f}%", justify="right", style="bold"),
                 "",
                 "",
                 key=f"folder:{folder.name}",
             )
             if folder.collapsed:
                 continue
-            for e in shown:
+            for e in visible:
                 table.add_row(*self._cells(e), key=e.target.path)
         if keep is not None:
             self.move_to(keep)
@@ -389,7 +392,7 @@ Every tablespace under the directory, grouped by folder (schema). Sizes come fro
         pct = 100 * (logical - allocated) / logical if logical else 0
         text = Text()
         if not self.by_path:
-            text.append(f"no tablespaces under {self.root}", style="yellow")
+            text.append(f"no tablespaces under {shown(self.root)}", style="yellow")
         else:
             text.append(f"{len(entries)} tablespaces", style="bold")
             text.append(
@@ -400,7 +403,7 @@ Every tablespace under the directory, grouped by folder (schema). Sizes come fro
                 text.append(f" · scanning {self.scanned}/{len(self.by_path)}", style="dim")
             text.append(f" · sort {self.sort_column}{' ↓' if self.reverse else ''}", style="dim")
             if self.filter_text:
-                text.append(f" · filter /{self.filter_text}", style="cyan")
+                text.append(f" · filter /{shown(self.filter_text)}", style="cyan")
         self.query_one("#browser-status", Static).update(text)
 
     # --- actions ---------------------------------------------------------------------------

@@ -4,7 +4,6 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, ClassVar
 
-from rich.text import Text
 from textual import on
 from textual.app import ComposeResult
 from textual.binding import Binding, BindingType
@@ -14,6 +13,7 @@ from textual.widgets import DataTable, Footer, Header, Static
 from tui.commandlog import LogEntry
 from tui.screens.browser import matches
 from tui.screens.prompt import PromptScreen
+from tui.shown import safe
 
 if TYPE_CHECKING:
     from tui.appstate import AppState
@@ -77,22 +77,22 @@ What the app ran, as lazygit's `@` shows the git commands it ran: file operation
         status = f"{shown} of {len(entries)} entries"
         if self.filter_text:
             status += f" · filter /{self.filter_text}"
-        self.query_one("#log-status", Static).update(status)
+        self.query_one("#log-status", Static).update(safe(status))
         table.move_cursor(row=table.row_count - 1, animate=False)
 
     def _add(self, entry: LogEntry) -> bool:
         line = f"{entry.kind} {entry.text} {entry.outcome}".lower()
         if not matches(line, self.filter_text):
             return False
-        text = Text(entry.text)
+        text = safe(entry.text)
         if entry.outcome != "ok":
             style = "yellow" if entry.outcome == "cancelled" else "red"
             text.append(f"  [{entry.outcome}]", style=style)
         self.shown.append(entry)
         self.query_one(DataTable).add_row(
             entry.started.strftime("%H:%M:%S.%f")[:-3],
-            Text(entry.kind, style=KIND_STYLES.get(entry.kind, "")),
-            Text(_duration(entry.seconds), justify="right"),
+            safe(entry.kind, style=KIND_STYLES.get(entry.kind, "")),
+            safe(_duration(entry.seconds), justify="right"),
             text,
         )
         return True
@@ -102,7 +102,7 @@ What the app ran, as lazygit's `@` shows the git commands it ran: file operation
         """The whole operation of the row under the cursor (the table cuts long SQL)."""
         if 0 <= event.cursor_row < len(self.shown):
             entry = self.shown[event.cursor_row]
-            text = Text(entry.text)
+            text = safe(entry.text)
             if entry.outcome != "ok":
                 text.append(f"  [{entry.outcome}]", style="red")
             self.query_one("#log-detail", Static).update(text)

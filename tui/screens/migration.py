@@ -28,7 +28,7 @@ from textual.widgets import Footer, Header, ProgressBar, RichLog, Static
 from textual.worker import get_current_worker
 
 from ibdtool.errors import IbdtoolError
-from ibdtool.present import hms, human_bytes
+from ibdtool.present import hms, human_bytes, shown
 from ibdtool.server import (
     Event,
     ExecSettings,
@@ -41,6 +41,7 @@ from ibdtool.server import (
     parse_target,
 )
 from tui.commandlog import LogEntry
+from tui.shown import safe
 
 if TYPE_CHECKING:
     from tui.appstate import AppState
@@ -77,13 +78,15 @@ def plan_view(plan: Plan) -> RenderableType:
     parts: list[RenderableType] = []
     for c in plan.checks:
         mark, style = SEVERITY.get(c.severity, ("·", "dim"))
-        parts.append(Text(f"{mark} {c.message}", style=style))
+        parts.append(safe(f"{mark} {c.message}", style=style))
     for note in plan.notes:
-        parts.append(Text(f"! {note}", style="yellow"))
+        parts.append(safe(f"! {note}", style="yellow"))
     for tp in plan.tables:
         t = tp.table
-        head = Text(t.name, style="bold")
-        head.append(f"  {t.current_format(plan.vendor) if t.innodb else '-'} → {tp.target.label}  ")
+        head = safe(t.name, style="bold")
+        head.append(
+            shown(f"  {t.current_format(plan.vendor) if t.innodb else '-'} → {tp.target.label}  ")
+        )
         style = {"convert": "green", "skip": "dim", "refuse": "bold red"}[tp.action]
         head.append(
             {"convert": "convert", "skip": "skip", "refuse": "REFUSED"}[tp.action], style=style
@@ -92,12 +95,12 @@ def plan_view(plan: Plan) -> RenderableType:
         if t.file_size is not None:
             facts = f"{human_bytes(t.file_size)} file, {human_bytes(t.allocated_size)} allocated"
             summary = t.page_summary()
-            parts.append(Text(facts + (f"; pages: {summary}" if summary else ""), style="dim"))
+            parts.append(safe(facts + (f"; pages: {summary}" if summary else ""), style="dim"))
         if tp.skip_reason:
-            parts.append(Text(tp.skip_reason, style="dim"))
+            parts.append(safe(tp.skip_reason, style="dim"))
         for c in tp.checks:
             mark, style = SEVERITY.get(c.severity, ("·", "dim"))
-            parts.append(Text(f"{mark} {c.message}", style=style))
+            parts.append(safe(f"{mark} {c.message}", style=style))
         if tp.prediction:
             p = tp.prediction
             change = (
@@ -105,28 +108,28 @@ def plan_view(plan: Plan) -> RenderableType:
             )
             ci = f" (95% CI {human_bytes(p.ci95[0])}–{human_bytes(p.ci95[1])})" if p.ci95 else ""
             parts.append(
-                Text(
+                safe(
                     f"predicted: {human_bytes(p.predicted)} allocated{ci}, {change} against "
                     f"{human_bytes(p.allocated_now)} now ({p.how})"
                 )
             )
         elif tp.prediction_note and tp.action == "convert":
-            parts.append(Text(f"no prediction: {tp.prediction_note}", style="dim"))
+            parts.append(safe(f"no prediction: {tp.prediction_note}", style="dim"))
         if tp.action == "convert":
             grid = Table.grid(padding=(0, 1))
             grid.add_column(no_wrap=False)
             for step in tp.steps:
-                line = Text(step.display, style="bold" if step.kind == "rebuild" else "")
-                line.append(f"   -- {step.why}", style="dim")
+                line = safe(step.display, style="bold" if step.kind == "rebuild" else "")
+                line.append(shown(f"   -- {step.why}"), style="dim")
                 grid.add_row(line)
                 if step.kind in ("attribute", "rebuild"):
                     timeout = tp.settings.lock_wait_timeout if tp.settings else 60
                     for lk in step.locks(timeout):
-                        grid.add_row(Text(f"  lock: {lk.text}", style="dim"))
+                        grid.add_row(safe(f"  lock: {lk.text}", style="dim"))
             for lk in tp.verify_locks():
-                grid.add_row(Text(f"then, to verify (y) — lock: {lk.text}", style="dim"))
+                grid.add_row(safe(f"then, to verify (y) — lock: {lk.text}", style="dim"))
             grid.add_row(
-                Text(
+                safe(
                     "f instead: verify under FLUSH TABLES … FOR EXPORT — every write to the "
                     "table waits while the server writes its dirty pages and they are read back",
                     style="dim",
@@ -185,7 +188,7 @@ new file's growth with "ETA unknown"; `x` kills the running statement.
         yield Footer()
 
     def on_mount(self) -> None:
-        self.sub_title = f"{self.table.name} → {self.target}"
+        self.sub_title = shown(f"{self.table.name} → {self.target}")
         self.query_one("#migration-progress", ProgressBar).display = False
         self.make_plan()
 
@@ -224,18 +227,20 @@ new file's growth with "ETA unknown"; `x` kills the running statement.
         status = self.query_one("#migration-status", Static)
         if plan.runnable:
             status.update(
-                Text.assemble(
-                    ("y", "bold"),
-                    f" runs these statements on {plan.server} ({self.server.opts.describe()}); "
-                    "nothing has run yet",
+                safe(
+                    Text.assemble(
+                        ("y", "bold"),
+                        f" runs these statements on {plan.server} ({self.server.opts.describe()}); "
+                        "nothing has run yet",
+                    )
                 )
             )
         else:
             why = "refused" if plan.refused else "already in the target format"
-            status.update(Text(f"nothing to run: {why}", style="yellow"))
+            status.update(safe(f"nothing to run: {why}", style="yellow"))
 
     def on_plan_failed(self, message: PlanFailed) -> None:
-        self.query_one("#plan-text", Static).update(Text(message.message, style="bold red"))
+        self.query_one("#plan-text", Static).update(safe(message.message, style="bold red"))
 
     # --- the run ---------------------------------------------------------------------------
 
@@ -276,24 +281,24 @@ new file's growth with "ETA unknown"; `x` kills the running statement.
             self.progress_seen.append(fraction)
             bar.update(total=100, progress=100 * fraction)
             line = self._progress_line(ev)
-            status.update(line)
+            status.update(safe(line))
             now = time.monotonic()
             if now - self._last_line >= LOG_EVERY:
                 self._last_line = now
-                log.write(Text(f"{ev.table}: {line}", style="dim"))
+                log.write(safe(f"{ev.table}: {line}", style="dim"))
             return
         if ev.kind == "statement_start":
             bar.update(total=100, progress=0)
-            log.write(Text(f"{ev.table}: {ev.sql}", style="bold"))
-            status.update(f"running: {ev.sql}")
+            log.write(safe(f"{ev.table}: {ev.sql}", style="bold"))
+            status.update(safe(f"running: {ev.sql}"))
             return
         if ev.kind == "statement_done":
             note = f" ({ev.message})" if ev.message else ""
-            log.write(Text(f"{ev.table}: done in {hms(ev.elapsed)}{note}", style="green"))
+            log.write(safe(f"{ev.table}: done in {hms(ev.elapsed)}{note}", style="green"))
             return
         if ev.kind == "flushing":
             status.update(
-                Text(
+                safe(
                     f"{ev.table}: {ev.data.get('dirty_pages')} pages not yet written by the "
                     f"server, waiting for its page cleaner ({hms(ev.elapsed)}, no lock)",
                     style="yellow",
@@ -303,12 +308,12 @@ new file's growth with "ETA unknown"; `x` kills the running statement.
         prefix = f"{ev.table}: " if ev.table else ""
         if ev.kind == "table_done" and ev.data.get("status") == "awaiting_flush":
             hint = ev.data["result"].get("hint") or ""
-            log.write(Text(f"{prefix}awaiting flush: {ev.message}; {hint}", style="yellow"))
+            log.write(safe(f"{prefix}awaiting flush: {ev.message}; {hint}", style="yellow"))
             return
         if ev.kind == "table_done":
             style = "green"
         if ev.message:
-            log.write(Text(f"{prefix}{ev.message}", style=style or "dim"))
+            log.write(safe(f"{prefix}{ev.message}", style=style or "dim"))
 
     def _progress_line(self, ev: Event) -> str:
         line = f"{100 * (ev.fraction or 0):3.0f}%  {hms(ev.elapsed)} elapsed, {ev.eta_text}"
@@ -321,7 +326,7 @@ new file's growth with "ETA unknown"; `x` kills the running statement.
         log = self.query_one(RichLog)
         status = self.query_one("#migration-status", Static)
         if message.error:
-            log.write(Text(message.error, style="bold red"))
+            log.write(safe(message.error, style="bold red"))
         lines = [self._result_line(r) for r in message.results]
         for line in lines:
             log.write(line)
@@ -336,14 +341,14 @@ new file's growth with "ETA unknown"; `x` kills the running statement.
                 f"; {len(waiting)} table{'s' if len(waiting) != 1 else ''} awaiting flush "
                 "(not verified yet)"
             )
-        status.update(Text(f"{outcome}; escape goes back to the tables", style="bold"))
+        status.update(safe(f"{outcome}; escape goes back to the tables", style="bold"))
 
     def _result_line(self, r: TableResult) -> Text:
         style = {"done": "green", "skipped": "dim", "awaiting_flush": "yellow"}.get(r.status, "red")
         if r.status == "done" and r.verified is False:
             style = "yellow"
-        shown = "awaiting flush" if r.status == "awaiting_flush" else r.status
-        text = Text(f"{r.table} → {self.target}: {shown}", style=f"bold {style}")
+        status = "awaiting flush" if r.status == "awaiting_flush" else r.status
+        text = safe(f"{r.table} → {self.target}: {status}", style=f"bold {style}")
         if r.statements:
             text.append(f" in {hms(r.seconds)}")
         b, a = r.before, r.after
@@ -356,9 +361,9 @@ new file's growth with "ETA unknown"; `x` kills the running statement.
         if r.verified is not None:
             text.append("; pages verified" if r.verified else "; pages NOT as expected")
         if r.message:
-            text.append(f"; {r.message}", style="dim")
+            text.append(shown(f"; {r.message}"), style="dim")
         if r.hint:
-            text.append(f"; {r.hint}", style="yellow")
+            text.append(shown(f"; {r.hint}"), style="yellow")
         return text
 
     def commands(self) -> list[SystemCommand]:

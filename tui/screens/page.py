@@ -23,7 +23,7 @@ from textual.screen import Screen
 from textual.widgets import Footer, Header, Static
 
 from ibdtool.errors import IbdtoolError
-from ibdtool.present import human_bytes
+from ibdtool.present import human_bytes, shown
 from ibdtool.tablespace import dump_name, dump_page, save_page, unpunched_bytes, zip_fill_text
 from parsers.page import PageInfo
 from parsers.pages import FieldGroup
@@ -32,6 +32,7 @@ from parsers.zip_page import ZipFill
 from tui.messages import PageLoaded, ScanFailed
 from tui.pagemodel import PageMapModel
 from tui.screens.prompt import ask_page
+from tui.shown import safe
 from tui.widgets.hexdump import HexDump, region_legend
 
 if TYPE_CHECKING:
@@ -111,14 +112,14 @@ stored image beside the decoded (decompressed) page, coloured by region.
             self.post_message(ScanFailed(f"unexpected {type(exc).__name__}: {exc}"))
 
     def on_scan_failed(self, message: ScanFailed) -> None:
-        self.query_one("#fields-text", Static).update(Text(message.message, style="bold red"))
-        self.notify(message.message, severity="error")
+        self.query_one("#fields-text", Static).update(safe(message.message, style="bold red"))
+        self.notify(shown(message.message), severity="error", markup=False)
 
     def on_page_loaded(self, message: PageLoaded) -> None:
         self.loaded = message
         info = message.info
         self.page = info.page_no
-        self.sub_title = f"{self.path} · page {info.page_no}"
+        self.sub_title = shown(f"{self.path} · page {info.page_no}")
         self.query_one("#page-title", Static).update(self._title(info, message.fmt))
         groups = [self._verdict(info, message.fmt, message.rebuild_problem, message.zip_fill)]
         groups += [_group(g) for g in message.stored_layout.groups]
@@ -180,9 +181,9 @@ stored image beside the decoded (decompressed) page, coloured by region.
             verdict.append(" torn", style="red")
         grid.add_row("checksum", verdict)
         if info.problem:
-            grid.add_row("problem", Text(info.problem, style="red"))
+            grid.add_row("problem", safe(info.problem, style="red"))
         if rebuild_problem:
-            grid.add_row("decoded", Text(rebuild_problem, style="red"))
+            grid.add_row("decoded", safe(rebuild_problem, style="red"))
         grid.add_row("LSN", f"{info.lsn:,}")
         if info.page_no < self.model.n_pages:
             alloc = self.model.allocated_at(info.page_no)
@@ -190,7 +191,7 @@ stored image beside the decoded (decompressed) page, coloured by region.
             extra = unpunched_bytes(info, alloc, self.model.fs_block_size)
             grid.add_row(
                 "allocated",
-                Text(text).append(
+                safe(text).append(
                     f" ({extra:,} more than the image needs)" if extra else "",
                     style="yellow",
                 ),
@@ -232,9 +233,13 @@ stored image beside the decoded (decompressed) page, coloured by region.
                 saved = save_page(self.loaded.stored, name, os.getcwd())
         except (IbdtoolError, OSError) as exc:
             why = exc.message if isinstance(exc, IbdtoolError) else exc.strerror or str(exc)
-            self.notify(f"{name}: {why}", title="not saved", severity="error")
+            self.notify(shown(f"{name}: {why}"), title="not saved", severity="error", markup=False)
             return
-        self.notify(f"{len(self.loaded.stored)} bytes written to {saved}", title="saved")
+        self.notify(
+            shown(f"{len(self.loaded.stored)} bytes written to {saved}"),
+            title="saved",
+            markup=False,
+        )
 
     def action_copy_hex(self) -> None:
         """The stored bytes as hex to the terminal's clipboard (OSC 52)."""
@@ -258,7 +263,7 @@ stored image beside the decoded (decompressed) page, coloured by region.
 
 
 def _group(g: FieldGroup) -> RenderableType:
-    parts: list[RenderableType] = [Text(g.title, style="bold underline")]
+    parts: list[RenderableType] = [safe(g.title, style="bold underline")]
     if g.fields:
         grid = Table.grid(padding=(0, 1))
         grid.add_column(justify="right", style="dim", no_wrap=True)
@@ -266,12 +271,12 @@ def _group(g: FieldGroup) -> RenderableType:
         grid.add_column()
         for f in g.fields:
             where = f"{f.offset}" if f.size else ""
-            value = Text(f.value)
+            value = safe(f.value)
             if f.note:
-                value.append(f"  {f.note}", style="dim")
+                value.append(shown(f"  {f.note}"), style="dim")
             grid.add_row(where, f.name, value)
         parts.append(grid)
     for line in g.lines:
-        parts.append(Text(line))
+        parts.append(safe(line))
     parts.append(Text())
     return Group(*parts)

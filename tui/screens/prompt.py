@@ -56,7 +56,7 @@ def ask_page(screen: Screen[Any], n_pages: int, go: Callable[[int], None]) -> No
             return
         page = parse_page_number(value)
         if page is None:
-            screen.notify(f"not a page number: {value!r}", severity="warning")
+            screen.notify(f"not a page number: {value!r}", severity="warning", markup=False)
         elif not 0 <= page < n_pages:
             screen.notify(f"page {page} is out of range 0..{n_pages - 1}", severity="warning")
         else:

@@ -22,7 +22,7 @@ from textual.screen import Screen
 from textual.widgets import DataTable, Footer, Header, Static
 
 from ibdtool.errors import IbdtoolError
-from ibdtool.present import human_bytes
+from ibdtool.present import human_bytes, shown
 from ibdtool.server import ConnectionOptions, Server, TableInfo, list_tables
 from ibdtool.server import index_names as server_index_names
 from ibdtool.tablespace import IndexNames
@@ -31,6 +31,7 @@ from tui.commandlog import LogEntry
 from tui.screens.browser import matches
 from tui.screens.prompt import PromptScreen
 from tui.screens.targets import TargetScreen
+from tui.shown import safe
 
 if TYPE_CHECKING:
     from tui.appstate import AppState
@@ -102,7 +103,7 @@ prediction first; nothing runs before you confirm).
         yield Footer()
 
     def on_mount(self) -> None:
-        self.sub_title = self.opts.describe()
+        self.sub_title = shown(self.opts.describe())
         table = self.query_one(DataTable)
         for name in COLUMNS:
             table.add_column(name, key=name)
@@ -136,11 +137,11 @@ prediction first; nothing runs before you confirm).
         self.tables = message.tables
         s = message.server
         info = Text()
-        info.append(s.flavor.label, style="bold")
-        info.append(f"  {s.opts.describe()}  page size {s.page_size // 1024}K")
+        info.append(shown(s.flavor.label), style="bold")
+        info.append(shown(f"  {s.opts.describe()}  page size {s.page_size // 1024}K"))
         algo = s.variables.get("innodb_compression_algorithm")
         if algo:
-            info.append(f"  innodb_compression_algorithm={algo}")
+            info.append(shown(f"  innodb_compression_algorithm={algo}"))
         supported, _ = s.punch_hole
         info.append("  punch hole: ")
         info.append(
@@ -153,8 +154,8 @@ prediction first; nothing runs before you confirm).
         self.rebuild()
 
     def on_server_failed(self, message: ServerFailed) -> None:
-        self.query_one("#server-info", Static).update(Text(message.message, style="bold red"))
-        self.notify(message.message, title="server", severity="error")
+        self.query_one("#server-info", Static).update(safe(message.message, style="bold red"))
+        self.notify(shown(message.message), title="server", severity="error", markup=False)
 
     # --- the table -------------------------------------------------------------------------
 
@@ -163,30 +164,30 @@ prediction first; nothing runs before you confirm).
         keep = self.cursor_table()
         table.clear()
         vendor = self.server.flavor.name if self.server else Vendor.MYSQL
-        shown = 0
+        listed = 0
         for t in self.tables:
             fmt = t.current_format(vendor) if t.innodb else (t.engine or "-")
             problems = [s.state_error for s in t.spaces if s.state_error]
             note = t.needs_rebuild(vendor) or (problems[0] if problems else "")
             if not matches(f"{t.name} {fmt} {note}".lower(), self.filter_text):
                 continue
-            shown += 1
+            listed += 1
             saved = ""
             if t.file_size and t.allocated_size is not None:
                 saved = f"{100 * (t.file_size - t.allocated_size) / t.file_size:.0f}%"
             table.add_row(
-                t.name,
-                Text(human_bytes(t.file_size), justify="right"),
-                Text(human_bytes(t.allocated_size), justify="right"),
-                Text(saved, justify="right"),
-                fmt,
-                t.page_summary() or "",
-                Text(note, style="yellow"),
+                safe(t.name),
+                safe(human_bytes(t.file_size), justify="right"),
+                safe(human_bytes(t.allocated_size), justify="right"),
+                safe(saved, justify="right"),
+                safe(fmt),
+                safe(t.page_summary() or ""),
+                safe(note, style="yellow"),
                 key=t.name,
             )
         if keep and keep in table.rows:
             table.move_cursor(row=table.get_row_index(keep), animate=False)
-        status = f"{shown} of {len(self.tables)} tables"
+        status = f"{listed} of {len(self.tables)} tables"
         if self.filter_text:
             status += f" · filter /{self.filter_text}"
         self.query_one("#server-status", Static).update(status)
@@ -237,8 +238,9 @@ prediction first; nothing runs before you confirm).
         paths = table.local_paths
         if not paths:
             self.notify(
-                f"{table.name}: its file is not readable from here (--datadir?)",
+                shown(f"{table.name}: its file is not readable from here (--datadir?)"),
                 severity="warning",
+                markup=False,
             )
             return
         from tui.screens.tablespace import TablespaceScreen

@@ -43,11 +43,13 @@ from ibdtool.present import (
     recommendation_text,
     scenario_label,
     seconds_text,
+    shown,
     simulation_heading,
     us_text,
 )
 from tui.commandlog import Cancelled
 from tui.messages import SimulationFailed, SimulationFinished, SimulationProgress
+from tui.shown import safe
 from tui.widgets.barchart import bar
 
 if TYPE_CHECKING:
@@ -105,7 +107,7 @@ spread, and the advice says whether its cheapest is clear or within noise.
         yield Footer()
 
     def on_mount(self) -> None:
-        self.sub_title = f"{self.path} · simulate"
+        self.sub_title = shown(f"{self.path} · simulate")
         table = self.query_one("#sim-table", DataTable)
         table.add_columns("algorithm", "predicted", "95% CI", "saving", "size", "µs c/d", "DROP")
         zt = self.query_one("#zip-table", DataTable)
@@ -179,7 +181,7 @@ spread, and the advice says whether its cheapest is clear or within noise.
         self.query_one("#sim-progress", ProgressBar).display = False
         style = "yellow" if message.message == "cancelled" else "bold red"
         self.query_one("#sim-status", Static).update(
-            Text(
+            safe(
                 message.message + ("  (r runs it again)" if message.message == "cancelled" else ""),
                 style=style,
             )
@@ -196,7 +198,7 @@ spread, and the advice says whether its cheapest is clear or within noise.
         self.blocks = list(seen)
         own = BlockSpec(r.fs_block_size)
         self.block_index = self.blocks.index(own) if own in self.blocks else 0
-        info = Text(simulation_heading(r))
+        info = safe(simulation_heading(r))
         current = current_state_text(r)
         if current:
             info.append("\n" + current)
@@ -239,10 +241,10 @@ spread, and the advice says whether its cheapest is clear or within noise.
             now = r.drop_now if key == "today" else None
             drop = "" if now is None else seconds_text(now.seconds)
             cells = (human_bytes(size), "", "", bar(size, scale, width, color), "", drop)
-            table.add_row(Text(label, style=style), *cells, key=key)
+            table.add_row(safe(label, style=style), *cells, key=key)
         best = min(rows, key=lambda x: x.predicted) if rows else None
         for x, cpu in zip(rows, cpus, strict=True):
-            saving = Text(f"{x.saving_pct:.1f}%", style="green" if x.saving_pct > 0 else "red")
+            saving = safe(f"{x.saving_pct:.1f}%", style="green" if x.saving_pct > 0 else "red")
             color = "#98c379" if x is best else "#5f9ee8"
             if x.scenario.server == "what-if":
                 color = "#8787af"
@@ -276,7 +278,7 @@ spread, and the advice says whether its cheapest is clear or within noise.
         if any(x.scenario.server == "what-if" for x in rows):
             notes.append("zstd rows are a what-if, not an InnoDB option\n", style="dim")
         for note in r.notes:
-            notes.append(note + "\n", style="yellow")
+            notes.append(shown(note) + "\n", style="yellow")
         drop_line = drop_note(r)
         if drop_line:
             notes.append(drop_line + "\n", style="dim")

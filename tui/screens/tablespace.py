@@ -28,7 +28,7 @@ from textual.widgets import Footer, Header, ProgressBar, Static
 from textual.worker import Worker, get_current_worker
 
 from ibdtool.errors import IbdtoolError
-from ibdtool.present import disk_text, format_rows, human_bytes, inspect_rows
+from ibdtool.present import disk_text, format_rows, human_bytes, inspect_rows, shown
 from ibdtool.tablespace import (
     IndexNames,
     InspectResult,
@@ -42,6 +42,7 @@ from tui.commandlog import Cancelled
 from tui.messages import FileOpened, ScanFailed, ScanFinished, ScanProgress, ScanStarted
 from tui.pagemodel import MODE_TITLES, Mode, PageMapModel
 from tui.screens.prompt import PromptScreen, ask_page
+from tui.shown import safe
 from tui.widgets.legend import Legend
 from tui.widgets.pagemap import PageMap
 
@@ -64,7 +65,7 @@ def _summary_grid(r: InspectResult) -> Table:
     grid.add_column(style="cyan", no_wrap=True)
     grid.add_column()
     for name, value in inspect_rows(r):
-        grid.add_row(name, Text.assemble(*value))
+        grid.add_row(name, safe(Text.assemble(*value)))
     return grid
 
 
@@ -129,7 +130,7 @@ type, compression algorithm, stored size, allocation on disk or checksum.
         yield Footer()
 
     def on_mount(self) -> None:
-        self.sub_title = str(self.path)
+        self.sub_title = shown(str(self.path))
         self.query_one(PageMap).focus()
         self.scan()
 
@@ -248,7 +249,7 @@ type, compression algorithm, stored size, allocation on disk or checksum.
         self._set_summary(_summary_grid(message.result))
         if self.model is None:
             self.query_one("#cursor-info", Static).update(
-                Text(
+                safe(
                     f"no page map: {message.result.pages:,} pages are more than a map holds "
                     f"({MAP_MAX_PAGES:,}); the summary above counts them all",
                     style="yellow",
@@ -260,8 +261,8 @@ type, compression algorithm, stored size, allocation on disk or checksum.
     def on_scan_failed(self, message: ScanFailed) -> None:
         self.failed = message.message
         self.query_one("#scan-progress", ProgressBar).display = False
-        self._set_summary(Text(message.message, style="bold red"))
-        self.notify(message.message, title="cannot read", severity="error")
+        self._set_summary(safe(message.message, style="bold red"))
+        self.notify(shown(message.message), title="cannot read", severity="error", markup=False)
 
     # --- display ---------------------------------------------------------------------------
 
@@ -276,7 +277,7 @@ type, compression algorithm, stored size, allocation on disk or checksum.
         grid.add_column()
         label = format_name(o.fmt, name=str(self.path))
         for name, value in format_rows(o.fmt, o.fmt.vendor, label):
-            grid.add_row(name, value)
+            grid.add_row(name, safe(value))
         grid.add_row("Row format", o.fmt.flags.row_format or "(full_crc32: not in the flags)")
         s = self.started
         if s is None:
@@ -315,20 +316,20 @@ type, compression algorithm, stored size, allocation on disk or checksum.
         if count > 1:
             mode = self.query_one(PageMap).mode
             groups = model.group_counts(mode, page, count)
-            text = Text(f"pages {page:,}–{page + count - 1:,}: ", style="bold")
+            text = safe(f"pages {page:,}–{page + count - 1:,}: ", style="bold")
             for i, (cat, n) in enumerate(groups[:5]):
                 if i:
                     text.append(" · ")
-                text.append("█", style=cat.color).append(f" {cat.label} {n}")
+                text.append("█", style=cat.color).append(shown(f" {cat.label} {n}"))
             info.update(text)
             return
         labels = model.labels(page)
-        text = Text(f"page {page:,}: ", style="bold")
+        text = safe(f"page {page:,}: ", style="bold")
         alloc = model.allocated_at(page)
         if page >= model.scanned:
             text.append("not read yet", style="dim")
         else:
-            text.append(labels[Mode.TYPE], style="bold")
+            text.append(shown(labels[Mode.TYPE]), style="bold")
             comp = labels[Mode.COMPRESSION]
             if comp not in ("none", "empty"):
                 stored = model.stored_size(page)  # read from the header: the map keeps none
@@ -338,7 +339,7 @@ type, compression algorithm, stored size, allocation on disk or checksum.
                 text.append(" · all zero")
             text.append(f" · checksum {labels[Mode.CHECKSUM]}")
             if labels[Mode.INDEX] != "not an index page":
-                text.append(f" · {labels[Mode.INDEX]} {labels[Mode.LEVEL]}")
+                text.append(shown(f" · {labels[Mode.INDEX]} {labels[Mode.LEVEL]}"))
         text.append(f" · {human_bytes(alloc)} allocated ({labels[Mode.ALLOCATION]})")
         info.update(text)
 
@@ -417,7 +418,9 @@ type, compression algorithm, stored size, allocation on disk or checksum.
         else:
             found = self._match.rfind(1, 0, here)
         if found < 0:
-            self.notify(f"no more pages match {self.filter_text!r}", severity="warning")
+            self.notify(
+                shown(f"no more pages match {self.filter_text!r}"), severity="warning", markup=False
+            )
             return
         pagemap.move_to(found)
 

@@ -16,6 +16,7 @@ from textual.widgets import Label, OptionList
 from textual.widgets.option_list import Option
 
 from ibdtool.server import Server, TableInfo
+from tui.shown import safe
 
 KEY_BLOCK_SIZES = (8, 4, 16, 2, 1)
 
@@ -47,11 +48,11 @@ class TargetScreen(ModalScreen[str | None]):
         current = self.table.current_format(self.server.flavor.name)
         with Vertical(id="targets"):
             yield Label(
-                Text.assemble(("Convert ", ""), (self.table.name, "bold"), f" ({current}) to")
+                safe(Text.assemble(("Convert ", ""), (self.table.name, "bold"), f" ({current}) to"))
             )
             options = []
             for target, description, available in targets_for(self.server):
-                label = Text(f"{target:<10}", style="bold" if available else "dim")
+                label = safe(f"{target:<10}", style="bold" if available else "dim")
                 label.append(f" {description}", style="dim")
                 if target == current:
                     label.append("  (current)", style="cyan")

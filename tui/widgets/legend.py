@@ -5,6 +5,7 @@ from __future__ import annotations
 from rich.text import Text
 from textual.widgets import Static
 
+from ibdtool.present import shown
 from tui.pagemodel import MODE_TITLES, Category, Mode
 
 
@@ -18,7 +19,7 @@ class Legend(Static):
             if i:
                 text.append("  ")
             text.append(cat.glyph, style=cat.color)
-            text.append(f" {cat.label} ")
+            text.append(shown(f" {cat.label} "))
             pct = f" {100 * n / total:.0f}%" if total else ""
             text.append(f"{n:,}{pct}", style="dim")
         self.update(text)
