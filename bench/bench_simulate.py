@@ -75,13 +75,15 @@ def default_section(before: Path, repeat: int) -> str:
         if pages <= 6400:
             full = simulate(path, full=True, costs=False, row_compressed=False)
         for name, checkout in (("before", before), ("after", here)):
-            env_cmd = ["env", f"PYTHONPATH={checkout}", *IBDTOOL]
+            # -m puts the working directory first on sys.path: run from the checkout
+            env_cmd = ["env", "-C", str(checkout), f"PYTHONPATH={checkout}", *IBDTOOL]
             m = measure([*env_cmd, "simulate", "--json", str(path)], repeat=repeat)
             out = subprocess.run(
                 [*env_cmd, "simulate", "--json", str(path)],
                 capture_output=True,
                 text=True,
                 env={**os.environ, "PYTHONPATH": str(checkout)},
+                cwd=checkout,
                 check=True,
             ).stdout
             doc = json.loads(out)
@@ -130,7 +132,7 @@ def main() -> None:
             "size; costs and the ROW_FORMAT=COMPRESSED what-if included), 3 runs each, files of "
             "the samples' MariaDB pages (`common.make_bench_file`). *before*: full scan up to "
             "8,192 pages, else one sample sized for the first codec; *after*: each codec "
-            "sampled until its interval is ±1% or 3 s of scanning have passed. *full scan "
+            "sampled until its interval is ±1% or 3 s of scanning after a first round have passed. *full scan "
             "inside*: figures whose interval holds the `--full` figure (a second computation; "
             "not run at 1 GiB).\n\n"
             + default_section(before, 3)

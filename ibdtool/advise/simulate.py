@@ -65,7 +65,7 @@ ZIP_SUBSAMPLE_TARGET = 300
 SAMPLE_BUDGET = 3.0
 ROUND_GROWTH = 32  # a round at most this many times a scenario's pages so far
 MIN_ROUND_PAGES = 16  # fewer pages than this are not worth a round
-ADAPTIVE_ZIP_PAGES = 150  # the ROW_FORMAT=COMPRESSED what-if's pages in the default run
+ADAPTIVE_ZIP_PAGES = 100  # the ROW_FORMAT=COMPRESSED what-if's pages in the default run
 MAX_ADAPTIVE_PAGES = 1 << 17  # the sample's ceiling, whatever the file's size
 
 
@@ -1133,14 +1133,14 @@ def _adaptive(
     ROW_FORMAT=COMPRESSED what-if on its first :data:`ADAPTIVE_ZIP_PAGES`), then rounds sized
     per scenario from its spread (pages needed) and its cost (seconds a page, measured), so a
     slow codec whose pages vary little stops early and a fast one goes on. The rounds stop
-    when every interval is within ±1% or ``budget`` seconds have passed (the time left goes to
-    the cheapest first). Returns the settled sums, each scenario's pages, the pages
+    when every interval is within ±1% or ``budget`` seconds have passed since the first round
+    (the time left goes to the cheapest first). Returns the settled sums, each scenario's pages, the pages
     scanned (sorted) and the scenarios left wider than ±1% with their relative half widths."""
     acc = Accumulator()
     per: dict[Scenario, int] = dict.fromkeys(cfg.scenarios, 0)
     goal: dict[Scenario, int] = dict.fromkeys(cfg.scenarios, min(len(order), PILOT_PAGES))
     zip_pages = min(len(order), ADAPTIVE_ZIP_PAGES) if cfg.zip_every else 0
-    start = time.monotonic()
+    start: float | None = None  # the budget runs from the end of the first round
     rel: dict[Scenario, float] = {}
     jobs = max(1, scan.jobs)
     while True:
@@ -1174,6 +1174,8 @@ def _adaptive(
             if worst > TARGET_REL_HALF_WIDTH and n < len(order):
                 # 10% over the estimate (it comes from a sample too), growth capped
                 needed[s] = min(len(order), math.ceil(need * 1.1), n * ROUND_GROWTH) - n
+        if start is None:
+            start = time.monotonic()
         left = budget - (time.monotonic() - start)
         if not needed or left <= 0:
             break
