@@ -132,9 +132,9 @@ def main() -> None:
             "size; costs and the ROW_FORMAT=COMPRESSED what-if included), 3 runs each, files of "
             "the samples' MariaDB pages (`common.make_bench_file`). *before*: full scan up to "
             "8,192 pages, else one sample sized for the first codec; *after*: each codec "
-            "sampled until its interval is ±1% or 3 s of scanning after a first round have passed. *full scan "
-            "inside*: figures whose interval holds the `--full` figure (a second computation; "
-            "not run at 1 GiB).\n\n"
+            "sampled until its interval is ±1% or 3 s of scanning after a first round have "
+            "passed. *full scan inside*: figures whose interval holds the `--full` figure "
+            "(a second computation; not run at 1 GiB).\n\n"
             + default_section(before, 3)
             + "\n\nCommand: `PYTHONPATH=$PWD .venv/bin/python bench/bench_simulate.py --default`"
         )

@@ -99,9 +99,7 @@ def test_sampled_intervals_hold_on_corpus_files(monkeypatch: pytest.MonkeyPatch)
     for p in files:
         try:
             sampled = sim.simulate(p, scenarios, costs=False, row_compressed=False, jobs=1)
-            full = sim.simulate(
-                p, scenarios, full=True, costs=False, row_compressed=False, jobs=1
-            )
+            full = sim.simulate(p, scenarios, full=True, costs=False, row_compressed=False, jobs=1)
         except sim.InputError:
             continue  # a damaged corpus file: other tests say why
         if full.pages <= sim.SMALL_FILE_PAGES:

@@ -1134,8 +1134,9 @@ def _adaptive(
     per scenario from its spread (pages needed) and its cost (seconds a page, measured), so a
     slow codec whose pages vary little stops early and a fast one goes on. The rounds stop
     when every interval is within ±1% or ``budget`` seconds have passed since the first round
-    (the time left goes to the cheapest first). Returns the settled sums, each scenario's pages, the pages
-    scanned (sorted) and the scenarios left wider than ±1% with their relative half widths."""
+    (the time left goes to the cheapest first). Returns the settled sums, each scenario's
+    pages, the pages scanned (sorted) and the scenarios left wider than ±1% with their
+    relative half widths."""
     acc = Accumulator()
     per: dict[Scenario, int] = dict.fromkeys(cfg.scenarios, 0)
     goal: dict[Scenario, int] = dict.fromkeys(cfg.scenarios, min(len(order), PILOT_PAGES))
