@@ -73,7 +73,7 @@ def default_section(before: Path, repeat: int) -> str:
         warm(path)
         full = None
         if pages <= 6400:
-            full = simulate(path, full=True, costs=False, row_compressed=False)
+            full = simulate_path(path, full=True, costs=False, row_compressed=False)
         for name, checkout in (("before", before), ("after", here)):
             # -m puts the working directory first on sys.path: run from the checkout
             env_cmd = ["env", "-C", str(checkout), f"PYTHONPATH={checkout}", *IBDTOOL]

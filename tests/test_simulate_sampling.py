@@ -15,7 +15,7 @@ from typing import Any
 
 import pytest
 
-from ibdtool import simulate as sim
+from ibdtool.advise import simulate as sim
 from samples.servers import ThrowawayServer
 from tests.catalog import REPO
 from tests.server_fixtures import make_table, mariadb  # noqa: F401  (fixture)
@@ -59,9 +59,9 @@ def test_default_intervals_hold_the_full_scan(
 ) -> None:
     path = history_table(mariadb, tmp_path / "t.ibd")
     blocks = sim.parse_block_sizes(["4096", "16384"])
-    sampled = sim.simulate(path, blocks=blocks, costs=False)
+    sampled = sim.simulate_path(path, blocks=blocks, costs=False)
     assert not sampled.full and sampled.pages_sampled < sampled.pages
-    full = sim.simulate(path, blocks=blocks, full=True, costs=False, row_compressed=False)
+    full = sim.simulate_path(path, blocks=blocks, full=True, costs=False, row_compressed=False)
     n, held, out = misses(sampled, full)
     # 95% intervals: about one figure in twenty may miss, never by much
     assert held >= 0.85 * n, out
@@ -98,8 +98,10 @@ def test_sampled_intervals_hold_on_corpus_files(monkeypatch: pytest.MonkeyPatch)
     scenarios = sim.parse_algorithms(["mysql:zlib", "mariadb:lz4", "mariadb:bzip2", "zstd"])
     for p in files:
         try:
-            sampled = sim.simulate(p, scenarios, costs=False, row_compressed=False, jobs=1)
-            full = sim.simulate(p, scenarios, full=True, costs=False, row_compressed=False, jobs=1)
+            sampled = sim.simulate_path(p, scenarios, costs=False, row_compressed=False, jobs=1)
+            full = sim.simulate_path(
+                p, scenarios, full=True, costs=False, row_compressed=False, jobs=1
+            )
         except sim.InputError:
             continue  # a damaged corpus file: other tests say why
         if full.pages <= sim.SMALL_FILE_PAGES:

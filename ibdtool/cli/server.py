@@ -462,6 +462,7 @@ def migrate(
     """
     from ibdtool.server import (
         ExecSettings,
+        Journal,
         Pacing,
         PlanSettings,
         build_plan,
@@ -474,8 +475,6 @@ def migrate(
 
     target = parse_target(target_text)
     if verify_only and not table_names and not schemas and journal is not None:
-        from ibdtool.server.journal import Journal
-
         table_names = tuple(sorted(Journal(journal).state(target.label).unverified))
         if not table_names:
             click.echo(f"ibdtool: {journal}: no table left unverified for {target.label}", err=True)

@@ -15,8 +15,8 @@ import threading
 from dataclasses import dataclass, field
 from typing import Any
 
+from ibdtool.advise import Estimate
 from ibdtool.errors import InputError
-from ibdtool.estimate import Estimate
 from ibdtool.server import sql
 from ibdtool.server.bufferpool import dirty_pages
 from ibdtool.server.context import Server
