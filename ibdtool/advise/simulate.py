@@ -1134,9 +1134,10 @@ def _adaptive(
     per scenario from its spread (pages needed) and its cost (seconds a page, measured), so a
     slow codec whose pages vary little stops early and a fast one goes on. The rounds stop
     when every interval is within ±1% or ``budget`` seconds have passed since the first round
-    (the time left goes to the cheapest first). Returns the settled sums, each scenario's
-    pages, the pages scanned (sorted) and the scenarios left wider than ±1% with their
-    relative half widths."""
+    (the time left goes to the cheapest first); a scenario for which the rest of the file
+    costs less than half its share of the time left takes it all (exact). Returns the
+    settled sums, each scenario's pages, the pages scanned (sorted) and the scenarios left
+    wider than ±1% with their relative half widths."""
     acc = Accumulator()
     per: dict[Scenario, int] = dict.fromkeys(cfg.scenarios, 0)
     goal: dict[Scenario, int] = dict.fromkeys(cfg.scenarios, min(len(order), PILOT_PAGES))
@@ -1189,7 +1190,10 @@ def _adaptive(
         for i, s in enumerate(waiting):
             more = needed[s]
             share = left / (len(waiting) - i)
-            if more * cost[s] > share:
+            rest = len(order) - per[s]
+            if rest * cost[s] <= share / 2:
+                more = rest  # the whole of it costs little more: exact, not ±1%
+            elif more * cost[s] > share:
                 more = int(share / cost[s]) if cost[s] > 0 else more
             left -= more * cost[s]
             if more >= MIN_ROUND_PAGES or more == needed[s]:
