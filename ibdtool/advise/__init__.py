@@ -17,6 +17,7 @@ if TYPE_CHECKING:
     from ibdtool.advise.estimate import Estimate
     from ibdtool.advise.recommend import (
         CHEAPEST_WITHIN,
+        GOOD_ENOUGH_SHARE,
         Recommendation,
         recommendations,
         simulation_json,
@@ -40,7 +41,9 @@ else:
         {
             "cpu_cost": "CLOCK Cost",
             "estimate": "Estimate",
-            "recommend": "CHEAPEST_WITHIN Recommendation recommendations simulation_json",
+            "recommend": (
+                "CHEAPEST_WITHIN GOOD_ENOUGH_SHARE Recommendation recommendations simulation_json"
+            ),
             "simulate": (
                 "BlockSpec DEFAULT_SCENARIOS Scenario ScenarioResult SimResult parse_algorithms "
                 "parse_block_sizes simulate_path wants_row_compressed"

@@ -308,7 +308,7 @@ def recommendation_text(rec: Recommendation, page_size: int) -> Styled:
 def _good_enough_text(rec: Recommendation) -> str:
     """``; mariadb lz4 saves 52% for 27 µs/page (45× less CPU than mariadb bzip2), the cheapest
     saving at least 3/4 as much`` — or nothing."""
-    from ibdtool.recommend import GOOD_ENOUGH_SHARE
+    from ibdtool.advise import GOOD_ENOUGH_SHARE
 
     g = rec.good_enough
     ref = rec.cheapest or rec.best
