@@ -94,6 +94,7 @@ def test_the_batch_goes_on_while_pages_wait(mariadb: ThrowawayServer) -> None:  
     for n in names:
         make_table(mariadb, "batch", n, rows=3000)
     before_var = global_var(mariadb, NUDGED)
+    before_ceiling = global_var(mariadb, "innodb_max_dirty_pages_pct")
     events, run = run_migration(
         mariadb, [("batch", n) for n in names], "page:lz4", poll=0.2, throttle_poll=0.5
     )
@@ -104,6 +105,7 @@ def test_the_batch_goes_on_while_pages_wait(mariadb: ThrowawayServer) -> None:  
     assert [r.status for r in run.results] == ["done"] * 3, [r.message for r in run.results]
     assert all(r.verified for r in run.results)
     assert global_var(mariadb, NUDGED) == before_var
+    assert global_var(mariadb, "innodb_max_dirty_pages_pct") == before_ceiling
     nudges = [e for e in events if e.kind == "global_set" and NUDGED in e.message]
     assert len(nudges) == 1, nudges
     for n in names:
