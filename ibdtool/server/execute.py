@@ -361,6 +361,8 @@ class Migration:
                     continue
                 self._watch.add(Waiting(name, fresh.space_ids, lsn, payload=(tp, result)))
             yield from self._check_watch(force=True)
+            if self._watch:
+                yield from self._nudge_on(self._watch.waiting[0].name)
             yield from self._drain()
             clean_end = True
         finally:
@@ -785,38 +787,29 @@ class Migration:
 
     # -- tables waiting for their pages ------------------------------------------------------------
 
-    def _nudge_on(self, name: str, tail: bool = False) -> Iterator[Event]:
-        """Have the page cleaner write now (server-wide, no lock) while tables wait: the
-        pre-flush mark while conversions still run (``flush_nudge``), and in the batch's tail,
-        when no statement is left to run, the dirty-page ceiling too (``tail_nudge``: the
-        cleaner writes at up to innodb_io_capacity_max instead of innodb_io_capacity)."""
-        if not self.settings.nudge:
+    def _nudge_on(self, name: str) -> Iterator[Event]:
+        """Have the page cleaner write now (server-wide, no lock), once, while tables wait."""
+        if not self.settings.nudge or self._nudges:
             return
-        flavor = self.server.flavor
-        wanted = [(flavor.nudge_variable, flavor.flush_nudge)]
-        if tail:
-            wanted.append((flavor.tail_nudge_variable, flavor.tail_nudge))
-        for variable, choose in wanted:
-            if any(ch.name == variable for ch in self._nudges):
-                continue
-            try:
-                previous = self.server.variable(variable, fresh=True)
-                value = choose(previous)
-                if previous is None or value is None:
-                    continue
-                ch = GlobalChange("variable", variable, previous, value)
-                self._set(ch, self.server.session)
-            except ServerError as exc:
-                yield Event("note", name, f"could not nudge the page cleaner: {exc.message}")
+        variable = self.server.flavor.nudge_variable
+        try:
+            previous = self.server.variable(variable, fresh=True)
+            value = self.server.flavor.flush_nudge(previous)
+            if previous is None or value is None:
                 return
-            self._nudges.append(ch)
-            yield Event(
-                "global_set",
-                name,
-                f"SET GLOBAL {variable} = {value} (was {previous}) while converted tables wait "
-                "for their pages to be written: the page cleaner writes them now, no lock "
-                "(put back once none waits)",
-            )
+            ch = GlobalChange("variable", variable, previous, value)
+            self._set(ch, self.server.session)
+        except ServerError as exc:
+            yield Event("note", name, f"could not nudge the page cleaner: {exc.message}")
+            return
+        self._nudges.append(ch)
+        yield Event(
+            "global_set",
+            name,
+            f"SET GLOBAL {variable} = {value} (was {previous}) while converted tables wait for "
+            "their pages to be written: the page cleaner writes them now, no lock (put back "
+            "once none waits)",
+        )
 
     def _nudge_off(self) -> Iterator[Event]:
         if not self._nudges:
@@ -881,7 +874,6 @@ class Migration:
             f"pages not written yet; waiting up to {timeout:g}s for the page cleaner (no lock)",
             data={"dirty_pages": self._watch.unwritten, "tables": n},
         )
-        yield from self._nudge_on(self._watch.waiting[0].name, tail=True)
         deadline = time.monotonic() + timeout
         while self._watch and not self.cancelled:
             yield from self._check_watch(force=True)

@@ -266,20 +266,6 @@ class Dialect:
             return None
         return str(NUDGE_LWM)
 
-    #: the variable :meth:`tail_nudge` sets
-    tail_nudge_variable: ClassVar[str] = "innodb_max_dirty_pages_pct"
-
-    def tail_nudge(self, current: str | None) -> str | None:
-        """The value of :attr:`tail_nudge_variable` that makes the page cleaner write every
-        modified page at up to ``innodb_io_capacity_max`` (no lock), for a batch's tail when
-        no conversion is left to run; None when it already does. The pre-flush mark alone
-        writes at about ``innodb_io_capacity``: seen on MariaDB 10.11 (200), 3,105 pages of
-        five rebuilt tables in 32 s; the ceiling at 0 wrote 2,562 in 1.8 s."""
-        try:
-            return None if float(current or 0) <= 0 else "0"
-        except ValueError:
-            return None
-
     # -- replication (--max-lag) -------------------------------------------------------------------
 
     @property
