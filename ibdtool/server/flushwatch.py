@@ -9,9 +9,9 @@ next. The conversion's own pages are those changed before its statement returned
 LSN is read then (:func:`~ibdtool.server.bufferpool.current_lsn`), and a table is ready once no
 page of its spaces holds a change older than that LSN unwritten
 (:func:`~ibdtool.server.bufferpool.unwritten_pages`): a writer's later changes do not hold it
-back. While any table waits, the page cleaner may be nudged
-(:meth:`~ibdtool.server.dialects.base.Dialect.flush_nudge`, server-wide, no lock), and put back
-once none waits.
+back. When the server writes none of their pages for a while (:meth:`FlushWatch.stalled`), the
+page cleaner may be nudged (:meth:`~ibdtool.server.dialects.base.Dialect.flush_nudge`,
+server-wide, no lock), and put back once none waits.
 """
 
 from __future__ import annotations
@@ -42,12 +42,20 @@ class FlushWatch:
 
     def __init__(self) -> None:
         self.waiting: list[Waiting] = []
+        self._best: int | None = None  # the fewest pages left seen since the last add
+        self._since = time.monotonic()  # when that count was first seen
 
     def __bool__(self) -> bool:
         return bool(self.waiting)
 
     def add(self, item: Waiting) -> None:
         self.waiting.append(item)
+        self._best, self._since = None, time.monotonic()
+
+    def stalled(self, after: float) -> bool:
+        """Tables wait and the server has written none of their pages for ``after`` seconds
+        (an idle page cleaner: MariaDB's writes nothing below its thresholds)."""
+        return bool(self.waiting) and time.monotonic() - self._since >= after
 
     @property
     def unwritten(self) -> int:
@@ -59,13 +67,16 @@ class FlushWatch:
         if not self.waiting:
             return []
         pairs = [(sid, w.lsn) for w in self.waiting for sid in w.space_ids]
-        left = unwritten_pages(session, dialect, pairs)
+        by_space = unwritten_pages(session, dialect, pairs)
         ready: list[Waiting] = []
         for w in self.waiting:
-            w.unwritten = sum(left.get(sid, 0) for sid in w.space_ids)
+            w.unwritten = sum(by_space.get(sid, 0) for sid in w.space_ids)
             if not w.unwritten:
                 ready.append(w)
         self.waiting = [w for w in self.waiting if w.unwritten]
+        left = self.unwritten
+        if self._best is None or left < self._best or ready:
+            self._best, self._since = left, time.monotonic()
         return ready
 
     def take_all(self) -> list[Waiting]:
