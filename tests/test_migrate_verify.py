@@ -34,7 +34,6 @@ from tests.test_migrate_load import dirty_in_pool
 from tests.writeload import WriteLoad
 
 NUDGED = "innodb_max_dirty_pages_pct_lwm"
-NUDGE = __import__("os").environ.get("HP_NUDGE", "1") == "1"
 SERVERS = [
     server_param("mariadb", "10.11"),
     server_param("mysql80", "8.0.15"),
@@ -66,9 +65,7 @@ def test_a_default_conversion_ends_verified_and_no_writer_waits_for_it(
 
     start = time.monotonic()
     with WriteLoad(srv, "ver", "t", threads=2, limit=400) as load:
-        _events, run = run_migration(
-            srv, [("ver", "t")], target_for(srv), on_event=on_event, nudge=NUDGE
-        )
+        _events, run = run_migration(srv, [("ver", "t")], target_for(srv), on_event=on_event)
     end = time.monotonic()
     assert not load.errors, load.errors
     (result,) = run.results
