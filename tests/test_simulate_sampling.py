@@ -60,7 +60,8 @@ def test_default_intervals_hold_the_full_scan(
     path = history_table(mariadb, tmp_path / "t.ibd")
     blocks = sim.parse_block_sizes(["4096", "16384"])
     sampled = sim.simulate_path(path, blocks=blocks, costs=False)
-    assert not sampled.full and sampled.pages_sampled < sampled.pages
+    # sampled: the slow codecs at least (a cheap one may read the whole file: exact)
+    assert not sampled.full and min(r.pages_sampled for r in sampled.results) < sampled.pages
     full = sim.simulate_path(path, blocks=blocks, full=True, costs=False, row_compressed=False)
     n, held, out = misses(sampled, full)
     # 95% intervals: about one figure in twenty may miss, never by much
