@@ -66,7 +66,7 @@ def run_batch(checkout: Path, srv: servers.ThrowawayServer, names: list[str]) ->
 
 
 def server(kind: str) -> servers.ThrowawayServer:
-    run = [*FAST, "--innodb-doublewrite=0", "--innodb-use-native-aio=0"]
+    run = [*FAST, "--innodb-doublewrite=0"]
     if kind == "mariadb":
         return servers.mariadb_server(
             plugins=PLUGINS, run_options=[*run, "--performance-schema=ON"]

@@ -514,9 +514,6 @@ class ThrowawayServer:
             *self._user_args(),
             *([f"--basedir={self.basedir}"] if self.basedir is not None else []),
             f"--datadir={self.datadir}",
-            # kernel AIO contexts are machine-wide (fs.aio-max-nr): with many servers alive a
-            # new one fails io_setup() (SERVERS.md); every line the tests run accepts this
-            "--innodb-use-native-aio=0",
             *self._tmpdir_args(),
             *self._aio_args(),
             *self.base_options,

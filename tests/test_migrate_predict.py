@@ -19,8 +19,6 @@ from tests.server_fixtures import (
     conn_args,
     ibdtool,
     make_table,
-    mariadb,  # noqa: F401  (fixtures)
-    mysql8033,  # noqa: F401
     server_param,
 )
 from tests.test_migrate_load import dirty_in_pool

@@ -23,9 +23,6 @@ from tests.server_fixtures import (
     ibdtool,
     json_lines,
     make_table,
-    mariadb,  # noqa: F401  (fixtures)
-    mysql80,  # noqa: F401
-    mysql8033,  # noqa: F401
     on_disk,
     run_migration,
     server_param,
@@ -87,7 +84,7 @@ def test_a_default_conversion_ends_verified_and_no_writer_waits_for_it(
 
 
 @pytest.mark.xdist_group("mariadb")
-def test_the_batch_goes_on_while_pages_wait(mariadb: ThrowawayServer) -> None:  # noqa: F811
+def test_the_batch_goes_on_while_pages_wait(mariadb: ThrowawayServer) -> None:
     """MariaDB's idle page cleaner writes none of a rebuilt table's pages by itself: the next
     table starts at once, and each is verified when its pages are written."""
     names = ["a", "b", "c"]
@@ -115,7 +112,7 @@ def test_the_batch_goes_on_while_pages_wait(mariadb: ThrowawayServer) -> None:  
 
 @pytest.mark.xdist_group("mariadb")
 def test_a_verify_pass_proves_what_a_batch_left_unverified(
-    mariadb: ThrowawayServer,  # noqa: F811
+    mariadb: ThrowawayServer,
     tmp_path: Any,
 ) -> None:
     """With --no-nudge and a short wait MariaDB leaves the pages unwritten: the run ends

@@ -18,7 +18,7 @@ import pytest
 from ibdtool.advise import simulate as sim
 from samples.servers import ThrowawayServer
 from tests.catalog import REPO
-from tests.server_fixtures import make_table, mariadb  # noqa: F401  (fixture)
+from tests.server_fixtures import make_table
 
 CORPUS = REPO.parent / "shared" / "corpus"
 
@@ -54,7 +54,7 @@ def history_table(srv: ThrowawayServer, dst: Path) -> Path:
 
 @pytest.mark.xdist_group("mariadb")
 def test_default_intervals_hold_the_full_scan(
-    mariadb: ThrowawayServer,  # noqa: F811
+    mariadb: ThrowawayServer,
     tmp_path: Path,
 ) -> None:
     path = history_table(mariadb, tmp_path / "t.ibd")
