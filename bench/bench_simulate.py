@@ -1,6 +1,7 @@
 """Issue 3 benchmark: simulate throughput against the bare codecs, and sampled vs full scans.
 
 Run by hand:  .venv/bin/python bench/bench_simulate.py [FILE] [--algorithms a,b,...]
+         or:  .venv/bin/python bench/bench_simulate.py --default [--before CHECKOUT]
 FILE defaults to bench/work/big-plain.ibd (:func:`common.make_bench_file`).
 
 1. For each algorithm: pages/s of `simulate --full` on the whole file, against the same
@@ -8,6 +9,8 @@ FILE defaults to bench/work/big-plain.ibd (:func:`common.make_bench_file`).
    Target: at least 85% of bare speed x cores.
 2. A default sampled run against the full scan of the same algorithms: time ratio (target
    < 10%) and whether the full-scan figure lies inside the sample's 95% interval.
+3. ``--default``: the default run's wall time at 10 MiB, 100 MiB and 1 GiB beside another
+   checkout's (:func:`default_section`).
 """
 
 from __future__ import annotations
@@ -45,7 +48,99 @@ def simulate_row(path: Path, algo: str) -> Row:
     )
 
 
+DEFAULT_SIZES = {"10 MiB": 640, "100 MiB": 6400, "1 GiB": 65536}
+
+
+def default_section(before: Path, repeat: int) -> str:
+    """``ibdtool simulate --json FILE`` with its defaults (every codec, the file's block
+    size) at 10 MiB, 100 MiB and 1 GiB (:func:`common.make_bench_file`), this checkout beside
+    ``before``; the widest interval of the run, and whether a full scan's figures (a second
+    computation) lie inside the intervals (not at 1 GiB: minutes of every codec)."""
+    import json
+    import os
+    import subprocess
+
+    from common import measure
+
+    here = Path(__file__).resolve().parent.parent
+    rows = [
+        "| file | checkout | wall best s | wall median s | CPU s | pages sampled per codec "
+        "| widest ± | full scan inside |",
+        "|---|---|---:|---:|---:|---|---:|---|",
+    ]
+    for label, pages in DEFAULT_SIZES.items():
+        path = make_bench_file("big-plain.ibd", pages)
+        warm(path)
+        full = None
+        if pages <= 6400:
+            full = simulate_path(path, full=True, costs=False, row_compressed=False)
+        for name, checkout in (("before", before), ("after", here)):
+            # -m puts the working directory first on sys.path: run from the checkout
+            env_cmd = ["env", "-C", str(checkout), f"PYTHONPATH={checkout}", *IBDTOOL]
+            m = measure([*env_cmd, "simulate", "--json", str(path)], repeat=repeat)
+            out = subprocess.run(
+                [*env_cmd, "simulate", "--json", str(path)],
+                capture_output=True,
+                text=True,
+                env={**os.environ, "PYTHONPATH": str(checkout)},
+                cwd=checkout,
+                check=True,
+            ).stdout
+            doc = json.loads(out)
+            res = doc["results"]
+            widest = max(
+                (
+                    (r["ci95"][1] - r["ci95"][0]) / 2 / r["predicted_allocated"]
+                    for r in res
+                    if r["ci95"]
+                ),
+                default=0.0,
+            )
+            per = sorted({r.get("pages_sampled", doc["pages_sampled"]) for r in res})
+            inside = "–"
+            if full is not None:
+                truth = {(f.scenario.label, f.block.size): f.predicted for f in full.results}
+                ok = sum(
+                    1
+                    for r in res
+                    if (r["ci95"] or [r["predicted_allocated"]] * 2)[0]
+                    <= truth[(_label(r), r["block_size"])]
+                    <= (r["ci95"] or [r["predicted_allocated"]] * 2)[1]
+                )
+                inside = f"{ok}/{len(res)}"
+            rows.append(
+                f"| {label} ({pages:,} pages) | {name} | {m['wall_min']:.1f} | "
+                f"{m['wall_med']:.1f} | {m['cpu_med']:.1f} | "
+                f"{per[0]:,}–{per[-1]:,} of {doc['pages']:,} | "
+                f"{'exact' if not widest else f'{100 * widest:.2f}%'} | {inside} |"
+            )
+            print(rows[-1], flush=True)
+    return "\n".join(rows)
+
+
+def _label(r: dict[str, object]) -> str:
+    lvl = f":{r['level']}" if r["level"] is not None else ""
+    return f"{r['server']}:{r['algorithm']}{lvl}"
+
+
 def main() -> None:
+    if "--default" in sys.argv:
+        i = sys.argv.index("--before") + 1 if "--before" in sys.argv else 0
+        before = Path(sys.argv[i]) if i else Path("/work/main")
+        body = (
+            "`ibdtool simulate --json FILE` with its defaults (eleven codecs, the file's block "
+            "size; costs and the ROW_FORMAT=COMPRESSED what-if included), 3 runs each, files of "
+            "the samples' MariaDB pages (`common.make_bench_file`). *before*: full scan up to "
+            "8,192 pages, else one sample sized for the first codec; *after*: each codec "
+            "sampled until its interval is ±1% or 3 s of scanning after a first round have "
+            "passed. *full scan inside*: figures whose interval holds the `--full` figure "
+            "(a second computation; not run at 1 GiB).\n\n"
+            + default_section(before, 3)
+            + "\n\nCommand: `PYTHONPATH=$PWD .venv/bin/python bench/bench_simulate.py --default`"
+        )
+        append_results("Simulate: default run at 10 MiB, 100 MiB, 1 GiB", body)
+        print(body)
+        return
     args = [a for a in sys.argv[1:] if not a.startswith("--")]
     path = Path(args[0]) if args else make_bench_file("big-plain.ibd")
     algos = DEFAULT

@@ -3,6 +3,8 @@
 - ``simulate``: predict what page compression (or ROW_FORMAT=COMPRESSED) would allocate.
 - ``recommend``: per block size, the algorithm that saves most and the cheapest close to it.
 - ``cpu_cost``: the CPU cost of codecs, measured so that two runs agree.
+- ``estimate``: a predicted quantity with its 95% interval and basis, the shape of every
+  prediction.
 
 Uses :mod:`ibdtool.tablespace` and :mod:`ibdtool.fs`. New here: rebuild prediction and
 other predictions.
@@ -12,8 +14,10 @@ from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
     from ibdtool.advise.cpu_cost import CLOCK, Cost
+    from ibdtool.advise.estimate import Estimate
     from ibdtool.advise.recommend import (
         CHEAPEST_WITHIN,
+        GOOD_ENOUGH_SHARE,
         Recommendation,
         recommendations,
         simulation_json,
@@ -36,7 +40,10 @@ else:
         __name__,
         {
             "cpu_cost": "CLOCK Cost",
-            "recommend": "CHEAPEST_WITHIN Recommendation recommendations simulation_json",
+            "estimate": "Estimate",
+            "recommend": (
+                "CHEAPEST_WITHIN GOOD_ENOUGH_SHARE Recommendation recommendations simulation_json"
+            ),
             "simulate": (
                 "BlockSpec DEFAULT_SCENARIOS Scenario ScenarioResult SimResult parse_algorithms "
                 "parse_block_sizes simulate_path wants_row_compressed"

@@ -22,6 +22,7 @@ import math
 import os
 import random
 import threading
+import time
 import zlib
 from bisect import bisect_right
 from collections.abc import Callable, Iterable, Iterator, Sequence
@@ -62,13 +63,19 @@ if TYPE_CHECKING:  # parsers.keyring loads construct and cryptography: only with
     from parsers.keyring import Keyring
 
 Z95 = 1.959963984540054
-FULL_SCAN_MAX_PAGES = 8192  # files up to 128 MiB of 16K pages are scanned whole by default
-PILOT_PAGES = 400
+PILOT_PAGES = 64  # the default run's first round, every scenario on the same pages
 TARGET_REL_HALF_WIDTH = 0.01  # ±1%
-MIN_SAMPLE = 400
+SMALL_FILE_PAGES = 400  # files of at most this many pages are scanned whole by default
 #: the ROW_FORMAT=COMPRESSED what-if deflates each of its pages a hundred times over: it looks
 #: at about this many pages
 ZIP_SUBSAMPLE_TARGET = 300
+#: the default (adaptive) run: seconds of scanning it allows itself after the first round; a
+#: scenario whose interval is not within ±1% by then keeps the wider one, said in a note
+SAMPLE_BUDGET = 3.0
+ROUND_GROWTH = 32  # a round at most this many times a scenario's pages so far
+MIN_ROUND_PAGES = 16  # fewer pages than this are not worth a round
+ADAPTIVE_ZIP_PAGES = 100  # the ROW_FORMAT=COMPRESSED what-if's pages in the default run
+MAX_ADAPTIVE_PAGES = 1 << 17  # the sample's ceiling, whatever the file's size
 
 
 # --- what is simulated -----------------------------------------------------------------------
@@ -315,6 +322,8 @@ class Accumulator:
     lengths: dict[Scenario, dict[int, int]] = field(default_factory=dict)
     #: the stored pages read, for the current state (:attr:`SimConfig.tally_stored`)
     stored: StoredTally | None = None
+    #: seconds spent in each scenario's codec (what a page of it costs the adaptive sample)
+    seconds: dict[Scenario, float] = field(default_factory=dict)
 
     def add_cost(self, key: tuple[Scenario, BlockSpec], value: float) -> None:
         slot = self.cost.setdefault(key, [0.0, 0.0])
@@ -364,6 +373,8 @@ class Accumulator:
             slot[1] += s2
         self.zip_index_pages += other.zip_index_pages
         self.zip_n += other.zip_n
+        for sc, t in other.seconds.items():
+            self.seconds[sc] = self.seconds.get(sc, 0.0) + t
         if other.stored is not None:
             if self.stored is None:
                 self.stored = StoredTally()
@@ -449,9 +460,13 @@ class _Meter:
             self.lengths = acc.lengths
             self.hists = [acc.lengths.setdefault(s, {}) for s, *_ in self.plans]
         plans = [
-            (kept, skip, size, hist)
-            for (_s, kept, skip, size), hist in zip(self.plans, self.hists, strict=True)
+            (i, kept, skip, size, hist)
+            for i, ((_s, kept, skip, size), hist) in enumerate(
+                zip(self.plans, self.hists, strict=True)
+            )
         ]
+        spent = [0.0] * len(plans)  # seconds in each scenario's codec
+        clock = time.perf_counter
         seen = compressed_pages = 0
         for page, page_no in pages:
             ptype = page[24] << 8 | page[25]
@@ -461,11 +476,13 @@ class _Meter:
                 continue
             seen += 1
             compressed = False
-            for kept, skip, size, hist in plans:
+            for i, kept, skip, size, hist in plans:
                 if page_no == 0 or ptype in kept:
                     length = -1
                 else:
+                    t0 = clock()
                     length = size(page[skip:] if skip else page)
+                    spent[i] += clock() - t0
                     compressed = True
                 hist[length] = hist.get(length, 0) + 1
             compressed_pages += compressed
@@ -474,6 +491,8 @@ class _Meter:
                 _measure_zip(bytes(page), ptype, cfg, acc)
         acc.n += seen
         acc.compressed_pages += compressed_pages
+        for (sc, *_), t in zip(self.plans, spent, strict=True):
+            acc.seconds[sc] = acc.seconds.get(sc, 0.0) + t
 
 
 def kept_plain_types(s: Scenario) -> frozenset[int]:
@@ -727,6 +746,8 @@ class ScenarioResult:
     extents_ci95: tuple[int, int] | None = None
     #: what a DROP TABLE would then cost (:mod:`ibdtool.fs.extents`)
     drop_cost: DropCost | None = None
+    #: pages this scenario was measured on (the default run samples each until ±1%)
+    pages_sampled: int = 0
 
     @property
     def compress_us(self) -> float | None:
@@ -803,6 +824,7 @@ class SimResult:
                     "ntfs_unit": r.block.ntfs_unit,
                     "predicted_allocated": r.predicted,
                     "ci95": list(r.ci95) if r.ci95 else None,
+                    "pages_sampled": r.pages_sampled,
                     "saving_pct": round(r.saving_pct, 2),
                     "compress_us_per_page": None
                     if r.compress_us is None
@@ -870,41 +892,17 @@ def _extents_after(
 
 
 def _estimate(
-    total: float, total_sq: float, n: int, population: int, full: bool
+    total: float, total_sq: float, n: int, population: int, full: bool, cap: float
 ) -> tuple[int, tuple[int, int] | None]:
+    """The total over ``population`` pages from ``n`` of them, with its 95% interval (None:
+    exact); ``cap`` is the most one page can cost (see :func:`_half_width`)."""
     if n == 0:
         return 0, None
-    mean = total / n
+    mean, half = _half_width(total, total_sq, n, population, cap)
     predicted = mean * population
     if full or n >= population:
         return round(predicted), None
-    var = max(0.0, (total_sq - n * mean * mean) / (n - 1)) if n > 1 else 0.0
-    fpc = math.sqrt((population - n) / (population - 1)) if population > 1 else 0.0
-    half = Z95 * population * math.sqrt(var / n) * fpc
     return round(predicted), (max(0, round(predicted - half)), round(predicted + half))
-
-
-def choose_sample_size(
-    ts: Tablespace, cfg: SimConfig, rng: random.Random, pilot: int = PILOT_PAGES
-) -> int:
-    """Pages needed for a ±1% 95% interval on the first scenario, from a pilot sample."""
-    n_pages = ts.n_pages
-    # the first scenario and block alone, without the ROW_FORMAT=COMPRESSED what-if (a dozen
-    # deflates per index page, whose figures the pilot does not use)
-    first = SimConfig(cfg.scenarios[:1], cfg.blocks[:1], cfg.page_size, zip_every=0)
-    pages = rng.sample(range(n_pages), min(pilot, n_pages))
-    acc = scan_pages(ts, pages, first)
-    acc.settle(first)
-    s, s2 = next(iter(acc.cost.values()))
-    n = acc.n
-    mean = s / n
-    if mean <= 0:
-        return max(MIN_SAMPLE, n)
-    var = max(0.0, (s2 - n * mean * mean) / (n - 1))
-    cv = math.sqrt(var) / mean
-    n0 = (Z95 * cv / TARGET_REL_HALF_WIDTH) ** 2
-    n_fpc = n0 / (1 + (n0 - 1) / n_pages)
-    return int(min(n_pages, max(MIN_SAMPLE, math.ceil(n_fpc))))
 
 
 def _clustered_index_ids(ts: Tablespace) -> frozenset[int]:
@@ -939,6 +937,7 @@ def simulate_path(
     *,
     sample: int | None = None,
     full: bool | None = None,
+    budget: float = SAMPLE_BUDGET,
     seed: int = 1,
     jobs: int | None = None,
     progress: Callable[[int, int], None] | None = None,
@@ -953,6 +952,12 @@ def simulate_path(
     ``keyring`` opens an encrypted tablespace (its pages are simulated decrypted).
     ``costs=False`` leaves the CPU cost out (about 0.3 s of CPU a file; ``report`` has no use
     for it).
+
+    By default (neither ``sample`` nor ``full``) each scenario is sampled until its 95%
+    interval is within ±1% of its prediction (:func:`_adaptive`), for at most ``budget``
+    seconds after a first round of :data:`PILOT_PAGES` pages: a fast codec goes on to more
+    pages while a slow one whose pages vary little stops early. A file of at most
+    :data:`SMALL_FILE_PAGES` pages is scanned whole.
     """
     with Tablespace(path, keyring) as ts:
         alloc = ts.data_map  # sizes and data ranges; no FIEMAP extent list
@@ -969,20 +974,21 @@ def simulate_path(
                 "each zip page holds (an ALTER to DYNAMIC repacks them), other pages at the "
                 "logical size"
             )
+        adaptive = full is None and sample is None and n_pages > SMALL_FILE_PAGES
         if full is None:
-            full = sample is None and n_pages <= FULL_SCAN_MAX_PAGES
+            full = sample is None and not adaptive
         page_nos: Sequence[int]
         if full:
             page_nos = range(n_pages)  # never a list: a 15 TiB file has a billion pages
+        elif adaptive:
+            page_nos = rng.sample(range(n_pages), min(n_pages, MAX_ADAPTIVE_PAGES))
         else:
-            if sample is None:
-                sample = choose_sample_size(ts, cfg, random.Random(seed + 1))
-            sample = min(sample, n_pages)
+            sample = min(sample or n_pages, n_pages)
             page_nos = sorted(rng.sample(range(n_pages), sample))
             full = sample >= n_pages
         for s in cfg.scenarios:  # load the codec libraries once, before the workers fork
             s.decompress(s.compress(bytes(cfg.page_size)), cfg.page_size)
-        zip_every = max(1, len(page_nos) // ZIP_SUBSAMPLE_TARGET)
+        zip_every = 1 if adaptive else max(1, len(page_nos) // ZIP_SUBSAMPLE_TARGET)
         # a full scan reads every page: it tallies them for the current state as it goes
         cfg = replace(cfg, zip_every=zip_every if row_compressed else 0, tally_stored=full)
         jobs = jobs or os.cpu_count() or 1
@@ -991,27 +997,27 @@ def simulate_path(
             # lock another thread held, and a fork server cannot start under Textual (it
             # replaces the standard descriptors): scan in this process instead
             jobs = 1
-        acc = Accumulator()
-        if jobs > 1 and len(page_nos) >= 256:
-            step = max(16, len(page_nos) // (jobs * 16))
-            batches = [page_nos[i : i + step] for i in range(0, len(page_nos), step)]
-            done = 0
-            with WorkerPool(_worker, jobs, died=_worker_died, label=lambda a: a[0]) as pool:
-                run = next(_runs)
-                tasks = [(str(path), b, cfg, keyring, run) for b in batches]
-                for part in pool.map_unordered(tasks):
-                    acc.merge(part)
-                    done += part.n
-                    if progress:
-                        progress(done, len(page_nos))
-        else:
-            for batch in _batches(ts, page_nos, 64):
-                acc.merge(scan_pages(ts, batch, cfg))
-                if progress:
-                    progress(acc.n, len(page_nos))
-        if acc.n != len(page_nos):  # a worker saw a shorter file: never a partial answer
-            raise InputError(f"{path}: file shrank while reading")
-        acc.settle(cfg)
+        scan = _Scan(ts, str(path), keyring, jobs, progress)
+        with scan:
+            if adaptive:
+                assert isinstance(page_nos, list)
+                acc, per_scenario, page_nos, unsettled = _adaptive(
+                    scan, page_nos, cfg, n_pages, budget
+                )
+                if unsettled:
+                    widest = max(unsettled.values())
+                    rest = "; the others ±1%" if len(unsettled) < len(cfg.scenarios) else ""
+                    notes.append(
+                        f"sampled for {budget:g}s: {', '.join(x.label for x in unsettled)} "
+                        f"within ±{100 * widest:.1f}%{rest} (--sample N or --full for "
+                        "tighter intervals)"
+                    )
+            else:
+                acc = scan.run(page_nos, cfg, len(page_nos))
+                acc.settle(cfg)
+                per_scenario = dict.fromkeys(cfg.scenarios, acc.n)
+                if acc.n != len(page_nos):  # a worker saw a shorter file: never partial
+                    raise InputError(f"{path}: file shrank while reading")
         if cfg.scenarios and not acc.compressed_pages:
             notes.append(
                 "no page with data was simulated (every page looked at is all zeros, or one "
@@ -1031,10 +1037,11 @@ def simulate_path(
     for s in cfg.scenarios:
         for b in cfg.blocks:
             total, total_sq = acc.cost.get((s, b), [0.0, 0.0])
-            predicted, ci = _estimate(total, total_sq, acc.n, n_pages, full)
-            holes = acc.holes.get((s, b), 0) * n_pages / acc.n if acc.n else 0
+            n = per_scenario.get(s, 0)
+            predicted, ci = _estimate(total, total_sq, n, n_pages, full, cfg.page_size)
+            holes = acc.holes.get((s, b), 0) * n_pages / n if n else 0
             extents, extents_ci = _extents_after(
-                acc.holes.get((s, b), 0), acc.n, n_pages, full, logical_size
+                acc.holes.get((s, b), 0), n, n_pages, full or n >= n_pages, logical_size
             )
             drop = predict_between(
                 extents,
@@ -1061,6 +1068,7 @@ def simulate_path(
                     extents,
                     extents_ci,
                     drop,
+                    n,
                 )
             )
     zips: list[ZipResult] = []
@@ -1068,7 +1076,9 @@ def simulate_path(
         if kbs > cfg.page_size:
             continue
         total, total_sq = acc.zip_cost.get(kbs, [0.0, 0.0])
-        predicted, ci = _estimate(total, total_sq, acc.zip_n, n_pages, full and zip_every == 1)
+        predicted, ci = _estimate(
+            total, total_sq, acc.zip_n, n_pages, full and zip_every == 1, cfg.page_size
+        )
         predicted = -(-predicted // kbs) * kbs  # a file of whole pages
         rate = acc.zip_failures.get(kbs, 0) / acc.zip_index_pages if acc.zip_index_pages else 0.0
         zips.append(ZipResult(kbs, rate, predicted, ci))
@@ -1077,7 +1087,7 @@ def simulate_path(
     return SimResult(
         path=str(path),
         pages=n_pages,
-        pages_sampled=acc.n,
+        pages_sampled=max(per_scenario.values(), default=acc.n),
         page_size=cfg.page_size,
         allocated_size=allocated,
         logical_size=ts.size,
@@ -1093,6 +1103,175 @@ def simulate_path(
         cost_repetitions=timing.repetitions if timing else 0,
         drop_now=drop_now,
     )
+
+
+class _Scan:
+    """Scans of pages of one open tablespace, on worker processes forked once for all the
+    rounds of a run (or in this process: ``jobs`` 1, or few pages)."""
+
+    def __init__(
+        self,
+        ts: Tablespace,
+        path: str,
+        keyring: Keyring | None,
+        jobs: int,
+        progress: Callable[[int, int], None] | None,
+    ) -> None:
+        self.ts, self.path, self.keyring, self.jobs = ts, path, keyring, jobs
+        self.progress = progress
+        self.pool: WorkerPool[_Task, Accumulator] | None = None
+        self.run_id = next(_runs)
+        self.done = 0  # pages scanned by the run so far (for the progress)
+
+    def __enter__(self) -> _Scan:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        if self.pool is not None:
+            self.pool.__exit__(*exc)  # type: ignore[arg-type]
+            self.pool = None
+
+    def run(self, page_nos: Sequence[int], cfg: SimConfig, total: int) -> Accumulator:
+        """The pages measured (not settled); ``total``: the run's pages, for the progress."""
+        acc = Accumulator()
+        if self.jobs > 1 and len(page_nos) >= 256:
+            if self.pool is None:
+                self.pool = WorkerPool(
+                    _worker, self.jobs, died=_worker_died, label=lambda a: a[0]
+                ).__enter__()
+            step = max(16, len(page_nos) // (self.jobs * 16))
+            batches = [page_nos[i : i + step] for i in range(0, len(page_nos), step)]
+            tasks = [(self.path, b, cfg, self.keyring, self.run_id) for b in batches]
+            for part in self.pool.map_unordered(tasks):
+                acc.merge(part)
+                self._moved(part.n, total)
+        else:
+            for batch in _batches(self.ts, page_nos, 64):
+                part = scan_pages(self.ts, batch, cfg)
+                acc.merge(part)
+                self._moved(part.n, total)
+        return acc
+
+    def _moved(self, pages: int, total: int) -> None:
+        self.done += pages
+        if self.progress:
+            self.progress(min(self.done, total), max(total, self.done))
+
+
+def _half_width(
+    total: float, total_sq: float, n: int, population: int, cap: float
+) -> tuple[float, float]:
+    """(mean, the 95% interval's half width on the total) of a sample of ``n`` pages, finite
+    population corrected. A sample whose pages all cost the same says little of the pages not
+    seen (the normal interval would be 0 wide): its half width is then the rule of three's, 3
+    pages in ``n`` off by the most a page can differ from the mean (``cap``: what one page
+    can cost at most)."""
+    mean = total / n
+    if n >= population:
+        return mean, 0.0
+    if n < 2:
+        return mean, math.inf
+    var = max(0.0, (total_sq - n * mean * mean) / (n - 1))
+    fpc = math.sqrt((population - n) / (population - 1))
+    if var <= 0.0:
+        return mean, population * 3 / n * max(mean, cap - mean) * fpc
+    return mean, Z95 * population * math.sqrt(var / n) * fpc
+
+
+def _pages_needed(total: float, total_sq: float, n: int, population: int, cap: float) -> int:
+    """Pages for a ±1% 95% interval, from a sample of ``n`` (finite population corrected;
+    the rule of three's when every page so far cost the same, :func:`_half_width`)."""
+    mean = total / n
+    if mean <= 0:
+        return n
+    var = max(0.0, (total_sq - n * mean * mean) / (n - 1)) if n > 1 else 0.0
+    if var <= 0.0:
+        n0 = 3 * max(mean, cap - mean) / mean / TARGET_REL_HALF_WIDTH
+    else:
+        n0 = (Z95 * math.sqrt(var) / mean / TARGET_REL_HALF_WIDTH) ** 2
+    return math.ceil(n0 / (1 + (n0 - 1) / population))
+
+
+def _adaptive(
+    scan: _Scan, order: list[int], cfg: SimConfig, n_pages: int, budget: float
+) -> tuple[Accumulator, dict[Scenario, int], list[int], dict[Scenario, float]]:
+    """Sample each scenario until its interval (at every block size) is within ±1% of its
+    prediction. Scenario s measures the first ``per[s]`` pages of ``order`` (a random
+    permutation of page numbers): a first round of :data:`PILOT_PAGES` for all (the
+    ROW_FORMAT=COMPRESSED what-if on its first :data:`ADAPTIVE_ZIP_PAGES`), then rounds sized
+    per scenario from its spread (pages needed) and its cost (seconds a page, measured), so a
+    slow codec whose pages vary little stops early and a fast one goes on. The rounds stop
+    when every interval is within ±1% or ``budget`` seconds have passed since the first round
+    (the time left goes to the cheapest first); a scenario for which the rest of the file
+    costs less than half its share of the time left takes it all (exact). Returns the
+    settled sums, each scenario's pages, the pages scanned (sorted) and the scenarios left
+    wider than ±1% with their relative half widths."""
+    acc = Accumulator()
+    per: dict[Scenario, int] = dict.fromkeys(cfg.scenarios, 0)
+    goal: dict[Scenario, int] = dict.fromkeys(cfg.scenarios, min(len(order), PILOT_PAGES))
+    zip_pages = min(len(order), ADAPTIVE_ZIP_PAGES) if cfg.zip_every else 0
+    start: float | None = None  # the budget runs from the end of the first round
+    rel: dict[Scenario, float] = {}
+    jobs = max(1, scan.jobs)
+    while True:
+        # the pieces of the order between every scenario's pages and its goal, each scanned
+        # once for the scenarios that reach over it (and the what-if on its first pages)
+        cuts = sorted({*per.values(), *goal.values(), *([zip_pages] if zip_pages else [])})
+        for lo, hi in itertools.pairwise(cuts):
+            who = tuple(s for s in cfg.scenarios if per[s] <= lo and goal[s] >= hi)
+            with_zip = hi <= zip_pages and acc.zip_n < zip_pages
+            if not who and not with_zip:
+                continue
+            rcfg = replace(cfg, scenarios=who, zip_every=1 if with_zip else 0)
+            part = scan.run(sorted(order[lo:hi]), rcfg, max(goal.values()))
+            part.settle(rcfg)
+            if part.n != hi - lo:
+                raise InputError(f"{scan.path}: file shrank while reading")
+            acc.merge(part)
+        for s in cfg.scenarios:
+            per[s] = max(per[s], goal[s])
+        needed: dict[Scenario, int] = {}
+        for s in cfg.scenarios:
+            n = per[s]
+            worst, need = 0.0, n
+            for b in cfg.blocks:
+                total, total_sq = acc.cost.get((s, b), [0.0, 0.0])
+                mean, half = _half_width(total, total_sq, n, n_pages, cfg.page_size)
+                predicted = mean * n_pages
+                worst = max(worst, half / predicted if predicted > 0 else 0.0)
+                need = max(need, _pages_needed(total, total_sq, n, n_pages, cfg.page_size))
+            rel[s] = worst
+            if worst > TARGET_REL_HALF_WIDTH and n < len(order):
+                # 10% over the estimate (it comes from a sample too), growth capped
+                needed[s] = min(len(order), math.ceil(need * 1.1), n * ROUND_GROWTH) - n
+        if start is None:
+            start = time.monotonic()
+        left = budget - (time.monotonic() - start)
+        if not needed or left <= 0:
+            break
+        # each page of s costs what its codec took so far (the scan runs on ``jobs`` cores):
+        # the cheapest get all they ask for while the time left allows, the others share what
+        # remains equally
+        cost = {s: acc.seconds.get(s, 0.0) / max(1, per[s]) / jobs for s in needed}
+        grew = False
+        waiting = sorted(needed, key=lambda x: needed[x] * cost[x])
+        for i, s in enumerate(waiting):
+            more = needed[s]
+            share = left / (len(waiting) - i)
+            rest = len(order) - per[s]
+            if rest * cost[s] <= share / 2:
+                more = rest  # the whole of it costs little more: exact, not ±1%
+            elif more * cost[s] > share:
+                more = int(share / cost[s]) if cost[s] > 0 else more
+            left -= more * cost[s]
+            if more >= MIN_ROUND_PAGES or more == needed[s]:
+                goal[s] = per[s] + more
+                grew = grew or more > 0
+        if not grew:
+            break
+    taken = max(per.values(), default=0)
+    unsettled = {s: rel[s] for s in cfg.scenarios if rel.get(s, 0.0) > TARGET_REL_HALF_WIDTH}
+    return acc, per, sorted(order[:taken]), unsettled
 
 
 def cost_pages(ts: Tablespace, page_nos: Sequence[int], want: int = MAX_COST_PAGES) -> list[bytes]:

@@ -394,10 +394,25 @@ def _confirm(plan: Any, server_label: str, yes: bool) -> None:
 @click.option(
     "--flush-wait",
     type=click.FloatRange(min=0),
-    default=60,
+    default=300,
     show_default=True,
-    help="Without --flush-for-export: seconds to wait for the page cleaner to write the new "
-    "file's pages before reading it (no lock).",
+    help="Without --flush-for-export: each converted table is verified once the server has "
+    "written its pages, while the batch goes on; after the last conversion, wait at most this "
+    "many seconds for the rest (no lock).",
+)
+@click.option(
+    "--no-nudge",
+    is_flag=True,
+    help="Do not lower innodb_max_dirty_pages_pct_lwm (server-wide, no lock, put back after) "
+    "while converted tables wait for their pages to be written.",
+)
+@click.option(
+    "--verify",
+    "verify_only",
+    is_flag=True,
+    help="Convert nothing: verify that the tables' pages on disk are in the target format, "
+    "waiting (no lock) for the server to write them; with --journal and no TABLE, the tables "
+    "the journal's runs left unverified.",
 )
 @click.option("--no-flush", is_flag=True, hidden=True, help="The default now (no FLUSH).")
 @click.option("--no-predict", is_flag=True, help="Skip the simulator's prediction.")
@@ -440,6 +455,8 @@ def migrate(
     progress_source: str,
     flush_for_export: bool,
     flush_wait: float,
+    no_nudge: bool,
+    verify_only: bool,
     no_flush: bool,
     no_predict: bool,
     force: bool,
@@ -457,6 +474,7 @@ def migrate(
     """
     from ibdtool.server import (
         ExecSettings,
+        Journal,
         Pacing,
         PlanSettings,
         build_plan,
@@ -468,8 +486,15 @@ def migrate(
     )
 
     target = parse_target(target_text)
+    if verify_only and not table_names and not schemas and journal is not None:
+        table_names = tuple(sorted(Journal(journal).state(target.label).unverified))
+        if not table_names:
+            click.echo(f"ibdtool: {journal}: no table left unverified for {target.label}", err=True)
+            sys.exit(ExitCode.OK)
     if not table_names and not schemas:
         raise click.UsageError("name at least one TABLE or --schema")
+    if verify_only and execute:
+        raise click.UsageError("--verify converts nothing: it does not go with --execute")
     if execute and not yes and not sys.stdin.isatty():
         raise InputError(
             "--execute without --yes needs a terminal to confirm on; add --yes to run unattended"
@@ -516,7 +541,14 @@ def migrate(
             pacing.replicas = resolve_replicas(srv.session, srv.flavor, srv.opts, list(replicas))
         elif replicas:
             raise click.UsageError("--replica is for --max-lag")
+        if verify_only:
+            settings.predict = False
         plan = build_plan(srv, found, target, settings)
+        if verify_only:
+            exec_settings = ExecSettings(
+                flush_wait=flush_wait, nudge=not no_nudge, progress=progress_source
+            )
+            sys.exit(_run(srv, plan, journal, as_json, exec_settings, verify_only=True))
         if not execute:
             if as_json:
                 _emit_json(plan.to_json())
@@ -543,6 +575,7 @@ def migrate(
             pause=pause,
             flush_for_export=flush_for_export,
             flush_wait=flush_wait,
+            nudge=not no_nudge,
             progress=progress_source,
             stop_on_error=not keep_going,
         )
@@ -556,6 +589,7 @@ def _run(
     journal_path: str | None,
     as_json: bool,
     settings: Any,
+    verify_only: bool = False,
 ) -> int:
     from ibdtool.cli.server_display import ProgressView, print_results
     from ibdtool.server import Journal, Migration
@@ -567,7 +601,7 @@ def _run(
         _Interrupts(migration.cancel, view.say),
         _PauseSignals(migration.pause, migration.resume, view.say),
     ):
-        for ev in migration.events():
+        for ev in migration.verify_events() if verify_only else migration.events():
             if as_json:
                 sys.stdout.write(json.dumps(ev.to_json(), default=str) + "\n")
                 sys.stdout.flush()
@@ -577,6 +611,10 @@ def _run(
         print_results(migration.results)
     if migration.interrupted:
         return int(ExitCode.INTERRUPTED)
+    if verify_only:  # a proof or not: anything not verified is a finding
+        return int(
+            ExitCode.OK if all(r.verified is True for r in migration.results) else ExitCode.FOUND
+        )
     bad = [r for r in migration.results if r.status in ("failed", "refused", "stopped")]
     # a conversion whose pages could not be read back is not a success either (status
     # awaiting_flush, pages not on disk yet and no flush asked for, is: it is said, not an

@@ -18,7 +18,8 @@ Modules: ``clientopts`` (option files, login paths, precedence), ``loginfile``
 ``localfs`` (the datadir from here), ``pagestate`` (pages by compression, verification),
 ``table_info`` (a table and its tablespaces: the records), ``tables`` (reads them), ``status``,
 ``steps`` (targets, settings, statements), ``plan``, ``preflight``, ``progress``, ``execute``,
-``results``, ``journal``, ``pacing`` and ``replicas`` (``--max-load``, ``--max-lag``),
+``results``, ``flushwatch`` (converted tables waiting for their pages to reach disk),
+``journal``, ``pacing`` and ``replicas`` (``--max-load``, ``--max-lag``),
 ``argvscrub`` (passwords out of the process title). The Rich output of these results is the
 CLI's (:mod:`ibdtool.cli.server_display`). Other groups, the CLI and the TUI import from this
 package (its offer, below, loads each module when a name from it is first used).

@@ -6,15 +6,19 @@ forcing the write with ``FLUSH TABLES … FOR EXPORT`` (a shared lock that block
 the table for as long as the flush takes), :func:`wait_flushed` asks the server how many pages
 of the space are still dirty (``information_schema.INNODB_BUFFER_PAGE``, OLDEST_MODIFICATION
 above the dialect's ``dirty_above``: MariaDB marks written pages still on its flush list with 1)
-and waits, bounded, for the page cleaner to write them on its own.
+and waits, bounded, for the page cleaner to write them on its own. :func:`current_lsn` and
+:func:`unwritten_pages` tell the pages a conversion changed from those changed after it (the
+executor's :mod:`~ibdtool.server.flushwatch`).
 """
 
 from __future__ import annotations
 
+import re
 import time
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 
+from ibdtool.server import sql
 from ibdtool.server.connection import Session
 from ibdtool.server.dialects import Dialect
 from ibdtool.server.errors import ServerError
@@ -78,3 +82,29 @@ def wait_flushed(
             return
         if sleep(min(poll, max(0.0, timeout - elapsed))):
             return
+
+
+_LSN = re.compile(r"^Log sequence number\s+(\d+)", re.MULTILINE)
+
+
+def current_lsn(session: Session) -> int | None:
+    """The server's log sequence number now (``SHOW ENGINE INNODB STATUS``, which every
+    MySQL and MariaDB prints the same way); None when it will not say."""
+    try:
+        row = session.query_one(sql.ENGINE_STATUS)
+    except ServerError:
+        return None
+    m = _LSN.search(str((row or {}).get("Status") or ""))
+    return int(m.group(1)) if m else None
+
+
+def unwritten_pages(
+    session: Session, dialect: Dialect, spaces: list[tuple[int, int]]
+) -> dict[int, int]:
+    """For (space id, LSN) pairs: pages of each space holding a change older than its LSN
+    that the file does not have yet (spaces with none are absent). Raises ServerError."""
+    if not spaces:
+        return {}
+    args = tuple(x for pair in spaces for x in pair)
+    rows = session.query(dialect.unwritten_pages_query(len(spaces)), args)
+    return {int(r["space"]): int(r["dirty"] or 0) for r in rows}

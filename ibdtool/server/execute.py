@@ -26,10 +26,17 @@ from typing import Any
 
 from ibdtool.errors import InputError
 from ibdtool.server import sql
-from ibdtool.server.bufferpool import STUCK_AFTER, dirty_pages, wait_flushed
+from ibdtool.server.bufferpool import (
+    STUCK_AFTER,
+    current_lsn,
+    dirty_pages,
+    unwritten_pages,
+    wait_flushed,
+)
 from ibdtool.server.connection import Session
 from ibdtool.server.context import Server
 from ibdtool.server.errors import ER_QUERY_INTERRUPTED, ServerError
+from ibdtool.server.flushwatch import FlushWatch, Waiting
 from ibdtool.server.journal import Journal
 from ibdtool.server.pacing import Pacing
 from ibdtool.server.pagestate import Verification, verify
@@ -50,12 +57,11 @@ from ibdtool.server.table_info import TableInfo, TableOptions
 ETA_MIN_FRACTION = 0.01  # as gh-ost: no ETA before 1% is done
 FILE_FRACTION_CAP = 0.99  # an estimate-based bar never shows done before the statement is
 ORPHAN_WAIT = 60.0  # seconds to wait for a killed statement when leaving early
-#: how to verify a table that ended awaiting_flush (ibdtool changes no flushing setting itself)
+#: how to verify a table that ended awaiting_flush
 AWAITING_FLUSH_HINT = (
-    "to make the check exact, run with --flush-for-export (it blocks writes to the table while "
-    "the pages are written), or have the server write them (SET GLOBAL "
-    "innodb_max_dirty_pages_pct=0 for a moment, then back: ibdtool does not do this by itself) "
-    "and read the file with ibdtool inspect"
+    "to verify it later, run the same migrate with --verify (with --journal, the tables it "
+    "left unverified): it waits for the pages without a lock; --flush-for-export writes them "
+    "at once but blocks writes to the table meanwhile"
 )
 
 
@@ -66,7 +72,11 @@ class ExecSettings:
     pause: float = 0.0  # seconds between tables
     poll: float = 0.5  # seconds between progress reads
     flush_for_export: bool = False  # FLUSH TABLES … FOR EXPORT (blocks writes) before measuring
-    flush_wait: float = 60.0  # without it: seconds to wait for the page cleaner, at most
+    #: without it: seconds the batch waits, after its last conversion, for the pages of the
+    #: tables not verified yet (each is verified as soon as its pages are written, while the
+    #: batch goes on)
+    flush_wait: float = 300.0
+    nudge: bool = True  # lower the page cleaner's pre-flush mark while tables wait (no lock)
     progress: str = "auto"  # "auto" | "performance_schema" | "processlist" | "file"
     stop_on_error: bool = True
     throttle_poll: float = 2.0
@@ -120,6 +130,10 @@ class Migration:
         self._killed = False
         self.interrupted = False
         self.stopped: str | None = None  # why a critical load stopped the batch
+        self._watch = FlushWatch()  # converted tables whose pages are not all written yet
+        self._nudges: list[GlobalChange] = []  # the page cleaner's mark, while tables wait
+        self._watched_at = 0.0  # monotonic time of the last reading of the watch
+        self._verifying = False  # a --verify pass: journal table_verified, not table_done
         load = dict(self.settings.pacing.max_load)
         if self.settings.max_running and "Threads_running" not in load:
             load["Threads_running"] = self.settings.max_running
@@ -272,6 +286,7 @@ class Migration:
                     self._wait(self.settings.pause)
                     if self.cancelled:
                         break
+                yield from self._check_watch()
                 yield from self._throttle(name)
                 if self.cancelled:
                     break
@@ -286,10 +301,12 @@ class Migration:
                 if result.status == "failed" and self.settings.stop_on_error:
                     yield Event("batch_stopped", name, "stopping the batch after a failure")
                     break
+            yield from self._drain()
             clean_end = True
         finally:
             self._stop_orphan()
-            problems = self._restore(self._changes)
+            problems = self._restore(self._nudges)
+            problems += self._restore(self._changes)
             if self.cancelled:
                 ran = {r.table for r in self.results}
                 for tp in self.plan.tables:  # what the interruption left undone, by name
@@ -313,6 +330,47 @@ class Migration:
                 message=_interrupted_text(self.results)
                 if self.interrupted
                 else (f"stopped: {self.stopped}" if self.stopped else "done"),
+                data={"results": [r.to_json() for r in self.results]},
+            )
+
+    def verify_events(self) -> Iterator[Event]:
+        """``migrate --verify``: convert nothing; read back each table of the plan (not
+        refused) in the target format once the server has written its pages (no lock; the
+        page cleaner nudged while any waits, at most ``flush_wait`` seconds). Journaled as
+        ``table_verified``, so a batch that ended with tables awaiting their flush is proved
+        later."""
+        self._verifying = True
+        clean_end = False
+        try:
+            yield from self._restore_leftovers()
+            tables = [tp for tp in self.plan.tables if tp.action != "refuse"]
+            yield Event("batch_start", message=f"verifying {len(tables)} tables (no lock)")
+            for tp in self.plan.tables:
+                name = tp.table.name
+                if tp.action == "refuse":
+                    self.results.append(TableResult(name, "refused", tp.refusal or ""))
+                    yield Event("table_refused", name, tp.refusal or "")
+                    continue
+                result = TableResult(name, "awaiting_flush")
+                self.results.append(result)
+                fresh = self._sizes(tp.table)
+                lsn = current_lsn(self.server.session) if fresh.space_ids else None
+                if lsn is None:
+                    yield from self._read_back(tp, result, False)
+                    yield from self._table_done(result)
+                    continue
+                self._watch.add(Waiting(name, fresh.space_ids, lsn, payload=(tp, result)))
+            yield from self._check_watch(force=True)
+            yield from self._drain()
+            clean_end = True
+        finally:
+            problems = self._restore(self._nudges)
+        for p in problems:
+            yield Event("restore_failed", message=p)
+        if clean_end:
+            yield Event(
+                "batch_done",
+                message="interrupted" if self.cancelled else "done",
                 data={"results": [r.to_json() for r in self.results]},
             )
 
@@ -401,6 +459,7 @@ class Migration:
         )
         table_changes: list[GlobalChange] = []
         outcome = _Outcome.OK
+        deferred = False
         try:
             for step in tp.steps:
                 if step.kind == "set_global":
@@ -422,29 +481,29 @@ class Migration:
                 if outcome != _Outcome.OK:
                     break
             if outcome == _Outcome.OK:
-                yield from self._finish(tp, result, bool(table_changes))
+                deferred = yield from self._finish(tp, result, bool(table_changes))
         finally:
             problems = self._restore(table_changes)
         for ch_problem in problems:
             yield Event("restore_failed", name, ch_problem)
-        if outcome == _Outcome.OK:
-            result.status = "awaiting_flush" if result.awaiting_flush else "done"
+        if outcome == _Outcome.OK and deferred:
+            result.status = "awaiting_flush"  # until its pages are written and read back
             self._journal(
-                "table_done",
+                "table_converted",
                 table=name,
-                status=result.status,
                 before=result.before.to_json(),
-                after=result.after.to_json() if result.after else None,
-                verified=result.verified,
                 unflushed_pages=result.unflushed_pages,
                 seconds=round(result.seconds, 3),
             )
             yield Event(
-                "table_done",
+                "table_converted",
                 name,
                 result.message,
-                data={"status": result.status, "result": result.to_json()},
+                data={"status": result.status, "unflushed_pages": result.unflushed_pages},
             )
+            return result
+        if outcome == _Outcome.OK:
+            yield from self._table_done(result)
             return result
         state = self._table_state(tp, result)
         result.status = outcome
@@ -496,6 +555,7 @@ class Migration:
             if reading is not None and reading.fraction is not None:
                 best = max(best, reading.fraction)
                 yield _progress_event(name, best, time.monotonic() - start, reading)
+            yield from self._check_watch()  # earlier tables, verified while this one runs
         self._running = None
         seconds = time.monotonic() - start
         error = running.error
@@ -576,10 +636,81 @@ class Migration:
 
     # -- after the statements ----------------------------------------------------------------------
 
-    def _finish(self, tp: TablePlan, result: TableResult, changed_global: bool) -> Iterator[Event]:
-        """Measure and verify the new file: by default without a lock (wait, bounded, for the
-        page cleaner to write the pages the buffer pool still holds); with
-        ``flush_for_export`` under FLUSH TABLES … FOR EXPORT, which blocks writes meanwhile."""
+    def _table_done(self, result: TableResult) -> Iterator[Event]:
+        """The table's final word: journaled and streamed as ``table_done``."""
+        result.status = "awaiting_flush" if result.awaiting_flush else "done"
+        self._journal(
+            "table_verified" if self._verifying else "table_done",
+            table=result.table,
+            status=result.status,
+            before=result.before.to_json() if result.before else None,
+            after=result.after.to_json() if result.after else None,
+            verified=result.verified,
+            unflushed_pages=result.unflushed_pages,
+            seconds=round(result.seconds, 3),
+        )
+        yield Event(
+            "table_done",
+            result.table,
+            result.message,
+            data={"status": result.status, "result": result.to_json()},
+        )
+
+    def _finish(
+        self, tp: TablePlan, result: TableResult, changed_global: bool
+    ) -> Generator[Event, None, bool]:
+        """Measure and verify the new file. With ``flush_for_export`` under FLUSH TABLES … FOR
+        EXPORT, which blocks writes meanwhile; by default without a lock: at once when the
+        server has written the conversion's pages, else the table joins the watch (it is
+        verified once they are written, while the batch goes on: returns True) and the page
+        cleaner is nudged. A table whose pages take the global codec when written (MariaDB's
+        classic format with the codec set for it) is waited for here, before that global is
+        put back."""
+        table = tp.table
+        name = table.name
+        if self.settings.flush_for_export:
+            yield from self._finish_locked(tp, result)
+            return False
+        try:
+            fresh = self._sizes(table)
+            lsn = current_lsn(self.server.session) if fresh.space_ids else None
+            left: int | None = None
+            if lsn is not None:
+                try:
+                    pairs = [(sid, lsn) for sid in fresh.space_ids]
+                    left = sum(
+                        unwritten_pages(self.server.session, self.server.flavor, pairs).values()
+                    )
+                except ServerError:
+                    lsn = None
+            if lsn is None:
+                # the server will not say its LSN: the old bounded wait on the dirty count
+                yield from self._wait_flushed(name, fresh.space_ids, result)
+            elif left:
+                item = Waiting(name, fresh.space_ids, lsn, unwritten=left, payload=(tp, result))
+                result.unflushed_pages = left
+                keeps_codec = changed_global and self.server.flavor.writes_take_global_codec(
+                    self.server.variables
+                )
+                if not keeps_codec:
+                    self._watch.add(item)
+                    result.message = (
+                        f"converted; {left} page{'s' if left != 1 else ''} of the new file not "
+                        "written yet: verified once the server writes them (no lock), while the "
+                        "batch goes on"
+                    )
+                    return True
+                yield from self._wait_for(item, self.settings.flush_wait)
+            else:
+                result.unflushed_pages = 0
+        except ServerError as exc:
+            yield Event("note", name, f"could not measure the result: {exc.message}")
+        yield from self._read_back(tp, result, changed_global)
+        return False
+
+    def _finish_locked(self, tp: TablePlan, result: TableResult) -> Iterator[Event]:
+        """``--flush-for-export``: the pages written under FLUSH TABLES … FOR EXPORT, then
+        read back while it holds."""
         table = tp.table
         name = table.name
         worker = self._worker_session()
@@ -587,27 +718,45 @@ class Migration:
         start = 0.0
         try:
             fresh = self._sizes(table)
-            if self.settings.flush_for_export:
-                dirty = dirty_pages(self.server.session, self.server.flavor, fresh.space_ids)
-                yield Event(
-                    "locking",
-                    name,
-                    f"FLUSH TABLES … FOR EXPORT: every write to {name} waits until UNLOCK TABLES"
-                    + (f" ({dirty} dirty pages to write first)" if dirty is not None else ""),
-                    data={"dirty_pages": dirty},
+            dirty = dirty_pages(self.server.session, self.server.flavor, fresh.space_ids)
+            yield Event(
+                "locking",
+                name,
+                f"FLUSH TABLES … FOR EXPORT: every write to {name} waits until UNLOCK TABLES"
+                + (f" ({dirty} dirty pages to write first)" if dirty is not None else ""),
+                data={"dirty_pages": dirty},
+            )
+            statement = sql.flush_for_export(table.schema, table.table)
+            start = time.monotonic()
+            worker.execute(statement)
+            locked = True
+            result.statements.append(
+                StatementResult(
+                    statement.removeprefix(sql.TAG).strip() + ";", time.monotonic() - start
                 )
-                statement = sql.flush_for_export(table.schema, table.table)
-                start = time.monotonic()
-                worker.execute(statement)
-                locked = True
-                result.statements.append(
-                    StatementResult(
-                        statement.removeprefix(sql.TAG).strip() + ";", time.monotonic() - start
-                    )
-                )
-                result.unflushed_pages = 0
-            else:
-                yield from self._wait_flushed(name, fresh.space_ids, result)
+            )
+            result.unflushed_pages = 0
+            yield from self._read_back(tp, result, False, locked=True)
+        except ServerError as exc:
+            yield Event("note", name, f"could not measure the result: {exc.message}")
+        finally:
+            if locked:
+                try:
+                    worker.execute(sql.UNLOCK_TABLES)
+                except ServerError:
+                    self._drop_worker()  # a closed connection releases the lock too
+                result.lock_seconds = time.monotonic() - start
+        if locked:
+            result.message += f" (writes blocked {result.lock_seconds:.1f}s by the flush)"
+
+    def _read_back(
+        self, tp: TablePlan, result: TableResult, changed_global: bool, locked: bool = False
+    ) -> Iterator[Event]:
+        """Read the new file(s) and say what they hold (``result.message``)."""
+        table = tp.table
+        name = table.name
+        result.verifications = []
+        try:
             result.after = self._sizes(table)
             yield Event("verifying", name, "reading the pages" + (" (flushed)" if locked else ""))
             for path in self._new_paths(table):
@@ -617,13 +766,6 @@ class Migration:
         except InputError as exc:
             # the file as the server left it: page 0 not written yet, say
             result.verify_error = exc.message
-        finally:
-            if locked:
-                try:
-                    worker.execute(sql.UNLOCK_TABLES)
-                except ServerError:
-                    self._drop_worker()  # a closed connection releases the lock too
-                result.lock_seconds = time.monotonic() - start
         if result.awaiting_flush:
             result.message = self._awaiting_flush_message(result, changed_global)
             result.hint = AWAITING_FLUSH_HINT
@@ -637,10 +779,113 @@ class Migration:
             result.message = "pages not verified (the datadir is not readable here)"
         else:
             result.message = "pages not verified: the catalog names no file of it under the datadir"
-        if locked:
-            result.message += f" (writes blocked {result.lock_seconds:.1f}s by the flush)"
-        elif result.unflushed_pages is None:
+        if not locked and result.unflushed_pages is None:
             result.message += " (the server did not say which pages are flushed)"
+
+    # -- tables waiting for their pages ------------------------------------------------------------
+
+    def _nudge_on(self, name: str) -> Iterator[Event]:
+        """Have the page cleaner write now (server-wide, no lock), once, while tables wait and
+        it has written none of their pages for :data:`STUCK_AFTER` seconds: a page cleaner at
+        work is left alone (nudged, MySQL 8.0.15's stalled writers 4–9 s after the ALTER)."""
+        if not self.settings.nudge or self._nudges:
+            return
+        variable = self.server.flavor.nudge_variable
+        try:
+            previous = self.server.variable(variable, fresh=True)
+            value = self.server.flavor.flush_nudge(previous)
+            if previous is None or value is None:
+                return
+            ch = GlobalChange("variable", variable, previous, value)
+            self._set(ch, self.server.session)
+        except ServerError as exc:
+            yield Event("note", name, f"could not nudge the page cleaner: {exc.message}")
+            return
+        self._nudges.append(ch)
+        yield Event(
+            "global_set",
+            name,
+            f"SET GLOBAL {variable} = {value} (was {previous}) while converted tables wait for "
+            "their pages to be written: the page cleaner writes them now, no lock (put back "
+            "once none waits)",
+        )
+
+    def _nudge_off(self) -> Iterator[Event]:
+        if not self._nudges:
+            return
+        for p in self._restore(self._nudges):
+            yield Event("restore_failed", message=p)
+
+    def _check_watch(self, force: bool = False) -> Iterator[Event]:
+        """Verify the waiting tables whose pages are now written (at most every
+        ``throttle_poll`` seconds: the buffer pool view walks the whole pool)."""
+        if not self._watch:
+            return
+        now = time.monotonic()
+        if not force and now - self._watched_at < self.settings.throttle_poll:
+            return
+        self._watched_at = now
+        try:
+            ready = self._watch.poll(self.server.session, self.server.flavor)
+        except ServerError as exc:
+            yield Event("note", message=f"could not read the buffer pool: {exc.message}")
+            return
+        for item in ready:
+            yield from self._settle(item, 0)
+        if not self._watch:
+            yield from self._nudge_off()
+        elif self._watch.stalled(STUCK_AFTER):
+            yield from self._nudge_on(self._watch.waiting[0].name)
+
+    def _settle(self, item: Waiting, unwritten: int | None) -> Iterator[Event]:
+        """A waiting table's end: its pages written (``unwritten`` 0) or not (the deadline)."""
+        tp, result = item.payload
+        result.unflushed_pages = unwritten
+        yield from self._read_back(tp, result, False)
+        yield from self._table_done(result)
+
+    def _wait_for(self, item: Waiting, timeout: float) -> Iterator[Event]:
+        """Wait here, bounded, for one table's pages (the codec case of :meth:`_finish`)."""
+        watch, self._watch = self._watch, FlushWatch()
+        self._watch.add(item)
+        try:
+            deadline = time.monotonic() + timeout
+            while self._watch and not self.cancelled and time.monotonic() < deadline:
+                self._wait(self.settings.throttle_poll)
+                try:
+                    self._watch.poll(self.server.session, self.server.flavor)
+                except ServerError:
+                    break
+                if self._watch.stalled(STUCK_AFTER):
+                    yield from self._nudge_on(item.name)
+            item.payload[1].unflushed_pages = item.unwritten if self._watch else 0
+        finally:
+            self._watch = watch
+        if not self._watch:
+            yield from self._nudge_off()
+
+    def _drain(self) -> Iterator[Event]:
+        """The batch's tail: wait, at most ``flush_wait`` seconds, for the tables still
+        waiting; those left end ``awaiting_flush`` with what their file holds so far."""
+        if not self._watch:
+            return
+        n = len(self._watch.waiting)
+        timeout = self.settings.flush_wait
+        yield Event(
+            "flushing",
+            message=f"{n} converted table{'s' if n != 1 else ''} with {self._watch.unwritten} "
+            f"pages not written yet; waiting up to {timeout:g}s for the page cleaner (no lock)",
+            data={"dirty_pages": self._watch.unwritten, "tables": n},
+        )
+        deadline = time.monotonic() + timeout
+        while self._watch and not self.cancelled:
+            yield from self._check_watch(force=True)
+            if not self._watch or time.monotonic() >= deadline:
+                break
+            self._wait(min(self.settings.throttle_poll, max(0.0, deadline - time.monotonic())))
+        for item in self._watch.take_all():
+            yield from self._settle(item, item.unwritten)
+        yield from self._nudge_off()
 
     def _awaiting_flush_message(self, result: TableResult, changed_global: bool) -> str:
         """Converted, but the file is not the table yet: say so, with what was on disk (how
@@ -648,8 +893,7 @@ class Migration:
         n = result.unflushed_pages
         parts = [
             f"converted; {n} page{'s' if n != 1 else ''} of the new file not yet written by the "
-            "server (its page cleaner writes them when it needs the room), so the file is not "
-            "verified yet"
+            "server when the wait ended, so the file is not verified yet"
         ]
         if result.verifications:
             parts.append("on disk so far: " + "; ".join(v.message for v in result.verifications))

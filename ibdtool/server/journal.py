@@ -2,8 +2,10 @@
 
 One object per line, appended and fsynced as things happen: ``batch_start`` (target, tables,
 server), ``table_start``, ``statement`` (sql, seconds, error), ``global_set`` /
-``global_restored`` (a server-wide setting we changed and put back), ``table_done`` (sizes
-before/after, verification), ``table_failed``, ``table_skipped``, ``batch_done``. Nothing secret
+``global_restored`` (a server-wide setting we changed and put back), ``table_converted`` (the
+statements done, the pages not all written yet: verified later in the batch), ``table_done``
+(sizes before/after, verification), ``table_verified`` (a ``migrate --verify`` pass),
+``table_failed``, ``table_skipped``, ``batch_done``. Nothing secret
 is ever written: statements and connection descriptions carry no password.
 
 On the next run with the same journal, :meth:`Journal.state` says which tables are done for the
@@ -104,6 +106,8 @@ class JournalState:
     done: dict[str, dict[str, Any]] = field(default_factory=dict)  # table -> table_done record
     failed: dict[str, str] = field(default_factory=dict)  # table -> last error
     started: set[str] = field(default_factory=set)  # started but neither done nor failed
+    #: converted tables whose pages were never verified (a later ``--verify`` proves them)
+    unverified: set[str] = field(default_factory=set)
     unrestored: list[GlobalChange] = field(default_factory=list)
     batches: int = 0
 
@@ -145,10 +149,17 @@ class Journal:
                 continue
             if event == "table_start":
                 st.started.add(table)
-            elif event in ("table_done", "table_skipped"):
+            elif event in ("table_done", "table_skipped", "table_converted"):
                 st.done[table] = rec
                 st.started.discard(table)
                 st.failed.pop(table, None)
+                if event == "table_skipped" or rec.get("verified") is True:
+                    st.unverified.discard(table)
+                else:
+                    st.unverified.add(table)
+            elif event == "table_verified":
+                if rec.get("verified") is True:
+                    st.unverified.discard(table)
             elif event == "table_failed":
                 st.failed[table] = str(rec.get("error"))
                 st.started.discard(table)

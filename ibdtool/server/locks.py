@@ -93,8 +93,10 @@ def verify_locks(flush_for_export: bool, seconds: float | None = None) -> list[L
             Lock(
                 "none",
                 "after the rebuild",
-                "nothing: reads what the server reports and the file as it is, and waits "
-                "(bounded) for the page cleaner to write the pages still in the buffer pool",
+                "nothing: the file is read once the server has written the conversion's "
+                "pages, while the batch goes on with the next table (the page cleaner nudged "
+                "meanwhile: innodb_max_dirty_pages_pct_lwm lowered server-wide, put back after; "
+                "--no-nudge leaves it), the batch's end waiting at most --flush-wait seconds",
             )
         ]
     length = f" (expected ~{seconds:.0f}s)" if seconds is not None else ""

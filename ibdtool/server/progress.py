@@ -72,10 +72,23 @@ class GlobalChange:
         }
 
 
+def _typed(value: str) -> str | int | float:
+    """A numeric setting as a number: the server refuses a quoted string for a numeric
+    variable (``innodb_max_dirty_pages_pct_lwm = '0.001'``: error 1232)."""
+    try:
+        return int(value)
+    except ValueError:
+        pass
+    try:
+        return float(value)
+    except ValueError:
+        return value
+
+
 def apply_change(session: Session, change: GlobalChange, restore: bool = False) -> None:
     value = change.previous if restore else change.value
     if change.kind == "variable":
-        session.execute(sql.set_global(change.name), (value,))
+        session.execute(sql.set_global(change.name), (_typed(value),))
     elif change.kind == "consumer":
         session.execute(sql.PFS_SET_CONSUMER, (value, change.name))
     elif change.kind == "instrument":

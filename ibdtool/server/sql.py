@@ -131,6 +131,7 @@ def flush_for_export(schema: str, table: str) -> str:
 
 
 UNLOCK_TABLES = f"{TAG} UNLOCK TABLES"
+ENGINE_STATUS = f"{TAG} SHOW ENGINE INNODB STATUS"
 
 
 def kill_query(thread_id: int) -> str:

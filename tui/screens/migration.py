@@ -297,13 +297,14 @@ new file's growth with "ETA unknown"; `x` kills the running statement.
             log.write(safe(f"{ev.table}: done in {hms(ev.elapsed)}{note}", style="green"))
             return
         if ev.kind == "flushing":
-            status.update(
-                safe(
-                    f"{ev.table}: {ev.data.get('dirty_pages')} pages not yet written by the "
-                    f"server, waiting for its page cleaner ({hms(ev.elapsed)}, no lock)",
-                    style="yellow",
-                )
+            # one table's wait, or the batch's tail (the tables still waiting, no table)
+            text = (
+                f"{ev.table}: {ev.data.get('dirty_pages')} pages not yet written by the "
+                f"server, waiting for its page cleaner ({hms(ev.elapsed)}, no lock)"
+                if ev.table
+                else ev.message
             )
+            status.update(safe(text, style="yellow"))
         style = "red" if ev.kind.endswith(("failed", "interrupted", "refused")) else ""
         prefix = f"{ev.table}: " if ev.table else ""
         if ev.kind == "table_done" and ev.data.get("status") == "awaiting_flush":

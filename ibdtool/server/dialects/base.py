@@ -21,6 +21,8 @@ if TYPE_CHECKING:
 
 Version = tuple[int, int, int]
 
+NUDGE_LWM = 0.001  # percent of the buffer pool dirty above which the page cleaner pre-flushes
+
 TABLESPACE_COLUMNS = (
     "ts.SPACE AS space, ts.NAME AS name, ts.FLAG AS flag, ts.ROW_FORMAT AS row_format, "
     "ts.PAGE_SIZE AS page_size, ts.FS_BLOCK_SIZE AS fs_block_size, ts.FILE_SIZE AS file_size, "
@@ -232,6 +234,37 @@ class Dialect:
             f"WHERE SPACE IN ({marks}) AND OLDEST_MODIFICATION > {int(self.dirty_above)} "
             "GROUP BY SPACE"
         )
+
+    def unwritten_pages_query(self, n_spaces: int) -> str:
+        """Pages of ``n_spaces`` tablespaces holding a change older than a given LSN that their
+        file does not have yet (parameters: pairs of space id and LSN): ``space``, ``dirty``.
+        Changes made after the LSN (a writer's, after the conversion) do not count: what the
+        conversion wrote is on disk once this reads 0 for its space."""
+        each = " OR ".join(["(SPACE = %s AND OLDEST_MODIFICATION <= %s)"] * n_spaces)
+        return (
+            f"{TAG} SELECT SPACE AS space, COUNT(*) AS dirty "
+            "FROM information_schema.INNODB_BUFFER_PAGE "
+            f"WHERE OLDEST_MODIFICATION > {int(self.dirty_above)} AND ({each}) "
+            "GROUP BY SPACE"
+        )
+
+    #: the variable :meth:`flush_nudge` sets
+    nudge_variable: ClassVar[str] = "innodb_max_dirty_pages_pct_lwm"
+
+    def flush_nudge(self, current: str | None) -> str | None:
+        """The value of :attr:`nudge_variable` (server-wide) that makes the page cleaner write
+        the buffer pool's modified pages now, at the rate the server's I/O settings allow,
+        without any lock; None when it already does. Pre-flushing from a near-zero low-water
+        mark (``innodb_max_dirty_pages_pct_lwm``; 0 means off on MariaDB, 10% on MySQL): seen
+        to write a rebuilt table's last pages in 2–6 s on idle MariaDB 10.11 and MySQL 8.0.33,
+        whose page cleaners had left them for minutes. ``current``: the variable's value now."""
+        try:
+            value = float(current or 0)
+        except ValueError:
+            return None
+        if 0 < value <= NUDGE_LWM:
+            return None
+        return str(NUDGE_LWM)
 
     # -- replication (--max-lag) -------------------------------------------------------------------
 

@@ -1,0 +1,153 @@
+"""Every conversion verified by default, without a lock and without idling, on real servers.
+
+A table is read back once the server has written the conversion's pages, while the batch goes on
+with the next; the page cleaner is nudged meanwhile (a server-wide mark, put back after). The
+expected values come from the servers: the buffer pool's dirty pages asked by the test, the
+variable read back, the file's pages read while the test holds FLUSH TABLES … FOR EXPORT, and a
+writer thread's statement times.
+"""
+
+from __future__ import annotations
+
+import json
+import time
+from typing import Any
+
+import pytest
+
+from samples.servers import ThrowawayServer
+from tests.server_fixtures import (
+    assert_format,
+    conn_args,
+    global_var,
+    ibdtool,
+    json_lines,
+    make_table,
+    on_disk,
+    run_migration,
+    server_param,
+)
+from tests.test_migrate_load import dirty_in_pool
+from tests.writeload import WriteLoad
+
+NUDGED = "innodb_max_dirty_pages_pct_lwm"
+SERVERS = [
+    server_param("mariadb", "10.11"),
+    server_param("mysql80", "8.0.15"),
+    server_param("mysql8033", "8.0.33"),
+]
+
+
+@pytest.fixture
+def srv(request: pytest.FixtureRequest) -> ThrowawayServer:
+    server: ThrowawayServer = request.getfixturevalue(request.param)
+    return server
+
+
+def target_for(srv: ThrowawayServer, codec: str = "zlib") -> str:
+    return f"page:{codec}"
+
+
+@pytest.mark.parametrize("srv", SERVERS, indirect=True)
+def test_a_default_conversion_ends_verified_and_no_writer_waits_for_it(
+    srv: ThrowawayServer,
+) -> None:
+    make_table(srv, "ver", "t", rows=20000, doublings=2)
+    before_var = global_var(srv, NUDGED)
+    marks: dict[str, float] = {}
+
+    def on_event(ev: Any, run: Any) -> None:
+        if ev.kind in ("statement_done", "table_done"):
+            marks.setdefault(ev.kind, time.monotonic())
+
+    start = time.monotonic()
+    with WriteLoad(srv, "ver", "t", threads=2, limit=400) as load:
+        _events, run = run_migration(srv, [("ver", "t")], target_for(srv), on_event=on_event)
+    end = time.monotonic()
+    assert not load.errors, load.errors
+    (result,) = run.results
+    assert result.status == "done" and result.verified is True, result.message
+    assert global_var(srv, NUDGED) == before_var  # the nudge is put back
+    # the writers went on the whole time; after the rebuild's statement returned, none
+    # waited longer than the longest wait the statement itself caused (or a scheduling blip
+    # on a shared machine)
+    alter_end = marks["statement_done"]
+    lat = [(t0, s) for w in load.writers for t0, s in w.latencies]
+    during = max((s for t0, s in lat if t0 < alter_end), default=0.0)
+    after = max((s for t0, s in lat if t0 >= alter_end), default=0.0)
+    assert any(t0 >= alter_end for t0, _ in lat), "no write after the rebuild"
+    assert after <= max(during, 1.0), (after, during)
+    alter_seconds = sum(s.seconds for s in result.statements)
+    assert end - start < alter_seconds + 120, (end - start, alter_seconds)
+    # what the tool verified is what the file holds (read by the test under its own lock)
+    assert_format(on_disk(srv, "ver", "t"), target_for(srv))
+
+
+@pytest.mark.xdist_group("mariadb")
+def test_the_batch_goes_on_while_pages_wait(mariadb: ThrowawayServer) -> None:
+    """MariaDB's idle page cleaner writes none of a rebuilt table's pages by itself: the next
+    table starts at once, and each is verified when its pages are written."""
+    names = ["a", "b", "c"]
+    for n in names:
+        make_table(mariadb, "batch", n, rows=3000)
+    before_var = global_var(mariadb, NUDGED)
+    before_ceiling = global_var(mariadb, "innodb_max_dirty_pages_pct")
+    events, run = run_migration(
+        mariadb, [("batch", n) for n in names], "page:lz4", poll=0.2, throttle_poll=0.5
+    )
+    kinds = [(e.kind, e.table) for e in events]
+    # converted, and the next table started before the first was verified
+    assert ("table_converted", "batch.a") in kinds, kinds
+    assert kinds.index(("table_start", "batch.b")) < kinds.index(("table_done", "batch.a"))
+    assert [r.status for r in run.results] == ["done"] * 3, [r.message for r in run.results]
+    assert all(r.verified for r in run.results)
+    assert global_var(mariadb, NUDGED) == before_var
+    assert global_var(mariadb, "innodb_max_dirty_pages_pct") == before_ceiling
+    nudges = [e for e in events if e.kind == "global_set" and NUDGED in e.message]
+    assert len(nudges) == 1, nudges
+    for n in names:
+        assert dirty_in_pool(mariadb, "batch", n) == 0  # the server's count, not the tool's
+        assert_format(on_disk(mariadb, "batch", n), "page:lz4")
+
+
+@pytest.mark.xdist_group("mariadb")
+def test_a_verify_pass_proves_what_a_batch_left_unverified(
+    mariadb: ThrowawayServer,
+    tmp_path: Any,
+) -> None:
+    """With --no-nudge and a short wait MariaDB leaves the pages unwritten: the run ends
+    awaiting_flush (exit 0) and journals it; ``migrate --verify`` with the journal proves it
+    later, without naming the table."""
+    make_table(mariadb, "later", "t", rows=3000)
+    journal = tmp_path / "j.jsonl"
+    res = ibdtool(
+        "migrate", "later.t", "--to", "page:zlib", "--execute", "--yes", "--json",
+        "--no-nudge", "--flush-wait", "1", "--journal", str(journal), *conn_args(mariadb),
+    )  # fmt: skip
+    assert res.returncode == 0, res.stderr
+    assert dirty_in_pool(mariadb, "later", "t") > 0  # the server's count: still unwritten
+    (done,) = [e for e in json_lines(res.stdout) if e["event"] == "table_done"]
+    assert done["status"] == "awaiting_flush", done
+    assert "--verify" in done["result"]["hint"]
+    before_var = global_var(mariadb, NUDGED)
+    ver = ibdtool(
+        "migrate", "--to", "page:zlib", "--verify", "--json", "--journal", str(journal),
+        *conn_args(mariadb),
+    )  # fmt: skip
+    assert ver.returncode == 0, ver.stdout[-2000:] + ver.stderr
+    (done,) = [e for e in json_lines(ver.stdout) if e["event"] == "table_done"]
+    assert done["table"] == "later.t" and done["result"]["verified"] is True, done
+    assert global_var(mariadb, NUDGED) == before_var
+    assert dirty_in_pool(mariadb, "later", "t") == 0
+    recs = [json.loads(line) for line in journal.read_text().splitlines()]
+    assert any(r["event"] == "table_verified" and r["verified"] is True for r in recs), recs
+    # nothing is left to prove
+    again = ibdtool(
+        "migrate", "--to", "page:zlib", "--verify", "--journal", str(journal),
+        *conn_args(mariadb),
+    )  # fmt: skip
+    assert again.returncode == 0 and "no table left unverified" in again.stderr, again.stderr
+    # a table never converted does not pass
+    make_table(mariadb, "later", "plain", rows=500)
+    bad = ibdtool("migrate", "later.plain", "--to", "page:zlib", "--verify", *conn_args(mariadb))
+    assert bad.returncode == 1, bad.stdout + bad.stderr
