@@ -135,6 +135,7 @@ CLI_CASES = [
     ("report", "--format", "csv"),
     ("report", "--format", "markdown"),
     ("report", "--format", "html"),
+    ("report", "--format", "openmetrics"),
     ("report", "--format", "json"),
 ]
 

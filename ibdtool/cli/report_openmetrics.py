@@ -13,8 +13,10 @@ family per figure, each a gauge:
 * ``ibdtool_schema_*``, labelled ``schema``: the same sums per schema, and the file count.
 * ``ibdtool_report_*``: files, unreadable files, and when the report was made.
 
-Label values are escaped as the format says (``\\``, ``"``, newline); names from files are
-never metric names.
+Label values are names from files and servers: their control characters are first shown
+escaped (:func:`ibdtool.present.shown`, as in every output, since the file is also read on
+terminals), then the text is escaped as the format says (``\\``, ``"``, newline); names from
+files are never metric names.
 """
 
 from __future__ import annotations
@@ -22,6 +24,8 @@ from __future__ import annotations
 from collections.abc import Callable, Iterable
 from datetime import datetime
 from typing import IO, Any
+
+from ibdtool.present import shown
 
 PREFIX = "ibdtool"
 
@@ -57,7 +61,7 @@ FIGURES: tuple[tuple[str, str, _Getter], ...] = (
 
 
 def _escape(value: Any) -> str:
-    text = "" if value is None else str(value)
+    text = "" if value is None else shown(value)
     return text.replace("\\", "\\\\").replace('"', '\\"').replace("\n", "\\n")
 
 
