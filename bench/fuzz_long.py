@@ -51,6 +51,25 @@ HARNESS_FAULT = 3  # a worker's exit status when the harness itself failed (its 
 WORKER_AS = 3 << 30  # the worker's own cap; each input is also checked against RSS_LIMIT
 
 
+def generated(seed: int, count: int) -> Any:
+    """The decorator every long run's test takes: ``count`` inputs generated from ``seed``, no
+    shrinking, no example database, no deadline, no health check."""
+    from hypothesis import HealthCheck, Phase, settings
+    from hypothesis import seed as hseed
+
+    def wrap(fn: Any) -> Any:
+        limits = settings(
+            max_examples=count,
+            database=None,
+            deadline=None,
+            phases=[Phase.generate],
+            suppress_health_check=list(HealthCheck),
+        )
+        return hseed(seed)(limits(fn))
+
+    return wrap
+
+
 def text_worker(seed: int, count: int, sample_every: int, first: int) -> None:
     """``--text``: ``count`` inputs over :data:`tests.fuzz.text_inputs.TEXT_ENTRY_POINTS` in
     turn (names through every text front end, journals, --schema text, option and login-path
@@ -59,8 +78,7 @@ def text_worker(seed: int, count: int, sample_every: int, first: int) -> None:
     import contextlib
     import tempfile
 
-    from hypothesis import HealthCheck, Phase, given, settings
-    from hypothesis import seed as hseed
+    from hypothesis import given
 
     from tests.fuzz.runner import RSS_LIMIT, Outcome, run_inprocess
     from tests.fuzz.text_inputs import TEXT_ENTRY_POINTS, cli_on_name, tui_on_name
@@ -87,14 +105,7 @@ def text_worker(seed: int, count: int, sample_every: int, first: int) -> None:
         (OUT / f"text-input-{n}.txt").write_text(what + "\n")
 
     def run_entry(name: str, quota: int) -> None:
-        @hseed(seed)
-        @settings(
-            max_examples=quota,
-            database=None,
-            deadline=None,
-            phases=[Phase.generate],
-            suppress_health_check=list(HealthCheck),
-        )
+        @generated(seed, quota)
         @given(TEXT_ENTRY_POINTS[name][1])
         def one(data: bytes) -> None:
             if state["n"] >= count:
@@ -136,8 +147,7 @@ def text_worker(seed: int, count: int, sample_every: int, first: int) -> None:
 
 def worker(seed: int, count: int, sample_every: int, first: int) -> None:
     """Run ``count`` inputs; print one JSON line per 50 inputs and at the end."""
-    from hypothesis import HealthCheck, Phase, given, settings
-    from hypothesis import seed as hseed
+    from hypothesis import given
     from hypothesis import strategies as st
 
     from tests.fuzz.mutators import warm
@@ -174,14 +184,7 @@ def worker(seed: int, count: int, sample_every: int, first: int) -> None:
 
     cases = st.sampled_from(kinds).flatmap(damaged)
 
-    @hseed(seed)
-    @settings(
-        max_examples=count,
-        database=None,
-        deadline=None,
-        phases=[Phase.generate],
-        suppress_health_check=list(HealthCheck),
-    )
+    @generated(seed, count)
     @given(cases)
     def one(case: Case) -> None:
         if state["n"] >= count:

@@ -23,7 +23,6 @@ import struct
 from collections import deque
 from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass
-from types import TracebackType
 from typing import Any, Generic, TypeVar
 
 T = TypeVar("T")
@@ -101,12 +100,7 @@ class WorkerPool(Generic[T, R]):
             self._start()
         return self
 
-    def __exit__(
-        self,
-        exc_type: type[BaseException] | None,
-        exc: BaseException | None,
-        tb: TracebackType | None,
-    ) -> None:
+    def __exit__(self, exc_type: type[BaseException] | None, *exc_info: object) -> None:
         for w in list(self.workers.values()):
             self._end(w, kill=exc_type is not None or w.busy is not None)
 

@@ -21,7 +21,6 @@ from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass, replace
 from functools import lru_cache, partial
 from pathlib import Path
-from types import TracebackType
 from typing import TYPE_CHECKING, Any
 
 from ibdtool.errors import IbdtoolError, InputError
@@ -646,14 +645,9 @@ class Scanner:
             ).__enter__()
         return self
 
-    def __exit__(
-        self,
-        exc_type: type[BaseException] | None,
-        exc: BaseException | None,
-        tb: TracebackType | None,
-    ) -> None:
+    def __exit__(self, *exc_info: Any) -> None:
         if self._pool is not None:
-            self._pool.__exit__(exc_type, exc, tb)
+            self._pool.__exit__(*exc_info)
             self._pool = None
 
     def __iter__(self) -> Iterator[tuple[int, dict[str, Any]]]:

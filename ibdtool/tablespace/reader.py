@@ -20,7 +20,6 @@ from collections.abc import Iterator
 from dataclasses import replace
 from functools import cached_property
 from pathlib import Path
-from types import TracebackType
 from typing import TYPE_CHECKING, Protocol
 
 from ibdtool.errors import InputError
@@ -182,12 +181,7 @@ class Tablespace:
     def __enter__(self) -> Tablespace:
         return self
 
-    def __exit__(
-        self,
-        exc_type: type[BaseException] | None,
-        exc: BaseException | None,
-        tb: TracebackType | None,
-    ) -> None:
+    def __exit__(self, *exc_info: object) -> None:
         self.close()
 
     # --- pages ---------------------------------------------------------------------------------

@@ -38,6 +38,7 @@ from tests.fuzz.runner import (
     _alarm,
     _classify,
     run_cli,
+    traceback_detail,
 )
 
 FAKE_SSH = Path(__file__).with_name("fake_ssh.py")
@@ -203,11 +204,7 @@ def run_inprocess(entry: str, scene: Scene, hang_after: float = HANG_AFTER) -> R
     except MemoryError:
         outcome, detail = Outcome.OVER_LIMIT, "MemoryError"
     except (Exception, RecursionError) as exc:
-        tb = exc.__traceback__
-        while tb is not None and tb.tb_next is not None:
-            tb = tb.tb_next
-        where = f"{tb.tb_frame.f_code.co_filename}:{tb.tb_lineno}" if tb else "?"
-        outcome, detail = Outcome.TRACEBACK, f"{type(exc).__name__}: {exc} at {where}"
+        outcome, detail = Outcome.TRACEBACK, traceback_detail(exc)
     else:
         outcome = Outcome.OK
     cpu = time.process_time() - start

@@ -296,6 +296,15 @@ ENTRY_POINTS: dict[str, Callable[[Path], Any]] = {
 }
 
 
+def traceback_detail(exc: BaseException) -> str:
+    """What a traceback's innermost frame says: the exception and the file:line it was raised at."""
+    tb = exc.__traceback__
+    while tb is not None and tb.tb_next is not None:
+        tb = tb.tb_next
+    where = f"{tb.tb_frame.f_code.co_filename}:{tb.tb_lineno}" if tb else "?"
+    return f"{type(exc).__name__}: {exc} at {where}"
+
+
 def run_inprocess(name: str, path: Path, hang_after: float = HANG_AFTER) -> Run:
     """``ENTRY_POINTS[name](path)`` in this process (or the text reader of that name in
     :data:`tests.fuzz.text_inputs.TEXT_ENTRY_POINTS`); an ``InputError`` is a clean error."""
@@ -321,11 +330,7 @@ def run_inprocess(name: str, path: Path, hang_after: float = HANG_AFTER) -> Run:
     except MemoryError:
         outcome, detail = Outcome.OVER_LIMIT, "MemoryError"
     except (Exception, RecursionError) as exc:
-        tb = exc.__traceback__
-        while tb is not None and tb.tb_next is not None:
-            tb = tb.tb_next
-        where = f"{tb.tb_frame.f_code.co_filename}:{tb.tb_lineno}" if tb else "?"
-        outcome, detail = Outcome.TRACEBACK, f"{type(exc).__name__}: {exc} at {where}"
+        outcome, detail = Outcome.TRACEBACK, traceback_detail(exc)
     else:
         outcome, detail = Outcome.OK, ""
     cpu = time.process_time() - start
