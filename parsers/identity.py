@@ -156,14 +156,15 @@ def _stem(name: str) -> str:
 
 
 def fts_detail(name: str) -> str | None:
-    """``INDEX_1 of index 148, table 1059`` for an FTS auxiliary table's name, else None."""
+    """``INDEX_1 of index 0x94, table 0x423`` for an FTS auxiliary table's name, else None:
+    the ids in hex, as the file name writes them."""
     m = FTS_NAME.fullmatch(_stem(name))
     if m is None:
         return None
-    table = int(m["table"], 16)
+    table = f"0x{int(m['table'], 16):x}"
     if m["common"]:
         return f"{m['common'].upper()} of table {table}"
-    return f"INDEX_{m['n']} of index {int(m['index'], 16)}, table {table}"
+    return f"INDEX_{m['n']} of index 0x{int(m['index'], 16):x}, table {table}"
 
 
 def space_kind(

@@ -37,6 +37,7 @@ from ibdtool.report import (
     load_report,
     match_keys,
     sort_key,
+    tie_fulltext,
 )
 
 if TYPE_CHECKING:
@@ -282,6 +283,7 @@ def report(
             base = {k: c[k] for k in ("path", "name", "schema", "table")}
             rf.write_jsonl_row({**base, "change": c}, sys.stdout)
     else:
+        tie_fulltext(out.rows, targets)
         out.rows.sort(key=sort_key)
         write_document(out, meta, dropped, wide)
     finish(out.totals, out.errors, fail_on)

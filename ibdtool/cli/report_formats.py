@@ -25,10 +25,14 @@ def schema_label(schema: str | None) -> str:
 
 def tablespace_label(row: dict[str, Any]) -> str:
     """``schema.table`` (with the partition), or the file name for server-level files."""
+    fts = row.get("fulltext")
+    if fts:  # a FULLTEXT index's auxiliary tablespace, named after its table
+        table = row.get("table") or f"(table id {fts['table_id']})"
+        return f"{schema_label(row.get('schema'))}.{table} FULLTEXT {fts['part']}"
     if row.get("table") is None:
         return row.get("name") or row["path"]
     base = f"{schema_label(row.get('schema'))}.{row['table']}"
-    return base + (f" #p {row['partition']}" if row.get("partition") else "")
+    return base + (f" partition {row['partition']}" if row.get("partition") else "")
 
 
 def compression_text(row: dict[str, Any]) -> str:
@@ -57,7 +61,7 @@ def row_format_text(row: dict[str, Any]) -> str:
 def sdi_note(row: dict[str, Any]) -> str:
     """The SDI's own name for the table when it differs from the path's."""
     sdi = row.get("sdi")
-    if not sdi or not sdi.get("table"):
+    if not sdi or not sdi.get("table") or row.get("fulltext"):
         return ""
     if (sdi.get("schema"), sdi.get("table")) == (row.get("schema"), row.get("table")):
         return ""

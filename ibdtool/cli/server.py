@@ -20,6 +20,7 @@ from typing import Any, TypeVar
 import click
 
 from ibdtool.cli.complete import complete_targets
+from ibdtool.cli.deprecated import deprecated_option
 from ibdtool.errors import ExitCode, InputError
 from ibdtool.present import shown
 from parsers import codecs
@@ -218,25 +219,49 @@ def status(as_json: bool, wide: bool, **kw: Any) -> None:
 
 
 @server.command(cls=ClientCommand, context_settings=CLIENT_CONTEXT)
+@click.argument("databases", metavar="[DATABASE]...", nargs=-1)
 @connection_options
-@click.option("--schema", "schemas", multiple=True, help="Only this schema (repeatable).")
+@deprecated_option("--schema", "DATABASE", "old_schemas", multiple=True)
 @click.option("--all", "show_all", is_flag=True, help="Also tablespaces of no listed table.")
 @click.option("--no-pages", is_flag=True, help="Do not read the files' pages (faster).")
+@click.option(
+    "--sort",
+    type=click.Choice(["name", "size"]),
+    default="name",
+    show_default=True,
+    help="By schema and table name, or by size with the FULLTEXT tablespaces, largest first.",
+)
 @click.option("--json", "as_json", is_flag=True, help="A JSON list, one object per table.")
 @click.option("--wide", is_flag=True, help="Every column, whatever the terminal's width.")
 def tables(
-    schemas: tuple[str, ...], show_all: bool, no_pages: bool, as_json: bool, wide: bool, **kw: Any
+    databases: tuple[str, ...],
+    old_schemas: tuple[str, ...],
+    show_all: bool,
+    no_pages: bool,
+    sort: str,
+    as_json: bool,
+    wide: bool,
+    **kw: Any,
 ) -> None:
-    """Every table with FILE_SIZE, ALLOCATED_SIZE, row format, compression and page state."""
-    from ibdtool.server import list_tables, space_kind
+    """Every table with FILE_SIZE, ALLOCATED_SIZE, row format, compression and page state.
 
+    With DATABASE names (as mysqlshow takes them), only their tables.
+    """
+    from ibdtool.server import list_tables, space_kind
+    from parsers.filename import encode
+
+    schemas = [*databases, *old_schemas]
     with _open_server(kw) as srv:
-        found, others = list_tables(srv, schemas=list(schemas) or None, with_pages=not no_pages)
+        found, others = list_tables(srv, schemas=schemas or None, with_pages=not no_pages)
         vendor = srv.flavor.name
     if schemas:
-        others = [s for s in others if s.name.split("/")[0] in schemas]
+        folders = {*schemas, *(encode(s) for s in schemas)}
+        others = [s for s in others if s.name.split("/")[0] in folders]
     if not show_all:
         others = []
+    if sort == "size":
+        found.sort(key=lambda t: -(t.total_file_size or 0))
+        others.sort(key=lambda s: -(s.file_size or 0))
     if as_json:
         docs = [t.to_json(vendor) for t in found]
         docs += [{"tablespace": s.to_json(vendor), "kind": space_kind(s)} for s in others]
@@ -325,7 +350,14 @@ def _confirm(plan: Any, server_label: str, yes: bool) -> None:
     help=f"page:<codec>[:<level>] ({_MYSQL_CODECS}; MariaDB also {_MARIADB_ONLY}), "
     "row:<1|2|4|8|16> (ROW_FORMAT=COMPRESSED) or none.",
 )
-@click.option("--schema", "schemas", multiple=True, help="Every table of this schema.")
+@click.option(
+    "-B",
+    "--databases",
+    "as_databases",
+    is_flag=True,
+    help="The names are databases: every table of each (as mysqlcheck and mysqldump -B).",
+)
+@deprecated_option("--schema", "-B/--databases DATABASE", "schemas", multiple=True)
 @click.option("--execute", is_flag=True, help="Run the statements (default: a dry run).")
 @click.option("-y", "--yes", is_flag=True, help="Do not ask for confirmation.")
 @click.option(
@@ -440,6 +472,7 @@ def _confirm(plan: Any, server_label: str, yes: bool) -> None:
 def migrate(
     table_names: tuple[str, ...],
     target_text: str,
+    as_databases: bool,
     schemas: tuple[str, ...],
     execute: bool,
     yes: bool,
@@ -486,13 +519,15 @@ def migrate(
     )
 
     target = parse_target(target_text)
+    if as_databases:
+        table_names, schemas = (), (*schemas, *table_names)
     if verify_only and not table_names and not schemas and journal is not None:
         table_names = tuple(sorted(Journal(journal).state(target.label).unverified))
         if not table_names:
             click.echo(f"ibdtool: {journal}: no table left unverified for {target.label}", err=True)
             sys.exit(ExitCode.OK)
     if not table_names and not schemas:
-        raise click.UsageError("name at least one TABLE or --schema")
+        raise click.UsageError("name at least one TABLE, or DATABASE with -B/--databases")
     if verify_only and execute:
         raise click.UsageError("--verify converts nothing: it does not go with --execute")
     if execute and not yes and not sys.stdin.isatty():

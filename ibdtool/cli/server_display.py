@@ -160,7 +160,7 @@ def _table_note(t: TableInfo, vendor: Vendor) -> Text:
     if errors:
         return literal(errors[0], style="red")
     if t.fulltext:
-        return literal(f"FULLTEXT {', '.join(t.fulltext)}", style="dim")
+        return literal(t.fulltext_summary(), style="dim")
     return Text("")
 
 

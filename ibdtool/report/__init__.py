@@ -31,6 +31,7 @@ if TYPE_CHECKING:
         scan_one,
         sort_key,
         thresholds,
+        tie_fulltext,
     )
     from ibdtool.report.remote import parse_hosts, scan_fleet
 else:
@@ -43,7 +44,7 @@ else:
                 "COSTLY_SAVING_PCT Comparer DEFAULT_SAMPLE FLAGS FRAGMENTED_EXTENTS_PER_GIB "
                 "FRAGMENTED_MIN_EXTENTS SLOW_DROP_SECONDS "
                 "ScanOptions Scanner Target Totals discover document fail_on_hits load_report "
-                "match_keys scan_one sort_key thresholds"
+                "match_keys scan_one sort_key thresholds tie_fulltext"
             ),
             "remote": "parse_hosts scan_fleet",
         },

@@ -34,10 +34,12 @@ from ibdtool.tablespace import (
     inspect_path,
     inspect_tablespace,
     summarise_sdi,
+    sys_table_ids,
 )
 from ibdtool.workers import WorkerPool
 from parsers import filename
 from parsers.constants import Algorithm
+from parsers.identity import FTS_NAME
 from parsers.vendor import Vendor
 
 if TYPE_CHECKING:
@@ -112,6 +114,11 @@ class Target:
     size: int
     #: set for a directory that could not be listed
     error: str | None = None
+    #: a FULLTEXT index's auxiliary tablespace (``FTS_<table id>_…``): its table's id and what
+    #: part of the index it holds (``CONFIG``, ``INDEX_1 of index 0x1e``); ``table`` is None
+    #: until :func:`tie_fulltext` finds the table
+    fts_table_id: int | None = None
+    fts_part: str | None = None
 
 
 def decode_filename(name: str) -> str:
@@ -156,6 +163,19 @@ def classify(path: Path, server_level: bool, size: int | None = None) -> Target:
     if server_level:
         return Target(str(path), name, None, decode_filename(stem), None, "general", size)
     folder = path.absolute().parent.name
+    fts = FTS_NAME.fullmatch(stem)
+    if fts is not None:
+        return Target(
+            str(path),
+            f"{folder}/{name}",
+            decode_filename(folder),
+            None,
+            None,
+            "fulltext",
+            size,
+            fts_table_id=int(fts["table"], 16),
+            fts_part=fts_part(fts),
+        )
     parts = filename.split_table_file(stem)
     return Target(
         str(path),
@@ -166,6 +186,54 @@ def classify(path: Path, server_level: bool, size: int | None = None) -> Target:
         "intermediate" if parts.temporary else "table",
         size,
     )
+
+
+def fts_part(m: re.Match[str]) -> str:
+    """What one auxiliary tablespace of a FULLTEXT index holds, its ids in hex as in the file
+    name: ``CONFIG``, ``INDEX_1 of index 0x1e``."""
+    if m["common"]:
+        return m["common"].upper()
+    return f"INDEX_{m['n']} of index 0x{int(m['index'], 16):x}"
+
+
+def fulltext_owners(targets: Iterable[Target], rows: Iterable[dict[str, Any]]) -> dict[int, str]:
+    """table id -> table name, for the FULLTEXT tablespaces among ``targets``: from the SDI of
+    the tables' own files (MySQL 8: ``se_private_id``), else from SYS_TABLES in the system
+    tablespace of their data directory (MariaDB, MySQL 5.x; local files only)."""
+    out: dict[int, str] = {}
+    for row in rows:
+        sdi = row.get("sdi") or {}
+        if isinstance(sdi.get("table_id"), int) and row.get("table") and not row.get("fulltext"):
+            out[sdi["table_id"]] = str(row["table"])
+    wanted = {t.fts_table_id for t in targets if t.fts_table_id is not None} - set(out)
+    if not wanted:
+        return out
+    systems: set[str] = set()
+    for t in targets:
+        if t.fts_table_id in wanted and t.schema is not None:
+            ibdata = Path(t.path).absolute().parent.parent / "ibdata1"
+            if ibdata.is_file():
+                systems.add(str(ibdata))
+    for path in sorted(systems):
+        try:
+            ids = sys_table_ids(path)
+        except (InputError, OSError):
+            continue  # a system tablespace we cannot read ties nothing
+        for tid, name in ids.items():
+            if tid in wanted:
+                out.setdefault(tid, filename.split_table_file(name.split("/", 1)[-1]).table)
+    return out
+
+
+def tie_fulltext(rows: list[dict[str, Any]], targets: Iterable[Target]) -> None:
+    """Name each FULLTEXT tablespace's row after its table (``table``), found by the table id
+    in its file name (:func:`fulltext_owners`); the rows stay in their schema's totals."""
+    targets = list(targets)
+    owners = fulltext_owners(targets, rows)
+    for row in rows:
+        fts = row.get("fulltext")
+        if fts and row.get("table") is None:
+            row["table"] = owners.get(int(fts["table_id"], 16))
 
 
 def discover(paths: Iterable[str | os.PathLike[str]]) -> list[Target]:
@@ -346,6 +414,9 @@ def _base_row(t: Target) -> dict[str, Any]:
         "table": t.table,
         "partition": t.partition,
         "kind": t.kind,
+        "fulltext": None
+        if t.fts_table_id is None
+        else {"table_id": f"0x{t.fts_table_id:x}", "part": t.fts_part},
     }
 
 
@@ -404,7 +475,11 @@ def row_from_inspect(
     doc = r.to_json()
     row = _base_row(t)
     row.update((k, doc[k]) for k in INSPECT_KEYS)
-    row["sdi"] = None if r.sdi is None else {"schema": r.sdi.schema, "table": r.sdi.table}
+    row["sdi"] = (
+        None
+        if r.sdi is None
+        else {"schema": r.sdi.schema, "table": r.sdi.table, "table_id": r.sdi.table_id}
+    )
     row["partition"] = _partition_as_created(t, r, local)
     logical, allocated = doc["logical_size"], doc["allocated_size"]
     compressed = r.pages - r.compression.get(Algorithm.NONE.value, 0)
@@ -662,9 +737,12 @@ class Scanner:
             yield from self._pool.map_unordered(work)
 
 
-def sort_key(row: dict[str, Any]) -> tuple[str, str, str]:
-    """Rows in a report: by schema (server-level files first), then name, then path."""
-    return (row.get("schema") or "", row.get("name") or "", row.get("path") or "")
+def sort_key(row: dict[str, Any]) -> tuple[str, str, bool, str, str]:
+    """Rows in a report: by schema (server-level files first), then table (a FULLTEXT index's
+    tablespaces after their table's file), then name, then path."""
+    fts = bool(row.get("fulltext"))
+    table = row.get("table") if row.get("table") is not None else row.get("name")
+    return (row.get("schema") or "", table or "", fts, row.get("name") or "", row.get("path") or "")
 
 
 # --- totals ----------------------------------------------------------------------------------

@@ -211,11 +211,23 @@ def table_checks(server: Server, table: TableInfo, target: Target, algorithm: st
     out += _disk_checks(server, table)
     if table.options.partitioned or len(table.spaces) > 1:
         out.append(Check("partitions", "info", f"{len(table.spaces)} partitions, rebuilt together"))
+    if table.fts_spaces:
+        n, size = len(table.fts_spaces), table.fts_file_size
+        out.append(
+            Check(
+                "fulltext_tablespaces",
+                "info",
+                f"the rebuild also rewrites the {n} FULLTEXT tablespaces"
+                + (f" ({_human(size)})" if size is not None else "")
+                + " as new FTS_<new table id>_… files with the table's new options; the "
+                "prediction and the verification are of the table's own file only",
+            )
+        )
     return out
 
 
 def _disk_checks(server: Server, table: TableInfo) -> list[Check]:
-    size = table.file_size
+    size = table.total_file_size  # the FULLTEXT tablespaces are rewritten too
     paths = table.local_paths
     if size is None:
         return []

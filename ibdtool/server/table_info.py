@@ -144,6 +144,9 @@ class TableInfo:
     shared_tablespace: str | None = None  # name of the system/general tablespace holding it
     fulltext: list[str] = field(default_factory=list)
     spatial: list[str] = field(default_factory=list)
+    #: the FULLTEXT indexes' auxiliary tablespaces (``FTS_<table id>_…``, tied by the table id):
+    #: part of the table, but not of ``spaces`` (a rebuild rewrites them only with the table)
+    fts_spaces: list[SpaceInfo] = field(default_factory=list)
 
     @property
     def name(self) -> str:
@@ -153,14 +156,15 @@ class TableInfo:
     def innodb(self) -> bool:
         return (self.engine or "").lower() == "innodb"
 
-    def _sum(self, attr: str) -> int | None:
-        values = [getattr(s, attr) for s in self.spaces]
+    def _sum(self, attr: str, spaces: list[SpaceInfo] | None = None) -> int | None:
+        values = [getattr(s, attr) for s in (self.spaces if spaces is None else spaces)]
         if not values or any(v is None for v in values):
             return None
         return int(sum(values))
 
     @property
     def file_size(self) -> int | None:
+        """The table's own files (its partitions'), without the FULLTEXT auxiliary ones."""
         return self._sum("file_size")
 
     @property
@@ -180,6 +184,24 @@ class TableInfo:
         return drop_total([c for c in costs if c is not None])
 
     @property
+    def fts_file_size(self) -> int | None:
+        """The FULLTEXT auxiliary tablespaces' size (None when the table has none)."""
+        return self._sum("file_size", self.fts_spaces)
+
+    @property
+    def fts_allocated_size(self) -> int | None:
+        return self._sum("allocated_size", self.fts_spaces)
+
+    @property
+    def total_file_size(self) -> int | None:
+        """The table with its FULLTEXT auxiliary tablespaces."""
+        return self._sum("file_size", [*self.spaces, *self.fts_spaces])
+
+    @property
+    def total_allocated_size(self) -> int | None:
+        return self._sum("allocated_size", [*self.spaces, *self.fts_spaces])
+
+    @property
     def fs_block_size(self) -> int | None:
         sizes = {s.fs_block_size for s in self.spaces if s.fs_block_size}
         return max(sizes) if sizes else None
@@ -191,6 +213,21 @@ class TableInfo:
     @property
     def local_paths(self) -> list[Path]:
         return [s.local_path for s in self.spaces if s.local_path is not None]
+
+    def fulltext_summary(self) -> str:
+        """``FULLTEXT ft; +11 FTS tablespaces: 832.0 KiB in all`` ('' without FULLTEXT): the
+        file size is the table's own files; its FULLTEXT indexes' tablespaces come on top."""
+        if not self.fulltext:
+            return ""
+        text = f"FULLTEXT {', '.join(self.fulltext)}"
+        if self.fts_spaces:
+            from ibdtool.present import human_bytes
+
+            total = self.total_file_size
+            text += f"; +{len(self.fts_spaces)} FTS tablespaces" + (
+                f": {human_bytes(total)} in all" if total is not None else ""
+            )
+        return text
 
     def page_compression(self, vendor: Vendor) -> str | None:
         """The algorithm the options (and MariaDB's flags) say pages are compressed with."""
@@ -293,4 +330,9 @@ class TableInfo:
             "needs_rebuild": self.needs_rebuild(vendor),
             "unflushed": self.unflushed(),
             "tablespaces": [s.to_json(vendor) for s in self.spaces],
+            "fts_file_size": self.fts_file_size,
+            "fts_allocated_size": self.fts_allocated_size,
+            "total_file_size": self.total_file_size,
+            "total_allocated_size": self.total_allocated_size,
+            "fts_tablespaces": [s.to_json(vendor) for s in self.fts_spaces],
         }

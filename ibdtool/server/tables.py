@@ -22,6 +22,7 @@ from ibdtool.server.pagestate import page_state
 from ibdtool.server.table_info import NOT_FLUSHED, SpaceInfo, TableInfo, TableOptions
 from ibdtool.tablespace import IndexNames, from_rows
 from parsers import filename
+from parsers.identity import FTS_NAME
 
 
 def _space_from_row(row: dict[str, Any], datadir: Path | None) -> SpaceInfo:
@@ -113,7 +114,8 @@ def list_tables(
     tables: list[tuple[str, str]] | None = None,
     with_pages: bool = True,
 ) -> tuple[list[TableInfo], list[SpaceInfo]]:
-    """Tables (InnoDB or not) and the tablespaces that belong to no listed table.
+    """Tables (InnoDB or not), by schema and table name, and the tablespaces that belong to no
+    listed table (a FULLTEXT index's ``FTS_<table id>_…`` ones belong to their table).
 
     ``tables`` as (schema, table) pairs, or ``schemas``, or every user table.
     """
@@ -144,6 +146,7 @@ def list_tables(
     for ix in s.query(sql.SPECIAL_INDEXES):
         key = (str(ix["schema"]), str(ix["table"]))
         special.setdefault(key, []).append((str(ix["index_name"]), str(ix["index_type"])))
+    fts_of = fts_spaces_by_table_id(spaces)
     used: set[int] = set()
     out: list[TableInfo] = []
     for r in rows:
@@ -174,8 +177,13 @@ def list_tables(
                 used.add(sp.space)
                 if sp.shared:
                     info.shared_tablespace = sp.name
-                continue
             it = innodb_tables.get(pname.casefold())
+            if it is not None and it.get("table_id") is not None:
+                for fts in fts_of.get(int(it["table_id"]), []):
+                    info.fts_spaces.append(fts)
+                    used.add(fts.space)
+            if sp is not None:
+                continue
             if it is not None and it.get("space") is not None:
                 space_id = int(it["space"])
                 if space_id == 0 or (it.get("space_type") in ("System", "General")):
@@ -183,12 +191,33 @@ def list_tables(
                         "innodb_system" if space_id == 0 else f"space {space_id}"
                     )
         if with_pages and info.innodb:
-            for sp in info.spaces:
+            for sp in [*info.spaces, *info.fts_spaces]:
                 if not sp.shared:
                     _load_page_state(sp)
         out.append(info)
     others = [sp for sp in spaces if sp.space not in used]
+    out.sort(key=lambda t: (t.schema.casefold(), t.table.casefold(), t.schema, t.table))
+    others.sort(key=lambda sp: sp.name.casefold())
     return out, others
+
+
+def fts_table_id(name: str) -> int | None:
+    """The id of the table a full-text auxiliary tablespace belongs to, from its name
+    (``shop/FTS_0000000000000012_CONFIG``: 0x12), or None for any other name."""
+    m = FTS_NAME.fullmatch(name.rsplit("/", 1)[-1].removesuffix(".ibd"))
+    return int(m["table"], 16) if m else None
+
+
+def fts_spaces_by_table_id(spaces: list[SpaceInfo]) -> dict[int, list[SpaceInfo]]:
+    """The FULLTEXT auxiliary tablespaces (``FTS_<table id>_…``) by the id of their table."""
+    out: dict[int, list[SpaceInfo]] = {}
+    for sp in spaces:
+        tid = fts_table_id(sp.name)
+        if tid is not None:
+            out.setdefault(tid, []).append(sp)
+    for group in out.values():
+        group.sort(key=lambda sp: sp.name)
+    return out
 
 
 def _catalog_name(

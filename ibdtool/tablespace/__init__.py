@@ -15,6 +15,7 @@
   a file a server loads back (CSV, TSV, SQL).
 - ``index_names``: index names for a tablespace's index ids; ``schemas``: table definitions
   the user gives (``--schema``).
+- ``sys_tables``: table ids by name from a system tablespace's SYS_TABLES (MariaDB, MySQL 5.x).
 
 Uses :mod:`ibdtool.fs` and :mod:`ibdtool.workers`.
 """
@@ -56,6 +57,7 @@ if TYPE_CHECKING:
     )
     from ibdtool.tablespace.records import definition_from_sdi, open_records
     from ibdtool.tablespace.schemas import Schemas, load_schemas
+    from ibdtool.tablespace.sys_tables import sys_table_ids
 else:
     from ibdtool.exports import lazy
 
@@ -79,5 +81,6 @@ else:
             "record_export": ("EXPORT_FORMATS export_header export_row load_data_sql sql_inserts"),
             "records": "definition_from_sdi open_records",
             "schemas": "Schemas load_schemas",
+            "sys_tables": "sys_table_ids",
         },
     )

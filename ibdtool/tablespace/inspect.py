@@ -62,6 +62,9 @@ class SdiSummary:
     #: the table's partitions as created, ``p`` or ``p/sp`` (MySQL 8.0.17+ file names hold
     #: them lower-cased)
     partitions: list[str] = field(default_factory=list)
+    #: the table's InnoDB table id (``se_private_id``): the hex in its FULLTEXT tablespaces'
+    #: names (``fts_<table id>_…``); set only when there is one table
+    table_id: int | None = None
 
 
 _DD_ROW_FORMATS = {1: "FIXED", 2: "DYNAMIC", 3: "COMPRESSED", 4: "REDUNDANT", 5: "COMPACT"}
@@ -82,6 +85,7 @@ def summarise_sdi(entries: list[SdiEntry]) -> SdiSummary | None:
     """
     out = SdiSummary()
     found: list[tuple[str | None, str | None, str | None, str | None, list[tuple[int, str]]]] = []
+    table_ids: list[int | None] = []
     for e in entries:
         obj = e.obj.get("dd_object") if isinstance(e.obj, dict) else None
         if e.sdi_type != 1 or not isinstance(obj, dict):
@@ -97,6 +101,8 @@ def summarise_sdi(entries: list[SdiEntry]) -> SdiSummary | None:
             if index_id.isdigit():
                 indexes.append((int(index_id), idx_name if isinstance(idx_name, str) else "?"))
         partitions = _partition_labels(obj)
+        tid = obj.get("se_private_id")
+        table_ids.append(tid if isinstance(tid, int) and not isinstance(tid, bool) else None)
         found.append(
             (
                 name if isinstance(name, str) else None,
@@ -114,6 +120,7 @@ def summarise_sdi(entries: list[SdiEntry]) -> SdiSummary | None:
     if len(found) == 1:
         out.table, out.schema, out.row_format, out.compression, _ = found[0]
         out.partitions = partitions
+        out.table_id = table_ids[0]
     for table, _s, _rf, _c, indexes in found:
         for iid, iname in indexes:
             out.indexes[iid] = iname if len(found) == 1 else f"{table}.{iname}"

@@ -34,6 +34,7 @@ from ibdtool.server import (
     ExecSettings,
     Migration,
     Plan,
+    PlanSettings,
     Server,
     TableInfo,
     TableResult,
@@ -149,7 +150,10 @@ The exact statements for this server, the preflight checks and the predicted
 allocation, and the locks each statement takes. `y` runs them (a dry run until
 then) and checks the new file without a lock (pages the server has not written
 yet are named); `f` runs them and checks under FLUSH TABLES … FOR EXPORT, which
-blocks writes to the table meanwhile. The bar shows the server's own progress
+blocks writes to the table meanwhile. A plan the preflight refuses has no run;
+where `--algorithm copy` would lift the refusal (a FULLTEXT table), `c` plans it
+that way: ALGORITHM=COPY, LOCK=SHARED, which blocks writes for the whole copy.
+The bar shows the server's own progress
 (performance_schema stages, the processlist) with elapsed time and ETA, or the
 new file's growth with "ETA unknown"; `x` kills the running statement.
 """
@@ -157,6 +161,7 @@ new file's growth with "ETA unknown"; `x` kills the running statement.
     BINDINGS: ClassVar[list[BindingType]] = [
         Binding("y", "run", "Run"),
         Binding("f", "run_flushed", "Run, verify under FLUSH … FOR EXPORT (blocks writes)"),
+        Binding("c", "plan_copy", "Plan with ALGORITHM=COPY (LOCK=SHARED: blocks writes)"),
         Binding("x", "cancel", "Cancel (KILL QUERY)"),
         Binding("escape", "leave", "Back"),
     ]
@@ -167,6 +172,7 @@ new file's growth with "ETA unknown"; `x` kills the running statement.
         self.table = table
         self.target = target
         self.plan: Plan | None = None
+        self.algorithm = "inplace"  # as migrate's --algorithm
         self.migration: Migration | None = None
         self.results: list[TableResult] | None = None
         self.progress_seen: list[float] = []
@@ -197,7 +203,8 @@ new file's growth with "ETA unknown"; `x` kills the running statement.
     @work(thread=True, exclusive=True, group="server", exit_on_error=False)
     def make_plan(self) -> None:
         try:
-            plan = build_plan(self.server, [self.table], parse_target(self.target))
+            settings = PlanSettings(algorithm=self.algorithm)
+            plan = build_plan(self.server, [self.table], parse_target(self.target), settings)
             self.post_message(PlanReady(plan))
         except IbdtoolError as exc:
             self.post_message(PlanFailed(exc.message))
@@ -235,9 +242,45 @@ new file's growth with "ETA unknown"; `x` kills the running statement.
                     )
                 )
             )
+        elif self.copy_would_help():
+            status.update(
+                Text.assemble(
+                    ("nothing to run: refused; ", "yellow"),
+                    ("c", "bold"),
+                    " plans it with ALGORITHM=COPY, LOCK=SHARED (blocks writes for the whole "
+                    "copy), as migrate --algorithm copy",
+                )
+            )
         else:
             why = "refused" if plan.refused else "already in the target format"
             status.update(safe(f"nothing to run: {why}", style="yellow"))
+        self.refresh_bindings()
+
+    def copy_would_help(self) -> bool:
+        """The plan is refused only for what ``--algorithm copy`` accepts (FULLTEXT)."""
+        plan = self.plan
+        if plan is None or self.algorithm == "copy" or plan.runnable:
+            return False
+        errors = [c for tp in plan.tables for c in tp.checks if c.refuses]
+        errors += [c for c in plan.checks if c.refuses]
+        return bool(errors) and all(c.name == "fulltext" for c in errors)
+
+    def check_action(self, action: str, parameters: tuple[object, ...]) -> bool | None:
+        """Run only a plan that can run (never a refused one); ``c`` only where it helps."""
+        if action in ("run", "run_flushed"):
+            return self.plan is not None and bool(self.plan.runnable) and self.migration is None
+        if action == "plan_copy":
+            return self.copy_would_help()
+        return True
+
+    def action_plan_copy(self) -> None:
+        if not self.copy_would_help():
+            return
+        self.algorithm = "copy"
+        self.plan = None
+        self.refresh_bindings()
+        self.query_one("#plan-text", Static).update("planning with ALGORITHM=COPY…")
+        self.make_plan()
 
     def on_plan_failed(self, message: PlanFailed) -> None:
         self.query_one("#plan-text", Static).update(safe(message.message, style="bold red"))
@@ -368,7 +411,20 @@ new file's growth with "ETA unknown"; `x` kills the running statement.
         return text
 
     def commands(self) -> list[SystemCommand]:
-        return [
-            SystemCommand("Run the conversion", "Execute the planned statements", self.action_run),
-            SystemCommand("Cancel the conversion", "KILL QUERY", self.action_cancel),
-        ]
+        out = []
+        if self.check_action("run", ()):
+            out.append(
+                SystemCommand(
+                    "Run the conversion", "Execute the planned statements", self.action_run
+                )
+            )
+        if self.copy_would_help():
+            out.append(
+                SystemCommand(
+                    "Plan with ALGORITHM=COPY",
+                    "LOCK=SHARED: blocks writes for the whole copy (migrate --algorithm copy)",
+                    self.action_plan_copy,
+                )
+            )
+        out.append(SystemCommand("Cancel the conversion", "KILL QUERY", self.action_cancel))
+        return out

@@ -169,6 +169,7 @@ prediction first; nothing runs before you confirm).
             fmt = t.current_format(vendor) if t.innodb else (t.engine or "-")
             problems = [s.state_error for s in t.spaces if s.state_error]
             note = t.needs_rebuild(vendor) or (problems[0] if problems else "")
+            note = note or t.fulltext_summary()
             if not matches(f"{t.name} {fmt} {note}".lower(), self.filter_text):
                 continue
             listed += 1
