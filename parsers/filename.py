@@ -219,6 +219,30 @@ def split_table_file(stem: str) -> TableFile:
     return TableFile(decode(table), partition, subpartition)
 
 
+def table_label(schema: str | None, table: str, partition: str | None = None) -> str:
+    """How every view names a table or one of its partitions: ``shop.events`` and
+    ``shop.events partition p2023`` (``p0/p0sp0`` for a sub-partition)."""
+    base = f"{schema}.{table}" if schema else table
+    return base + (f" partition {partition}" if partition else "")
+
+
+def label_of_path(path: str) -> str | None:
+    """:func:`table_label` of a table's file from its folder and name, decoded
+    (``shop/events#P#p2023.ibd`` -> ``shop.events partition p2023``); None for a name no
+    table's file has (``#sql…`` intermediate tables, names not in the encoding)."""
+    parts = path.rstrip("/").split("/")
+    stem = parts[-1].removesuffix(".ibd")
+    try:
+        tf = split_table_file(stem)
+        decode(stem.split("#", 1)[0], strict=True)
+    except FilenameError:
+        return None
+    if tf.temporary or not tf.table:
+        return None
+    folder = parts[-2] if len(parts) > 1 else None
+    return table_label(decode(folder) if folder else None, tf.table, tf.partition_label)
+
+
 def table_file_stem(
     table: str,
     partition: str | None = None,
@@ -256,7 +280,9 @@ __all__ = [
     "decode",
     "encode",
     "encode_char",
+    "label_of_path",
     "split_table_file",
     "table_file_stem",
+    "table_label",
     "tablespace_name",
 ]

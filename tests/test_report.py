@@ -384,7 +384,7 @@ def test_markdown_tables_match_stat(datadir: Path, doc: dict[str, Any]) -> None:
             name
             if entry.table is None
             else f"{entry.schema or '(server)'}.{entry.table}"
-            + (f" #p {entry.partition}" if entry.partition else "")
+            + (f" partition {entry.partition}" if entry.partition else "")
         )
         cells = by_label[label]
         size, allocated = stat_sizes(datadir / name)

@@ -15,6 +15,7 @@ from collections.abc import Callable
 from typing import IO, Any
 
 from ibdtool.present import human_bytes, range_text, shown
+from parsers.filename import table_label
 
 SYSTEM_LABEL = "(server)"  # rows with no schema: system, undo and general tablespaces
 
@@ -31,8 +32,7 @@ def tablespace_label(row: dict[str, Any]) -> str:
         return f"{schema_label(row.get('schema'))}.{table} FULLTEXT {fts['part']}"
     if row.get("table") is None:
         return row.get("name") or row["path"]
-    base = f"{schema_label(row.get('schema'))}.{row['table']}"
-    return base + (f" partition {row['partition']}" if row.get("partition") else "")
+    return table_label(schema_label(row.get("schema")), row["table"], row.get("partition"))
 
 
 def compression_text(row: dict[str, Any]) -> str:

@@ -19,6 +19,7 @@ from ibdtool.present.text import (
     size_k,
     us_text,
 )
+from parsers.filename import label_of_path
 
 if TYPE_CHECKING:
     from ibdtool.advise import Cost, Recommendation, Scenario, ScenarioResult, SimResult
@@ -160,10 +161,15 @@ def inspect_rows(r: InspectResult) -> list[tuple[str, Styled]]:
         row_format += f" KEY_BLOCK_SIZE={fmt.key_block_size // 1024}"
     if r.sdi and len(r.sdi.tables) > 1:
         row_format += f"   {len(r.sdi.tables)} tables in the SDI"
+    from_name = label_of_path(r.path) if r.kind == "table" else None
     if r.sdi and r.sdi.table:
         row_format += f"   table {r.sdi.schema}.{r.sdi.table}"
+        if from_name and " partition " in from_name:
+            row_format += " partition " + from_name.split(" partition ", 1)[1]
         if r.sdi.compression:
             row_format += f" COMPRESSION='{r.sdi.compression}'"
+    elif from_name:
+        row_format += f"   table {from_name} (by its file name)"
     rows.append(("Row format", [(row_format, "")]))
     rows.append(("Pages", [(f"{r.pages}  ", ""), *_counts(r.page_types)]))
     compression = dict(r.compression)

@@ -26,6 +26,7 @@ if TYPE_CHECKING:
         discover,
         document,
         fail_on_hits,
+        fulltext_owners,
         load_report,
         match_keys,
         scan_one,
@@ -43,7 +44,8 @@ else:
             "batch": (
                 "COSTLY_SAVING_PCT Comparer DEFAULT_SAMPLE FLAGS FRAGMENTED_EXTENTS_PER_GIB "
                 "FRAGMENTED_MIN_EXTENTS SLOW_DROP_SECONDS "
-                "ScanOptions Scanner Target Totals discover document fail_on_hits load_report "
+                "ScanOptions Scanner Target Totals discover document fail_on_hits fulltext_owners "
+                "load_report "
                 "match_keys scan_one sort_key thresholds tie_fulltext"
             ),
             "remote": "parse_hosts scan_fleet",

@@ -27,7 +27,8 @@ from textual.worker import get_current_worker
 
 from ibdtool.errors import IbdtoolError
 from ibdtool.present import human_bytes, shown
-from ibdtool.report import ScanOptions, Target, discover, scan_one
+from ibdtool.report import ScanOptions, Target, discover, fulltext_owners, scan_one
+from parsers.filename import decode, table_label
 from tui.messages import RowsScanned, ScanFailed
 from tui.screens.prompt import PromptScreen
 from tui.shown import safe
@@ -63,6 +64,28 @@ class Entry:
     folder: str
     allocated: int | None
     row: dict[str, Any] | None = None
+    #: a FULLTEXT tablespace's table, once found (:func:`ibdtool.report.fulltext_owners`)
+    owner: str | None = None
+
+    @property
+    def name(self) -> str:
+        """The file as the table it belongs to, decoded as report names it: ``Bestellübersicht``,
+        ``events partition p2023``, ``docs FULLTEXT CONFIG``; other files by their name."""
+        t = self.target
+        if t.fts_table_id is not None:
+            table = self.owner or f"(table id 0x{t.fts_table_id:x})"
+            return f"{table} FULLTEXT {t.fts_part}"
+        if t.kind == "table" and t.table:
+            return table_label(None, t.table, t.partition)
+        return Path(t.path).name
+
+    @property
+    def sort_name(self) -> tuple[str, bool, str]:
+        """By table, a FULLTEXT tablespace after its table's file."""
+        t = self.target
+        if t.fts_table_id is not None:
+            return (self.owner or "", True, self.name)
+        return (t.table or Path(t.path).name, False, self.name)
 
     @property
     def logical(self) -> int:
@@ -94,7 +117,14 @@ class Entry:
     def text(self) -> str:
         """What the filter matches against."""
         return " ".join(
-            [self.folder, Path(self.target.path).name, self.compression, *self.flags]
+            [
+                self.folder,
+                decode_folder(self.folder),
+                Path(self.target.path).name,
+                self.name,
+                self.compression,
+                *self.flags,
+            ]
         ).lower()
 
 
@@ -114,13 +144,18 @@ class Folder:
 
 def _sort_key(column: str) -> Callable[[Entry], Any]:
     return {
-        "name": lambda e: Path(e.target.path).name,
+        "name": lambda e: e.sort_name,
         "logical": lambda e: e.logical,
         "allocated": lambda e: e.allocated or 0,
         "saved": lambda e: e.saved if e.saved is not None else -1e9,
         "compression": lambda e: e.compression,
         "flags": lambda e: (len(e.flags), " ".join(e.flags)),
     }[column]
+
+
+def decode_folder(folder: str) -> str:
+    """A folder under the root with each part decoded (``my@002ddb`` -> ``my-db``)."""
+    return "/".join(decode(part) for part in folder.split("/"))
 
 
 def matches(text: str, query: str) -> bool:
@@ -279,6 +314,7 @@ Every tablespace under the directory, grouped by folder (schema). Sizes come fro
             folder = self.folders.setdefault(e.folder, Folder(e.folder))
             folder.entries.append(e)
             self.by_path[e.target.path] = e
+        self._tie_fulltext()
         self.rebuild()
         if self.select:
             self.move_to(self.select)
@@ -299,10 +335,28 @@ Every tablespace under the directory, grouped by folder (schema). Sizes come fro
         self.scanned = sum(e.row is not None for e in self.by_path.values())
         if message.final:
             self._batch_running = False
+            if self._tie_fulltext():
+                self.rebuild()
             if self.scanned == len(self.by_path) and self.sort_column in ("compression", "flags"):
                 self.rebuild()
             self._scan_next()
         self._status()
+
+    def _tie_fulltext(self) -> bool:
+        """Name FULLTEXT tablespaces after their tables (SYS_TABLES, or the scanned SDIs);
+        True when one more was named."""
+        loose = [e for e in self.by_path.values() if e.target.fts_table_id and not e.owner]
+        if not loose:
+            return False
+        entries = list(self.by_path.values())
+        rows = [e.row for e in entries if e.row is not None]
+        owners = fulltext_owners([e.target for e in entries], rows)
+        named = False
+        for e in loose:
+            owner = owners.get(e.target.fts_table_id or 0)
+            if owner:
+                e.owner, named = owner, True
+        return named
 
     def on_scan_failed(self, message: ScanFailed) -> None:
         self.query_one("#browser-status", Static).update(safe(message.message, "bold red"))
@@ -317,7 +371,7 @@ Every tablespace under the directory, grouped by folder (schema). Sizes come fro
             flags.append(f, style=FLAG_STYLES.get(f, "cyan"))
         saved = e.saved
         return (
-            safe("  " + Path(e.target.path).name),
+            safe("  " + e.name),
             safe(human_bytes(e.logical), justify="right"),
             safe(human_bytes(e.allocated), justify="right"),
             Text("" if saved is None else f"{saved:.0f}%", justify="right"),
@@ -350,7 +404,7 @@ Every tablespace under the directory, grouped by folder (schema). Sizes come fro
             allocated = sum(e.allocated or 0 for e in visible)
             saved = 100 * (logical - allocated) / logical if logical else 0
             label = Text("▸ " if folder.collapsed else "▾ ", style="bold")
-            label.append(shown(f"{folder.name}/"), style="bold").append(
+            label.append(shown(f"{decode_folder(folder.name)}/"), style="bold").append(
                 f" {len(visible)}", style="dim"
             )
             table.add_row(
