@@ -150,7 +150,7 @@ def test_tables_mysql_sizes_and_attr_only(srv: ThrowawayServer) -> None:
     make_table(srv, "tabs", "myisam", rows=10, options="")
     srv.query("ALTER TABLE tabs.myisam ENGINE=MyISAM")
     sizes = {t: measured(srv, "tabs", t) for t in ("plain", "kbs4", "attr")}
-    res = ibdtool("server", "tables", "--schema", "tabs", "--json", *conn_args(srv))
+    res = ibdtool("server", "tables", "tabs", "--json", *conn_args(srv))
     assert res.returncode == 0, res.stderr
     docs = {d["table"]: d for d in json.loads(res.stdout)}
     for t, m in sizes.items():
@@ -173,7 +173,7 @@ def test_tables_mysql_sizes_and_attr_only(srv: ThrowawayServer) -> None:
     assert docs["attr"]["uncompressed_fraction"] == round(fraction, 4)
     assert "needs a rebuild" in docs["attr"]["needs_rebuild"]
     assert docs["myisam"]["engine"] == "MyISAM" and docs["myisam"]["tablespaces"] == []
-    text = ibdtool("server", "tables", "--schema", "tabs", *conn_args(srv)).stdout
+    text = ibdtool("server", "tables", "tabs", *conn_args(srv)).stdout
     assert f"{100 * fraction:.0f}% of pages still uncompressed: needs a rebuild" in text
 
 

@@ -286,7 +286,7 @@ def catalog_sizes(srv: Any) -> dict[str, tuple[int, int]]:
 @pytest.mark.xdist_group("mariadb")
 @pytest.mark.parametrize("width", WIDTHS)
 def test_server_tables_fit_and_every_number_is_whole(fit_server: Any, width: int) -> None:
-    args = ["server", "tables", "--schema", "fit", *conn_args(fit_server)]
+    args = ["server", "tables", "fit", *conn_args(fit_server)]
     text = run(width, *args)
     assert_fits(text, width)
     head = header_of(text, "table")

@@ -36,7 +36,7 @@ def parse_rate(text: str | None) -> int:
     return int(float(m.group(1)) * scale)
 
 
-@click.command(context_settings={"help_option_names": ["-h", "--help"]})
+@click.command(context_settings={"help_option_names": ["-?", "--help"]})
 @click.argument("paths", nargs=-1, required=True)
 @click.option("--force", "-f", is_flag=True, help="Overwrite an existing destination.")
 @click.option(

@@ -42,12 +42,38 @@ def _fail(message: str, code: int = ExitCode.BAD_INPUT) -> NoReturn:
     sys.exit(code)
 
 
+#: the commands whose ``-h`` is the server's host, as in the mysql clients
+HOST_COMMANDS = frozenset({"server", "migrate", "records", "tui"})
+
+
+def help_spellings(argv: list[str]) -> list[str]:
+    """The mysql clients' help spellings on every command: ``-?`` is ``--help``. ``-h`` is the
+    host where a command connects to a server (:data:`HOST_COMMANDS`); elsewhere it is still
+    help, deprecated (one warning on stderr)."""
+    command = next((a for a in argv if not a.startswith("-")), None)
+    out: list[str] = []
+    for i, arg in enumerate(argv):
+        if arg == "--":
+            return out + argv[i:]
+        if arg == "-?":
+            arg = "--help"
+        elif arg == "-h" and command not in HOST_COMMANDS:
+            from ibdtool.cli.deprecated import warn_deprecated
+
+            warn_deprecated("-h for help", "--help or -? (-h is the host on server commands)")
+            arg = "--help"
+        out.append(arg)
+    return out
+
+
 class IbdtoolGroup(click.Group):
     """Turns every expected failure into one line on stderr and an exit code."""
 
     def main(self, *args: Any, **kwargs: Any) -> Any:
         kwargs.setdefault("standalone_mode", True)
-        traceback = "--traceback" in (args[0] if args else sys.argv[1:])
+        argv = list(args[0]) if args and args[0] is not None else sys.argv[1:]
+        args = (help_spellings(argv), *args[1:])
+        traceback = "--traceback" in argv
         try:
             return super().main(*args, **kwargs)
         except IbdtoolError as exc:
@@ -169,7 +195,7 @@ def _stop_on_interrupt() -> NoReturn:
     sys.exit(ExitCode.INTERRUPTED)
 
 
-@click.group(cls=IbdtoolGroup, context_settings={"help_option_names": ["-h", "--help"]})
+@click.group(cls=IbdtoolGroup, context_settings={"help_option_names": ["-?", "--help"]})
 @click.version_option(package_name="ibdtool")
 @click.option("--traceback", is_flag=True, hidden=True, help="Show tracebacks (for developers).")
 def main(traceback: bool) -> None:

@@ -46,7 +46,7 @@ _CONNECTION_KEYS = (
 
 
 #: as the mysql clients: -h is the host, help is --help or -?
-CLIENT_CONTEXT = {"help_option_names": ["--help"]}
+CLIENT_CONTEXT = {"help_option_names": ["-?", "--help"]}
 
 
 class ClientCommand(click.Command):
