@@ -140,9 +140,7 @@ def test_dry_run_refuses_what_cannot_be_converted(mysql57: ThrowawayServer) -> N
     mysql57.query("CREATE TABLE refuse.sys (a INT PRIMARY KEY) TABLESPACE innodb_system")
     mysql57.query("CREATE TABLE refuse.ft (a INT PRIMARY KEY, b TEXT, FULLTEXT KEY fb (b))")
     ids = {t: space_id(mysql57, "refuse", t) for t in ("ok", "ft")}
-    res = ibdtool(
-        "migrate", "-B", "refuse", "--to", "page:zlib", "--json", *conn_args(mysql57)
-    )
+    res = ibdtool("migrate", "-B", "refuse", "--to", "page:zlib", "--json", *conn_args(mysql57))
     assert res.returncode == 1, res.stderr  # something was refused
     plan = {t["table"]: t for t in json.loads(res.stdout)["tables"]}
     assert plan["refuse.ok"]["action"] == "convert"
