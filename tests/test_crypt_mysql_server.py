@@ -90,8 +90,10 @@ def made(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Made]:
                     src = Path(srv.file_path("c", t))
                     m.files[t] = Path(shutil.copy(src, out / f"{t}.ibd"))
                     m.rows[t] = select_text(srv, "c", t)
-                    if t not in TWINS:
-                        m.cfp[t] = Path(shutil.copy(src.with_suffix(".cfp"), out / f"{t}.cfp"))
+                    if t not in TWINS:  # kept apart: a .cfp beside the .ibd is used by itself
+                        keys = out / "cfp"
+                        keys.mkdir(exist_ok=True)
+                        m.cfp[t] = Path(shutil.copy(src.with_suffix(".cfp"), keys / f"{t}.cfp"))
             finally:
                 cur.execute("UNLOCK TABLES")
     yield m
@@ -201,3 +203,24 @@ def test_inspect_map_with_the_key_shows_the_twins_types(made: Made) -> None:
         assert "ENCRYPTED" not in legend
         for name, n in _inspect(made.files[TABLES[table][1]])["page_types"].items():
             assert f" {name} {n:,} " in legend, (table, name, legend)
+
+
+@pytest.mark.parametrize("table", ["enc", "zip"])
+def test_a_cfp_beside_the_ibd_is_used_without_keyring(
+    made: Made, table: str, tmp_path: Path
+) -> None:
+    """As FLUSH TABLES … FOR EXPORT leaves them: ``t.ibd`` and ``t.cfp`` side by side."""
+    path = Path(shutil.copy(made.files[table], tmp_path / f"{table}.ibd"))
+    shutil.copy(made.cfp[table], tmp_path / f"{table}.cfp")
+    r = run_ibdtool("records", "--json", str(path))
+    assert r.returncode == 0, r.stderr[-2000:]
+    assert [d["fields"] for d in json_lines(r.stdout)] == made.rows[table]
+    doc = _inspect(path)
+    assert doc["encryption"]["decrypted_with"] == ".cfp"
+    assert doc["encryption"]["pages_decrypted"] == doc["encryption"]["pages_encrypted"] > 0
+    # another table's .cfp beside it is a wrong key: one line, exit 2
+    other = "zip" if table == "enc" else "enc"
+    shutil.copy(made.cfp[other], tmp_path / f"{table}.cfp")
+    r = run_ibdtool("records", str(path))
+    assert r.returncode == 2 and r.stdout == "" and len(r.stderr.splitlines()) == 1
+    assert "wrong key" in r.stderr and ".cfp" in r.stderr

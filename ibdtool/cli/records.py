@@ -34,25 +34,74 @@ def _size(text: str) -> int:
     return n * _SIZE_UNITS[unit]
 
 
-def _server_sql(kw: dict[str, Any]) -> Any:
-    """A ``(schema, table) -> CREATE TABLE`` reader on the live server, or None without options."""
-    wanted = any(
-        kw.get(k) for k in ("host", "port", "socket", "user", "defaults_file", "ask_password")
+#: connection options that ask for the live server when given on the command line
+_CONNECTING = (
+    "host",
+    "port",
+    "socket",
+    "user",
+    "database",
+    "protocol",
+    "defaults_file",
+    "defaults_extra_file",
+    "login_path",
+    "ask_password",
+    "ssl_mode",
+    "ssl_ca",
+    "ssl_cert",
+    "ssl_key",
+)
+
+
+def _names_a_server(opts: Any) -> bool:
+    """Do the option files or MYSQL_* name a server (anything but the bare defaults)?"""
+    return bool(
+        opts.socket
+        or opts.user
+        or opts.password is not None
+        or opts.port
+        or opts.host not in (None, "localhost")
     )
-    if not wanted:
+
+
+def _server_sql(kw: dict[str, Any]) -> Any:
+    """A ``(schema, table) -> CREATE TABLE`` reader on the live server, or None.
+
+    The server is asked when connection options are given, or when the client option files
+    (``~/.my.cnf`` and the others the mysql client reads, ``--login-path``) or ``MYSQL_*`` name
+    one: as ``mysql`` would connect. A server only the option files named that cannot be
+    reached is one warning, and the definition comes from the next source (the ``.cfg``).
+    """
+    ctx = click.get_current_context(silent=True)
+    pw = ctx.meta.get("ibdtool.password") if ctx is not None else None
+    asked = any(kw.get(k) for k in _CONNECTING) or getattr(pw, "value", None) is not None
+    if not asked and kw.get("no_defaults"):
         for k in list(kw):
             kw.pop(k)
         return None
     opts, _ = resolve_connection(kw)
+    if not asked and not _names_a_server(opts):
+        return None
 
     def read(schema: str, table: str) -> str | None:
+        from ibdtool.errors import IbdtoolError
         from ibdtool.server import session
 
-        with session(opts) as s:
-            row = s.query_one(
-                f"/* ibdtool */ SHOW CREATE TABLE `{schema.replace('`', '``')}`."
-                f"`{table.replace('`', '``')}`"
+        try:
+            with session(opts) as s:
+                row = s.query_one(
+                    f"/* ibdtool */ SHOW CREATE TABLE `{schema.replace('`', '``')}`."
+                    f"`{table.replace('`', '``')}`"
+                )
+        except IbdtoolError as exc:
+            if asked:
+                raise
+            click.echo(
+                f"ibdtool: [Warning] the server of the option files: {exc.message}; "
+                "the definition comes from the next source",
+                err=True,
             )
+            return None
         if not row:
             return None
         return str(row.get("Create Table") or list(row.values())[1])

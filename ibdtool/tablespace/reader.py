@@ -121,6 +121,10 @@ class Tablespace:
             # decrypt:
             # MySQL encryption info (the default master key needs no keyring), or MariaDB crypt
             # data that says encrypted and a key file; page_decryptor returns None otherwise
+            if fmt.mysql_encryption is not None and keyring is None:
+                keyring = self._sibling_cfp()
+                if keyring is not None:
+                    name = f"{name} (with the .cfp beside it)"
             if fmt.mysql_encryption is not None or (fmt.crypt_encrypted and keyring is not None):
                 from ibdtool.tablespace.decrypt import page_decryptor
 
@@ -166,6 +170,21 @@ class Tablespace:
         if self._source is not None:
             self._source.close()
             self._source = None
+
+    def _sibling_cfp(self) -> Keyring | None:
+        """The ``.cfp`` FLUSH TABLES … FOR EXPORT wrote beside an encrypted MySQL table (its
+        tablespace key and IV), used without ``--keyring`` as the ``.cfg`` beside a file is;
+        None when there is none or it is not a .cfp."""
+        from parsers.keyring import CFP_FILE, KeyringError, parse_cfp
+
+        size = CFP_FILE.sizeof()
+        data = self.read_sibling(self.path.with_suffix(".cfp"), size + 1)
+        if data is None or len(data) != size:
+            return None
+        try:
+            return parse_cfp(data)
+        except KeyringError:
+            return None
 
     def read_sibling(self, path: Path, limit: int) -> bytes | None:
         """At most ``limit`` bytes of a small file beside this one (its ``.cfg``); None when

@@ -137,14 +137,13 @@ def definition_from_schema(sql: str) -> TableDef:
 
 
 def table_name_of(path: Path) -> tuple[str, str]:
-    """(schema, table) of a file in a datadir: ``shop/t#P#p0.ibd`` → ("shop", "t")."""
+    """(schema, table) of a file in a datadir, decoded from the servers' filename encoding
+    (:mod:`parsers.filename`): ``shop/t#P#p0.ibd`` → ("shop", "t"), ``shop/Bestell@1obersicht.ibd``
+    → ("shop", "Bestellübersicht")."""
+    from parsers.filename import decode, split_table_file
 
-    def decode(name: str) -> str:
-        import re
-
-        return re.sub(r"@([0-9a-fA-F]{4})", lambda m: chr(int(m.group(1), 16)), name)
-
-    return decode(path.resolve().parent.name), decode(path.stem.split("#")[0])
+    resolved = path.resolve()
+    return decode(resolved.parent.name), split_table_file(resolved.stem).table
 
 
 # --- pages ---------------------------------------------------------------------------------
