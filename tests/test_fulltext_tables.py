@@ -17,8 +17,6 @@ from samples.servers import ThrowawayServer
 from tests.server_fixtures import (
     conn_args,
     ibdtool,
-    mariadb,  # noqa: F401  (fixtures)
-    mysql8033,  # noqa: F401
     server_param,
 )
 

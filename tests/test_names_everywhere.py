@@ -15,8 +15,6 @@ import pytest
 from samples.servers import ThrowawayServer
 from tests.server_fixtures import (
     ibdtool,
-    mariadb,  # noqa: F401  (fixtures)
-    mysql8033,  # noqa: F401
     server_param,
 )
 

@@ -15,7 +15,7 @@ import re
 import pytest
 
 from samples.servers import ThrowawayServer
-from tests.server_fixtures import conn_args, ibdtool, mariadb  # noqa: F401  (fixture)
+from tests.server_fixtures import conn_args, ibdtool
 
 HOST_COMMANDS = {"server", "migrate", "records", "tui"}
 
@@ -64,7 +64,7 @@ def test_schema_is_a_create_table_wherever_it_is_offered() -> None:
 
 @pytest.mark.xdist_group("mariadb")
 def test_server_tables_takes_databases_sorts_and_warns_on_the_old_spelling(
-    mariadb: ThrowawayServer,  # noqa: F811
+    mariadb: ThrowawayServer,
 ) -> None:
     srv = mariadb
     srv.query("DROP DATABASE IF EXISTS optsort")

@@ -23,7 +23,6 @@ from tests.server_fixtures import (
     clean_env,
     ibdtool,
     json_lines,
-    mariadb,  # noqa: F401  (fixture)
 )
 
 pytestmark = pytest.mark.xdist_group("mariadb")
@@ -36,7 +35,7 @@ def _rows(srv: ThrowawayServer, table: str) -> list[dict[str, object]]:
 
 
 @pytest.fixture
-def table(mariadb: ThrowawayServer) -> tuple[ThrowawayServer, Path, list]:  # noqa: F811
+def table(mariadb: ThrowawayServer) -> tuple[ThrowawayServer, Path, list]:
     """``kunden.Bestellübersicht`` and ``kunden.orders``, the same rows."""
     srv = mariadb
     srv.query(f"DROP DATABASE IF EXISTS {SCHEMA}")
