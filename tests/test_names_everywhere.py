@@ -14,6 +14,7 @@ import pytest
 
 from samples.servers import ThrowawayServer
 from tests.server_fixtures import (
+    conn_args,
     ibdtool,
     server_param,
 )
@@ -120,3 +121,19 @@ async def test_tui_browser_shows_decoded_names(
                 break
             mine.append(r[0].strip())
         assert set(mine) == labels
+
+
+@pytest.mark.parametrize("srv", SERVERS, indirect=True)
+def test_server_tables_lists_partitions_under_their_table(
+    names: tuple[ThrowawayServer, Path, set[str]],
+) -> None:
+    srv, _folder, labels = names
+    res = ibdtool("server", "tables", SCHEMA, "--wide", *conn_args(srv))
+    assert res.returncode == 0, res.stderr
+    lines = [ln.strip() for ln in res.stdout.splitlines() if ln.strip()]
+    for table in ("events", "sub"):
+        parts = sorted(lb.split(" partition ", 1)[1] for lb in labels if lb.startswith(table + " "))
+        at = next(i for i, ln in enumerate(lines) if ln.startswith(f"{SCHEMA}.{table} ("))
+        under = [ln.split()[1] for ln in lines[at + 1 : at + 1 + len(parts)]]
+        assert lines[at + 1].startswith("partition ") and sorted(under) == parts
+    assert "#p" not in res.stdout.lower() and "@" not in res.stdout

@@ -1,7 +1,7 @@
 """``ibdtool records PATH``: an index's user records, decoded by column (JSON lines or a table).
 
 The work lives in :mod:`ibdtool.tablespace.records`; this module parses options, opens the live
-server when connection options are given, and prints.
+server when connection options (or the user's option files) name one, and prints.
 """
 
 from __future__ import annotations
@@ -53,8 +53,23 @@ _CONNECTING = (
 )
 
 
-def _names_a_server(opts: Any) -> bool:
-    """Do the option files or MYSQL_* name a server (anything but the bare defaults)?"""
+def _user_names_a_server() -> bool:
+    """Does the user's own configuration name a server: ``MYSQL_HOST``, ``MYSQL_UNIX_PORT``,
+    ``MYSQL_TCP_PORT``, or a host, socket, port, user or password in ``~/.my.cnf`` or
+    ``~/.mylogin.cnf``? The machine-wide files (``/etc/mysql/…``, which on most
+    distributions set the socket for every client) are not asked to mean "use the server"."""
+    import os
+
+    if any(os.environ.get(v) for v in ("MYSQL_HOST", "MYSQL_UNIX_PORT", "MYSQL_TCP_PORT")):
+        return True
+    home = os.environ.get("HOME")
+    user_file = Path(home, ".my.cnf") if home else None
+    from ibdtool.server import resolve_options
+
+    if user_file is not None and user_file.is_file():
+        opts = resolve_options({}, defaults_file=str(user_file), environ={"HOME": home or ""})
+    else:  # ~/.mylogin.cnf alone
+        opts = resolve_options({}, no_defaults=True, environ={"HOME": home or ""})
     return bool(
         opts.socket
         or opts.user
@@ -67,21 +82,20 @@ def _names_a_server(opts: Any) -> bool:
 def _server_sql(kw: dict[str, Any]) -> Any:
     """A ``(schema, table) -> CREATE TABLE`` reader on the live server, or None.
 
-    The server is asked when connection options are given, or when the client option files
-    (``~/.my.cnf`` and the others the mysql client reads, ``--login-path``) or ``MYSQL_*`` name
-    one: as ``mysql`` would connect. A server only the option files named that cannot be
-    reached is one warning, and the definition comes from the next source (the ``.cfg``).
+    The server is asked when connection options are given, or when the user's own option
+    files (``~/.my.cnf``, ``~/.mylogin.cnf``) or ``MYSQL_*`` name one
+    (:func:`_user_names_a_server`); the connection then reads every option file as ``mysql``
+    does. A server only those files named that cannot be reached is one warning, and the
+    definition comes from the next source (the ``.cfg``).
     """
     ctx = click.get_current_context(silent=True)
     pw = ctx.meta.get("ibdtool.password") if ctx is not None else None
     asked = any(kw.get(k) for k in _CONNECTING) or getattr(pw, "value", None) is not None
-    if not asked and kw.get("no_defaults"):
+    if not asked and (kw.get("no_defaults") or not _user_names_a_server()):
         for k in list(kw):
             kw.pop(k)
         return None
     opts, _ = resolve_connection(kw)
-    if not asked and not _names_a_server(opts):
-        return None
 
     def read(schema: str, table: str) -> str | None:
         from ibdtool.errors import IbdtoolError
@@ -157,9 +171,10 @@ def records(
 ) -> None:
     """The user records of an index, in key order, decoded by column.
 
-    Columns come from the SDI (MySQL 8), else --schema, else the live server (when connection
-    options are given), else the .cfg file beside PATH; without any, records are shown in hex.
-    An encrypted tablespace is read with --keyring.
+    Columns come from the SDI (MySQL 8), else --schema, else the live server (connection
+    options, or ~/.my.cnf or MYSQL_HOST naming one), else the .cfg file beside PATH; without
+    any, records are shown in hex. An encrypted tablespace is read with --keyring (a MySQL
+    table's .cfp beside PATH is used without it).
     """
     from ibdtool.present import json_shown, shown
     from ibdtool.tablespace import EXPORT_FORMATS, load_schemas, open_records

@@ -254,6 +254,22 @@ def print_tables(
             ]
         )
         notes.append(note)
+        if len(t.spaces) > 1:  # the partitions, under their table
+            for sp in t.spaces:
+                texts.append(
+                    [
+                        f"  partition {sp.partition or sp.name}",
+                        "",
+                        "",
+                        human_bytes(sp.file_size) if sp.file_size is not None else "",
+                        human_bytes(sp.allocated_size) if sp.allocated_size is not None else "",
+                        _saved(sp, False),
+                        "",
+                        sp.state.summary() if sp.state else "",
+                        sp.state_error or "",
+                    ]
+                )
+                notes.append(None)
     for sp in others:
         texts.append(
             [

@@ -175,11 +175,12 @@ class Tablespace:
         """The ``.cfp`` FLUSH TABLES … FOR EXPORT wrote beside an encrypted MySQL table (its
         tablespace key and IV), used without ``--keyring`` as the ``.cfg`` beside a file is;
         None when there is none or it is not a .cfp."""
+        data = self.read_sibling(self.path.with_suffix(".cfp"), 4096)
+        if data is None:
+            return None  # parsers.keyring (construct, cryptography) only when there is one
         from parsers.keyring import CFP_FILE, KeyringError, parse_cfp
 
-        size = CFP_FILE.sizeof()
-        data = self.read_sibling(self.path.with_suffix(".cfp"), size + 1)
-        if data is None or len(data) != size:
+        if len(data) != CFP_FILE.sizeof():
             return None
         try:
             return parse_cfp(data)
