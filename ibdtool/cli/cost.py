@@ -15,7 +15,7 @@ import click
 
 from ibdtool.present import seconds_text, shown
 
-_SETTINGS = {"help_option_names": ["-h", "--help"]}
+_SETTINGS = {"help_option_names": ["-?", "--help"]}
 
 
 @click.command(context_settings=_SETTINGS)

@@ -265,6 +265,11 @@ def print_tables(
                         human_bytes(sp.allocated_size) if sp.allocated_size is not None else "",
                         _saved(sp, False),
                         "",
+                        _drop(
+                            sp.state.drop_cost.to_json()
+                            if sp.state and sp.state.drop_cost
+                            else None
+                        ),
                         sp.state.summary() if sp.state else "",
                         sp.state_error or "",
                     ]
