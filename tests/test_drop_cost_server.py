@@ -47,7 +47,7 @@ def test_drop_table_lies_in_the_printed_range(srv: servers.ThrowawayServer, tmp_
     doc = json.loads(ibdtool("inspect", "--json", str(path), env=env).stdout)
     cost = doc["drop_cost"]
     assert cost["extents"] == n and cost["source"] == "calibration"
-    tables = ibdtool("server", "tables", "--schema", "cost", "--json", *conn_args(srv), env=env)
+    tables = ibdtool("server", "tables", "cost", "--json", *conn_args(srv), env=env)
     assert tables.returncode == 0, tables.stderr
     (row,) = json.loads(tables.stdout)
     assert row["drop_cost"]["extents"] == n

@@ -272,7 +272,7 @@ def table_file(srv: ThrowawayServer) -> Path:
         ("server", "tables"),
         ("server", "tables", "--wide"),
         ("server", "status"),
-        ("migrate", "--schema", "evil", "--to", "page:zlib"),
+        ("migrate", "-B", "evil", "--to", "page:zlib"),
     ],
     ids=["tables", "tables-wide", "status", "migrate-plan"],
 )
