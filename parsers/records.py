@@ -471,6 +471,7 @@ class IndexReader:
             if raw.fields and raw.fields[0] is self.index.fields[0]:
                 row.misfit = row.misfit or self.key_order.misfit(raw.values[0])
             got = {f.column.name: i for i, f in enumerate(raw.fields)}
+            stored_apart: set[str] = set()  # values on other pages: their errors are damage there
             for f in self.output_fields():
                 col = f.column
                 i = got.get(col.name)
@@ -481,11 +482,16 @@ class IndexReader:
                     )
                 else:
                     val, ext = raw.values[i], raw.extern[i]
+                    if ext:
+                        stored_apart.add(col.name)
                     row.fields[col.name] = self._value(col, val, ext, row)
                     if row.misfit is None and val is not None and not ext:
                         row.misfit = value_misfit(col, val)
-            if row.misfit is None and row.errors:
-                name, why = next(iter(row.errors.items()))
+            # a value that does not decode is a misfit, unless it is stored on other pages (a
+            # broken external chain is damage in those pages: the value's error says so)
+            here = [(k, v) for k, v in row.errors.items() if k not in stored_apart]
+            if row.misfit is None and here:
+                name, why = here[0]
                 row.misfit = f"{name}: {why}"
             yield row
 

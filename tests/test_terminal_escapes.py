@@ -27,7 +27,7 @@ from textual.widgets import DataTable
 from samples.servers import ThrowawayServer
 from tests.cli_runner import run_ibdtool
 from tests.samples_manifest import manifest, sample
-from tests.server_fixtures import clean_env, conn_args, ibdtool, mariadb  # noqa: F401
+from tests.server_fixtures import clean_env, conn_args, ibdtool
 from tests.tui_helpers import static_text, table_rows
 from tui.app import create_app
 from tui.screens.tablespace import TablespaceScreen
@@ -228,7 +228,7 @@ def q(name: str) -> str:
 
 
 @pytest.fixture(scope="module")
-def evil_table(mariadb: ThrowawayServer) -> ThrowawayServer:  # noqa: F811
+def evil_table(mariadb: ThrowawayServer) -> ThrowawayServer:
     mariadb.query("DROP DATABASE IF EXISTS evil")
     mariadb.query("CREATE DATABASE evil")
     mariadb.query("DROP USER IF EXISTS 'mallory'@'localhost'")

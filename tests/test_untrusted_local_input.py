@@ -22,7 +22,7 @@ import pytest
 from samples.servers import ThrowawayServer
 from tests.cli_runner import IBDTOOL, cli_env, run_ibdtool
 from tests.samples_manifest import manifest, sample
-from tests.server_fixtures import conn_args, ibdtool, mariadb  # noqa: F401
+from tests.server_fixtures import conn_args, ibdtool
 
 
 def one_line_exit_2(r: subprocess.CompletedProcess[str], *names: str) -> str:
@@ -59,7 +59,7 @@ BAD_LINES = {
 
 
 @pytest.fixture
-def journal_table(mariadb: ThrowawayServer) -> ThrowawayServer:  # noqa: F811
+def journal_table(mariadb: ThrowawayServer) -> ThrowawayServer:
     mariadb.query("CREATE DATABASE IF NOT EXISTS jr")
     mariadb.query("DROP TABLE IF EXISTS jr.t")
     mariadb.query("CREATE TABLE jr.t (id INT PRIMARY KEY, v VARCHAR(20)) ENGINE=InnoDB")
@@ -214,7 +214,7 @@ def schema_with(column: str) -> str:
     ],
     ids=["10^5000", "10^22", "decimal-1000", "char-256", "datetime-7", "bit-65"],
 )
-def test_impossible_lengths_are_one_line(column: str, mariadb: ThrowawayServer) -> None:  # noqa: F811
+def test_impossible_lengths_are_one_line(column: str, mariadb: ThrowawayServer) -> None:
     """ibdtool refuses what the server refuses (the oracle: MariaDB's own CREATE TABLE)."""
     with pytest.raises(pymysql.err.MySQLError):
         mariadb.query("CREATE DATABASE IF NOT EXISTS sx")
