@@ -841,7 +841,7 @@ def _punch_streamed(
             ts, source, alloc, dig_holes=dig_holes, block=block, totals=totals, progress=report
         )
         holes = iter_align_inward(iter_complement(plan, st.st_size), block)
-        return iter_subtract(holes, alloc.hole_ranges)
+        return iter_subtract(holes, alloc.iter_hole_ranges())
 
     totals = PlanTotals()
     result.punched_bytes = sum(end - start for start, end in punches(totals, progress))

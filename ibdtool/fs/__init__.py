@@ -11,6 +11,7 @@ filesystem really stores for a file.
   range with its basis; how contiguous a file is and what that costs a cold scan.
 - ``users``: the processes holding a file open, or serving the directory it is in.
 - ``unlink``: a DROP that does not stall: a hard link before it, paced steps after.
+- ``ranges``: byte ranges kept packed (16 bytes a range: a page-compressed file has one a page).
 
 Uses nothing of ibdtool but :mod:`ibdtool.errors`.
 """
@@ -42,6 +43,7 @@ if TYPE_CHECKING:
     )
     from ibdtool.fs.mounts import Mount, mount_of
     from ibdtool.fs.opening import open_regular, read_capped
+    from ibdtool.fs.ranges import PackedRanges
     from ibdtool.fs.rates import RATES, Rate
     from ibdtool.fs.unlink import (
         DROP_SUFFIX,
@@ -70,6 +72,7 @@ else:
             ),
             "mounts": "Mount mount_of",
             "opening": "open_regular read_capped",
+            "ranges": "PackedRanges",
             "rates": "RATES Rate",
             "unlink": "DROP_SUFFIX DropPrepared FreeStep drop_prepare free_in_steps idle_io",
             "users": "SERVER_NAMES User lock_exclusive users_of",

@@ -28,11 +28,11 @@ import os
 import stat
 import struct
 from array import array
-from bisect import bisect_right
-from collections.abc import Iterator
-from dataclasses import dataclass, field
+from collections.abc import Iterable, Iterator
+from dataclasses import dataclass
 
 from ibdtool.fs.opening import open_nonblocking
+from ibdtool.fs.ranges import PackedRanges
 
 __all__ = [
     "FIEMAP_EXTENT_DELALLOC",
@@ -42,10 +42,12 @@ __all__ = [
     "FS_IOC_FIEMAP",
     "Allocation",
     "Extent",
+    "PackedRanges",
     "contiguous_runs",
     "data_ranges",
     "fiemap",
     "fiemap_tuples",
+    "iter_fiemap",
     "ranges_from_extents",
     "read_allocation",
     "scan_ranges",
@@ -76,6 +78,9 @@ assert _FIEMAP_HEADER.size == 32 and _FIEMAP_EXTENT.size == 56
 FIEMAP_BATCH = 512
 #: … by the allocation snapshot, which reads them all (a 448 KiB buffer, 11 calls for 89k)
 FIEMAP_BIG_BATCH = 8192
+
+#: an extent as FIEMAP gives it: (logical, physical, length, flags)
+Extent4 = tuple[int, int, int, int]
 
 _FIEMAP_UNSUPPORTED = frozenset({errno.ENOTTY, errno.EOPNOTSUPP, errno.ENOTSUP})
 
@@ -115,28 +120,17 @@ class Extent:
         return bool(self.flags & FIEMAP_EXTENT_UNKNOWN)
 
 
-def _merge_into(ranges: list[tuple[int, int]], start: int, end: int) -> None:
-    """Append ``[start, end)`` to sorted, disjoint ``ranges``, merging touching neighbours."""
-    if end <= start:
-        return
-    if ranges and start <= ranges[-1][1]:
-        prev_start, prev_end = ranges[-1]
-        ranges[-1] = (prev_start, max(prev_end, end))
-    else:
-        ranges.append((start, end))
-
-
-def data_ranges(fd: int, size: int) -> list[tuple[int, int]]:
+def data_ranges(fd: int, size: int) -> PackedRanges:
     """Byte ranges ``[start, end)`` holding data, found with ``lseek(SEEK_DATA/SEEK_HOLE)``.
 
     Ranges are clipped to ``size`` (normally ``st_size``), merged and in file order. If the
     filesystem or kernel does not support ``SEEK_DATA`` (``EINVAL``), the whole file is one
     data range. The fd's file offset is restored afterwards.
     """
+    ranges = PackedRanges()
     if size <= 0:
-        return []
+        return ranges
     saved = os.lseek(fd, 0, os.SEEK_CUR)
-    ranges: list[tuple[int, int]] = []
     try:
         pos = 0
         while pos < size:
@@ -146,7 +140,7 @@ def data_ranges(fd: int, size: int) -> list[tuple[int, int]]:
                 if exc.errno == errno.ENXIO:  # no data at or after pos
                     break
                 if exc.errno == errno.EINVAL and not ranges and pos == 0:
-                    return [(0, size)]  # SEEK_DATA unsupported: everything is data
+                    return PackedRanges([(0, size)])  # SEEK_DATA unsupported: all data
                 raise
             if start >= size:
                 break
@@ -159,7 +153,7 @@ def data_ranges(fd: int, size: int) -> list[tuple[int, int]]:
             end = min(end, size)
             if end <= start:  # defensive: never loop in place
                 end = start + 1
-            _merge_into(ranges, start, end)
+            ranges.add(start, end)
             pos = end
     finally:
         os.lseek(fd, saved, os.SEEK_SET)
@@ -173,29 +167,22 @@ _FIEMAP_NOT_PLAIN = FIEMAP_EXTENT_UNWRITTEN | FIEMAP_EXTENT_DELALLOC | FIEMAP_EX
 
 
 def ranges_from_extents(
-    extents: list[tuple[int, int, int, int]], size: int
-) -> list[tuple[int, int]] | None:
+    extents: Iterable[tuple[int, int, int, int]], size: int
+) -> PackedRanges | None:
     """:func:`data_ranges` from :func:`fiemap_tuples`' extents (clipped to ``size``, touching
     ones merged), or None where an extent is unwritten, delayed or of unknown location: there
     only ``SEEK_DATA`` says what reads as data. A page-compressed file has a hole in every
     page; FIEMAP lists its 89,000 extents in 11 calls where ``SEEK_DATA``/``SEEK_HOLE`` take
     178,000 (0.24 s of a 1 s scan, and in the parent, before any fork)."""
-    ranges: list[tuple[int, int]] = []
+    ranges = PackedRanges()
     for logical, _physical, length, flags in extents:
         if flags & _FIEMAP_NOT_PLAIN:
             return None
-        end = min(logical + length, size)
-        if end <= logical:
-            continue
-        if ranges and logical <= ranges[-1][1]:
-            if end > ranges[-1][1]:
-                ranges[-1] = (ranges[-1][0], end)
-        else:
-            ranges.append((logical, end))
+        ranges.add(logical, min(logical + length, size))
     return ranges
 
 
-def scan_ranges(fd: int, size: int, step: int) -> list[tuple[int, int]]:
+def scan_ranges(fd: int, size: int, step: int) -> PackedRanges:
     """Byte ranges ``[start, end)`` that hold all the data of the file, zeros maybe included:
     ``lseek(SEEK_DATA)`` probed once every ``step`` bytes of data, not twice per hole.
 
@@ -205,11 +192,11 @@ def scan_ranges(fd: int, size: int, step: int) -> list[tuple[int, int]]:
     file has a hole in every page: 89,000 pages cost ~1,400 calls here, not 178,000. Falls
     back to the whole file where ``SEEK_DATA`` is not supported. The fd's offset is kept.
     """
+    ranges = PackedRanges()
     if size <= 0:
-        return []
+        return ranges
     step = max(1, step)
     saved = os.lseek(fd, 0, os.SEEK_CUR)
-    ranges: list[tuple[int, int]] = []
     try:
         pos = 0
         while pos < size:
@@ -219,12 +206,12 @@ def scan_ranges(fd: int, size: int, step: int) -> list[tuple[int, int]]:
                 if exc.errno == errno.ENXIO:  # nothing but a hole from pos on
                     break
                 if exc.errno == errno.EINVAL and not ranges and pos == 0:
-                    return [(0, size)]
+                    return PackedRanges([(0, size)])
                 raise
             if data >= size:
                 break
             end = min(size, data + step)
-            _merge_into(ranges, data, end)
+            ranges.add(data, end)
             pos = end
     finally:
         os.lseek(fd, saved, os.SEEK_SET)
@@ -246,39 +233,56 @@ def fiemap(fd: int, batch: int = FIEMAP_BATCH) -> list[Extent] | None:
 def fiemap_tuples(fd: int, batch: int = FIEMAP_BATCH) -> list[tuple[int, int, int, int]] | None:
     """:func:`fiemap` as ``(logical, physical, length, flags)`` tuples, no object per extent:
     a page-compressed file has an extent per page (89,000 in a 1.4 GB file)."""
+    batches = iter_fiemap(fd, batch)
+    if batches is None:
+        return None
+    return [extent for one in batches for extent in one]
+
+
+def iter_fiemap(fd: int, batch: int = FIEMAP_BATCH) -> Iterator[Iterator[Extent4]] | None:
+    """:func:`fiemap_tuples` a FIEMAP call at a time, None where the filesystem has no FIEMAP.
+    Each call's extents are unpacked as they are iterated, from the call's buffer: iterate them
+    before asking for the next call (which reuses the buffer). A pass over 6.5 million
+    extents then holds one buffer (``batch`` extents, 56 bytes each), never a list of them."""
     if batch <= 0:
         raise ValueError(f"batch must be positive, got {batch}")
     buf = bytearray(_FIEMAP_HEADER.size + batch * _FIEMAP_EXTENT.size)
-    extents: list[tuple[int, int, int, int]] = []
+    mapped = _fiemap_call(fd, buf, 0, batch)
+    if mapped is None:
+        return None
+    return _fiemap_batches(fd, buf, batch, mapped)
+
+
+def _fiemap_call(fd: int, buf: bytearray, start: int, batch: int) -> int | None:
+    """One FIEMAP call from ``start`` into ``buf``: extents mapped, None if not supported."""
+    _FIEMAP_HEADER.pack_into(buf, 0, start, FIEMAP_MAX_OFFSET, 0, 0, batch, 0)
+    try:
+        fcntl.ioctl(fd, FS_IOC_FIEMAP, buf, True)
+    except OSError as exc:
+        if exc.errno in _FIEMAP_UNSUPPORTED and start == 0:
+            return None
+        raise
+    return min(int(_FIEMAP_HEADER.unpack_from(buf, 0)[3]), batch)
+
+
+def _fiemap_batches(
+    fd: int, buf: bytearray, batch: int, mapped: int
+) -> Iterator[Iterator[Extent4]]:
     start = 0
-    while True:
-        _FIEMAP_HEADER.pack_into(buf, 0, start, FIEMAP_MAX_OFFSET, 0, 0, batch, 0)
-        try:
-            fcntl.ioctl(fd, FS_IOC_FIEMAP, buf, True)
-        except OSError as exc:
-            if exc.errno in _FIEMAP_UNSUPPORTED:
-                return None
-            raise
-        mapped = _FIEMAP_HEADER.unpack_from(buf, 0)[3]
-        if mapped == 0:
-            break
-        mapped = min(mapped, batch)
+    while mapped:
         body_end = _FIEMAP_HEADER.size + mapped * _FIEMAP_EXTENT.size
-        view = memoryview(buf)[_FIEMAP_HEADER.size : body_end]
-        batch_extents = list(_FIEMAP_EXTENT.iter_unpack(view))
-        view.release()
-        extents.extend(batch_extents)
-        logical, _physical, length, flags = batch_extents[-1]
+        # a view the iterator holds (not released: the buffer is never resized, only refilled)
+        yield _FIEMAP_EXTENT.iter_unpack(memoryview(buf)[_FIEMAP_HEADER.size : body_end])
+        logical, _physical, length, flags = _FIEMAP_EXTENT.unpack_from(buf, body_end - 56)
         end = logical + length
         if flags & FIEMAP_EXTENT_LAST or end <= start:  # done, or no progress (defensive)
-            break
+            return
         start = end
-    return extents
+        got = _fiemap_call(fd, buf, start, batch)
+        mapped = got or 0
 
 
-def contiguous_runs(
-    extents: list[Extent] | tuple[Extent, ...] | list[tuple[int, int, int, int]],
-) -> int:
+def contiguous_runs(extents: Iterable[Extent] | Iterable[tuple[int, int, int, int]]) -> int:
     """Extent count with physically contiguous extents merged, as ``filefrag`` counts them.
 
     Mirrors e2fsprogs >= 1.45 ``filefrag``'s "N extents found": an extent continues the
@@ -312,44 +316,47 @@ class Allocation:
     holes there), or from FIEMAP's extents where they say the same
     (:func:`ranges_from_extents`); ``allocated`` is ``st_blocks * 512`` and also includes
     unwritten extents, block rounding of the tail and filesystem metadata such as extent-tree
-    blocks.
+    blocks. The ranges are kept packed (:class:`~ibdtool.fs.ranges.PackedRanges`, 16 bytes a
+    range: a page-compressed file has one a page); any sequence of pairs given is packed.
     """
 
     st_size: int
     allocated: int
     fs_block_size: int
-    data_ranges: tuple[tuple[int, int], ...]
+    data_ranges: PackedRanges
     extents: int | None
     unwritten_extents: int | None
     contiguous_runs: int | None = None
     unwritten_bytes: int | None = None
-    _starts: tuple[int, ...] = field(init=False, repr=False, compare=False)
 
     def __post_init__(self) -> None:
-        object.__setattr__(self, "_starts", tuple(start for start, _ in self.data_ranges))
+        if not isinstance(self.data_ranges, PackedRanges):
+            object.__setattr__(self, "data_ranges", PackedRanges(self.data_ranges))
 
     @property
     def data_bytes(self) -> int:
         """Bytes inside data ranges."""
-        return sum(end - start for start, end in self.data_ranges)
+        return self.data_ranges.total()
 
     @property
     def holes(self) -> int:
         """Bytes of the logical size that are holes (``st_size - data_bytes``)."""
         return self.st_size - self.data_bytes
 
-    @property
-    def hole_ranges(self) -> tuple[tuple[int, int], ...]:
-        """The complement of ``data_ranges`` within ``[0, st_size)``."""
-        out: list[tuple[int, int]] = []
+    def iter_hole_ranges(self) -> Iterator[tuple[int, int]]:
+        """The complement of ``data_ranges`` within ``[0, st_size)``, in order."""
         pos = 0
         for start, end in self.data_ranges:
             if start > pos:
-                out.append((pos, start))
+                yield pos, start
             pos = max(pos, end)
         if pos < self.st_size:
-            out.append((pos, self.st_size))
-        return tuple(out)
+            yield pos, self.st_size
+
+    @property
+    def hole_ranges(self) -> PackedRanges:
+        """The complement of ``data_ranges`` within ``[0, st_size)``."""
+        return PackedRanges(self.iter_hole_ranges())
 
     @property
     def is_sparse(self) -> bool:
@@ -365,10 +372,11 @@ class Allocation:
         """The data ranges from ``pos`` on, the first cut at ``pos``; found by bisection, so
         a window made again from the middle of a file does not walk every range before it."""
         ranges = self.data_ranges
-        for i in range(max(0, bisect_right(self._starts, pos) - 1), len(ranges)):
-            start, end = ranges[i]
+        starts, ends = ranges.starts, ranges.ends
+        for i in range(ranges.index_at(pos), len(ranges)):
+            end = ends[i]
             if end > pos:
-                yield max(start, pos), end
+                yield max(starts[i], pos), end
 
     def allocated_bytes_in(self, start: int, length: int) -> int:
         """Bytes of data ranges inside ``[start, start + length)``. O(log ranges + hits)."""
@@ -376,11 +384,12 @@ class Allocation:
             return 0
         stop = start + length
         ranges = self.data_ranges
+        starts, ends = ranges.starts, ranges.ends
         # First range that could overlap: the last one starting at or before ``start``.
-        i = max(0, bisect_right(self._starts, start) - 1)
+        i = ranges.index_at(start)
         total = 0
-        while i < len(ranges):
-            r_start, r_end = ranges[i]
+        while i < len(starts):
+            r_start, r_end = starts[i], ends[i]
             if r_start >= stop:
                 break
             lo, hi = max(r_start, start), min(r_end, stop)
@@ -405,10 +414,10 @@ class Allocation:
         limit = base + n_pages * page_size
         full = array("I", [page_size])
         ranges = self.data_ranges
-        # by index: a slice ``ranges[i:]`` copies the rest of the list on every call, and the
-        # TUI asks for one page at a time of files with a data range per page (quadratic)
-        for k in range(max(0, bisect_right(self._starts, base) - 1), len(ranges)):
-            r_start, r_end = ranges[k]
+        starts, ends = ranges.starts, ranges.ends
+        # by index: the TUI asks for one page at a time of files with a data range per page
+        for k in range(ranges.index_at(base), len(starts)):
+            r_start, r_end = starts[k], ends[k]
             if r_start >= limit:
                 break
             r_start, r_end = max(r_start, base) - base, min(r_end, limit) - base
@@ -426,6 +435,48 @@ class Allocation:
         return out
 
 
+@dataclass
+class _ExtentCounts:
+    """What the allocation snapshot counts of FIEMAP's extents, one extent at a time (so that
+    6.5 million extents are never held at once), and the data ranges they give."""
+
+    size: int
+    extents: int = 0
+    unwritten: int = 0
+    unwritten_bytes: int = 0
+    runs: int = 0
+    ranges: PackedRanges | None = None
+    _prev: tuple[int, int, int] | None = None
+
+    def __post_init__(self) -> None:
+        self.ranges = PackedRanges()
+
+    def add(self, batch: Iterable[Extent4]) -> None:
+        """Count a FIEMAP call's extents (as :func:`contiguous_runs` and
+        :func:`ranges_from_extents` do over the whole list)."""
+        prev, ranges, size = self._prev, self.ranges, self.size
+        for logical, physical, length, flags in batch:
+            self.extents += 1
+            if flags & FIEMAP_EXTENT_UNWRITTEN:
+                self.unwritten += 1
+                self.unwritten_bytes += length
+            if ranges is not None:
+                if flags & _FIEMAP_NOT_PLAIN:
+                    ranges = None
+                else:
+                    ranges.add(logical, min(logical + length, size))
+            if prev is None:
+                self.runs = 1
+            else:
+                p_logical, p_physical, p_length = prev
+                if physical != p_physical + p_length and physical != p_physical + (
+                    logical - p_logical
+                ):
+                    self.runs += 1
+            prev = logical, physical, length
+        self._prev, self.ranges = prev, ranges
+
+
 def _allocation_of_fd(fd: int, with_extents: bool = True) -> Allocation:
     st = os.fstat(fd)
     if not stat.S_ISREG(st.st_mode):
@@ -434,25 +485,23 @@ def _allocation_of_fd(fd: int, with_extents: bool = True) -> Allocation:
         block_size = os.fstatvfs(fd).f_bsize or st.st_blksize
     except OSError:
         block_size = st.st_blksize
-    exts = fiemap_tuples(fd, FIEMAP_BIG_BATCH) if with_extents else None
-    found = None if exts is None else ranges_from_extents(exts, st.st_size)
+    batches = iter_fiemap(fd, FIEMAP_BIG_BATCH) if with_extents else None
+    counts = None
+    if batches is not None:
+        counts = _ExtentCounts(st.st_size)
+        for batch in batches:
+            counts.add(batch)
+    found = None if counts is None else counts.ranges
     ranges = data_ranges(fd, st.st_size) if found is None else found
-    if exts is None:
-        n_extents = n_unwritten = runs = unwritten_bytes = None
-    else:
-        unwritten = [e for e in exts if e[3] & FIEMAP_EXTENT_UNWRITTEN]
-        n_extents, n_unwritten = len(exts), len(unwritten)
-        runs = contiguous_runs(exts)
-        unwritten_bytes = sum(e[2] for e in unwritten)
     return Allocation(
         st_size=st.st_size,
         allocated=st.st_blocks * 512,
         fs_block_size=block_size,
-        data_ranges=tuple(ranges),
-        extents=n_extents,
-        unwritten_extents=n_unwritten,
-        contiguous_runs=runs,
-        unwritten_bytes=unwritten_bytes,
+        data_ranges=ranges,
+        extents=None if counts is None else counts.extents,
+        unwritten_extents=None if counts is None else counts.unwritten,
+        contiguous_runs=None if counts is None else counts.runs,
+        unwritten_bytes=None if counts is None else counts.unwritten_bytes,
     )
 
 

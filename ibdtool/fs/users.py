@@ -99,9 +99,11 @@ def users_of(
             if servers and name in SERVER_NAMES:
                 try:
                     cwd = Path(os.readlink(f"/proc/{pid}/cwd")).resolve()
-                except OSError:
+                except PermissionError:
                     complete = False
                     continue
+                except OSError:
+                    continue  # the server exited while we looked: it holds nothing now
                 if cwd in ancestors:
                     users.append(User(int(pid), name, "datadir"))
     return users, complete

@@ -47,7 +47,7 @@ from ibdtool.copy import (
     unpack_ranges,
 )
 from ibdtool.errors import IbdtoolError, InputError
-from ibdtool.fs import Allocation
+from ibdtool.fs import Allocation, PackedRanges
 from ibdtool.report import batch as rp
 
 #: hosts scanned at once when not told
@@ -202,7 +202,7 @@ class RemoteFile:
             st_size=self.size,
             allocated=reply["allocated"],
             fs_block_size=reply["fs_block"],
-            data_ranges=tuple(ranges),
+            data_ranges=PackedRanges(ranges),
             extents=extents,
             unwritten_extents=unwritten,
             contiguous_runs=runs,

@@ -15,7 +15,6 @@ from __future__ import annotations
 
 import errno
 import os
-from bisect import bisect_right
 from collections.abc import Iterator
 from dataclasses import replace
 from functools import cached_property
@@ -23,7 +22,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Protocol
 
 from ibdtool.errors import InputError
-from ibdtool.fs import Allocation, open_regular, read_allocation, scan_ranges
+from ibdtool.fs import Allocation, PackedRanges, open_regular, read_allocation, scan_ranges
 from parsers.checksum import ChecksumAlgo
 from parsers.constants import FIL_PAGE_TYPE_XDES
 from parsers.page import DOUBLEWRITE_NAME, PageInfo, decode_page
@@ -355,12 +354,12 @@ class Tablespace:
         return self._source.allocation(with_extents=False)
 
     @cached_property
-    def data_ranges(self) -> tuple[tuple[int, int], ...]:
+    def data_ranges(self) -> PackedRanges:
         """The byte ranges that hold data (SEEK_DATA/SEEK_HOLE); the rest reads as zeros."""
         return self.data_map.data_ranges
 
     @cached_property
-    def scan_ranges(self) -> tuple[tuple[int, int], ...]:
+    def scan_ranges(self) -> PackedRanges:
         """Byte ranges holding all the data, for ``page_runs(coarse=True)``: the exact
         :attr:`data_ranges` when already known, else SEEK_DATA probed every
         :data:`MIN_HOLE_PAGES` pages (:func:`ibdtool.fs.allocation.scan_ranges`) — holes shorter
@@ -374,7 +373,7 @@ class Tablespace:
             found = scan_ranges(self._fd, self.size, MIN_HOLE_PAGES * self.physical_size)
         except OSError as exc:
             raise InputError(f"{self.path}: cannot read allocation: {exc.strerror}") from None
-        return tuple(found)
+        return found
 
     def page_runs(
         self,
@@ -395,7 +394,7 @@ class Tablespace:
         start = max(0, start)
         psize = self.physical_size
         ranges = self.scan_ranges if coarse else self.data_ranges
-        i = max(0, bisect_right(ranges, start * psize, key=lambda r: r[0]) - 1)
+        i = ranges.index_at(start * psize)
         n = start
         while n < stop:
             # the next data range that reaches past page n

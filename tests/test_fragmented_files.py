@@ -1,0 +1,225 @@
+"""Files of one extent a page (page compression): memory per extent stays small and flat, and
+every fast path gives the decoder's answer.
+
+A page-compressed table is a hole in every page: 6.5 million extents for 100 GB. The files
+here are made as MariaDB leaves them: a real full_crc32 zlib sample's pages repeated and
+renumbered (each with its CRC-32C), only the filesystem blocks that are not all zeros written
+(``fallocate --dig-holes`` would leave the same), so each page is a data range of its own.
+Memory is what tracemalloc sees at the peak of each command's engine call, on two sizes: the
+growth per extent between them is what is bounded (a ``(start, end)`` tuple kept per extent
+costs over 100 bytes; the packed ranges 16).
+"""
+
+from __future__ import annotations
+
+import os
+import tracemalloc
+from collections.abc import Callable
+from pathlib import Path
+
+import pytest
+
+from ibdtool.fs.allocation import fiemap_tuples, ranges_from_extents, read_allocation
+from ibdtool.fs.ranges import PackedRanges
+from ibdtool.tablespace.checksum import check_file
+from ibdtool.tablespace.header_pages import header_pages
+from ibdtool.tablespace.inspect import inspect_tablespace
+from ibdtool.tablespace.pages_json import json_lines
+from ibdtool.tablespace.reader import Tablespace
+from parsers.crc32c_fast import crc32c
+from parsers.envelope import fcrc32_stored_size
+from tests.samples_manifest import sample
+from tests.test_checkscan import _decoder_verdicts
+from tests.test_copy_remote import seek_data_ranges
+from tests.test_copy_repunch import _expected_data
+from tests.test_header_scan import _current_by_decoder, _rows_by_decoder
+
+SOURCE = "mariadb/p16k-pc_zlib.ibd"  # full_crc32, page_compressed zlib: MariaDB's own pages
+PSIZE = 16384
+SMALL, LARGE = 1500, 6000
+#: bytes an extent may add to a command's peak (the packed ranges: 16, and array slack)
+PER_EXTENT_BOUND = 40
+
+
+def fragmented(dst: Path, pages: int) -> Path:
+    """A tablespace of ``pages`` pages, one data range a compressed page (see module doc)."""
+    src = sample(SOURCE).read_bytes()
+    slots = [src[i : i + PSIZE] for i in range(0, len(src), PSIZE)]
+    body = [p for p in slots[4:] if any(p)]
+    block = os.statvfs(dst.parent).f_bsize
+    zero = bytes(block)
+    with dst.open("wb") as f:
+        for n in range(pages):
+            page = bytearray(slots[n] if n < 4 else body[(n - 4) % len(body)])
+            if n == 0:  # FSP_SIZE: the page count
+                page[38 + 8 : 38 + 12] = pages.to_bytes(4, "big")
+            page[4:8] = n.to_bytes(4, "big")
+            ptype = int.from_bytes(page[24:26], "big")
+            size = fcrc32_stored_size(ptype, PSIZE) if ptype & 0x8000 else PSIZE
+            assert size is not None
+            page[size - 4 : size] = crc32c(bytes(page[: size - 4])).to_bytes(4, "big")
+            for off in range(0, PSIZE, block):
+                if page[off : off + block] != zero:
+                    f.seek(n * PSIZE + off)
+                    f.write(page[off : off + block])
+        f.truncate(pages * PSIZE)
+        os.fsync(f.fileno())  # written back: FIEMAP's extents then say what SEEK_DATA says
+    return dst
+
+
+@pytest.fixture(scope="module")
+def files(tmp_path_factory: pytest.TempPathFactory) -> dict[int, Path]:
+    d = tmp_path_factory.mktemp("fragmented")
+    return {n: fragmented(d / f"{n}.ibd", n) for n in (SMALL, LARGE)}
+
+
+def test_the_files_have_an_extent_a_compressed_page(files: dict[int, Path]) -> None:
+    """The kernel's own extent list (FIEMAP, and SEEK_DATA/SEEK_HOLE) has a range for nearly
+    every page: the files are as fragmented as a page-compressed table."""
+    for pages, path in files.items():
+        fd = os.open(path, os.O_RDONLY)
+        try:
+            extents = fiemap_tuples(fd)
+        finally:
+            os.close(fd)
+        by_seek = seek_data_ranges(path)
+        assert len(by_seek) > 0.9 * pages
+        alloc = read_allocation(path)
+        assert alloc.data_ranges == by_seek  # packed, and equal to the independent walk
+        if extents is not None:
+            assert alloc.extents == len(extents)
+            assert ranges_from_extents(extents, alloc.st_size) == by_seek
+
+
+def _peak(fn: Callable[[], object]) -> int:
+    tracemalloc.start()
+    try:
+        fn()
+        return tracemalloc.get_traced_memory()[1]
+    finally:
+        tracemalloc.stop()
+
+
+def _inspect(path: Path) -> None:
+    with Tablespace(path) as ts:
+        inspect_tablespace(ts, jobs=1, with_sdi=False).to_json()
+
+
+def _tui_scan(path: Path) -> None:
+    with Tablespace(path) as ts:
+        for _info in header_pages(ts):
+            pass
+
+
+def _simulate(path: Path) -> None:
+    from ibdtool.advise import simulate_path
+
+    simulate_path(path, sample=200, jobs=1, row_compressed=False, costs=False)
+
+
+def _copy(path: Path) -> None:
+    from ibdtool.copy.local import CopyOptions, copy_local
+
+    out = path.with_suffix(".copy")
+    copy_local(str(path), str(out), CopyOptions(verify="data"))
+    out.unlink()
+
+
+COMMANDS: dict[str, Callable[[Path], object]] = {
+    "allocation": lambda p: read_allocation(p),
+    "inspect": _inspect,
+    "checksum": lambda p: check_file(str(p), jobs=1),
+    "pages --json": lambda p: sum(len(s) for s in json_lines(str(p), jobs=1)),
+    "tui scan": _tui_scan,
+    "simulate": _simulate,
+    "copy": _copy,
+}
+
+
+@pytest.mark.parametrize("name", list(COMMANDS))
+def test_memory_per_extent_is_small_and_flat(
+    name: str, files: dict[int, Path], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """What grows between the two sizes is bounded per extent. ``pages --json`` holds a
+    block's text (4,096 pages' lines, a constant as large as these files): smaller blocks
+    here, so that only what grows with the file is measured."""
+    from ibdtool.tablespace import pages_json
+
+    monkeypatch.setattr(pages_json, "BLOCK_PAGES", 256)
+    run = COMMANDS[name]
+    peaks = [_peak(lambda p=files[n]: run(p)) for n in (SMALL, LARGE)]
+    extents = [len(read_allocation(files[n]).data_ranges) for n in (SMALL, LARGE)]
+    per_extent = (peaks[1] - peaks[0]) / (extents[1] - extents[0])
+    assert per_extent < PER_EXTENT_BOUND, f"{name}: peaks {peaks}, {per_extent:.1f} B/extent"
+
+
+def _repunch(path: Path) -> None:
+    from ibdtool.copy.local import repunch_in_place
+
+    repunch_in_place(str(path), verify="data", confirm=lambda _r: True)
+
+
+def test_in_place_repunch_memory_is_flat(tmp_path: Path) -> None:
+    """``copy --in-place --repunch`` of the densified file: two streamed scans, no range kept;
+    it leaves the holes the headers call for (worked out apart, by test_copy_repunch)."""
+    peaks = []
+    for n in (SMALL, LARGE):
+        sparse = fragmented(tmp_path / f"{n}.ibd", n)
+        dense = tmp_path / f"{n}-dense.ibd"
+        data = sparse.read_bytes()
+        dense.write_bytes(data)
+        sparse.unlink()
+        peaks.append(_peak(lambda d=dense: _repunch(d)))
+        assert dense.read_bytes() == data
+        block = os.statvfs(dense).f_bsize
+        assert seek_data_ranges(dense) == _expected_data(data, PSIZE, block)
+        dense.unlink()
+    assert (peaks[1] - peaks[0]) / (LARGE - SMALL) < PER_EXTENT_BOUND, peaks
+
+
+# --- the fast paths against the decoder, on a fragmented file -----------------------------------
+
+
+def test_inspect_fast_path_is_the_decoders(files: dict[int, Path]) -> None:
+    with Tablespace(files[SMALL]) as ts:
+        inline = inspect_tablespace(ts, jobs=1, with_sdi=False).to_json()
+        decoded = inspect_tablespace(
+            ts, jobs=1, with_sdi=False, on_page=lambda _info: None
+        ).to_json()
+    assert inline == decoded
+    assert isinstance(inline["data_ranges"], int) and inline["data_ranges"] > 0.9 * SMALL
+
+
+@pytest.mark.parametrize("jobs", [1, 2])
+def test_checksum_fast_path_is_the_decoders(jobs: int, files: dict[int, Path]) -> None:
+    counts, invalid = _decoder_verdicts(files[SMALL])
+    got = check_file(str(files[SMALL]), jobs=jobs, parallel_min=1)
+    assert (dict(got.by_algorithm), got.invalid_pages, got.pages) == (counts, invalid, SMALL)
+
+
+def test_pages_json_fast_path_is_the_decoders(files: dict[int, Path]) -> None:
+    expected = _rows_by_decoder(files[SMALL])
+    assert "".join(json_lines(str(files[SMALL]), jobs=1)) == expected
+    assert "".join(json_lines(str(files[SMALL]), jobs=2)) == expected
+
+
+def test_tui_scan_and_simulate_read_pages_like_the_decoder(files: dict[int, Path]) -> None:
+    from ibdtool.advise.simulate import _current_state
+
+    with Tablespace(files[SMALL]) as ts:
+        assert list(header_pages(ts)) == list(ts.pages(header_only=True))
+        assert _current_state(ts) == _current_by_decoder(ts)
+
+
+def test_packed_ranges_read_like_tuples() -> None:
+    pairs = [(0, 10), (10, 20), (30, 40), (35, 50), (60, 60), (70, 80)]
+    packed = PackedRanges(pairs)
+    merged = [(0, 20), (30, 50), (70, 80)]  # touching and overlapping merged, empty dropped
+    assert list(packed) == merged and packed == merged and packed == tuple(merged)
+    assert len(packed) == 3 and packed[1] == (30, 50) and packed[-1] == (70, 80)
+    assert list(packed[1:]) == merged[1:]
+    assert packed.total() == sum(e - s for s, e in merged)
+    assert [packed.index_at(x) for x in (0, 29, 30, 69, 100)] == [0, 0, 1, 1, 2]
+    import pickle
+
+    assert pickle.loads(pickle.dumps(packed)) == packed
