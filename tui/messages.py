@@ -13,11 +13,8 @@ from textual.message import Message
 
 from ibdtool.advise import SimResult
 from ibdtool.fs import Allocation
-from ibdtool.tablespace import InspectResult
-from parsers.page import PageInfo
-from parsers.pages import Layout
+from ibdtool.tablespace import InspectResult, PageDump
 from parsers.space import SpaceFormat
-from parsers.zip_page import ZipFill
 from tui.commandlog import LogEntry
 from tui.pagemodel import PageMapModel
 
@@ -95,11 +92,4 @@ class LogAdded(Message):
 class PageLoaded(Message):
     """One page read and decoded for the page view."""
 
-    info: PageInfo
-    fmt: SpaceFormat
-    stored: bytes
-    logical: bytes
-    stored_layout: Layout
-    logical_layout: Layout
-    rebuild_problem: str | None = None  # a ROW_FORMAT=COMPRESSED page that could not be rebuilt
-    zip_fill: ZipFill | None = None  # … or its real fill, rebuilt
+    dump: PageDump

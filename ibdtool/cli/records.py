@@ -14,7 +14,7 @@ from typing import Any
 import click
 
 from ibdtool.cli.keyring_option import keyring_options
-from ibdtool.cli.server import connection_options, resolve_connection
+from ibdtool.cli.server import CONNECTION_KEYS, connection_options, resolve_connection
 from ibdtool.errors import ExitCode, InputError
 from parsers.keyring import Keyring
 
@@ -36,20 +36,11 @@ def _size(text: str) -> int:
 
 #: connection options that ask for the live server when given on the command line
 _CONNECTING = (
-    "host",
-    "port",
-    "socket",
-    "user",
-    "database",
-    "protocol",
+    *(k for k in CONNECTION_KEYS if not k.endswith("_timeout")),
     "defaults_file",
     "defaults_extra_file",
     "login_path",
     "ask_password",
-    "ssl_mode",
-    "ssl_ca",
-    "ssl_cert",
-    "ssl_key",
 )
 
 

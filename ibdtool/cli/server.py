@@ -29,7 +29,8 @@ F = TypeVar("F", bound=Callable[..., Any])
 _MYSQL_CODECS = ", ".join(codecs.names("mysql"))
 _MARIADB_ONLY = ", ".join(c for c in codecs.names("mariadb") if c not in codecs.names("mysql"))
 
-_CONNECTION_KEYS = (
+#: the connection options every connecting command takes, as keyword names
+CONNECTION_KEYS = (
     "host",
     "port",
     "socket",
@@ -155,7 +156,7 @@ def resolve_connection(kw: dict[str, Any]) -> tuple[Any, str | None]:
     ``kw`` (asks for the password here when ``-p`` was given)."""
     from ibdtool.server import PASSWORD_WARNING, PasswordArg, resolve_options
 
-    cli = {k: kw.pop(k, None) for k in _CONNECTION_KEYS}
+    cli = {k: kw.pop(k, None) for k in CONNECTION_KEYS}
     kw.pop("ask_password", None)  # -p is read by ClientCommand, before click
     ctx = click.get_current_context(silent=True)
     pw = ctx.meta.get("ibdtool.password") if ctx is not None else None

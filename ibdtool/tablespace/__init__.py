@@ -35,6 +35,7 @@ if TYPE_CHECKING:
         summarise_sdi,
     )
     from ibdtool.tablespace.page_dump import (
+        PageDump,
         dump_json,
         dump_name,
         dump_page,
@@ -71,7 +72,8 @@ else:
                 "inspect_tablespace summarise_sdi"
             ),
             "page_dump": (
-                "dump_json dump_name dump_page hex_lines save_page text_lines zip_fill_text"
+                "PageDump dump_json dump_name dump_page hex_lines save_page text_lines "
+                "zip_fill_text"
             ),
             "page_rows": "read_page_rows",
             "page_tally": "unpunched_bytes",

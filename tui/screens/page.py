@@ -24,7 +24,14 @@ from textual.widgets import Footer, Header, Static
 
 from ibdtool.errors import IbdtoolError
 from ibdtool.present import human_bytes, shown
-from ibdtool.tablespace import dump_name, dump_page, save_page, unpunched_bytes, zip_fill_text
+from ibdtool.tablespace import (
+    PageDump,
+    dump_name,
+    dump_page,
+    save_page,
+    unpunched_bytes,
+    zip_fill_text,
+)
 from parsers.page import PageInfo
 from parsers.pages import FieldGroup
 from parsers.space import SpaceFormat
@@ -65,7 +72,7 @@ stored image beside the decoded (decompressed) page, coloured by region.
         self.page = page
         self.model = model
         self.n_pages = model.n_pages
-        self.loaded: PageLoaded | None = None
+        self.loaded: PageDump | None = None
 
     @property
     def ibd_app(self) -> AppState:
@@ -94,18 +101,7 @@ stored image beside the decoded (decompressed) page, coloured by region.
             with log.timed("file", f"pread page {page} of {self.path}") as run:
                 d = dump_page(self.path, page, self.ibd_app.keyring)
                 run.detail = f"{len(d.stored)} bytes, {d.info.type_name}"
-            self.post_message(
-                PageLoaded(
-                    d.info,
-                    d.fmt,
-                    d.stored,
-                    d.logical,
-                    d.stored_layout,
-                    d.logical_layout,
-                    d.rebuild_problem,
-                    d.zip_fill,
-                )
-            )
+            self.post_message(PageLoaded(d))
         except IbdtoolError as exc:
             self.post_message(ScanFailed(exc.message))
         except Exception as exc:
@@ -116,23 +112,24 @@ stored image beside the decoded (decompressed) page, coloured by region.
         self.notify(shown(message.message), severity="error", markup=False)
 
     def on_page_loaded(self, message: PageLoaded) -> None:
-        self.loaded = message
-        info = message.info
+        self.loaded = message.dump
+        d = message.dump
+        info = d.info
         self.page = info.page_no
         self.sub_title = shown(f"{self.path} · page {info.page_no}")
-        self.query_one("#page-title", Static).update(self._title(info, message.fmt))
-        groups = [self._verdict(info, message.fmt, message.rebuild_problem, message.zip_fill)]
-        groups += [_group(g) for g in message.stored_layout.groups]
-        groups += [_group(g) for g in message.logical_layout.groups]
+        self.query_one("#page-title", Static).update(self._title(info, d.fmt))
+        groups = [self._verdict(info, d.fmt, d.rebuild_problem, d.zip_fill)]
+        groups += [_group(g) for g in d.stored_layout.groups]
+        groups += [_group(g) for g in d.logical_layout.groups]
         self.query_one("#fields-text", Static).update(Group(*groups))
         self.query_one("#fields", VerticalScroll).scroll_home(animate=False)
-        names = {r.name for r in message.stored_layout.regions + message.logical_layout.regions}
+        names = {r.name for r in d.stored_layout.regions + d.logical_layout.regions}
         self.query_one("#hex-legend", Static).update(region_legend(names))
         self.query_one(HexDump).show(
-            message.stored,
-            message.stored_layout.regions,
-            message.logical,
-            message.logical_layout.regions,
+            d.stored,
+            d.stored_layout.regions,
+            d.logical,
+            d.logical_layout.regions,
         )
 
     # --- display ---------------------------------------------------------------------------
