@@ -56,3 +56,14 @@ def run_ibdtool(
         check=check,
         **kw,
     )
+
+
+def start_ibdtool(
+    *args: str | Path, env: dict[str, str], stderr: int = subprocess.PIPE
+) -> subprocess.Popen[str]:
+    """Start ``ibdtool ARGS…`` in a child (no stdin, stdout a text pipe read line by line) for a
+    test that acts while it runs: interrupts it, kills it, reads its events as they come."""
+    pipes = {"stdin": subprocess.DEVNULL, "stdout": subprocess.PIPE, "stderr": stderr}
+    return subprocess.Popen(
+        ibdtool_command(*args), env=env, cwd=REPO, text=True, bufsize=1, **pipes
+    )

@@ -11,13 +11,11 @@ is reported "not run" and untouched, and exit status 130 goes with a summary tha
 from __future__ import annotations
 
 import signal
-import subprocess
 
 import pytest
 
 from samples.servers import ThrowawayServer
-from tests.catalog import REPO
-from tests.cli_runner import IBDTOOL
+from tests.cli_runner import start_ibdtool
 from tests.server_fixtures import (
     clean_env,
     conn_args,
@@ -35,12 +33,10 @@ def test_ctrl_c_between_tables_says_no_statement_was_running(
     for t in ("a", "b"):
         make_table(mariadb, "cc", t, rows=800)
     before_b = (create_table_sql(mariadb, "cc", "b"), space_id(mariadb, "cc", "b"))
-    proc = subprocess.Popen(
-        [*IBDTOOL, "migrate", "cc.a", "cc.b", "--to", "page:zlib", "--pause", "60",
-         "--execute", "--yes", "--json", "--no-predict", "--flush-for-export",
-         *conn_args(mariadb)],
-        stdout=subprocess.PIPE, stderr=subprocess.PIPE, stdin=subprocess.DEVNULL,
-        env=clean_env(), cwd=REPO, text=True,
+    proc = start_ibdtool(
+        "migrate", "cc.a", "cc.b", "--to", "page:zlib", "--pause", "60",
+        "--execute", "--yes", "--json", "--no-predict", "--flush-for-export",
+        *conn_args(mariadb), env=clean_env(),
     )  # fmt: skip
     assert proc.stdout is not None
     lines = []

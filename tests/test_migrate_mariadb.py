@@ -20,8 +20,7 @@ import pytest
 
 from samples import servers
 from samples.servers import ThrowawayServer
-from tests.catalog import REPO
-from tests.cli_runner import IBDTOOL
+from tests.cli_runner import start_ibdtool
 from tests.server_fixtures import (
     BIG_DOUBLINGS,
     assert_format,
@@ -196,11 +195,10 @@ def test_ctrl_c_kills_the_alter_and_leaves_the_table_intact(
         space_id(mariadb, schema, table),
     )
     # a COPY rebuild to bzip2 takes the longest: time to interrupt it early
-    proc = subprocess.Popen(
-        [*IBDTOOL, "migrate", f"{schema}.{table}", "--to", "page:bzip2", "--algorithm", "copy",
-         "--execute", "--yes", "--json", "--force", "--no-predict", *conn_args(mariadb)],
-        stdout=subprocess.PIPE, stderr=subprocess.PIPE, stdin=subprocess.DEVNULL,
-        env=clean_env(), cwd=REPO, text=True,
+    proc = start_ibdtool(
+        "migrate", f"{schema}.{table}", "--to", "page:bzip2", "--algorithm", "copy",
+        "--execute", "--yes", "--json", "--force", "--no-predict", *conn_args(mariadb),
+        env=clean_env(),
     )  # fmt: skip
     assert proc.stdout is not None
     lines = []
@@ -353,10 +351,7 @@ def test_a_crashed_run_s_globals_are_restored_by_the_next_run(
     journal = tmp_path / "crash.jsonl"
     args = [f"{schema}.{table}", "--to", "page:lzo", "--execute", "--yes", "--json", "--force",
             "--no-predict", "--journal", str(journal), *conn_args(mariadb)]  # fmt: skip
-    proc = subprocess.Popen(
-        [*IBDTOOL, "migrate", *args], stdout=subprocess.PIPE, stderr=subprocess.DEVNULL,
-        stdin=subprocess.DEVNULL, env=clean_env(), cwd=REPO, text=True,
-    )  # fmt: skip
+    proc = start_ibdtool("migrate", *args, env=clean_env(), stderr=subprocess.DEVNULL)
     assert proc.stdout is not None
     for line in proc.stdout:
         if '"progress"' in line:
