@@ -9,7 +9,7 @@ from typing import Any
 
 from rich.text import Text
 
-from ibdtool.present import is_safe, shown, shown_offsets
+from ibdtool.present import shown, shown_spans
 
 
 def safe(text: str | Text = "", style: str = "", **kwargs: Any) -> Text:
@@ -21,11 +21,10 @@ def safe(text: str | Text = "", style: str = "", **kwargs: Any) -> Text:
     elif style:
         text = text.copy()
         text.stylize(style)
-    plain = text.plain
-    if is_safe(plain.replace("\n", "")):
+    moved = shown_spans(text.plain, [(s.start, s.end) for s in text.spans])
+    if moved is None:
         return text
-    escaped, ends = shown_offsets(plain)
-    new = text.blank_copy(escaped)
-    for span in text.spans:
-        new.stylize(span.style, ends[min(span.start, len(plain))], ends[min(span.end, len(plain))])
+    new = text.blank_copy(moved[0])
+    for span, (start, end) in zip(text.spans, moved[1], strict=True):
+        new.stylize(span.style, start, end)
     return new

@@ -28,12 +28,11 @@ from ibdtool.present import (
     hms,
     human_bytes,
     inspect_rows,
-    is_safe,
     recommendation_text,
     scenario_label,
     seconds_text,
     shown,
-    shown_offsets,
+    shown_spans,
     simulation_heading,
 )
 
@@ -61,15 +60,14 @@ def literal(text: str = "", style: Any = "", **kwargs: Any) -> Text:
 
 
 def safe_text(text: Text) -> Text:
-    """``text`` with its control characters escaped (:func:`ibdtool.text.shown_offsets`),
+    """``text`` with its control characters escaped (:func:`ibdtool.present.shown_spans`),
     line breaks kept, its styles kept on the same characters."""
-    plain = text.plain
-    if is_safe(plain.replace("\n", "")):
+    moved = shown_spans(text.plain, [(s.start, s.end) for s in text.spans])
+    if moved is None:
         return text
-    escaped, ends = shown_offsets(plain)
-    new = text.blank_copy(escaped)
-    for span in text.spans:
-        new.stylize(span.style, ends[min(span.start, len(plain))], ends[min(span.end, len(plain))])
+    new = text.blank_copy(moved[0])
+    for span, (start, end) in zip(text.spans, moved[1], strict=True):
+        new.stylize(span.style, start, end)
     return new
 
 

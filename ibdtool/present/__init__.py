@@ -47,6 +47,7 @@ if TYPE_CHECKING:
         seconds_text,
         shown,
         shown_offsets,
+        shown_spans,
         us_text,
     )
 else:
@@ -67,7 +68,7 @@ else:
             ),
             "text": (
                 "ci_text hms human_bytes is_safe json_shown range_text seconds_text shown "
-                "shown_offsets us_text"
+                "shown_offsets shown_spans us_text"
             ),
         },
     )

@@ -51,6 +51,17 @@ def shown_offsets(text: str) -> tuple[str, list[int]]:
     return "".join(parts), ends
 
 
+def shown_spans(
+    text: str, spans: list[tuple[int, int]]
+) -> tuple[str, list[tuple[int, int]]] | None:
+    """:func:`shown_offsets` for a styled text's spans: None when nothing needs escaping (line
+    breaks aside), else the escaped text and each span's ``(start, end)`` moved with it."""
+    if is_safe(text.replace("\n", "")):
+        return None
+    escaped, ends = shown_offsets(text)
+    return escaped, [(ends[min(a, len(text))], ends[min(b, len(text))]) for a, b in spans]
+
+
 def shown(text: object) -> str:
     """``text`` with every character a terminal would act on written as an escape: ESC as
     ``\\x1b``, a newline as ``\\x0a``, U+202E as ``\\u202e``, an undecodable file-name byte as
