@@ -71,7 +71,8 @@ class IbdtoolGroup(click.Group):
 
     def main(self, *args: Any, **kwargs: Any) -> Any:
         kwargs.setdefault("standalone_mode", True)
-        argv = list(args[0]) if args and args[0] is not None else sys.argv[1:]
+        given = args[0] if args else kwargs.pop("args", None)  # click's main(args=…) too
+        argv = list(given) if given is not None else sys.argv[1:]
         args = (help_spellings(argv), *args[1:])
         traceback = "--traceback" in argv
         try:

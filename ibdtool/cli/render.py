@@ -387,7 +387,7 @@ def print_simulation(r: SimResult, wide: bool = False) -> None:
             )
         con.print(zt)
     for rec in recommendations(r):
-        con.print(Text.assemble(*recommendation_text(rec, r.page_size)), soft_wrap=True)
+        con.print(Text.assemble(*recommendation_text(rec, r.page_size)))
     for note in r.notes:
         con.print(literal(note, style="yellow"))
     con.print()

@@ -25,6 +25,10 @@ KINDS: dict[str, tuple[str, Callable[[Any], bool]]] = {
     "string": ("a string", lambda v: isinstance(v, str)),
     "integer": ("a whole number", _is_int),
     "count": ("a whole number ≥ 0", lambda v: _is_int(v) and v >= 0),
+    "seconds": (
+        "a number of seconds ≥ 0",
+        lambda v: (_is_int(v) or isinstance(v, float)) and 0 <= v < float("inf"),
+    ),
     "strings": (
         "a list of strings",
         lambda v: isinstance(v, list) and all(isinstance(x, str) for x in v),
@@ -72,6 +76,9 @@ ROW: dict[str, Field] = {
     "compressed_pages": Field("count"),
     "unpunched_pages": Field("count"),
     "unpunched_bytes": Field("count"),
+    "drop_seconds": Field("seconds"),  # the predicted DROP time and its range, summed per schema
+    "drop_low": Field("seconds"),
+    "drop_high": Field("seconds"),
     "checksum": Field("object", fields={"invalid": Field("count", nullable=False)}),
     "simulation": Field("object", fields={"predicted_allocated": Field("count")}),
     "change": Field("object", fields={"status": Field("string", nullable=False)}),
