@@ -147,7 +147,9 @@ def test_memory_per_extent_is_small_and_flat(
 
     monkeypatch.setattr(pages_json, "BLOCK_PAGES", 256)
     run = COMMANDS[name]
-    peaks = [_peak(lambda p=files[n]: run(p)) for n in (SMALL, LARGE)]
+    # the least of three runs: a copy's batches follow the clock (rate and progress are looked
+    # at once a batch), so a run on a loaded machine can hold one batch more at its peak
+    peaks = [min(_peak(lambda p=files[n]: run(p)) for _ in range(3)) for n in (SMALL, LARGE)]
     extents = [len(read_allocation(files[n]).data_ranges) for n in (SMALL, LARGE)]
     per_extent = (peaks[1] - peaks[0]) / (extents[1] - extents[0])
     assert per_extent < PER_EXTENT_BOUND, f"{name}: peaks {peaks}, {per_extent:.1f} B/extent"
