@@ -18,7 +18,15 @@ from typing import Any
 
 import pytest
 
-from tests.fuzz.remote import HOST, NAME, Scene, run_in_cli, with_rules
+from tests.fuzz.remote import (
+    HOST,
+    NAME,
+    Scene,
+    live_ssh_children,
+    run_in_cli,
+    run_inprocess,
+    with_rules,
+)
 from tests.fuzz.runner import Outcome
 
 
@@ -190,3 +198,31 @@ def test_honest_fake_remote_copies_and_reports(scene: Scene) -> None:
     assert (scene.out / NAME).read_bytes() == scene.source.read_bytes()
     assert (scene.pushed / NAME).read_bytes() == scene.local_source.read_bytes()
     assert json.dumps(sorted(p.name for p in scene.out.iterdir())) == json.dumps([NAME])
+
+
+# --- a session the engine gives up on ends with the run ------------------------------------------
+
+#: two of the rule sets that left a fake ssh waiting on our end of its stdin (fuzz seed 6000)
+LEFT_RUNNING = {
+    "pull, bad protocol in the hello": (
+        "pull",
+        [{"kind": "D", "nth": 3, "op": "body_bomb", "n": 1048576},
+         _set("J", 0, ["protocol"], 2**63), {"kind": "E", "nth": 2, "op": "drop"}],
+    ),
+    "push, hello replaced": (
+        "push",
+        [_raw("J", 0, b'{"ok": true'), _raw("J", 6, b"[]"),
+         {"kind": "J", "nth": 6, "op": "length", "value": 1}],
+    ),
+}  # fmt: skip
+
+
+@pytest.mark.parametrize("case", sorted(LEFT_RUNNING))
+def test_a_failed_session_leaves_no_ssh_running(case: str, scene: Scene) -> None:
+    """In-process (the TUI, a long report) a session that failed while starting was never
+    closed: its ssh waited on our end of its stdin as long as the process lived."""
+    entry, rules = LEFT_RUNNING[case]
+    before = set(live_ssh_children())
+    run = with_rules(rules, lambda: run_inprocess(entry, scene))
+    assert run.outcome is Outcome.CLEAN_ERROR, run.describe()
+    assert set(live_ssh_children()) - before == set()

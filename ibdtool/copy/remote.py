@@ -229,13 +229,19 @@ class AgentSession:
         self._stderr_thread = threading.Thread(target=self._drain_stderr, daemon=True)
         self._stderr_thread.start()
         try:
-            self.stdin.write(code)
-            self.stdin.flush()
-            self._handshake()
-        except agent.ProtocolError as exc:
-            raise self.lie(exc) from None
-        except (OSError, agent.AgentError, agent.Interrupted, ValueError):
-            raise self.failure(starting=True) from None
+            try:
+                self.stdin.write(code)
+                self.stdin.flush()
+                self._handshake()
+            except agent.ProtocolError as exc:
+                raise self.lie(exc) from None
+            except (OSError, agent.AgentError, agent.Interrupted, ValueError):
+                raise self.failure(starting=True) from None
+        except BaseException:
+            # a session that never started is nobody's to close: its ssh would wait on our
+            # end of its stdin for as long as this process lives (seen: one per failed start)
+            self.kill()
+            raise
         return self
 
     @property
@@ -297,9 +303,15 @@ class AgentSession:
         self.kill()
 
     def kill(self) -> None:
-        if self.proc is not None and self.proc.poll() is None:
-            self.proc.kill()
-            self.proc.wait()
+        proc = self.proc
+        if proc is None:
+            return
+        if proc.poll() is None:
+            proc.kill()
+            proc.wait()
+        if proc.stdin is not None:
+            with contextlib.suppress(OSError):
+                proc.stdin.close()
 
     # -- messages --------------------------------------------------------------------------------
 

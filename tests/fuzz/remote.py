@@ -192,6 +192,7 @@ def run_inprocess(entry: str, scene: Scene, hang_after: float = HANG_AFTER) -> R
     start = time.process_time()
     command = (entry,)
     detail = ""
+    before = set(live_ssh_children())
     try:
         with _alarm(hang_after):
             _inprocess(entry, scene)
@@ -213,8 +214,30 @@ def run_inprocess(entry: str, scene: Scene, hang_after: float = HANG_AFTER) -> R
     strays = scene.strays()
     if strays:
         outcome, detail = Outcome.TRACEBACK, f"written where it must not be: {strays}"
+    left = sorted(set(live_ssh_children()) - before)
+    if left:
+        outcome, detail = Outcome.TRACEBACK, f"ssh left running after the run: pids {left}"
     rss = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024
     return Run(command, outcome, None, cpu, rss, detail)
+
+
+def live_ssh_children() -> list[int]:
+    """The fake ssh processes this process started that are still running (zombies reaped by
+    nobody count too): a session the engine gave up on must not outlive its run."""
+    me = str(os.getpid())
+    found = []
+    for entry in os.scandir("/proc"):
+        if not entry.name.isdigit():
+            continue
+        try:
+            stat_line = Path(entry.path, "stat").read_text()
+            cmdline = Path(entry.path, "cmdline").read_bytes()
+        except OSError:
+            continue
+        ppid = stat_line.rsplit(")", 1)[1].split()[1]
+        if ppid == me and FAKE_SSH.name.encode() in cmdline:
+            found.append(int(entry.name))
+    return found
 
 
 def run_in_cli(entry: str, scene: Scene) -> Run:
