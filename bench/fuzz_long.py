@@ -51,6 +51,11 @@ HARNESS_FAULT = 3  # a worker's exit status when the harness itself failed (its 
 WORKER_AS = 3 << 30  # the worker's own cap; each input is also checked against RSS_LIMIT
 
 
+def _took(seconds: float) -> str:
+    """How long a run took, in the unit that says something (a 28 s run is not "0 minutes")."""
+    return f"{seconds:.0f} seconds" if seconds < 120 else f"{seconds / 60:.0f} minutes"
+
+
 def generated(seed: int, count: int) -> Any:
     """The decorator every long run's test takes: ``count`` inputs generated from ``seed``, no
     shrinking, no example database, no deadline, no health check."""
@@ -441,7 +446,7 @@ in-process by one of
 {readers} in turn; one in {args.sample_every} also
 through a CLI command ({commands}) in a subprocess under RLIMIT_AS 1 GiB.
 Limits per run: 2 s of CPU, 200 MB RSS, 30 s wall (hang).
-{elapsed / 60:.0f} minutes, {done / max(elapsed, 1e-9):.1f} inputs/s; workers that died: {crashes}.
+{_took(elapsed)}, {done / max(elapsed, 1e-9):.1f} inputs/s; workers that died: {crashes}.
 
 | class | in-process runs | CLI runs |
 |---|---:|---:|
@@ -496,7 +501,7 @@ ended), entry points in turn; seeds {args.seed}–{next_seed - 1}, chunks of {ar
 brackets, a subprocess under RLIMIT_AS 1 GiB). Limits per run: 2 s of CPU, 200 MB RSS, 30 s wall;
 a silent agent is dropped after 1.5 s (`IBDTOOL_AGENT_IDLE`). Oracle besides the class: nothing
 written outside the destination, no setuid / setgid / sticky / world-write bit, a clean error is
-one line naming the host. {elapsed / 60:.0f} minutes, {done / max(elapsed, 1e-9):.1f} inputs/s;
+one line naming the host. {_took(elapsed)}, {done / max(elapsed, 1e-9):.1f} inputs/s;
 workers that died: {crashes} ({died} inputs counted against them).
 
 {head}
@@ -558,7 +563,7 @@ control character in any output, or JSON not keeping the exact name, counts as a
 `journal` (`Journal.state` on a damaged real journal), `schema` (`load_schemas` on damaged
 real DDL, 4,097+ columns, deep parentheses, 1 MB literals), `options` (`read_option_file`
 with `!include` of devices), `login` (a damaged `mysql_config_editor` file).
-{elapsed / 60:.0f} minutes, {done / max(elapsed, 1e-9):.1f} inputs/s; workers that died: {crashes}.
+{_took(elapsed)}, {done / max(elapsed, 1e-9):.1f} inputs/s; workers that died: {crashes}.
 
 | entry point | ok | clean error | traceback | hang | over-limit |
 |---|---:|---:|---:|---:|---:|
