@@ -18,7 +18,7 @@ if [ "$want_test" -eq 1 ]; then
   packages+=(mariadb-server mariadb-client mariadb-plugin-provider-lz4 mariadb-plugin-provider-lzo
              mariadb-plugin-provider-lzma mariadb-plugin-provider-bzip2
              mariadb-plugin-provider-snappy e2fsprogs util-linux coreutils maven unzip
-             openssh-server openssh-client chromium tmux openssl)
+             openssh-server openssh-client chromium tmux openssl sysbench)
 fi
 missing=()
 for p in "${packages[@]}"; do

@@ -273,6 +273,120 @@ def tables(
         print_tables(found, others, vendor, wide)
 
 
+def probe_options(prefix: str = "") -> Callable[[F], F]:
+    """How much a workload probe reads and how gently: ``server probe --points …`` and
+    ``migrate --probe --probe-points …`` (``prefix`` "probe-")."""
+
+    def add(f: F) -> F:
+        for opt in reversed(_probe_opts(prefix)):
+            f = opt(f)
+        return f
+
+    return add
+
+
+def _probe_opts(prefix: str) -> list[Callable[[Any], Any]]:
+    return [
+        click.option(
+            f"--{prefix}points",
+            "points",
+            type=click.IntRange(1, 10000),
+            default=100,
+            show_default=True,
+            help="Keys to read by primary key (each twice: a first read and a repeat).",
+        ),
+        click.option(
+            f"--{prefix}ranges",
+            "ranges",
+            type=click.IntRange(0, 1000),
+            default=20,
+            show_default=True,
+            help="Short range reads.",
+        ),
+        click.option(
+            f"--{prefix}range-rows",
+            "range_rows",
+            type=click.IntRange(1, 1000),
+            default=20,
+            show_default=True,
+            help="Rows each range read returns.",
+        ),
+        click.option(
+            f"--{prefix}rate",
+            "rate",
+            type=click.FloatRange(min=0.1, max=1000),
+            default=20,
+            show_default=True,
+            help="Statements a second, at most.",
+        ),
+        click.option(
+            f"--{prefix}share",
+            "share",
+            type=click.FloatRange(min=0.001, max=0.5),
+            default=0.05,
+            show_default=True,
+            help="Share of the time the probe's statements may take (its own clock): after a "
+            "read of d seconds it waits at least d*(1-share)/share.",
+        ),
+        click.option(
+            f"--{prefix}max-load",
+            "probe_max_load",
+            metavar="STATUS=N[,…]",
+            default="Threads_running=8",
+            show_default=True,
+            help="Stop the probe when a SHOW GLOBAL STATUS figure, read before each statement, "
+            "is at least N (Threads_running counts the probe's own status read).",
+        ),
+        click.option(f"--{prefix}seed", "seed", type=int, help="Draw the same keys again."),
+    ]
+
+
+def probe_settings(kw: dict[str, Any]) -> Any:
+    """The :class:`~ibdtool.server.ProbeSettings` of :func:`probe_options`, taken out of ``kw``."""
+    from ibdtool.server import ProbeSettings, parse_load
+
+    load = kw.pop("probe_max_load", None)
+    return ProbeSettings(
+        points=kw.pop("points"),
+        ranges=kw.pop("ranges"),
+        range_rows=kw.pop("range_rows"),
+        rate=kw.pop("rate"),
+        share=kw.pop("share"),
+        max_load=parse_load(load, "--max-load") if load else {},
+        seed=kw.pop("seed", None),
+    )
+
+
+@server.command(cls=ClientCommand, context_settings=CLIENT_CONTEXT)
+@click.argument("table_name", metavar="DB.TABLE")
+@connection_options
+@probe_options()
+@click.option("--json", "as_json", is_flag=True, help="One JSON object.")
+def probe(table_name: str, as_json: bool, **kw: Any) -> None:
+    """Measure what reads of one table cost now: a bounded, read-only probe.
+
+    Point reads by primary key (keys drawn between the key's MIN and MAX, each read twice:
+    first, then again warm) and short range reads, a fixed small number at a low rate, on one
+    connection; it stops when the server is busy (--max-load). Prints latency p50/p95/p99
+    and rows a second, cold and warm, with what performance_schema saw over the same window.
+    It writes nothing; each read takes the table's shared metadata lock for its moment, no
+    row lock. A probe is not the workload (docs/cost.md).
+    """
+    from ibdtool.server import probe_table, split_table_name
+
+    settings = probe_settings(kw)
+    schema, table = split_table_name(table_name, kw.get("database"))
+    with _open_server(kw) as srv:
+        result = probe_table(srv, schema, table, settings)
+    if as_json:
+        _emit_json(result.to_json())
+    else:
+        from ibdtool.cli.server_display import print_probe
+
+        print_probe([result])
+    sys.exit(ExitCode.OK if result.reads else ExitCode.FOUND)
+
+
 # --- migrate ------------------------------------------------------------------------------------
 
 

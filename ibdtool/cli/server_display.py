@@ -543,3 +543,111 @@ def print_results(results: list[TableResult]) -> None:
         for s in r.statements:
             mark = "✗" if s.error else " "
             out().print(f"  {mark} {hms(s.seconds):>7}  {r.table}  {s.sql}", soft_wrap=True)
+
+
+# --- the workload probe -----------------------------------------------------------------------
+
+PROBE_ROWS = (
+    ("point", "point reads (first + repeat)"),
+    ("first", "first read of a key"),
+    ("repeat", "repeat of a key (warm)"),
+    ("cold", "cold: pool read from disk"),
+    ("warm", "warm: no disk read"),
+    ("range", "range reads"),
+)
+
+
+def _ms(x: float | None) -> str:
+    return "" if x is None else f"{1000 * x:.2f}"
+
+
+def _change(a: float | None, b: float | None) -> str:
+    return "" if not a or b is None else f"{b / a:.2f}×"
+
+
+def print_probe(results: list[Any]) -> None:
+    """One probe (a table's latencies now), or two side by side (before and after a
+    conversion): p50/p95/p99 in ms, rows a second, and the files' allocated bytes."""
+    con = out()
+    first = results[0]
+    cols = ["reads", ">n"]
+    for r in results:
+        cols += [f">{r.when} p50 ms", ">p95", ">p99", ">rows/s"]
+    if len(results) == 2:
+        cols += [">p50 after/before", ">p99 after/before"]
+    tab = _table(*cols, title=f"probe of {first.table}")
+    lats = [r.latencies() for r in results]
+    for key, label in PROBE_ROWS:
+        if not any(lat[key].n for lat in lats):
+            continue
+        row = [label, " / ".join(str(lat[key].n) for lat in lats)]
+        for lat in lats:
+            x = lat[key]
+            row += [
+                _ms(x.p50),
+                _ms(x.p95),
+                _ms(x.p99),
+                "" if x.rows_per_s is None else f"{x.rows_per_s:,.0f}",
+            ]
+        if len(results) == 2:
+            a, b = lats[0][key], lats[1][key]
+            row += [_change(a.p50, b.p50), _change(a.p99, b.p99)]
+        tab.add_row(*[literal(c) for c in row])
+    _print_wide(tab)
+    for r in results:
+        alloc = "" if r.allocated_size is None else f", {human_bytes(r.allocated_size)} allocated"
+        used = "" if r.share_used is None else f", busy {100 * r.share_used:.1f}% of the time"
+        srv = r.latencies()["point"]
+        server = (
+            f"; performance_schema timed {srv.server_n}: p50 {_ms(srv.server_p50)} ms, "
+            f"p95 {_ms(srv.server_p95)} ms"
+            if srv.server_n
+            else ""
+        )
+        con.print(
+            literal(
+                f"{r.when}: {r.format or '?'}{alloc}; {len(r.reads)} statements in "
+                f"{r.seconds:.1f}s{used}{server}",
+                style="dim",
+            ),
+            soft_wrap=True,
+        )
+        pool = (r.window or {}).get("pool") or {}
+        if pool.get("read_requests") is not None:
+            con.print(
+                literal(
+                    f"  buffer pool over the window (server-wide): {pool['read_requests']:,} "
+                    f"page requests, {pool['disk_reads']:,} from disk",
+                    style="dim",
+                ),
+                soft_wrap=True,
+            )
+        fio = (r.window or {}).get("file_io") or {}
+        if fio.get("read_count") is not None and fio.get("files"):
+            con.print(
+                literal(
+                    f"  the table's files: {fio['read_count']:,} reads, "
+                    f"{human_bytes(int(fio.get('bytes_read') or 0))} (performance_schema)",
+                    style="dim",
+                ),
+                soft_wrap=True,
+            )
+        if r.stopped:
+            con.print(literal(f"  stopped: {r.stopped}", style="yellow"), soft_wrap=True)
+        for note in r.notes:
+            con.print(literal(f"  {note}", style="dim"), soft_wrap=True)
+    if len(results) == 2 and results[0].allocated_size and results[1].allocated_size is not None:
+        a, b = results[0].allocated_size, results[1].allocated_size
+        con.print(
+            f"allocated {human_bytes(a)} → {human_bytes(b)}: "
+            f"{human_bytes(a - b)} saved ({100 * (a - b) / a:.0f}%)",
+            soft_wrap=True,
+        )
+    con.print(
+        literal(
+            "a probe is not the workload: a few key lookups and short scans, one at a time "
+            "(docs/cost.md)",
+            style="dim",
+        ),
+        soft_wrap=True,
+    )

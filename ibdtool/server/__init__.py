@@ -19,7 +19,8 @@ Modules: ``clientopts`` (option files, login paths, precedence), ``loginfile``
 ``table_info`` (a table and its tablespaces: the records), ``tables`` (reads them), ``status``,
 ``steps`` (targets, settings, statements), ``plan``, ``preflight``, ``progress``, ``execute``,
 ``results``, ``flushwatch`` (converted tables waiting for their pages to reach disk),
-``journal``, ``pacing`` and ``replicas`` (``--max-load``, ``--max-lag``),
+``probe`` (a bounded read-only workload probe of a table), ``journal``, ``pacing`` and
+``replicas`` (``--max-load``, ``--max-lag``),
 ``argvscrub`` (passwords out of the process title). The Rich output of these results is the
 CLI's (:mod:`ibdtool.cli.server_display`). Other groups, the CLI and the TUI import from this
 package (its offer, below, loads each module when a name from it is first used).
@@ -43,6 +44,7 @@ if TYPE_CHECKING:
     from ibdtool.server.journal import Journal
     from ibdtool.server.pacing import Pacing, parse_load
     from ibdtool.server.plan import Plan, TablePlan, build_plan
+    from ibdtool.server.probe import ProbeResult, ProbeSettings, probe_locks, probe_table
     from ibdtool.server.preflight import Check
     from ibdtool.server.progress import source_unavailable_reason
     from ibdtool.server.replicas import resolve_replicas
@@ -64,6 +66,7 @@ else:
             "execute": "ExecSettings Migration",
             "journal": "Journal",
             "pacing": "Pacing parse_load",
+            "probe": "ProbeResult ProbeSettings probe_locks probe_table",
             "plan": "Plan TablePlan build_plan",
             "preflight": "Check",
             "progress": "source_unavailable_reason",

@@ -168,3 +168,84 @@ PFS_STAGE = (
     "s.WORK_ESTIMATED AS work_estimated FROM performance_schema.events_stages_current s "
     "JOIN performance_schema.threads t ON t.THREAD_ID = s.THREAD_ID WHERE t.PROCESSLIST_ID = %s"
 )
+
+
+# --- the workload probe (ibdtool.server.probe): reads only --------------------------------------
+
+PROBE_TAG = "/* ibdtool probe */"
+PROBE_READ_ONLY = f"{PROBE_TAG} SET SESSION TRANSACTION READ ONLY"
+PROBE_MAX_STATEMENT_TIME = {  # seconds a probe statement may run before the server stops it
+    "mariadb": f"{PROBE_TAG} SET SESSION max_statement_time = %s",
+    "mysql": f"{PROBE_TAG} SET SESSION max_execution_time = %s",  # milliseconds, SELECT only
+}
+PRIMARY_KEY_COLUMNS = (
+    f"{TAG} SELECT s.COLUMN_NAME AS name, c.DATA_TYPE AS type "
+    "FROM information_schema.STATISTICS s JOIN information_schema.COLUMNS c "
+    "ON c.TABLE_SCHEMA = s.TABLE_SCHEMA AND c.TABLE_NAME = s.TABLE_NAME "
+    "AND c.COLUMN_NAME = s.COLUMN_NAME "
+    "WHERE s.TABLE_SCHEMA = %s AND s.TABLE_NAME = %s AND s.INDEX_NAME = 'PRIMARY' "
+    "ORDER BY s.SEQ_IN_INDEX"
+)
+
+
+def probe_key_bounds(schema: str, table: str, column: str) -> str:
+    """The first key column's ends: two B-tree descents, to its first and last leaf."""
+    c = quote_ident(column)
+    return f"{PROBE_TAG} SELECT MIN({c}) AS lo, MAX({c}) AS hi FROM {table_ref(schema, table)}"
+
+
+def probe_seek(schema: str, table: str, columns: Sequence[str]) -> str:
+    """The first row at or after a key value: one descent of the clustered index, one row
+    (``LIMIT %s``: 1 for a point read, a few for a short range)."""
+    order = ", ".join(quote_ident(c) for c in columns)
+    return (
+        f"{PROBE_TAG} SELECT * FROM {table_ref(schema, table)} "
+        f"WHERE {quote_ident(columns[0])} >= %s ORDER BY {order} LIMIT %s"
+    )
+
+
+def probe_point(schema: str, table: str, columns: Sequence[str]) -> str:
+    """One row by its whole primary key: the repeat of a key the probe has read."""
+    where = " AND ".join(f"{quote_ident(c)} = %s" for c in columns)
+    return f"{PROBE_TAG} SELECT * FROM {table_ref(schema, table)} WHERE {where}"
+
+
+PFS_THREAD_ID = (
+    f"{TAG} SELECT THREAD_ID AS thread_id FROM performance_schema.threads WHERE PROCESSLIST_ID = %s"
+)
+PFS_STATEMENT_CONSUMERS = (
+    f"{TAG} SELECT NAME AS name, ENABLED AS enabled FROM performance_schema.setup_consumers "
+    "WHERE NAME IN ('events_statements_current', 'events_statements_history', "
+    "'statements_digest')"
+)
+#: the probe session's statements since an event id (performance_schema's own timings, ps)
+PFS_THREAD_STATEMENTS = (
+    f"{TAG} SELECT EVENT_ID AS event_id, TIMER_WAIT AS timer_wait, ROWS_SENT AS rows_sent, "
+    "SQL_TEXT AS sql_text FROM performance_schema.events_statements_history "
+    "WHERE THREAD_ID = %s AND EVENT_ID > %s ORDER BY EVENT_ID"
+)
+PFS_TABLE_IO = (
+    f"{TAG} SELECT COUNT_FETCH AS fetches, SUM_TIMER_FETCH AS fetch_ps, COUNT_STAR AS waits, "
+    "SUM_TIMER_WAIT AS wait_ps FROM performance_schema.table_io_waits_summary_by_table "
+    "WHERE OBJECT_SCHEMA = %s AND OBJECT_NAME = %s"
+)
+PFS_FILE_IO = (
+    f"{TAG} SELECT COUNT(*) AS files, SUM(COUNT_READ) AS read_count, "
+    "SUM(SUM_NUMBER_OF_BYTES_READ) AS bytes_read, SUM(SUM_TIMER_READ) AS read_ps "
+    "FROM performance_schema.file_summary_by_instance WHERE FILE_NAME LIKE %s"
+)
+PFS_DIGESTS = (
+    f"{TAG} SELECT DIGEST AS digest, LEFT(DIGEST_TEXT, 200) AS text, COUNT_STAR AS n, "
+    "SUM_TIMER_WAIT AS wait_ps, SUM_ROWS_SENT AS rows_sent, SUM_ROWS_EXAMINED AS rows_examined "
+    "FROM performance_schema.events_statements_summary_by_digest "
+    "WHERE DIGEST_TEXT LIKE %s OR DIGEST_TEXT LIKE %s"
+)
+PFS_THREAD_SELECTS = (
+    f"{TAG} SELECT COUNT_STAR AS n, SUM_TIMER_WAIT AS wait_ps, SUM_ROWS_SENT AS rows_sent "
+    "FROM performance_schema.events_statements_summary_by_thread_by_event_name "
+    "WHERE THREAD_ID = %s AND EVENT_NAME = 'statement/sql/select'"
+)
+INNODB_CMP = (
+    f"{TAG} SELECT SUM(compress_ops) AS compress_ops, SUM(uncompress_ops) AS uncompress_ops, "
+    "SUM(uncompress_time) AS uncompress_s FROM information_schema.INNODB_CMP"
+)
