@@ -44,8 +44,8 @@ if TYPE_CHECKING:
     from ibdtool.server.journal import Journal
     from ibdtool.server.pacing import Pacing, parse_load
     from ibdtool.server.plan import Plan, TablePlan, build_plan
-    from ibdtool.server.probe import ProbeResult, ProbeSettings, probe_locks, probe_table
     from ibdtool.server.preflight import Check
+    from ibdtool.server.probe import ProbeResult, ProbeSettings, probe_locks, probe_table
     from ibdtool.server.progress import source_unavailable_reason
     from ibdtool.server.replicas import resolve_replicas
     from ibdtool.server.results import Event, TableResult
