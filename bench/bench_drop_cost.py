@@ -14,6 +14,9 @@ allocation and FIEMAP extents (ibdtool and ``filefrag -v``), a cold raw read of 
 cold full scan through the server (restarted, the file dropped from the page cache), then a
 timed DROP TABLE beside ``inspect``'s predicted range; then a page-compressed copy dropped after
 ``drop-prepare`` and freed with ``free``. Results: bench/RESULTS.md, "Issue 22".
+Part 3 (``--sysbench``, alone): the issue table's sysbench columns — cold point-select QPS,
+cold update QPS with its p99 — for the three forms of sysbench's own table, and ``server
+probe``'s cold figures on the same table beside them.
 """
 
 from __future__ import annotations
@@ -271,6 +274,151 @@ def server_rows(doublings: int) -> list[str]:
     return [*rows, "", *extra]
 
 
+# --- part 3: sysbench and the probe, cold --------------------------------------------------------
+
+SYSBENCH_FORMS = {
+    "plain": "",
+    "PAGE_COMPRESSED zlib": "PAGE_COMPRESSED=1",
+    "ROW_FORMAT=COMPRESSED 8K": "ROW_FORMAT=COMPRESSED KEY_BLOCK_SIZE=8",
+}
+
+
+def sysbench(srv: servers.ThrowawayServer, test: str, db: str, rows: int, seconds: int) -> dict[str, float]:
+    """One sysbench 1.0.20 run on ``db.sbtest1``: queries a second and the 99th percentile."""
+    out = subprocess.run(
+        [
+            "sysbench",
+            test,
+            "--db-driver=mysql",
+            f"--mysql-socket={srv.socket}",
+            "--mysql-user=root",
+            f"--mysql-db={db}",
+            "--tables=1",
+            f"--table-size={rows}",
+            "--threads=2",
+            f"--time={seconds}",
+            "--percentile=99",
+            "--report-interval=0",
+            "run",
+        ],
+        capture_output=True,
+        text=True,
+        check=True,
+    ).stdout
+    qps = re.search(r"queries:\s+\d+\s+\(([\d.]+) per sec", out)
+    p99 = re.search(r"99th percentile:\s+([\d.]+)", out)
+    if not qps or not p99:
+        raise SystemExit(f"sysbench {test}: no figures in its report:\n{out}")
+    return {"qps": float(qps.group(1)), "p99_ms": float(p99.group(1))}
+
+
+def cold_restart(srv: servers.ThrowawayServer, paths: list[Path]) -> None:
+    """The buffer pool emptied (a restart, no pool load at startup) and the files out of the
+    page cache: the next reads come from the disk."""
+    srv.stop()
+    for p in paths:
+        uncache(p)
+    srv.start()
+
+
+def sysbench_rows(rows: int, seconds: int, pool: str) -> list[str]:
+    run = [
+        *[o for o in FAST if not o.startswith("--innodb-buffer-pool-size")],
+        f"--innodb-buffer-pool-size={pool}",
+        "--innodb-doublewrite=0",
+        "--innodb-use-native-aio=0",
+        "--innodb-buffer-pool-load-at-startup=0",
+        "--innodb-buffer-pool-dump-at-shutdown=0",
+        "--performance-schema=ON",
+    ]
+    out = [
+        "| form | allocated | cold point-select QPS (p99) | cold update QPS (p99) | "
+        "probe, cold: first reads p50 / p99 (cold share) | probe: repeats p50 | "
+        "probe vs performance_schema p50 |",
+        "|---|---|---|---|---|---|---|",
+    ]
+    with servers.mariadb_server(run_options=run) as srv:
+        assert srv.datadir is not None
+        dbs = {name: "sb_" + re.sub(r"\W+", "_", name).lower() for name in SYSBENCH_FORMS}
+        plain = dbs["plain"]
+        srv.query(f"CREATE DATABASE {plain}")
+        subprocess.run(
+            [
+                "sysbench",
+                "oltp_point_select",
+                "--db-driver=mysql",
+                f"--mysql-socket={srv.socket}",
+                "--mysql-user=root",
+                f"--mysql-db={plain}",
+                "--tables=1",
+                f"--table-size={rows}",
+                "prepare",
+            ],
+            capture_output=True,
+            check=True,
+        )
+        for name, options in SYSBENCH_FORMS.items():
+            if name == "plain":
+                continue
+            db = dbs[name]
+            srv.query(f"CREATE DATABASE {db}")
+            srv.query(f"CREATE TABLE {db}.sbtest1 LIKE {plain}.sbtest1")
+            srv.query(f"ALTER TABLE {db}.sbtest1 {options}")
+            srv.query(f"INSERT INTO {db}.sbtest1 SELECT * FROM {plain}.sbtest1")
+        paths = [srv.datadir / db / "sbtest1.ibd" for db in dbs.values()]
+        facts: dict[str, dict[str, Any]] = {}
+        for name, db in dbs.items():
+            f: dict[str, Any] = {"allocated": paths[list(dbs).index(name)].stat().st_blocks * 512}
+            cold_restart(srv, paths)
+            f["point"] = sysbench(srv, "oltp_point_select", db, rows, seconds)
+            cold_restart(srv, paths)
+            f["update"] = sysbench(srv, "oltp_update_non_index", db, rows, seconds)
+            cold_restart(srv, paths)
+            srv.query(
+                "UPDATE performance_schema.setup_consumers SET ENABLED = 'YES' "
+                "WHERE NAME LIKE 'events_statements%'"
+            )
+            f["probe"] = ibdtool_json(
+                "server",
+                "probe",
+                "-S",
+                str(srv.socket),
+                "-u",
+                "root",
+                f"{db}.sbtest1",
+                "--points",
+                "200",
+                "--ranges",
+                "0",
+                "--rate",
+                "200",
+                "--share",
+                "0.5",
+                "--seed",
+                "1",
+                "--json",
+            )
+            f["allocated"] = paths[list(dbs).index(name)].stat().st_blocks * 512
+            facts[name] = f
+        base = facts["plain"]
+        for name, f in facts.items():
+            lat = f["probe"]["latency"]
+            first, rep, point = lat["first"], lat["repeat"], lat["point"]
+            cold_n = lat["cold"]["n"]
+            bp, bu = base["point"], base["update"]
+            b_first = base["probe"]["latency"]["first"]
+            out.append(
+                f"| {name} | {f['allocated'] / 2**20:.0f} MiB | {f['point']['qps']:,.0f} "
+                f"({f['point']['qps'] / bp['qps']:.2f}×; {f['point']['p99_ms']:.2f} ms) | "
+                f"{f['update']['qps']:,.0f} ({f['update']['qps'] / bu['qps']:.2f}×; "
+                f"{f['update']['p99_ms']:.2f} ms) | {first['p50_ms']:.2f} / {first['p99_ms']:.2f} "
+                f"ms ({first['p50_ms'] / b_first['p50_ms']:.2f}× p50; {cold_n} of "
+                f"{point['n']} reads cold) | {rep['p50_ms']:.2f} ms | "
+                f"{point['p50_ms']:.2f} / {point['server_p50_ms'] or 0:.2f} ms |"
+            )
+    return out
+
+
 def main() -> None:
     ap = argparse.ArgumentParser()
     ap.add_argument("--doublings", type=int, default=3)
@@ -279,7 +427,33 @@ def main() -> None:
     ap.add_argument("--skip-fs", action="store_true")
     ap.add_argument("--skip-server", action="store_true")
     ap.add_argument("--title", default="Issue 22: extents, DROP time and cold scans")
+    ap.add_argument("--sysbench", action="store_true", help="Part 3 only: sysbench and the probe")
+    ap.add_argument("--sb-rows", type=int, default=500_000)
+    ap.add_argument("--sb-seconds", type=int, default=30)
+    ap.add_argument("--sb-pool", default="64M")
     args = ap.parse_args()
+    if args.sysbench:
+        loads = os.getloadavg()
+        lines = sysbench_rows(args.sb_rows, args.sb_seconds, args.sb_pool)
+        body = "\n".join(
+            [
+                f"sysbench 1.0.20, MariaDB 10.11, `sbtest1` of {args.sb_rows:,} rows in three "
+                f"forms, buffer pool {args.sb_pool}, 2 threads, {args.sb_seconds} s a run; each "
+                "run after a restart with no buffer pool load and the files dropped from the "
+                "page cache (cold). The probe: `server probe --points 200 --ranges 0 --rate "
+                "200 --share 0.5 --seed 1`, cold too; its p50 beside performance_schema's "
+                "timing of the same statements.",
+                "",
+                *lines,
+            ]
+        )
+        body += (
+            f"\n\nLoad average (1/5/15 min) at start {loads[0]:.2f}/{loads[1]:.2f}/{loads[2]:.2f}, "
+            f"at end {os.getloadavg()[0]:.2f}."
+        )
+        print(body)
+        append_results("Issue 22: sysbench columns, cold, beside the probe", body)
+        return
     load = os.getloadavg()[0]
     parts = []
     if not args.skip_fs:
