@@ -1,0 +1,307 @@
+"""``ibdtool server probe`` on real servers (MariaDB 10.11 and MySQL 8.0.33).
+
+The probe's latencies are checked against measurements it does not make: performance_schema's
+own timing of the very statements it sent (``events_statements_history_long``, enabled by the
+test, read by the test) and sysbench's ``oltp_point_select`` on sysbench's own table. Its
+``--max-load`` is checked against a real load (sessions running ``SELECT SLEEP``), and that it
+writes nothing against the server: the table's CRC of every row and the redo log's LSN are
+unchanged, and performance_schema shows only reads from its connections.
+
+Tolerances (stated once, here): a statement's time on the client's clock includes the round
+trip over the unix socket and PyMySQL's work, which the server's does not; on this shared
+2-core machine that adds 0.05–0.5 ms to a read of 0.1–0.5 ms, so the probe's p50 must lie
+between performance_schema's p50 and that plus ``max(2 ms, 2 × it)``; against sysbench (the C
+client, another table of the same shape) the warm point-read p50s agree within a factor of 4.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+import subprocess
+import threading
+import time
+from collections.abc import Iterator
+from typing import Any
+
+import pytest
+
+from samples.servers import ThrowawayServer
+from tests.cli_runner import start_ibdtool
+from tests.server_fixtures import (
+    clean_env,
+    conn_args,
+    ibdtool,
+    make_table,
+    rows_crc,
+    space_id,
+)
+
+SERVERS = [
+    pytest.param("mariadb", marks=pytest.mark.xdist_group("mariadb"), id="mariadb-10.11"),
+    pytest.param("mysql8033", marks=pytest.mark.xdist_group("mysql8033"), id="mysql-8.0.33"),
+]
+ROWS = 20000
+READ_ONLY_EVENTS = {
+    "statement/sql/select",
+    "statement/sql/show_status",
+    "statement/sql/show_variables",
+    "statement/sql/set_option",
+    "statement/com/Quit",
+    "statement/com/Ping",
+}
+
+
+@pytest.fixture
+def srv(request: pytest.FixtureRequest) -> ThrowawayServer:
+    server: ThrowawayServer = request.getfixturevalue(request.param)
+    return server
+
+
+@pytest.fixture
+def table(srv: ThrowawayServer) -> Iterator[str]:
+    make_table(srv, "probe", "t", rows=ROWS)
+    yield "probe.t"
+    srv.query("DROP DATABASE IF EXISTS probe")
+
+
+def percentile(values: list[float], q: float) -> float:
+    """Nearest rank, written again here (the test's own computation)."""
+    ordered = sorted(values)
+    k = max(1, -(-len(ordered) * int(q) // 100))
+    return ordered[k - 1]
+
+
+def history_on(srv: ThrowawayServer) -> None:
+    srv.query(
+        "UPDATE performance_schema.setup_consumers SET ENABLED = 'YES' "
+        "WHERE NAME LIKE 'events_statements%'"
+    )
+    srv.query("TRUNCATE TABLE performance_schema.events_statements_history_long")
+
+
+def probe(srv: ThrowawayServer, name: str, *args: str) -> tuple[int, dict[str, Any], str]:
+    done = ibdtool("server", "probe", *conn_args(srv), name, "--json", *args)
+    assert done.returncode in (0, 1), done.stderr
+    return done.returncode, json.loads(done.stdout), done.stderr
+
+
+def lsn(srv: ThrowawayServer) -> int:
+    ((_, _, status),) = srv.query("SHOW ENGINE INNODB STATUS")
+    m = re.search(r"^Log sequence number\s+(\d+)", status, re.M)
+    assert m, status
+    return int(m.group(1))
+
+
+def newest_page_change(srv: ThrowawayServer, space: int) -> tuple[int, int]:
+    """(pages of the space in the buffer pool, the newest change to any of them: an LSN)."""
+    ((n, newest),) = srv.query(
+        "SELECT COUNT(*), MAX(NEWEST_MODIFICATION) FROM information_schema.INNODB_BUFFER_PAGE "
+        "WHERE SPACE = %s",
+        (space,),
+    )
+    return int(n), int(newest or 0)
+
+
+def quiet_lsn(srv: ThrowawayServer) -> int:
+    """The LSN once background work (purge of the load's history) has stopped moving it."""
+    last = lsn(srv)
+    for _ in range(60):
+        time.sleep(1)
+        now = lsn(srv)
+        if now == last:
+            return now
+        last = now
+    pytest.fail("the server's LSN kept moving for a minute with nothing running")
+
+
+@pytest.mark.parametrize("srv", SERVERS, indirect=True)
+def test_latency_agrees_with_performance_schema(srv: ThrowawayServer, table: str) -> None:
+    history_on(srv)
+    code, doc, _ = probe(srv, table, "--points", "60", "--ranges", "6", "--rate", "200")
+    assert code == 0 and doc["stopped"] is None
+    rows = srv.query(
+        "SELECT TIMER_WAIT, ROWS_SENT, SQL_TEXT FROM "
+        "performance_schema.events_statements_history_long "
+        "WHERE SQL_TEXT LIKE '/* ibdtool probe */ SELECT%' AND SQL_TEXT NOT LIKE '%MIN(%'"
+    )
+    # every statement the probe says it ran, and no other, as the server saw them
+    assert len(rows) == doc["statements"] == 60 * 2 + 6
+    points = [r[0] / 1e12 for r in rows if "LIMIT" not in r[2] or "LIMIT 1" in r[2]]
+    assert len(points) == doc["latency"]["point"]["n"] == 120
+    server_p50 = percentile(points, 50)
+    client_p50 = doc["latency"]["point"]["p50_ms"] / 1000
+    assert server_p50 <= client_p50 <= server_p50 + max(0.002, 2 * server_p50), (
+        client_p50,
+        server_p50,
+    )
+    # the probe's own reading of the server's timing is the same statements'
+    assert doc["latency"]["point"]["server_n"] == 120
+    assert doc["latency"]["point"]["server_p50_ms"] == pytest.approx(1000 * server_p50, rel=1e-3)
+    # rows: one per point read, range_rows per range read (the table has more than enough)
+    assert sum(r[1] for r in rows) == 120 + 6 * 20
+    assert doc["latency"]["range"]["rows"] == 6 * 20
+    # its share of the time, by its own clock, stayed under the stated one
+    assert doc["share_used"] <= doc["settings"]["share"] + 0.01
+
+
+@pytest.mark.parametrize("srv", SERVERS, indirect=True)
+def test_writes_nothing(srv: ThrowawayServer, table: str) -> None:
+    schema, name = table.split(".")
+    history_on(srv)
+    crc = rows_crc(srv, schema, name)
+    space = space_id(srv, schema, name)
+    before = quiet_lsn(srv)
+    pages = newest_page_change(srv, space)
+    code, doc, _ = probe(srv, table, "--points", "40", "--ranges", "4", "--rate", "200")
+    assert code == 0 and doc["statements"] == 84
+    # no page of the table changed (the newest change of each, by LSN, as the pool has it)
+    assert newest_page_change(srv, space) == pages
+    assert pages[0] > 0  # the pages are in the pool: the check saw them
+    if srv.flavor == "mariadb":
+        # nothing anywhere: MariaDB's redo log does not move while it is idle. MySQL 8.0.33's
+        # does, on its own (seen: +5,604 bytes 18 s into an idle minute), so there only the
+        # table's pages are compared
+        assert lsn(srv) == before, "the redo log moved: something was written"
+    assert rows_crc(srv, schema, name) == crc
+    # the probe's connections are gone: their threads are those whose statements carry its tag
+    events = srv.query(
+        "SELECT DISTINCT h.EVENT_NAME, h.THREAD_ID FROM "
+        "performance_schema.events_statements_history_long h WHERE h.THREAD_ID IN (SELECT "
+        "THREAD_ID FROM performance_schema.events_statements_history_long "
+        "WHERE SQL_TEXT LIKE '/* ibdtool%%')"
+    )
+    assert len({e[1] for e in events}) >= 3  # the catalog's, the probe's, the watcher's
+    seen = {e[0] for e in events}
+    assert "statement/sql/select" in seen
+    assert seen <= READ_ONLY_EVENTS, seen - READ_ONLY_EVENTS
+    kinds = {lk["lock"] for lk in doc["locks"]}
+    assert any("shared read" in k for k in kinds)
+
+
+def _sleepers(srv: ThrowawayServer, n: int, seconds: int) -> list[threading.Thread]:
+    def sleep() -> None:
+        with srv.connect() as conn, conn.cursor() as cur:
+            cur.execute(f"SELECT SLEEP({seconds})")
+
+    threads = [threading.Thread(target=sleep, daemon=True) for _ in range(n)]
+    for t in threads:
+        t.start()
+    return threads
+
+
+def _running(srv: ThrowawayServer) -> int:
+    ((_, value),) = srv.query("SHOW GLOBAL STATUS LIKE 'Threads_running'")
+    return int(value)
+
+
+@pytest.mark.parametrize("srv", SERVERS, indirect=True)
+def test_max_load_stops_it(srv: ThrowawayServer, table: str) -> None:
+    # idle (the status read itself is 1 running thread): it runs to the end
+    code, doc, _ = probe(
+        srv, table, "--points", "5", "--ranges", "0", "--max-load", "Threads_running=4"
+    )
+    assert code == 0 and doc["statements"] == 10 and doc["stopped"] is None
+    # a load arrives while it runs: it stops before its next statement, part-way
+    cmd = [
+        "server",
+        "probe",
+        *conn_args(srv),
+        table,
+        "--json",
+        "--points",
+        "200",
+        "--ranges",
+        "0",
+        "--rate",
+        "20",
+        "--max-load",
+        "Threads_running=4",
+    ]
+    child = start_ibdtool(*cmd, env=clean_env())
+    time.sleep(2.0)
+    sleepers = _sleepers(srv, 4, 8)
+    deadline = time.monotonic() + 5
+    while _running(srv) < 5 and time.monotonic() < deadline:
+        time.sleep(0.05)
+    out, err = child.communicate(timeout=60)
+    for t in sleepers:
+        t.join(timeout=30)
+    assert child.returncode == 0, err
+    doc = json.loads(out)
+    assert doc["stopped"] and doc["stopped"].startswith("--max-load: Threads_running=")
+    value = int(doc["stopped"].split("=")[1].split()[0])
+    assert value >= 4
+    assert 0 < doc["statements"] < 400
+
+
+def test_sysbench_agrees(mariadb: ThrowawayServer) -> None:
+    """Warm point reads by the probe and by sysbench's oltp_point_select (one thread, paced)
+    on sysbench's own table: the two clients' p50 agree within the stated factor."""
+    srv = mariadb
+    srv.query("CREATE DATABASE IF NOT EXISTS sbprobe")
+    sb = [
+        "sysbench",
+        "oltp_point_select",
+        "--db-driver=mysql",
+        f"--mysql-socket={srv.socket}",
+        "--mysql-user=root",
+        "--mysql-db=sbprobe",
+        "--tables=1",
+        "--table-size=20000",
+    ]
+    try:
+        subprocess.run([*sb, "prepare"], capture_output=True, check=True, timeout=300)
+        srv.query("SELECT COUNT(*), SUM(LENGTH(c)) FROM sbprobe.sbtest1")  # all in the pool
+        code, doc, _ = probe(
+            srv,
+            "sbprobe.sbtest1",
+            "--points",
+            "100",
+            "--ranges",
+            "0",
+            "--rate",
+            "100",
+            "--share",
+            "0.2",
+        )
+        assert code == 0
+        ran = subprocess.run(
+            [*sb, "--threads=1", "--rate=100", "--time=3", "--percentile=50", "run"],
+            capture_output=True,
+            text=True,
+            check=True,
+            timeout=120,
+        ).stdout
+        m = re.search(r"50th percentile:\s+([\d.]+)", ran)
+        assert m, ran
+        sysbench_p50 = float(m.group(1))  # ms
+    finally:
+        srv.query("DROP DATABASE IF EXISTS sbprobe")
+    warm = doc["latency"]["repeat"]["p50_ms"]
+    assert sysbench_p50 / 4 <= warm <= sysbench_p50 * 4, (warm, sysbench_p50)
+
+
+@pytest.mark.parametrize(
+    ("create", "words"),
+    [
+        ("CREATE TABLE probe.nokey (a INT) ENGINE=InnoDB", "no PRIMARY KEY"),
+        ("CREATE TABLE probe.textkey (a VARCHAR(10) PRIMARY KEY) ENGINE=InnoDB", "varchar"),
+        ("CREATE TABLE probe.empty (a INT PRIMARY KEY) ENGINE=InnoDB", "empty"),
+    ],
+)
+def test_tables_it_cannot_probe(mariadb: ThrowawayServer, create: str, words: str) -> None:
+    srv = mariadb
+    srv.query("CREATE DATABASE IF NOT EXISTS probe")
+    srv.query(create)
+    name = create.split()[2]
+    try:
+        if "nokey" in name:
+            srv.query("INSERT INTO probe.nokey VALUES (1)")
+        if "textkey" in name:
+            srv.query("INSERT INTO probe.textkey VALUES ('x')")
+        done = ibdtool("server", "probe", *conn_args(srv), name)
+    finally:
+        srv.query("DROP DATABASE IF EXISTS probe")
+    assert done.returncode == 2
+    assert done.stderr.count("\n") == 1 and words in done.stderr, done.stderr
