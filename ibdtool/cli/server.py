@@ -582,6 +582,21 @@ def _confirm(plan: Any, server_label: str, yes: bool) -> None:
     help="Warn when the rebuild's unlink of the old file, or a later DROP of the new one, is "
     "predicted to take longer (docs/cost.md).",
 )
+@click.option(
+    "--compare/--no-compare",
+    default=True,
+    show_default=True,
+    help="Predict zlib, lz4 and ROW_FORMAT=COMPRESSED 8K beside the target: bytes saved, CPU "
+    "per page, extents and DROP time after, side by side.",
+)
+@click.option(
+    "--probe",
+    "with_probe",
+    is_flag=True,
+    help="Run the read-only workload probe (as `server probe`) on each table before the "
+    "rebuild, and with --execute again after it: latencies before, after and their change.",
+)
+@probe_options("probe-")
 @click.option("--json", "as_json", is_flag=True, help="Plan as JSON; with --execute, JSON lines.")
 @connection_options
 def migrate(
@@ -611,6 +626,8 @@ def migrate(
     keep_going: bool,
     lock_wait_timeout: int,
     slow_drop_seconds: float,
+    compare: bool,
+    with_probe: bool,
     as_json: bool,
     **kw: Any,
 ) -> None:
@@ -634,6 +651,10 @@ def migrate(
     )
 
     target = parse_target(target_text)
+    probing = probe_settings(kw) if with_probe else None
+    if not with_probe:
+        for key in ("points", "ranges", "range_rows", "rate", "share", "probe_max_load", "seed"):
+            kw.pop(key, None)
     if as_databases:
         table_names, schemas = (), (*schemas, *table_names)
     if verify_only and not table_names and not schemas and journal is not None:
@@ -683,6 +704,7 @@ def migrate(
             lock_wait_timeout=lock_wait_timeout,
             flush_for_export=flush_for_export,
             slow_drop_seconds=slow_drop_seconds,
+            compare=compare,
         )
         if max_lag is not None:
             from ibdtool.server import resolve_replicas
@@ -694,6 +716,8 @@ def migrate(
         if verify_only:
             settings.predict = False
         plan = build_plan(srv, found, target, settings)
+        if probing is not None and not verify_only:
+            _probe_plan(srv, plan, probing, "before", as_json)
         if verify_only:
             exec_settings = ExecSettings(
                 flush_wait=flush_wait, nudge=not no_nudge, progress=progress_source
@@ -729,8 +753,63 @@ def migrate(
             progress=progress_source,
             stop_on_error=not keep_going,
         )
-        code = _run(srv, plan, journal, as_json, exec_settings)
+        code = _run(srv, plan, journal, as_json, exec_settings, probing=probing)
     sys.exit(code)
+
+
+class _Converted:
+    """The plan's tables that were converted (what :func:`_probe_plan` probes after)."""
+
+    def __init__(self, plan: Any, names: set[str]) -> None:
+        self.runnable = [tp for tp in plan.runnable if tp.table.name in names]
+
+
+def _print_probes(plan: Any, as_json: bool) -> None:
+    """Each table's probes before and after, side by side, with the bytes saved."""
+    from ibdtool.server.probe import latency_change
+
+    for tp in plan.runnable:
+        if as_json:
+            doc = {
+                "event": "probe",
+                "table": tp.table.name,
+                "before": tp.probe.to_json() if tp.probe else None,
+                "after": tp.probe_after.to_json() if tp.probe_after else None,
+                "latency_change": latency_change(tp.probe, tp.probe_after)
+                if tp.probe and tp.probe_after
+                else None,
+                "note": tp.probe_note,
+            }
+            sys.stdout.write(json.dumps(doc, default=str) + "\n")
+            continue
+        from ibdtool.cli.server_display import print_probe
+
+        done = [p for p in (tp.probe, tp.probe_after) if p is not None]
+        if done:
+            print_probe(done)
+        if tp.probe_note:
+            click.echo(f"ibdtool: {shown(tp.table.name)}: {tp.probe_note}", err=True)
+
+
+def _probe_plan(srv: Any, plan: Any, settings: Any, when: str, as_json: bool) -> None:
+    """The workload probe on each table the plan converts (``before``), or has converted
+    (``after``); a table the probe cannot read by key gets a note, not an error."""
+    from ibdtool.errors import IbdtoolError
+    from ibdtool.server import probe_table
+
+    for tp in plan.runnable:
+        t = tp.table
+        if not as_json:
+            click.echo(f"ibdtool: probing {shown(t.name)} ({when})…", err=True)
+        try:
+            result = probe_table(srv, t.schema, t.table, settings, when=when)
+        except IbdtoolError as exc:
+            tp.probe_note = f"no probe: {exc.message}"
+            continue
+        if when == "before":
+            tp.probe = result
+        else:
+            tp.probe_after = result
 
 
 def _run(
@@ -740,6 +819,7 @@ def _run(
     as_json: bool,
     settings: Any,
     verify_only: bool = False,
+    probing: Any = None,
 ) -> int:
     from ibdtool.cli.server_display import ProgressView, print_results
     from ibdtool.server import Journal, Migration
@@ -759,6 +839,13 @@ def _run(
                 view.show(ev)
     if not as_json:
         print_results(migration.results)
+    if probing is not None and not migration.interrupted:
+        converted = {r.table for r in migration.results if r.status in ("done", "awaiting_flush")}
+        for tp in plan.runnable:
+            if tp.table.name not in converted:
+                tp.probe_note = "no probe after: the table was not converted"
+        _probe_plan(srv, _Converted(plan, converted), probing, "after", as_json)
+        _print_probes(plan, as_json)
     if migration.interrupted:
         return int(ExitCode.INTERRUPTED)
     if verify_only:  # a proof or not: anything not verified is a finding

@@ -349,6 +349,7 @@ def _plan_table(tp: TablePlan, vendor: Vendor) -> None:
         )
     elif tp.prediction_note and tp.action == "convert":
         con.print(literal(f"  no prediction: {tp.prediction_note}", style="dim"), soft_wrap=True)
+    _decision(tp)
     if tp.action == "convert":
         for step in tp.steps:
             line = Text("  " + step.display, style="bold" if step.kind == "rebuild" else "")
@@ -361,6 +362,20 @@ def _plan_table(tp: TablePlan, vendor: Vendor) -> None:
         for lk in tp.verify_locks():
             con.print(literal(f"  then, to verify — lock: {lk.text}", style="dim"), soft_wrap=True)
     con.print()
+
+
+def _decision(tp: TablePlan) -> None:
+    """The chosen target beside the other ways to store the table, and the probe's lines."""
+    columns, rows, lines = tp.options_view()
+    if rows:
+        tab = _table(*columns)
+        for row in rows:
+            tab.add_row(*[literal(c, style="bold" if row[0].startswith("→") else "") for c in row])
+        from rich.padding import Padding
+
+        out().print(Padding(tab, (0, 0, 0, 2), expand=False))
+    for line in lines:
+        out().print(literal(f"  {line}", style="dim"), soft_wrap=True)
 
 
 def print_plan(plan: Plan, executing: bool) -> None:

@@ -23,6 +23,7 @@ from ibdtool.server.bufferpool import dirty_pages
 from ibdtool.server.context import Server
 from ibdtool.server.locks import Lock, locks_json, verify_locks
 from ibdtool.server.preflight import Check, drop_checks, server_checks, table_checks
+from ibdtool.server.probe import ProbeResult, change_text, latency_change, latency_text
 from ibdtool.server.steps import DEFAULT_LOCK_WAIT_TIMEOUT, PlanSettings, Step, Target
 from ibdtool.server.table_info import TableInfo
 from ibdtool.server.tables import reload_page_states
@@ -44,6 +45,8 @@ class Prediction:
     #: which the rebuild unlinks as it ends, and the new ones, which a later DROP TABLE frees
     drop_old: dict[str, Any] | None = None
     drop_new: dict[str, Any] | None = None
+    #: the chosen target beside a few other ways to store the table (``compare``)
+    options: list[Option] = field(default_factory=list)
 
     @property
     def predicted(self) -> int:
@@ -73,6 +76,7 @@ class Prediction:
             "allocated": self.allocated.to_json(),
             "drop_old": self.drop_old,
             "drop_new": self.drop_new,
+            "options": [o.to_json() for o in self.options],
         }
 
 
@@ -87,6 +91,25 @@ class TablePlan:
     prediction_note: str | None = None
     dirty_pages: int | None = None  # of the table's spaces in the buffer pool, when planned
     settings: PlanSettings | None = None
+    #: the workload probe's reads of the table before the conversion, and after it
+    probe: ProbeResult | None = None
+    probe_after: ProbeResult | None = None
+    probe_note: str | None = None  # why a table was not probed
+
+    def options_view(self) -> tuple[tuple[str, ...], list[tuple[str, ...]], list[str]]:
+        """The decision view (issue 22 item 7): the columns, a row per way to store the table
+        (the chosen one marked), and lines on the probe's latencies (and their change)."""
+        rows = [o.cells() for o in self.prediction.options] if self.prediction else []
+        lines: list[str] = []
+        if self.probe is not None:
+            lines.append(latency_text(self.probe))
+        if self.probe_after is not None:
+            lines.append(latency_text(self.probe_after))
+            if self.probe is not None:
+                lines.append(change_text(self.probe, self.probe_after))
+        if self.probe_note:
+            lines.append(self.probe_note)
+        return OPTION_COLUMNS, rows, lines
 
     @property
     def refused(self) -> bool:
@@ -141,6 +164,12 @@ class TablePlan:
             "file_size": self.table.file_size,
             "allocated_size": self.table.allocated_size,
             "pages": self.table.page_summary(),
+            "probe": self.probe.to_json() if self.probe else None,
+            "probe_after": self.probe_after.to_json() if self.probe_after else None,
+            "probe_note": self.probe_note,
+            "latency_change": latency_change(self.probe, self.probe_after)
+            if self.probe and self.probe_after
+            else None,
         }
 
 
@@ -225,8 +254,128 @@ def already_there(table: TableInfo, target: Target, vendor: Vendor) -> str | Non
 # --- prediction ------------------------------------------------------------------------------
 
 
-def predict(server: Server, table: TableInfo, target: Target, jobs: int | None) -> Prediction:
-    """What the simulator expects the table to allocate after the conversion (local files)."""
+#: the page codecs set beside the chosen target in the plan's side-by-side view, when the
+#: server has them (the strong default and the fast one every server line offers)
+COMPARE_CODECS = ("zlib", "lz4")
+#: the ROW_FORMAT=COMPRESSED block size set beside a page-compression target
+COMPARE_KEY_BLOCK_SIZE = 8
+OPTION_COLUMNS = ("option", ">allocated", ">saved", ">CPU µs/page", ">extents", ">DROP after")
+
+
+@dataclass
+class Option:
+    """One way to store the table, side by side with the chosen target (issue 22 item 7):
+    the bytes it would allocate, the CPU a page costs (compress + decompress, the simulator's
+    timing; None for ROW_FORMAT=COMPRESSED, which it does not time), the FIEMAP extents of the
+    file after and what a DROP TABLE of it would then cost."""
+
+    label: str
+    chosen: bool
+    allocated: int
+    low: int
+    high: int
+    saving_pct: float
+    compress_us: float | None = None
+    decompress_us: float | None = None
+    extents: int | None = None
+    drop: dict[str, Any] | None = None
+
+    def to_json(self) -> dict[str, Any]:
+        def us(x: float | None) -> float | None:
+            return None if x is None else round(x, 1)
+
+        return {
+            "option": self.label,
+            "chosen": self.chosen,
+            "predicted_allocated": self.allocated,
+            "ci95": [self.low, self.high]
+            if (self.low, self.high) != (self.allocated,) * 2
+            else None,
+            "saving_pct": round(self.saving_pct, 2),
+            "compress_us_per_page": us(self.compress_us),
+            "decompress_us_per_page": us(self.decompress_us),
+            "extents_after": self.extents,
+            "drop_after": self.drop,
+        }
+
+    def cells(self) -> tuple[str, ...]:
+        """The row of :data:`OPTION_COLUMNS` (the CLI's and the TUI's)."""
+        from ibdtool.present import human_bytes, range_text
+
+        cpu = (
+            ""
+            if self.compress_us is None or self.decompress_us is None
+            else f"{self.compress_us:.0f} + {self.decompress_us:.0f}"
+        )
+        d = self.drop or {}
+        return (
+            ("→ " if self.chosen else "  ") + self.label,
+            human_bytes(self.allocated),
+            f"{self.saving_pct:.0f}%",
+            cpu,
+            "" if self.extents is None else f"{self.extents:,}",
+            "" if d.get("seconds") is None else range_text(d["seconds"], d["low"], d["high"]),
+        )
+
+
+class _Sum:
+    """One option's figures added up over a table's files (its partitions)."""
+
+    def __init__(self) -> None:
+        self.predicted = self.low = self.high = 0
+        self.cpu: list[tuple[int, float | None, float | None]] = []
+        self.extents: int | None = 0
+        self.costs: list[DropCost] = []
+        self.files = 0
+
+    def add(self, predicted: int, ci: tuple[int, int] | None, extents: int | None) -> None:
+        self.predicted += predicted
+        lo, hi = ci or (predicted, predicted)
+        self.low += lo
+        self.high += hi
+        self.extents = None if extents is None or self.extents is None else self.extents + extents
+        self.files += 1
+
+    def option(self, label: str, chosen: bool, now: int, n_files: int) -> Option | None:
+        if self.files != n_files:
+            return None
+
+        def mean(i: int) -> float | None:
+            """Per page, weighted by the files' pages (None when a file was not timed)."""
+            known = [(n, x[i]) for n, *x in self.cpu]
+            total = sum(n for n, _ in known)
+            if not known or total == 0:
+                return None
+            acc = 0.0
+            for n, v in known:
+                if v is None:
+                    return None
+                acc += n * v
+            return acc / total
+
+        return Option(
+            label,
+            chosen,
+            self.predicted,
+            self.low,
+            self.high,
+            100.0 * (now - self.predicted) / now if now else 0.0,
+            mean(0),
+            mean(1),
+            self.extents,
+            drop_total(self.costs) if len(self.costs) == n_files else None,
+        )
+
+
+def _page_label(algorithm: str, level: int | None) -> str:
+    return f"page:{algorithm}" + ("" if level is None else f":{level}")
+
+
+def predict(
+    server: Server, table: TableInfo, target: Target, jobs: int | None, compare: bool = False
+) -> Prediction:
+    """What the simulator expects the table to allocate after the conversion (local files);
+    with ``compare``, the same for a few other ways to store it (:class:`Option`)."""
     from ibdtool.advise import BlockSpec, Scenario, simulate_path
 
     paths = table.local_paths
@@ -239,54 +388,112 @@ def predict(server: Server, table: TableInfo, target: Target, jobs: int | None) 
             now, Estimate.exact(logical, "uncompressed pages allocate the whole file")
         )
     server_kind = server.flavor.name
+
+    def level_of(codec: str, level: int | None = None) -> int | None:
+        if level is None and codec in ("zlib", "lzma"):
+            return int(server.variables.get("innodb_compression_level") or 6)
+        return level
+
     if target.kind == "page":
-        level = target.level
-        if level is None and target.algorithm in ("zlib", "lzma"):
-            level = int(server.variables.get("innodb_compression_level") or 6)
-        scenarios = [Scenario(server_kind, target.algorithm or "zlib", level)]
+        codec = target.algorithm or "zlib"
+        scenarios = [Scenario(server_kind, codec, level_of(codec, target.level))]
     else:
-        scenarios = [Scenario(server_kind, "zlib", 6)]
-    now = predicted = 0
-    low = high = 0
+        scenarios = [Scenario(server_kind, "zlib", level_of("zlib"))]
+    if compare:
+        scenarios += [
+            Scenario(server_kind, c, level_of(c))
+            for c in COMPARE_CODECS
+            if server.has_codec(c) and all(c != x.algorithm for x in scenarios)
+        ]
+    chosen_label = target.label
+    sums: dict[str, _Sum] = {}
+    row_kbs = (
+        [target.key_block_size]
+        if target.kind == "row"
+        else [COMPARE_KEY_BLOCK_SIZE]
+        if compare and server.page_size <= 16384
+        else []
+    )
+    if compare and target.kind == "row":
+        row_kbs += [k for k in (4, 8) if k != target.key_block_size and server.page_size <= 16384]
+    now = 0
     exact = True
     sampled = 0
     old_costs: list[DropCost] = []
-    new_costs: list[DropCost] = []
+    chosen_key = ""
     for p in paths:
         block = p.stat().st_blksize if not table.fs_block_size else table.fs_block_size
         row = target.kind == "row"
         # the ROW_FORMAT what-if deflates each page several times: a sample is enough
-        sample = ROW_SAMPLE_PAGES if row and p.stat().st_size > ROW_SAMPLE_PAGES * 16384 else None
+        big = p.stat().st_size > ROW_SAMPLE_PAGES * 16384
+        sample = ROW_SAMPLE_PAGES if row and big else None
         res = simulate_path(
             p, scenarios, [BlockSpec(block)], sample=sample, jobs=jobs, row_compressed=row
         )
         now += res.allocated_size
         if res.drop_now is not None:
             old_costs.append(res.drop_now)
-        if target.kind == "page":
-            r = res.results[0]
-            predicted += r.predicted
-            lo, hi = r.ci95 or (r.predicted, r.predicted)
-            if r.drop_cost is not None:
-                new_costs.append(r.drop_cost)
-        else:
-            z = next(
-                z for z in res.row_compressed if z.key_block_size // 1024 == target.key_block_size
-            )
-            predicted += z.predicted_size
-            lo, hi = z.ci95 or (z.predicted_size, z.predicted_size)
-            new_costs.append(dense_drop_cost(p, z.predicted_size))
-        low += lo
-        high += hi
-        exact = exact and res.full
-        sampled += res.pages_sampled
+        if target.kind == "page" or compare:
+            for i, r in enumerate(res.results):
+                label = _page_label(r.scenario.algorithm, r.scenario.level)
+                if i == 0 and target.kind == "page":
+                    chosen_key = label
+                    exact = exact and res.full
+                    sampled += res.pages_sampled
+                s = sums.setdefault(label, _Sum())
+                s.add(r.predicted, r.ci95, r.extents)
+                s.cpu.append((res.pages, r.compress_us, r.decompress_us))
+                if r.drop_cost is not None:
+                    s.costs.append(r.drop_cost)
+        zips = res.row_compressed
+        if row_kbs and not row:
+            # a page-compression target: the ROW_FORMAT=COMPRESSED what-if on a sample
+            zips = simulate_path(
+                p,
+                scenarios[:1],
+                [BlockSpec(block)],
+                sample=ROW_SAMPLE_PAGES if big else None,
+                jobs=jobs,
+                row_compressed=True,
+                costs=False,
+            ).row_compressed
+        for z in zips:
+            kbs = z.key_block_size // 1024
+            if kbs not in row_kbs:
+                continue
+            label = f"row:{kbs}"
+            s = sums.setdefault(label, _Sum())
+            size = z.predicted_size
+            dense = dense_drop_cost(p, size)
+            s.add(size, z.ci95, dense.extents)
+            s.costs.append(dense)
+            if row and kbs == target.key_block_size:
+                chosen_key = label
+                exact = exact and res.full
+                sampled += res.pages_sampled
+    chosen = sums[chosen_key]
     how = "simulate, " + ("full scan" if exact else f"{sampled} pages sampled")
-    allocated = Estimate.exact(predicted, how) if exact else Estimate(predicted, low, high, how)
+    allocated = (
+        Estimate.exact(chosen.predicted, how)
+        if exact
+        else Estimate(chosen.predicted, chosen.low, chosen.high, how)
+    )
+    n = len(paths)
+    options: list[Option] = []
+    if compare:
+        for label, s in sums.items():
+            opt = s.option(
+                chosen_label if label == chosen_key else label, label == chosen_key, now, n
+            )
+            if opt is not None:
+                options.append(opt)
+        options.sort(key=lambda o: (not o.chosen, o.label))
     return Prediction(
         now,
         allocated,
-        drop_total(old_costs) if len(old_costs) == len(paths) else None,
-        drop_total(new_costs) if len(new_costs) == len(paths) else None,
+        drop_total(old_costs) if len(old_costs) == n else None,
+        drop_total(chosen.costs) if len(chosen.costs) == n else None,
+        options,
     )
 
 
@@ -329,7 +536,7 @@ def _predict_table(server: Server, tp: TablePlan, st: PlanSettings) -> None:
         )
         return
     try:
-        tp.prediction = predict(server, t, tp.target, _jobs(st))
+        tp.prediction = predict(server, t, tp.target, _jobs(st), compare=st.compare)
     except InputError as exc:
         tp.prediction_note = exc.message
         return

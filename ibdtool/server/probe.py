@@ -619,3 +619,56 @@ def _digests(
         "basis": "events_statements_summary_by_digest: the digests naming the table, over the "
         "window; the probe's own statements are among them (probe_ran)",
     }
+
+
+def _ratio(a: float | None, b: float | None) -> float | None:
+    return None if not a or b is None else round(b / a, 3)
+
+
+def latency_change(before: ProbeResult, after: ProbeResult) -> dict[str, float | None]:
+    """After / before, per figure (1.5: 50% slower; rows a second: 0.5 is half as many)."""
+    a, b = before.latencies(), after.latencies()
+    return {
+        "point_p50": _ratio(a["point"].p50, b["point"].p50),
+        "point_p99": _ratio(a["point"].p99, b["point"].p99),
+        "first_p50": _ratio(a["first"].p50, b["first"].p50),
+        "repeat_p50": _ratio(a["repeat"].p50, b["repeat"].p50),
+        "range_rows_per_s": _ratio(a["range"].rows_per_s, b["range"].rows_per_s),
+        "server_point_p50": _ratio(a["point"].server_p50, b["point"].server_p50),
+    }
+
+
+def latency_text(r: ProbeResult) -> str:
+    """One line: the probe's point and range reads (the plan's view of it)."""
+
+    def ms(x: float | None) -> str:
+        return "?" if x is None else f"{1000 * x:.2f} ms"
+
+    lat = r.latencies()
+    p, cold, rng = lat["point"], lat["cold"], lat["range"]
+    parts = [f"point reads p50 {ms(p.p50)}, p99 {ms(p.p99)} ({cold.n} of {p.n} cold)"]
+    if p.server_n:
+        parts.append(f"server-timed p50 {ms(p.server_p50)}")
+    if rng.n and rng.rows_per_s:
+        parts.append(f"range reads {rng.rows_per_s:,.0f} rows/s")
+    if r.stopped:
+        parts.append(f"stopped: {r.stopped}")
+    return f"probe ({r.when}): " + "; ".join(parts)
+
+
+def change_text(before: ProbeResult, after: ProbeResult) -> str:
+    """One line: how the reads changed across the conversion."""
+    c = latency_change(before, after)
+
+    def x(v: float | None) -> str:
+        return "?" if v is None else f"{v:.2f}×"
+
+    text = (
+        f"latency after/before: point p50 {x(c['point_p50'])}, p99 {x(c['point_p99'])}; "
+        f"first reads p50 {x(c['first_p50'])}, repeats {x(c['repeat_p50'])}"
+    )
+    if c["server_point_p50"] is not None:
+        text += f"; server-timed p50 {x(c['server_point_p50'])}"
+    if c["range_rows_per_s"] is not None:
+        text += f"; range rows/s {x(c['range_rows_per_s'])}"
+    return text

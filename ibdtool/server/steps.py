@@ -112,3 +112,5 @@ class PlanSettings:
     flush_for_export: bool = False  # FLUSH TABLES … FOR EXPORT before predicting and verifying
     #: warn when the rebuild's unlink of the old file or a later DROP is predicted longer
     slow_drop_seconds: float = 60.0
+    #: predict a few other ways to store each table beside the target (plan.COMPARE_CODECS)
+    compare: bool = True

@@ -116,6 +116,17 @@ def plan_view(plan: Plan) -> RenderableType:
             )
         elif tp.prediction_note and tp.action == "convert":
             parts.append(safe(f"no prediction: {tp.prediction_note}", style="dim"))
+        columns, rows, lines = tp.options_view()
+        if rows:
+            # the chosen target beside the other ways to store the table (issue 22 item 7)
+            options = Table(*[c.lstrip(">") for c in columns], box=None, padding=(0, 1))
+            for i, name in enumerate(columns):
+                options.columns[i].justify = "right" if name.startswith(">") else "left"
+            for row in rows:
+                chosen = row[0].startswith("→")
+                options.add_row(*[safe(c, style="bold" if chosen else "") for c in row])
+            parts.append(options)
+        parts += [safe(line, style="dim") for line in lines]
         if tp.action == "convert":
             grid = Table.grid(padding=(0, 1))
             grid.add_column(no_wrap=False)
