@@ -305,3 +305,52 @@ def test_tables_it_cannot_probe(mariadb: ThrowawayServer, create: str, words: st
         srv.query("DROP DATABASE IF EXISTS probe")
     assert done.returncode == 2
     assert done.stderr.count("\n") == 1 and words in done.stderr, done.stderr
+
+
+def _allocated(srv: ThrowawayServer, schema: str, table: str) -> int:
+    """The server's own figure for the table's file (its catalog's ALLOCATED_SIZE)."""
+    ((size,),) = srv.query(
+        "SELECT ALLOCATED_SIZE FROM information_schema.INNODB_SYS_TABLESPACES WHERE NAME = %s",
+        (f"{schema}/{table}",),
+    )
+    return int(size)
+
+
+def test_migrate_probe_before_and_after(mariadb: ThrowawayServer) -> None:
+    """``migrate --probe``: the dry run's plan carries the probe and the options side by side;
+    the run probes again after the rebuild, and the sizes beside the latencies are the
+    server's own, before and after."""
+    srv = mariadb
+    make_table(srv, "probe", "m", rows=ROWS)
+    try:
+        args = [*conn_args(srv), "probe.m", "--to", "page:zlib", "--flush-for-export"]
+        args += ["--probe", "--probe-points", "20", "--probe-ranges", "2", "--probe-rate", "200"]
+        dry = ibdtool("migrate", *args, "--json")
+        assert dry.returncode == 0, dry.stderr
+        (tp,) = json.loads(dry.stdout)["tables"]
+        assert tp["probe"]["statements"] == 42 and tp["probe"]["when"] == "before"
+        assert tp["probe"]["allocated_size"] == _allocated(srv, "probe", "m")
+        options = {o["option"]: o for o in tp["prediction"]["options"]}
+        # the chosen target beside the server's other codec and ROW_FORMAT=COMPRESSED 8K
+        assert [o["option"] for o in tp["prediction"]["options"] if o["chosen"]] == ["page:zlib"]
+        assert "page:lz4" in options and "row:8" in options
+        chosen = options["page:zlib"]
+        assert chosen["predicted_allocated"] == tp["prediction"]["predicted_allocated"]
+        assert chosen["drop_after"] == tp["prediction"]["drop_new"]
+        for o in options.values():
+            assert o["drop_after"]["extents"] == o["extents_after"]
+        assert options["page:lz4"]["compress_us_per_page"] is not None
+        run = ibdtool("migrate", *args, "--json", "--execute", "--yes")
+        assert run.returncode == 0, run.stderr
+        (probe_line,) = [json.loads(x) for x in run.stdout.splitlines() if '"event": "probe"' in x]
+        before, after = probe_line["before"], probe_line["after"]
+        assert before["statements"] == after["statements"] == 42
+        assert after["when"] == "after" and after["format"] == "page:zlib"
+        assert after["allocated_size"] == _allocated(srv, "probe", "m")
+        assert after["allocated_size"] < before["allocated_size"]
+        change = probe_line["latency_change"]
+        assert change["point_p50"] == pytest.approx(
+            after["latency"]["point"]["p50_ms"] / before["latency"]["point"]["p50_ms"], rel=0.01
+        )
+    finally:
+        srv.query("DROP DATABASE IF EXISTS probe")
