@@ -283,7 +283,9 @@ SYSBENCH_FORMS = {
 }
 
 
-def sysbench(srv: servers.ThrowawayServer, test: str, db: str, rows: int, seconds: int) -> dict[str, float]:
+def sysbench(
+    srv: servers.ThrowawayServer, test: str, db: str, rows: int, seconds: int
+) -> dict[str, float]:
     """One sysbench 1.0.20 run on ``db.sbtest1``: queries a second and the 99th percentile."""
     out = subprocess.run(
         [
