@@ -354,3 +354,48 @@ def test_migrate_probe_before_and_after(mariadb: ThrowawayServer) -> None:
         )
     finally:
         srv.query("DROP DATABASE IF EXISTS probe")
+
+
+def test_cold_and_warm(tmp_path: Any) -> None:
+    """A server restarted with a small pool and no pool load at startup: the probe's first
+    reads of keys find their pages on disk, its repeats in the pool. The server's own counters
+    (read by the test around the probe) bound what the probe called cold, and its
+    INNODB_BUFFER_PAGE count agrees with the test's."""
+    from samples import servers
+    from tests.server_fixtures import FAST, own_server
+
+    run = [
+        *[o for o in FAST if "buffer-pool-size" not in o],
+        "--innodb-buffer-pool-size=32M",
+        "--innodb-buffer-pool-load-at-startup=0",
+        "--innodb-buffer-pool-dump-at-shutdown=0",
+        "--innodb-doublewrite=0",
+        "--innodb-use-native-aio=0",
+    ]
+    with own_server(servers.mariadb_server(run_options=run)) as srv:
+        make_table(srv, "probe", "cold", rows=ROWS, doublings=2)  # ~60 MB: twice the pool
+        srv.stop()
+        srv.start()
+        space = space_id(srv, "probe", "cold")
+
+        def disk_reads() -> int:
+            ((_, v),) = srv.query("SHOW GLOBAL STATUS LIKE 'Innodb_buffer_pool_reads'")
+            return int(v)
+
+        in_pool, _ = newest_page_change(srv, space)
+        before = disk_reads()
+        code, doc, _ = probe(srv, "probe.cold", "--points", "40", "--ranges", "0", "--rate", "200")
+        read_from_disk = disk_reads() - before
+    assert code == 0
+    lat = doc["latency"]
+    # what the probe called cold: reads during which the server read pages from disk, which the
+    # server's own count over the whole run bounds
+    assert 0 < lat["cold"]["n"] <= read_from_disk
+    assert lat["cold"]["n"] + lat["warm"]["n"] == lat["point"]["n"] == 80
+    # a key's first read is the cold one; its repeat found the pages in the pool
+    assert lat["first"]["n"] == 40 and lat["cold"]["n"] <= 40
+    assert lat["repeat"]["p50_ms"] < lat["first"]["p50_ms"]
+    pool = doc["window"]["pool"]["table_pages_in_pool"]
+    # counted after the key's MIN and MAX were read: two descents to the ends of the index
+    assert in_pool <= pool["before"] <= in_pool + 10
+    assert pool["after"] > pool["before"]

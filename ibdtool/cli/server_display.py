@@ -637,6 +637,16 @@ def print_probe(results: list[Any]) -> None:
                 ),
                 soft_wrap=True,
             )
+        inpool = pool.get("table_pages_in_pool") or {}
+        if inpool.get("before") is not None and inpool.get("table_pages"):
+            con.print(
+                literal(
+                    f"  the table's pages in the buffer pool: {inpool['before']:,} of "
+                    f"{inpool['table_pages']:,} before the probe, {inpool['after']:,} after",
+                    style="dim",
+                ),
+                soft_wrap=True,
+            )
         fio = (r.window or {}).get("file_io") or {}
         if fio.get("read_count") is not None and fio.get("files"):
             con.print(

@@ -66,6 +66,9 @@ COMPRESSION_STATUS = (
     "Innodb_page_compression_saved",
 )
 DEFAULT_MAX_LOAD = {"Threads_running": 8}
+#: information_schema.INNODB_BUFFER_PAGE walks the whole pool (the manuals warn against it on
+#: a busy server): the table's pages in the pool are counted only below this pool size
+POOL_WALK_MAX = 512 * 2**20
 STATEMENT_SECONDS = 2  # the server stops a probe statement that runs longer
 LOCK_WAIT_SECONDS = 2  # a probe read waits no longer than this for the table's metadata lock
 
@@ -188,6 +191,8 @@ class ProbeResult:
     allocated_size: int | None = None  # the table's files, as the server said when it began
     file_size: int | None = None
     format: str | None = None
+    space_ids: list[int] = field(default_factory=list)
+    pages: int | None = None  # the table's pages (its files' size / page size)
     #: deltas over the window: {"pool": {...}, "compression": {...}, "table_io": {...},
     #: "file_io": {...}, "digests": {...}}; a part is None when the server would not say
     window: dict[str, Any] = field(default_factory=dict)
@@ -288,7 +293,7 @@ def probe_table(
         _prepare(server, probe)
         names = sorted({*st.max_load, *POOL_STATUS, "Threads_running"})
         status_sql = sql.show_global_status(names)
-        window = _Window(server, watch, schema, table, probe.thread_id)
+        window = _Window(server, watch, schema, table, probe.thread_id, result.space_ids)
         window.open()
         start = time.monotonic()
 
@@ -395,15 +400,9 @@ def _key(server: Server, schema: str, table: str) -> _Key:
         )
     names = tuple(str(c["name"]) for c in cols)
     row = server.session.query_one(sql.probe_key_bounds(schema, table, names[0])) or {}
-    return (
-        _Key(names, row.get("lo"), row.get("hi"))
-        if row.get("lo") is not None
-        else _empty(schema, table)
-    )
-
-
-def _empty(schema: str, table: str) -> _Key:
-    raise InputError(f"{schema}.{table}: the table is empty: nothing to probe")
+    if row.get("lo") is None:
+        raise InputError(f"{schema}.{table}: the table is empty: nothing to probe")
+    return _Key(names, row["lo"], row["hi"])
 
 
 def _table_sizes(server: Server, schema: str, table: str, result: ProbeResult) -> None:
@@ -417,6 +416,8 @@ def _table_sizes(server: Server, schema: str, table: str, result: ProbeResult) -
         raise InputError(f"{schema}.{table}: not an InnoDB table ({t.engine})")
     result.file_size = t.file_size
     result.allocated_size = t.allocated_size
+    result.space_ids = [sp.space for sp in t.spaces]
+    result.pages = t.file_size // server.page_size if t.file_size else None
     result.format = t.current_format(server.flavor.name)
 
 
@@ -448,8 +449,21 @@ def _delta(a: dict[str, Any], b: dict[str, Any], name: str) -> int | None:
 class _Window:
     """performance_schema and the global counters, read as the probe begins and ends."""
 
-    def __init__(self, server: Server, watch: Any, schema: str, table: str, probe_id: int):
+    def __init__(
+        self,
+        server: Server,
+        watch: Any,
+        schema: str,
+        table: str,
+        probe_id: int,
+        spaces: list[int],
+    ) -> None:
         self.server = server
+        self.spaces = spaces
+        pool = _int_or_none(
+            server.read_variables(["innodb_buffer_pool_size"]).get("innodb_buffer_pool_size")
+        )
+        self.walk_pool = bool(spaces) and pool is not None and pool <= POOL_WALK_MAX
         self.watch = watch
         self.schema = schema
         self.table = table
@@ -475,6 +489,11 @@ class _Window:
             "status": self._try(lambda: _status(w, sql.show_global_status(names), names)),
             "cmp": self._try(lambda: w.query_one(sql.INNODB_CMP)),
         }
+        if self.walk_pool:
+            row = self._try(
+                lambda: w.query_one(sql.pool_pages_of_spaces(len(self.spaces)), tuple(self.spaces))
+            )
+            snap["pool_pages"] = None if not row else int(row["pages"] or 0)
         if self.pfs:
             like = f"%/{_like(encode(self.schema))}/{_like(encode(self.table))}"
             snap["table_io"] = self._try(
@@ -541,6 +560,14 @@ class _Window:
                 "hit_ratio": None if not req or disk is None else round(1 - disk / req, 5),
                 "basis": "SHOW GLOBAL STATUS, server-wide over the window",
             }
+            if self.walk_pool:
+                w["pool"]["table_pages_in_pool"] = {
+                    "before": a.get("pool_pages"),
+                    "after": b.get("pool_pages"),
+                    "table_pages": result.pages,
+                    "basis": "information_schema.INNODB_BUFFER_PAGE (the pool is small enough "
+                    "to walk)",
+                }
             comp = {n: _delta(sa, sb, n) for n in COMPRESSION_STATUS if n in sa}
             w["page_compression"] = comp or None
         ca, cb = a.get("cmp"), b.get("cmp")
@@ -569,6 +596,13 @@ class _Window:
                 "both on: the latencies are the client's clock only"
             )
         result.window = w
+
+
+def _int_or_none(x: Any) -> int | None:
+    try:
+        return int(x)
+    except (TypeError, ValueError):
+        return None
 
 
 def _like(text: str) -> str:

@@ -249,3 +249,13 @@ INNODB_CMP = (
     f"{TAG} SELECT SUM(compress_ops) AS compress_ops, SUM(uncompress_ops) AS uncompress_ops, "
     "SUM(uncompress_time) AS uncompress_s FROM information_schema.INNODB_CMP"
 )
+
+
+def pool_pages_of_spaces(n: int) -> str:
+    """Pages of these tablespaces in the buffer pool (a walk of the whole pool: only where the
+    pool is small, :data:`ibdtool.server.probe.POOL_WALK_MAX`)."""
+    marks = ", ".join(["%s"] * n)
+    return (
+        f"{TAG} SELECT COUNT(*) AS pages FROM information_schema.INNODB_BUFFER_PAGE "
+        f"WHERE SPACE IN ({marks})"
+    )
