@@ -399,3 +399,35 @@ def test_cold_and_warm(tmp_path: Any) -> None:
     # counted after the key's MIN and MAX were read: two descents to the ends of the index
     assert in_pool <= pool["before"] <= in_pool + 10
     assert pool["after"] > pool["before"]
+
+
+def test_the_tui_plan_shows_the_options_and_the_probe(mariadb: ThrowawayServer) -> None:
+    """The TUI's plan (tui.screens.migration.plan_view, as the screen renders it) sets the
+    target beside the alternatives and shows the probe's line, with the figures of the plan's
+    own JSON."""
+    from rich.console import Console
+
+    from ibdtool.server import PlanSettings, build_plan, list_tables, parse_target, probe_table
+    from tests.server_fixtures import open_server
+    from tui.screens.migration import plan_view
+
+    srv = mariadb
+    make_table(srv, "probe", "v", rows=ROWS)
+    try:
+        with open_server(srv) as server:
+            found, _ = list_tables(server, tables=[("probe", "v")])
+            settings = PlanSettings(flush_for_export=True)
+            plan = build_plan(server, found, parse_target("page:lz4"), settings)
+            (tp,) = plan.tables
+            tp.probe = probe_table(server, "probe", "v", None, when="before")
+        console = Console(width=200, record=True, color_system=None)
+        console.print(plan_view(plan))
+        text = console.export_text()
+    finally:
+        srv.query("DROP DATABASE IF EXISTS probe")
+    options = tp.to_json(plan.vendor)["prediction"]["options"]
+    chosen = next(o for o in options if o["chosen"])
+    assert chosen["option"] == "page:lz4" and {o["option"] for o in options} >= {"row:8"}
+    line = next(x for x in text.splitlines() if x.strip().startswith("→ page:lz4"))
+    assert f"{chosen['saving_pct']:.0f}%" in line and f"{chosen['extents_after']:,}" in line
+    assert "probe (before): point reads p50" in text
