@@ -3,7 +3,8 @@
 gh-ost states its cut-over before it runs; a plan here does the same for every statement:
 the metadata lock (MDL) an online ALTER takes at its start and its end, the table lock
 ``ALGORITHM=COPY, LOCK=SHARED`` holds all along, and the shared lock of
-``FLUSH TABLES … FOR EXPORT`` when the verification asks for it. Facts are the servers' own
+``FLUSH TABLES … FOR EXPORT`` when the verification asks for it, and the shared metadata
+lock of each read of the workload probe. Facts are the servers' own
 rules (the "Online DDL" chapters of the MySQL and MariaDB manuals): an INPLACE rebuild with
 ``LOCK=NONE`` takes an exclusive MDL briefly to prepare and again to commit, and each of those
 waits behind every open transaction on the table (up to ``lock_wait_timeout``) while queries
@@ -106,6 +107,25 @@ def verify_locks(flush_for_export: bool, seconds: float | None = None) -> list[L
             f"until UNLOCK TABLES, while every dirty page of the table is written{length}",
             "every write to the table waits; reads go on",
         )
+    ]
+
+
+def probe_locks(lock_wait: int) -> list[Lock]:
+    """What the workload probe's statements lock (:mod:`~ibdtool.server.probe`): reads only."""
+    return [
+        Lock(
+            "metadata lock (shared read), for each read of the table",
+            f"for the statement (milliseconds), after at most {lock_wait}s waiting "
+            "(lock_wait_timeout)",
+            "nothing that reads or writes rows; a DDL's exclusive lock waits for the running "
+            "read to end, and the probe's next read waits behind that DDL (or gives up)",
+        ),
+        Lock(
+            "none on rows (consistent non-locking reads, a read-only transaction)",
+            "-",
+            "nothing: no row or gap lock, no write; catalog, SHOW STATUS and "
+            "performance_schema reads lock no table",
+        ),
     ]
 
 

@@ -30,10 +30,10 @@ workload's own statements on it during the window, the probe's taken out); and f
 compression counters, from ``information_schema.INNODB_CMP`` the ROW_FORMAT=COMPRESSED ones.
 
 Nothing it runs writes: its session is ``SET SESSION TRANSACTION READ ONLY`` and every
-statement is a ``SELECT`` or ``SHOW`` (:func:`probe_locks` names what they lock: a shared
-metadata lock for each read of the table, no row lock). A probe is not the workload: it says
-what a key lookup and a short scan cost on this table now, cold and warm, not what the
-application's mix, concurrency and working set will feel (docs/cost.md).
+statement is a ``SELECT`` or ``SHOW`` (:func:`~ibdtool.server.locks.probe_locks` names what
+they lock: a shared metadata lock for each read of the table, no row lock). A probe is not
+the workload: it says what a key lookup and a short scan cost on this table now, cold and
+warm, not what the application's mix, concurrency and working set will feel (docs/cost.md).
 """
 
 from __future__ import annotations
@@ -50,7 +50,7 @@ from ibdtool.errors import InputError
 from ibdtool.server import sql
 from ibdtool.server.context import Server
 from ibdtool.server.errors import ServerError
-from ibdtool.server.locks import Lock
+from ibdtool.server.locks import probe_locks
 
 #: first key column types a random key can be drawn for (between MIN and MAX)
 NUMERIC_TYPES = frozenset(
@@ -236,28 +236,9 @@ class ProbeResult:
             "format": self.format,
             "latency": {k: v.to_json() for k, v in self.latencies().items()},
             "window": self.window,
-            "locks": [lk.to_json() for lk in probe_locks()],
+            "locks": [lk.to_json() for lk in probe_locks(LOCK_WAIT_SECONDS)],
             "notes": self.notes,
         }
-
-
-def probe_locks() -> list[Lock]:
-    """What the probe's statements lock (as :mod:`~ibdtool.server.locks` does for a plan)."""
-    return [
-        Lock(
-            "metadata lock (shared read), for each read of the table",
-            "for the statement (milliseconds), after at most "
-            f"{LOCK_WAIT_SECONDS}s waiting (lock_wait_timeout)",
-            "nothing that reads or writes rows; a DDL's exclusive lock waits for the running "
-            "read to end, and the probe's next read waits behind that DDL (or gives up)",
-        ),
-        Lock(
-            "none on rows (consistent non-locking reads, a read-only transaction)",
-            "-",
-            "nothing: no row or gap lock, no write; catalog, SHOW STATUS and "
-            "performance_schema reads lock no table",
-        ),
-    ]
 
 
 @dataclass(frozen=True)
