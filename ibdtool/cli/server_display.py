@@ -590,7 +590,8 @@ def print_probe(results: list[Any]) -> None:
         cols += [f">{r.when} p50 ms", ">p95", ">p99", ">rows/s"]
     if len(results) == 2:
         cols += [">p50 after/before", ">p99 after/before"]
-    tab = _table(*cols, title=f"probe of {first.table}")
+    con.print(literal(f"probe of {first.table}", style="bold"))
+    tab = _table(*cols)
     lats = [r.latencies() for r in results]
     for key, label in PROBE_ROWS:
         if not any(lat[key].n for lat in lats):
