@@ -766,7 +766,7 @@ class _Converted:
 
 def _print_probes(plan: Any, as_json: bool) -> None:
     """Each table's probes before and after, side by side, with the bytes saved."""
-    from ibdtool.server.probe import latency_change
+    from ibdtool.server import latency_change
 
     for tp in plan.runnable:
         if as_json:

@@ -45,7 +45,7 @@ if TYPE_CHECKING:
     from ibdtool.server.pacing import Pacing, parse_load
     from ibdtool.server.plan import Plan, TablePlan, build_plan
     from ibdtool.server.preflight import Check
-    from ibdtool.server.probe import ProbeResult, ProbeSettings, probe_table
+    from ibdtool.server.probe import ProbeResult, ProbeSettings, latency_change, probe_table
     from ibdtool.server.progress import source_unavailable_reason
     from ibdtool.server.replicas import resolve_replicas
     from ibdtool.server.results import Event, TableResult
@@ -66,7 +66,7 @@ else:
             "execute": "ExecSettings Migration",
             "journal": "Journal",
             "pacing": "Pacing parse_load",
-            "probe": "ProbeResult ProbeSettings probe_table",
+            "probe": "ProbeResult ProbeSettings latency_change probe_table",
             "plan": "Plan TablePlan build_plan",
             "preflight": "Check",
             "progress": "source_unavailable_reason",
