@@ -471,6 +471,8 @@ def predict(
                 chosen_key = label
                 exact = exact and res.full
                 sampled += res.pages_sampled
+    if chosen_key not in sums:
+        raise InputError(f"the simulator gave no prediction for {target.label}")
     chosen = sums[chosen_key]
     how = "simulate, " + ("full scan" if exact else f"{sampled} pages sampled")
     allocated = (
