@@ -249,7 +249,11 @@ class Dialect:
         )
 
     #: the global variables :meth:`flush_nudge` reads (and may set)
-    nudge_variables: ClassVar[tuple[str, ...]] = ("innodb_max_dirty_pages_pct_lwm",)
+    nudge_variables: ClassVar[tuple[str, ...]] = (
+        "innodb_max_dirty_pages_pct_lwm",
+        "innodb_io_capacity",
+        "innodb_io_capacity_max",
+    )
 
     def flush_nudge(self, current: Mapping[str, str | None]) -> list[tuple[str, str]]:
         """The global variables to set (server-wide, no lock), in order, with their values,
@@ -263,7 +267,20 @@ class Dialect:
         whose page cleaner had left them for minutes. Harder (``innodb_max_dirty_pages_pct``
         lowered too) stalled MySQL 8.0.15's writers 4–9 s and is not done."""
         nudge = self._lwm_nudge(current.get("innodb_max_dirty_pages_pct_lwm"))
-        return [nudge] if nudge else []
+        out = [nudge] if nudge else []
+        capacity = self._capacity_nudge(current)
+        return out + [capacity] if capacity else out
+
+    @staticmethod
+    def _capacity_nudge(current: Mapping[str, str | None]) -> tuple[str, str] | None:
+        try:
+            capacity = int(current.get("innodb_io_capacity") or 0)
+            ceiling = int(current.get("innodb_io_capacity_max") or 0)
+        except ValueError:
+            return None
+        if 0 < capacity < ceiling:
+            return ("innodb_io_capacity", str(ceiling))
+        return None
 
     @staticmethod
     def _lwm_nudge(current: str | None) -> tuple[str, str] | None:
