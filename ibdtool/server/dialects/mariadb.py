@@ -236,14 +236,8 @@ class MariaDB(Dialect):
             out.append(lwm)
         if (current.get("innodb_adaptive_flushing") or "").upper() in ("ON", "1"):
             out.append(("innodb_adaptive_flushing", "OFF"))
-        try:
-            capacity = int(current.get("innodb_io_capacity") or 0)
-            ceiling = int(current.get("innodb_io_capacity_max") or 0)
-        except ValueError:
-            return out
-        if 0 < capacity < ceiling:
-            out.append(("innodb_io_capacity", str(ceiling)))
-        return out
+        capacity = self._capacity_nudge(current)
+        return [*out, capacity] if capacity else out
 
     def nudge_at_once(self, current: Mapping[str, str | None]) -> bool:
         """The mark at 0: the page cleaner writes none of a rebuilt table's pages by itself
