@@ -15,6 +15,7 @@ import signal
 import time
 from typing import Any
 
+import pymysql
 import pytest
 
 from samples.servers import ThrowawayServer
@@ -245,4 +246,48 @@ def test_ctrl_c_while_tables_wait_puts_the_page_cleaner_settings_back(
     assert nudged["innodb_io_capacity"] == before_vars["innodb_io_capacity_max"], nudged
     # 130, or 0 when the statement running ended before its KILL landed (nothing cut short)
     assert proc.returncode in (0, 130), err
+    assert settings(mariadb) == before_vars
+
+
+@pytest.mark.xdist_group("mariadb")
+def test_connections_killed_while_tables_wait_still_put_the_settings_back(
+    mariadb: ThrowawayServer,
+) -> None:
+    """An error while the nudge is on: the test kills every connection of the run (the
+    server's own KILL), the run ends however it ends, and every setting is as it was."""
+    before_vars = settings(mariadb)
+    for n in ("a", "b"):
+        make_table(mariadb, "ck", n, rows=20000, doublings=2)
+    proc = start_ibdtool(
+        "migrate", "ck.a", "ck.b", "--to", "page:zlib", "--execute", "--yes", "--json",
+        "--no-predict", *conn_args(mariadb), env=clean_env(),
+    )  # fmt: skip
+    assert proc.stdout is not None
+    killed: list[int] = []
+    try:
+        for line in proc.stdout:
+            ev = json_lines(line)[0] if line.startswith("{") else {}
+            if ev.get("event") == "global_set" and NUDGED in ev.get("message", ""):
+                assert settings(mariadb) != before_vars
+                with mariadb.connect() as conn, conn.cursor() as cur:
+                    cur.execute(
+                        "SELECT ID FROM information_schema.PROCESSLIST WHERE ID <> "
+                        "CONNECTION_ID() AND COMMAND NOT IN ('Daemon', 'Binlog Dump') "
+                        "AND USER NOT IN ('system user', 'event_scheduler')"
+                    )
+                    for (tid,) in cur.fetchall():
+                        try:
+                            cur.execute(f"KILL {int(tid)}")
+                            killed.append(int(tid))
+                        except pymysql.err.OperationalError as exc:  # gone meanwhile
+                            assert exc.args[0] == 1094, exc
+                break
+        _out, err = proc.communicate(timeout=300)
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+            proc.wait()
+    assert killed, "no connection of the run to kill"
+    assert proc.returncode in (0, 1), err
+    assert "Traceback" not in err, err
     assert settings(mariadb) == before_vars
