@@ -438,7 +438,7 @@ def _confirm(plan: Any, server_label: str, yes: bool) -> None:
     is_flag=True,
     help="Change no page-cleaner setting while converted tables wait for their pages to be "
     "written (by default, server-wide, no lock, put back after: innodb_max_dirty_pages_pct_lwm "
-    "lowered, innodb_io_capacity raised to innodb_io_capacity_max, on MariaDB "
+    "lowered; on MariaDB also innodb_io_capacity raised to innodb_io_capacity_max and "
     "innodb_adaptive_flushing OFF).",
 )
 @click.option(

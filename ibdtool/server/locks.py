@@ -96,8 +96,8 @@ def verify_locks(flush_for_export: bool, seconds: float | None = None) -> list[L
                 "nothing: the file is read once the server has written the conversion's "
                 "pages, while the batch goes on with the next table (the page cleaner nudged "
                 "meanwhile, server-wide, put back after: innodb_max_dirty_pages_pct_lwm "
-                "lowered, innodb_io_capacity raised to innodb_io_capacity_max, on MariaDB "
-                "innodb_adaptive_flushing OFF; --no-nudge leaves them), the batch's end "
+                "lowered; on MariaDB also innodb_io_capacity raised to innodb_io_capacity_max "
+                "and innodb_adaptive_flushing OFF; --no-nudge leaves them), the batch's end "
                 "waiting at most --flush-wait seconds",
             )
         ]

@@ -249,11 +249,7 @@ class Dialect:
         )
 
     #: the global variables :meth:`flush_nudge` reads (and may set)
-    nudge_variables: ClassVar[tuple[str, ...]] = (
-        "innodb_max_dirty_pages_pct_lwm",
-        "innodb_io_capacity",
-        "innodb_io_capacity_max",
-    )
+    nudge_variables: ClassVar[tuple[str, ...]] = ("innodb_max_dirty_pages_pct_lwm",)
 
     def flush_nudge(self, current: Mapping[str, str | None]) -> list[tuple[str, str]]:
         """The global variables to set (server-wide, no lock), in order, with their values,
@@ -264,20 +260,18 @@ class Dialect:
 
         Here, a near-zero low-water mark (``innodb_max_dirty_pages_pct_lwm``; 10% by default
         on MySQL): seen to write a rebuilt table's last pages in 2–6 s on idle MySQL 8.0.33,
-        whose page cleaner had left them for minutes; and ``innodb_io_capacity`` raised to
-        the DBA's ceiling, ``innodb_io_capacity_max`` (never raised itself): the pages a second
-        the cleaner may write (a table's tail on 8.0.33: 7.0 s → 4.7 s; under two writers, the
-        rest of a rebuilt table 22.8 s → 8.9 s, no writer statement after it over 0.1 s).
-        Harder (``innodb_max_dirty_pages_pct`` lowered too) stalled MySQL 8.0.15's writers
-        4–9 s and is not done."""
+        whose page cleaner had left them for minutes. MySQL's rebuild writes nearly all its
+        pages itself (5 of 622 left on 8.0.33): raising ``innodb_io_capacity`` as well, or
+        nudging at once, did not get those few written sooner (bench/RESULTS.md), so it is
+        not done; nor harder (``innodb_max_dirty_pages_pct`` lowered too), which stalled MySQL
+        8.0.15's writers 4–9 s."""
         nudge = self._lwm_nudge(current.get("innodb_max_dirty_pages_pct_lwm"))
-        out = [nudge] if nudge else []
-        capacity = self._capacity_nudge(current)
-        return [*out, capacity] if capacity else out
+        return [nudge] if nudge else []
 
     @staticmethod
     def _capacity_nudge(current: Mapping[str, str | None]) -> tuple[str, str] | None:
-        """``innodb_io_capacity`` up to ``innodb_io_capacity_max``, when below it."""
+        """``innodb_io_capacity`` up to ``innodb_io_capacity_max``, when below it (the
+        ceiling itself is never raised)."""
         try:
             capacity = int(current.get("innodb_io_capacity") or 0)
             ceiling = int(current.get("innodb_io_capacity_max") or 0)
