@@ -191,27 +191,29 @@ def batch_tail(srv: ThrowawayServer, schema: str, names: list[str]) -> tuple[flo
 def test_a_batch_takes_its_alters_and_one_tail_not_one_wait_a_table(
     srv: ThrowawayServer,
 ) -> None:
-    """Three tables cost their ALTERs and about the tail of one: the pages of each are written
+    """Four tables cost their ALTERs and about the tail of one: the pages of each are written
     while the next converts, not waited for one table after another. The yardstick is the
-    server's own: one table of the same size converted alone, on the same server, just before."""
+    server's own: one table of the same size converted alone, on the same server, just before.
+    Waited for one after another (MariaDB before its nudge wrote at innodb_io_capacity_max:
+    ~11 s a table), four tails would be ~4 × one."""
     before_vars = settings(srv)
     make_table(srv, "tail1", "t0", rows=20000)
     one, run1 = batch_tail(srv, "tail1", ["t0"])
-    names = ["t0", "t1", "t2"]
+    names = ["t0", "t1", "t2", "t3"]
     for n in names:
-        make_table(srv, "tail3", n, rows=20000)
-    three, run3 = batch_tail(srv, "tail3", names)
-    for run in (run1, run3):
+        make_table(srv, "tail4", n, rows=20000)
+    four, run4 = batch_tail(srv, "tail4", names)
+    for run in (run1, run4):
         assert [r.verified for r in run.results] == [True] * len(run.results), [
             r.message for r in run.results
         ]
     assert settings(srv) == before_vars
-    # waited for one table after another, three tails would be ~3 × one; a bounded tail is
-    # about one (slack: 5 s of a shared, loaded machine)
-    print(f"tail: one table {one:.2f}s, three {three:.2f}s")
-    assert three <= 1.5 * one + 5.0, (three, one)
+    # at most about two tails, never one a table; the slack is MySQL's own cadence, which
+    # writes a rebuild's last few pages some 2-10 s after it (seen on 8.0.15 and 8.0.33)
+    print(f"tail: one table {one:.2f}s, four {four:.2f}s")
+    assert four <= one + max(one, 12.0), (four, one)
     for n in names:
-        assert_format(on_disk(srv, "tail3", n), target_for(srv))
+        assert_format(on_disk(srv, "tail4", n), target_for(srv))
 
 
 @pytest.mark.xdist_group("mariadb")
