@@ -293,3 +293,44 @@ def test_connections_killed_while_tables_wait_still_put_the_settings_back(
     assert proc.returncode in (0, 1), err
     assert "Traceback" not in err, err
     assert settings(mariadb) == before_vars
+
+
+@pytest.mark.xdist_group("mariadb")
+def test_a_run_killed_while_nudged_is_put_back_by_the_next_run(
+    mariadb: ThrowawayServer,
+    tmp_path: Any,
+) -> None:
+    """SIGKILL while the nudge is on (no chance to clean up) leaves the settings changed; the
+    next run with the same journal puts each back, as the server reads it back (``0.001000``
+    for ``0.001``, ``0`` for ``OFF``)."""
+    before_vars = settings(mariadb)
+    make_table(mariadb, "kn", "a", rows=20000, doublings=2)
+    journal = tmp_path / "j.jsonl"
+    args = ["kn.a", "--to", "page:zlib", "--execute", "--yes", "--json", "--no-predict",
+            "--journal", str(journal), *conn_args(mariadb)]  # fmt: skip
+    proc = start_ibdtool("migrate", *args, env=clean_env())
+    assert proc.stdout is not None
+    nudged: dict[str, str] = {}
+    try:
+        for line in proc.stdout:
+            ev = json_lines(line)[0] if line.startswith("{") else {}
+            if ev.get("event") == "global_set" and NUDGED in ev.get("message", ""):
+                proc.kill()
+                break
+        proc.wait(timeout=60)
+        nudged = settings(mariadb)
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+            proc.wait()
+    assert nudged != before_vars, nudged  # left as the killed run set them
+    second = ibdtool("migrate", *args)
+    assert second.returncode == 0, second.stdout[-2000:] + second.stderr
+    restored = [e["message"] for e in json_lines(second.stdout) if e["event"] == "global_restored"]
+    for name in (
+        "innodb_max_dirty_pages_pct_lwm",
+        "innodb_adaptive_flushing",
+        "innodb_io_capacity",
+    ):
+        assert any(name in m and "restored to" in m for m in restored), (name, restored)
+    assert settings(mariadb) == before_vars

@@ -49,6 +49,7 @@ from ibdtool.server.progress import (
     StageEvents,
     apply_change,
     choose_sources,
+    same_setting,
 )
 from ibdtool.server.results import Event, Sizes, StatementResult, TableResult
 from ibdtool.server.steps import Step
@@ -210,7 +211,7 @@ class Migration:
         st = self.journal.state(self.plan.target.label)
         for ch in st.unrestored:
             current = self._current_value(ch)
-            if current is not None and current.lower() != ch.value.lower():
+            if current is not None and not same_setting(current, ch.value):
                 self._journal("global_restored", change=ch.to_json(), note="changed since")
                 continue
             problems = self._restore([ch])
