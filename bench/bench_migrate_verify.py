@@ -102,13 +102,18 @@ def main() -> None:
                 print(rows[-1], flush=True)
     body = (
         f"Command: `PYTHONPATH=$PWD .venv/bin/python bench/bench_migrate_verify.py --tables "
-        f"{args.tables} --rows {args.rows}`. Each table: {args.rows:,} of the samples' rows, "
+        f"{args.tables} --rows {args.rows} --servers {args.servers}`. Each table: "
+        f"{args.rows:,} of the samples' rows, "
         "made afresh and converted to page:zlib by one `migrate --execute --yes --json` with "
-        "its defaults. *before*: the checkout that waited after each table for the page "
-        "cleaner (bounded, no nudge); *after*: each table verified once its pages are written "
-        "while the batch goes on, the page cleaner nudged (innodb_max_dirty_pages_pct_lwm, put "
-        "back after). *run*: the whole command (start-up, plan and its prediction included); "
-        "*batch*: from the batch's first event to the end; tail = batch − the statements' own "
+        "its defaults. *before*: the checkout it is compared with (`--before`); *after*: "
+        "this one. Both verify each table once its pages are written while the batch goes "
+        "on and nudge the page cleaner meanwhile (put back after); main lowers "
+        "innodb_max_dirty_pages_pct_lwm after 5 s without a page written; this branch, on "
+        "MariaDB, also raises innodb_io_capacity to innodb_io_capacity_max and turns "
+        "innodb_adaptive_flushing OFF, at once when the mark is 0 (MySQL: as before). *run*: "
+        "the whole command "
+        "(start-up, plan and its prediction included); *batch*: from the batch's first event "
+        "to the end; tail = batch − the statements' own "
         "time (waits, reading back).\n\n" + "\n".join(rows)
     )
     append_results("migrate: batch time and verified conversions", body)

@@ -550,8 +550,10 @@ def _confirm(plan: Any, server_label: str, yes: bool) -> None:
 @click.option(
     "--no-nudge",
     is_flag=True,
-    help="Do not lower innodb_max_dirty_pages_pct_lwm (server-wide, no lock, put back after) "
-    "while converted tables wait for their pages to be written.",
+    help="Change no page-cleaner setting while converted tables wait for their pages to be "
+    "written (by default, server-wide, no lock, put back after: innodb_max_dirty_pages_pct_lwm "
+    "lowered; on MariaDB also innodb_io_capacity raised to innodb_io_capacity_max and "
+    "innodb_adaptive_flushing OFF).",
 )
 @click.option(
     "--verify",

@@ -49,6 +49,7 @@ from ibdtool.server.progress import (
     StageEvents,
     apply_change,
     choose_sources,
+    same_setting,
 )
 from ibdtool.server.results import Event, Sizes, StatementResult, TableResult
 from ibdtool.server.steps import Step
@@ -131,7 +132,8 @@ class Migration:
         self.interrupted = False
         self.stopped: str | None = None  # why a critical load stopped the batch
         self._watch = FlushWatch()  # converted tables whose pages are not all written yet
-        self._nudges: list[GlobalChange] = []  # the page cleaner's mark, while tables wait
+        self._nudges: list[GlobalChange] = []  # the page cleaner's settings, while tables wait
+        self._nudge_at_once: bool | None = None  # the flavor's answer, read once
         self._watched_at = 0.0  # monotonic time of the last reading of the watch
         self._verifying = False  # a --verify pass: journal table_verified, not table_done
         load = dict(self.settings.pacing.max_load)
@@ -209,7 +211,7 @@ class Migration:
         st = self.journal.state(self.plan.target.label)
         for ch in st.unrestored:
             current = self._current_value(ch)
-            if current is not None and current.lower() != ch.value.lower():
+            if current is not None and not same_setting(current, ch.value):
                 self._journal("global_restored", change=ch.to_json(), note="changed since")
                 continue
             problems = self._restore([ch])
@@ -784,30 +786,50 @@ class Migration:
 
     # -- tables waiting for their pages ------------------------------------------------------------
 
+    def _nudge_values(self) -> dict[str, str | None]:
+        """The flavor's nudge variables as they are now (read fresh). Raises ServerError."""
+        return {v: self.server.variable(v, fresh=True) for v in self.server.flavor.nudge_variables}
+
+    def _nudge_due(self) -> bool:
+        """Tables wait and the page cleaner should be nudged now: it has written none of their
+        pages for :data:`STUCK_AFTER` seconds, or at once where it never writes them by itself
+        (MariaDB with the mark at 0; read once a batch)."""
+        if not self.settings.nudge or self._nudges or not self._watch:
+            return False
+        if self._nudge_at_once is None:
+            try:
+                self._nudge_at_once = self.server.flavor.nudge_at_once(self._nudge_values())
+            except ServerError:
+                self._nudge_at_once = False
+        return self._watch.stalled(0.0 if self._nudge_at_once else STUCK_AFTER)
+
     def _nudge_on(self, name: str) -> Iterator[Event]:
-        """Have the page cleaner write now (server-wide, no lock), once, while tables wait and
-        it has written none of their pages for :data:`STUCK_AFTER` seconds: a page cleaner at
-        work is left alone (nudged, MySQL 8.0.15's stalled writers 4–9 s after the ALTER)."""
-        if not self.settings.nudge or self._nudges:
+        """Have the page cleaner write now (server-wide, no lock), once, while tables wait
+        (:meth:`_nudge_due`): the flavor's :meth:`~ibdtool.server.dialects.base.Dialect.
+        flush_nudge` variables, each journaled before it is set and put back, last first, once
+        none waits, at the batch's end, on an error or a cancel (a run killed outright leaves
+        them in the journal: the next run with it puts them back). A page cleaner at work is
+        left alone (nudged harder, MySQL 8.0.15's writers stalled 4–9 s after the ALTER)."""
+        if not self._nudge_due():
             return
-        variable = self.server.flavor.nudge_variable
         try:
-            previous = self.server.variable(variable, fresh=True)
-            value = self.server.flavor.flush_nudge(previous)
-            if previous is None or value is None:
-                return
-            ch = GlobalChange("variable", variable, previous, value)
-            self._set(ch, self.server.session)
+            current = self._nudge_values()
+            for variable, value in self.server.flavor.flush_nudge(current):
+                ch = GlobalChange("variable", variable, current[variable] or "", value)
+                self._set(ch, self.server.session)
+                self._nudges.append(ch)
         except ServerError as exc:
             yield Event("note", name, f"could not nudge the page cleaner: {exc.message}")
             return
-        self._nudges.append(ch)
+        if not self._nudges:
+            return
+        sets = ", ".join(f"{ch.name} = {ch.value} (was {ch.previous})" for ch in self._nudges)
         yield Event(
             "global_set",
             name,
-            f"SET GLOBAL {variable} = {value} (was {previous}) while converted tables wait for "
-            "their pages to be written: the page cleaner writes them now, no lock (put back "
-            "once none waits)",
+            f"SET GLOBAL {sets} while converted tables wait for their pages to be written: the "
+            "page cleaner writes them now, no lock (put back once none waits)",
+            data={"changes": [ch.to_json() for ch in self._nudges]},
         )
 
     def _nudge_off(self) -> Iterator[Event]:
@@ -834,7 +856,7 @@ class Migration:
             yield from self._settle(item, 0)
         if not self._watch:
             yield from self._nudge_off()
-        elif self._watch.stalled(STUCK_AFTER):
+        else:
             yield from self._nudge_on(self._watch.waiting[0].name)
 
     def _settle(self, item: Waiting, unwritten: int | None) -> Iterator[Event]:
@@ -856,8 +878,7 @@ class Migration:
                     self._watch.poll(self.server.session, self.server.flavor)
                 except ServerError:
                     break
-                if self._watch.stalled(STUCK_AFTER):
-                    yield from self._nudge_on(item.name)
+                yield from self._nudge_on(item.name)
             item.payload[1].unflushed_pages = item.unwritten if self._watch else 0
         finally:
             self._watch = watch

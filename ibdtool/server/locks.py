@@ -96,8 +96,10 @@ def verify_locks(flush_for_export: bool, seconds: float | None = None) -> list[L
                 "after the rebuild",
                 "nothing: the file is read once the server has written the conversion's "
                 "pages, while the batch goes on with the next table (the page cleaner nudged "
-                "meanwhile: innodb_max_dirty_pages_pct_lwm lowered server-wide, put back after; "
-                "--no-nudge leaves it), the batch's end waiting at most --flush-wait seconds",
+                "meanwhile, server-wide, put back after: innodb_max_dirty_pages_pct_lwm "
+                "lowered; on MariaDB also innodb_io_capacity raised to innodb_io_capacity_max "
+                "and innodb_adaptive_flushing OFF; --no-nudge leaves them), the batch's end "
+                "waiting at most --flush-wait seconds",
             )
         ]
     length = f" (expected ~{seconds:.0f}s)" if seconds is not None else ""

@@ -85,6 +85,21 @@ def _typed(value: str) -> str | int | float:
         return value
 
 
+_WORDS = {"on": "1", "true": "1", "yes": "1", "off": "0", "false": "0", "no": "0"}
+
+
+def same_setting(a: str, b: str) -> bool:
+    """Whether two spellings of a setting are the same value: the server reads back
+    ``0.001000`` for ``0.001`` and ``0`` for ``OFF`` (``SELECT @@GLOBAL.…``)."""
+    x, y = (_WORDS.get(v.strip().lower(), v.strip().lower()) for v in (a, b))
+    if x == y:
+        return True
+    try:
+        return float(x) == float(y)
+    except ValueError:
+        return False
+
+
 def apply_change(session: Session, change: GlobalChange, restore: bool = False) -> None:
     value = change.previous if restore else change.value
     if change.kind == "variable":

@@ -248,23 +248,53 @@ class Dialect:
             "GROUP BY SPACE"
         )
 
-    #: the variable :meth:`flush_nudge` sets
-    nudge_variable: ClassVar[str] = "innodb_max_dirty_pages_pct_lwm"
+    #: the global variables :meth:`flush_nudge` reads (and may set)
+    nudge_variables: ClassVar[tuple[str, ...]] = ("innodb_max_dirty_pages_pct_lwm",)
 
-    def flush_nudge(self, current: str | None) -> str | None:
-        """The value of :attr:`nudge_variable` (server-wide) that makes the page cleaner write
-        the buffer pool's modified pages now, at the rate the server's I/O settings allow,
-        without any lock; None when it already does. Pre-flushing from a near-zero low-water
-        mark (``innodb_max_dirty_pages_pct_lwm``; 0 means off on MariaDB, 10% on MySQL): seen
-        to write a rebuilt table's last pages in 2–6 s on idle MariaDB 10.11 and MySQL 8.0.33,
-        whose page cleaners had left them for minutes. ``current``: the variable's value now."""
+    def flush_nudge(self, current: Mapping[str, str | None]) -> list[tuple[str, str]]:
+        """The global variables to set (server-wide, no lock), in order, with their values,
+        that make the page cleaner write the buffer pool's modified pages now, at the rate the
+        server's I/O settings allow; empty when it already does. ``current``: the values of
+        :attr:`nudge_variables` now (None: unknown). The executor sets them while converted
+        tables wait and puts them back, last first, once none does (or the run ends).
+
+        Here, a near-zero low-water mark (``innodb_max_dirty_pages_pct_lwm``; 10% by default
+        on MySQL): seen to write a rebuilt table's last pages in 2–6 s on idle MySQL 8.0.33,
+        whose page cleaner had left them for minutes. MySQL's rebuild writes nearly all its
+        pages itself (5 of 622 left on 8.0.33): raising ``innodb_io_capacity`` as well, or
+        nudging at once, did not get those few written sooner (bench/RESULTS.md), so it is
+        not done; nor harder (``innodb_max_dirty_pages_pct`` lowered too), which stalled MySQL
+        8.0.15's writers 4–9 s."""
+        nudge = self._lwm_nudge(current.get("innodb_max_dirty_pages_pct_lwm"))
+        return [nudge] if nudge else []
+
+    @staticmethod
+    def _capacity_nudge(current: Mapping[str, str | None]) -> tuple[str, str] | None:
+        """``innodb_io_capacity`` up to ``innodb_io_capacity_max``, when below it (the
+        ceiling itself is never raised)."""
+        try:
+            capacity = int(current.get("innodb_io_capacity") or 0)
+            ceiling = int(current.get("innodb_io_capacity_max") or 0)
+        except ValueError:
+            return None
+        if 0 < capacity < ceiling:
+            return ("innodb_io_capacity", str(ceiling))
+        return None
+
+    @staticmethod
+    def _lwm_nudge(current: str | None) -> tuple[str, str] | None:
         try:
             value = float(current or 0)
         except ValueError:
             return None
-        if 0 < value <= NUDGE_LWM:
+        if current is None or 0 < value <= NUDGE_LWM:
             return None
-        return str(NUDGE_LWM)
+        return ("innodb_max_dirty_pages_pct_lwm", str(NUDGE_LWM))
+
+    def nudge_at_once(self, current: Mapping[str, str | None]) -> bool:
+        """Nudge as soon as a converted table waits, rather than after the page cleaner has
+        written none of its pages for a while: when it never writes them by itself."""
+        return False
 
     # -- replication (--max-lag) -------------------------------------------------------------------
 
