@@ -288,3 +288,43 @@ def iter_free(page: bytes | bytearray, first: int) -> Iterator[RecordHeader]:
         head = read_header(page, rec)
         yield head
         rec = head.next
+
+
+@dataclass(frozen=True, slots=True)
+class RecordSpan:
+    """One record's bytes on a page: ``[start, end)``, its origin inside them, its header."""
+
+    start: int
+    origin: int
+    end: int
+    head: RecordHeader
+
+
+def record_spans(page: bytes | bytearray) -> list[RecordSpan]:
+    """The records of a compact page in key order with their bytes, without the index's
+    definition: the heap holds records back to back (§5.2), so a record ends where the next
+    one in address order (live or on the free list) begins, the last at PAGE_HEAP_TOP. Where
+    a record's header begins below its 5 fixed bytes (null bitmap and lengths) is not known
+    without the definition: the page's first record in the heap (at PAGE_NEW_SUPREMUM_END)
+    gives that length, taken for every record of the page. The byte total of the live
+    records is exact (the heap's size less PAGE_GARBAGE's records); a record whose header is
+    longer or shorter than the first lends or borrows those bytes from its neighbour."""
+    heads = list(iter_records(page))
+    free_head = page[38 + 6] << 8 | page[38 + 7]
+    free = [h.origin for h in iter_free(page, free_head)] if free_head else []
+    heap_top = page[38 + 2] << 8 | page[38 + 3]
+    origins = sorted({h.origin for h in heads} | set(free))
+    if not origins:
+        return []
+    extra = max(0, origins[0] - REC_N_NEW_EXTRA_BYTES - PAGE_NEW_SUPREMUM_END)
+    ends: dict[int, int] = {}
+    for here, there in zip(origins, [*origins[1:], 0], strict=True):
+        end = there - REC_N_NEW_EXTRA_BYTES - extra if there else heap_top
+        ends[here] = max(here, min(end, heap_top))
+    return [
+        RecordSpan(h.origin - REC_N_NEW_EXTRA_BYTES - extra, h.origin, ends[h.origin], h)
+        for h in heads
+    ]
+
+
+PAGE_NEW_SUPREMUM_END = PAGE_NEW_SUPREMUM + 8

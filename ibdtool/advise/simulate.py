@@ -31,6 +31,8 @@ from typing import TYPE_CHECKING, Any, Literal
 
 from ibdtool.advise.cpu_cost import CLOCK, Cost, CostRun, measure
 from ibdtool.advise.cpu_cost import MAX_PAGES as MAX_COST_PAGES
+from ibdtool.advise.estimate import Estimate
+from ibdtool.advise.rebuild import RebuiltImage, plan_rebuild
 from ibdtool.errors import InputError
 from ibdtool.fs import (
     DropCost,
@@ -796,6 +798,19 @@ class SimResult:
     cost_repetitions: int = 0
     #: the file's extents today and what a DROP TABLE of it would cost now
     drop_now: DropCost | None = None
+    #: the file simulated is the one a rebuild writes (:mod:`ibdtool.advise.rebuild`)
+    as_rebuilt: bool = False
+    #: what the rebuilt file allocates uncompressed (the rebuild alone)
+    rebuild: Estimate | None = None
+
+    @property
+    def rebuild_saving(self) -> Estimate | None:
+        """Bytes the rebuild alone frees (no compression): the bloat of a table's history."""
+        r = self.rebuild
+        if r is None:
+            return None
+        a = self.allocated_size
+        return Estimate(a - r.value, a - r.high, a - r.low, r.basis)
 
     def to_json(self) -> dict[str, Any]:
         """The result's own fields: ``simulate --json`` adds the recommendations drawn from them
@@ -810,6 +825,13 @@ class SimResult:
             "fs_block_size": self.fs_block_size,
             "full_scan": self.full,
             "seed": self.seed,
+            "as_rebuilt": self.as_rebuilt,
+            "rebuild_alone": None
+            if self.rebuild is None
+            else {
+                "allocated": self.rebuild.to_json(),
+                "saving": self.rebuild_saving.to_json() if self.rebuild_saving else None,
+            },
             "current": self.current,
             "drop_cost_now": None if self.drop_now is None else self.drop_now.to_json(),
             "cost": None
@@ -944,8 +966,15 @@ def simulate_path(
     row_compressed: bool = True,
     keyring: Keyring | None = None,
     costs: bool = True,
+    as_rebuilt: bool = True,
 ) -> SimResult:
     """Simulate every scenario × block size on ``path`` (see module doc).
+
+    ``as_rebuilt`` (the default) simulates the file the conversion's rebuild writes
+    (:mod:`ibdtool.advise.rebuild`): its pages synthesised from the records, sampled and
+    compressed as real pages are, the never-written rest of its extents counted as the
+    server leaves it, each interval widened by the model's own error. ``as_rebuilt=False``
+    simulates the pages as they are (what punching holes alone would do).
 
     ``row_compressed=False`` skips the ROW_FORMAT=COMPRESSED what-if (``row_compressed`` is
     then empty), which costs several deflates per index page (``ibdtool report`` does this).
@@ -968,7 +997,14 @@ def simulate_path(
         n_pages = ts.n_pages
         rng = random.Random(seed)
         notes: list[str] = []
-        if ts.format.zip:
+        image: RebuiltImage | None = None
+        if as_rebuilt:
+            image = plan_rebuild(ts)
+            n_pages = image.data_pages  # sampled: the pages the rebuild writes
+            notes += image.notes
+            if image.data_pages <= SMALL_FILE_PAGES and full is None and sample is None:
+                full = True
+        if ts.format.zip and image is None:
             notes.append(
                 "ROW_FORMAT=COMPRESSED source: its index pages rebuilt uncompressed, with the rows "
                 "each zip page holds (an ALTER to DYNAMIC repacks them), other pages at the "
@@ -990,14 +1026,22 @@ def simulate_path(
             s.decompress(s.compress(bytes(cfg.page_size)), cfg.page_size)
         zip_every = 1 if adaptive else max(1, len(page_nos) // ZIP_SUBSAMPLE_TARGET)
         # a full scan reads every page: it tallies them for the current state as it goes
-        cfg = replace(cfg, zip_every=zip_every if row_compressed else 0, tally_stored=full)
+        cfg = replace(
+            cfg,
+            zip_every=zip_every if row_compressed else 0,
+            tally_stored=full and image is None,
+        )
         jobs = jobs or os.cpu_count() or 1
         if threading.current_thread() is not threading.main_thread():
             # forking while other threads run (the TUI's workers) can deadlock the child on a
             # lock another thread held, and a fork server cannot start under Textual (it
             # replaces the standard descriptors): scan in this process instead
             jobs = 1
-        scan = _Scan(ts, str(path), keyring, jobs, progress)
+        scan: _Scan | _RebuiltScan = (
+            _Scan(ts, str(path), keyring, jobs, progress)
+            if image is None
+            else _RebuiltScan(image, str(path), progress)
+        )
         with scan:
             if adaptive:
                 assert isinstance(page_nos, list)
@@ -1026,7 +1070,9 @@ def simulate_path(
         timing: CostRun[Scenario] | None = None
         if costs and acc.compressed_pages:
             check = (lambda: progress(len(page_nos), len(page_nos))) if progress else None
-            timing = _time_codecs(ts, page_nos, cfg.scenarios, check)
+            timing = _time_codecs(
+                ts, page_nos if image is None else range(ts.n_pages), cfg.scenarios, check
+            )
         current = _current_state(ts, (acc.stored or StoredTally()) if cfg.tally_stored else None)
         drop_now = drop_cost(path, ts.allocation.extents, ts.size)
         logical_size = ts.size
@@ -1055,6 +1101,8 @@ def simulate_path(
             predicted += overhead
             if ci:
                 ci = (ci[0] + overhead, ci[1] + overhead)
+            if image is not None:
+                predicted, ci = _rebuilt_total(image, s, b, predicted, ci, n_pages)
             saving = 100.0 * (allocated - predicted) / allocated if allocated else 0.0
             results.append(
                 ScenarioResult(
@@ -1084,9 +1132,13 @@ def simulate_path(
         zips.append(ZipResult(kbs, rate, predicted, ci))
     if cfg.page_size > 16384:
         notes.append("ROW_FORMAT=COMPRESSED needs a page size of 16K or less")
+    rebuild = None
+    if image is not None:
+        rebuild = _rebuild_alone(image, allocated)
+        notes.insert(0, _rebuild_note(image))
     return SimResult(
         path=str(path),
-        pages=n_pages,
+        pages=n_pages if image is None else image.n_pages,
         pages_sampled=max(per_scenario.values(), default=acc.n),
         page_size=cfg.page_size,
         allocated_size=allocated,
@@ -1102,7 +1154,85 @@ def simulate_path(
         cost_pages=timing.pages if timing else 0,
         cost_repetitions=timing.repetitions if timing else 0,
         drop_now=drop_now,
+        as_rebuilt=image is not None,
+        rebuild=rebuild,
     )
+
+
+def _rebuilt_total(
+    image: RebuiltImage,
+    s: Scenario,
+    b: BlockSpec,
+    predicted: int,
+    ci: tuple[int, int] | None,
+    data_pages: int,
+) -> tuple[int, tuple[int, int]]:
+    """The rebuilt file's allocation from its written pages' (``predicted``, ``ci``): plus
+    the never-written rest of its extents (:func:`_zero_page_cost`), the interval widened by
+    the model's error: :attr:`RebuiltImage.model_pages` pages at the mean cost either way,
+    and for MySQL, whose never-written pages are allocated, an extent of them either way."""
+    psize = image.page_size
+    rest = (image.n_pages - image.data_pages) * _zero_page_cost(s, b, psize)
+    mean = predicted / data_pages if data_pages else 0.0
+    err = mean * image.model_pages
+    if s.server is Vendor.MYSQL:
+        err += image.extent_pages * _zero_page_cost(s, b, psize)
+    low, high = ci or (predicted, predicted)
+    return predicted + rest, (max(round(mean), round(low + rest - err)), round(high + rest + err))
+
+
+def _rebuild_alone(image: RebuiltImage, allocated: int) -> Estimate:
+    """What the rebuilt file allocates uncompressed (every page of its extents: both servers
+    allocate an uncompressed file whole), the extent model's error either way."""
+    psize = image.page_size
+    size = image.n_pages * psize
+    err = image.extent_pages * psize
+    return Estimate(
+        size,
+        max(image.data_pages * psize, size - err),
+        size + err,
+        f"rebuild model: {image.data_pages} pages written of {image.n_pages}",
+    )
+
+
+def _rebuild_note(image: RebuiltImage) -> str:
+    return (
+        f"as rebuilt: the pages a rebuild writes ({image.data_pages} of a {image.n_pages}-page "
+        f"file, from {image.source_pages} today; records repacked to innodb_fill_factor "
+        f"{image.fill_factor}"
+        + (", DB_TRX_ID reset" if image.reset_trx else "")
+        + "), compressed as the server would; --as-is simulates the pages as they are"
+    )
+
+
+class _RebuiltScan:
+    """Scans of the pages of a :class:`RebuiltImage`, synthesised on demand, in this process
+    (the same meters as :class:`_Scan`)."""
+
+    jobs = 1
+
+    def __init__(
+        self, image: RebuiltImage, path: str, progress: Callable[[int, int], None] | None
+    ) -> None:
+        self.image, self.path, self.progress = image, path, progress
+        self.done = 0
+
+    def __enter__(self) -> _RebuiltScan:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        pass
+
+    def run(self, page_nos: Sequence[int], cfg: SimConfig, total: int) -> Accumulator:
+        acc = Accumulator()
+        meter = _meter(cfg.scenarios)
+        for i in range(0, len(page_nos), 64):
+            batch = page_nos[i : i + 64]
+            meter.pages(((self.image.page(n), n) for n in batch), cfg, acc)
+            self.done += len(batch)
+            if self.progress:
+                self.progress(min(self.done, total), max(total, self.done))
+        return acc
 
 
 class _Scan:
@@ -1193,7 +1323,7 @@ def _pages_needed(total: float, total_sq: float, n: int, population: int, cap: f
 
 
 def _adaptive(
-    scan: _Scan, order: list[int], cfg: SimConfig, n_pages: int, budget: float
+    scan: _Scan | _RebuiltScan, order: list[int], cfg: SimConfig, n_pages: int, budget: float
 ) -> tuple[Accumulator, dict[Scenario, int], list[int], dict[Scenario, float]]:
     """Sample each scenario until its interval (at every block size) is within ±1% of its
     prediction. Scenario s measures the first ``per[s]`` pages of ``order`` (a random

@@ -517,6 +517,13 @@ def checksum(
 @click.option("--seed", type=int, default=1, show_default=True, help="Seed of the sample.")
 @click.option("--jobs", "-j", type=click.IntRange(min=1), help="Processes (default: all cores).")
 @click.option(
+    "--as-is",
+    "as_is",
+    is_flag=True,
+    help="Simulate the pages as they are (what punching alone would do), not the file the "
+    "conversion's rebuild writes (the default).",
+)
+@click.option(
     "--json",
     "as_json",
     is_flag=True,
@@ -533,12 +540,15 @@ def simulate(
     full: bool,
     seed: int,
     jobs: int | None,
+    as_is: bool,
     as_json: bool,
     as_csv: bool,
     wide: bool,
     keyring: Keyring | None,
 ) -> None:
-    """Predict what page compression would allocate, per algorithm and filesystem block size."""
+    """Predict what page compression would allocate, per algorithm and filesystem block size:
+    of the file the conversion's rebuild writes (records repacked, garbage gone), or with
+    --as-is of the pages as they are."""
     from ibdtool.advise import (
         DEFAULT_SCENARIOS,
         parse_algorithms,
@@ -569,6 +579,7 @@ def simulate(
                 row_compressed=wants_row_compressed(algorithms),
                 progress=(lambda done, total: bar(done, total)) if bar else None,
                 keyring=keyring,
+                as_rebuilt=not as_is,
             )
 
     outcomes = _outcomes(paths, one)

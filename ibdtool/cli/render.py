@@ -28,6 +28,7 @@ from ibdtool.present import (
     hms,
     human_bytes,
     inspect_rows,
+    rebuild_text,
     recommendation_text,
     scenario_label,
     seconds_text,
@@ -326,6 +327,9 @@ def print_simulation(r: SimResult, wide: bool = False) -> None:
     con = out()
     con.print(literal(r.path, style="bold underline"))
     con.print(simulation_heading(r))
+    rebuilt = rebuild_text(r)
+    if rebuilt:
+        con.print(rebuilt)
     current = current_state_text(r)
     if current:
         con.print(current)

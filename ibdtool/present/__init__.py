@@ -20,6 +20,7 @@ if TYPE_CHECKING:
         drop_note,
         format_rows,
         inspect_rows,
+        rebuild_text,
         recommendation_text,
         scenario_label,
         simulation_heading,
@@ -59,7 +60,7 @@ else:
             "describe": (
                 "cost_note cost_text current_state_text disk_text drop_note format_rows "
                 "inspect_rows "
-                "recommendation_text scenario_label simulation_heading"
+                "rebuild_text recommendation_text scenario_label simulation_heading"
             ),
             "pagemap": "PageMap map_path sampled_types svg",
             "palette": (

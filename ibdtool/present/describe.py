@@ -245,10 +245,27 @@ def simulation_heading(r: SimResult) -> str:
     scan = (
         "full scan" if r.full else f"{r.pages_sampled} of {r.pages} pages sampled (seed {r.seed})"
     )
+    what = "as rebuilt" if r.as_rebuilt else "as it is"
     return (
         f"{r.pages} pages of {size_k(r.page_size)}, {human_bytes(r.logical_size)} logical, "
         f"{human_bytes(r.allocated_size)} allocated today on "
-        f"{human_bytes(r.fs_block_size)} blocks; {scan}"
+        f"{human_bytes(r.fs_block_size)} blocks; the file {what}: {scan}"
+    )
+
+
+def rebuild_text(r: SimResult) -> str | None:
+    """The rebuild alone (no compression): what the rebuilt file allocates and what that frees,
+    each with its 95% interval (None for a simulation of the file as it is)."""
+    alloc, saving = r.rebuild, r.rebuild_saving
+    if alloc is None or saving is None:
+        return None
+    pct = 100 * saving.value / r.allocated_size if r.allocated_size else 0.0
+    return (
+        f"rebuild alone (no compression): {human_bytes(round(alloc.value))} allocated "
+        f"(95% CI {human_bytes(round(alloc.low))}–{human_bytes(round(alloc.high))}), "
+        f"saves {human_bytes(round(saving.value))} ({pct:.0f}%, 95% CI "
+        f"{human_bytes(round(saving.low))}–{human_bytes(round(saving.high))}): "
+        "the free space and garbage of the table's history"
     )
 
 

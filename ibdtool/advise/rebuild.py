@@ -1,0 +1,587 @@
+"""The file a table rebuild writes, modelled from the file as it is.
+
+A conversion (MariaDB ``ALTER TABLE … PAGE_COMPRESSED=1`` or ``FORCE``, MySQL ``ALTER …
+COMPRESSION`` + ``OPTIMIZE``) does not compress the pages of a table as they are: it rebuilds
+the table, and the pages it writes differ from the old ones in what a compressor sees. Seen on
+MariaDB 10.11.19 and MySQL 8.0.33 (a table loaded in random key order over twenty
+transactions, a fifth of its rows deleted, a seventh updated; 960 pages before, 256/576 after):
+
+- every index is bulk loaded in key order (``btr0bulk.cc``): each page takes records until
+  the free space left after the next one would be less than the reserve: 1/16 of a page on
+  a clustered index at the default ``innodb_fill_factor`` of 100, ``(100 - fill) %`` of a
+  page otherwise (always at least two records). The clustered leaves held 15,210 bytes of
+  records at most, the secondary ones 15,892; delete-marked records and the free-list garbage
+  are gone, free space is zeros, records lie in the heap in key order, and a directory slot
+  owns every fourth record;
+- MariaDB resets DB_TRX_ID to 0 and DB_ROLL_PTR to the insert flag alone in every clustered
+  record (all 6,400 rows); MySQL's OPTIMIZE keeps both as they were;
+- segments take their first 32 pages one at a time, then whole extents, so the file is the
+  fragment extent(s) and each big segment's extents (MariaDB: 256 pages, exactly);
+- a ROW_FORMAT=COMPRESSED source becomes uncompressed pages of the logical size.
+
+:func:`plan_rebuild` reads every index page once (the records' sizes, in key order, are all
+the packing needs) and returns a :class:`RebuiltImage`, whose :meth:`RebuiltImage.page`
+synthesises any page of the rebuilt file on demand: the records the bulk load would put there,
+with their headers, the page header, the directory and zeroed free space. Records are found
+without the table's definition (:func:`parsers.compact_rec.record_spans`). Non-leaf levels are
+packed from the old node pointers; BLOB and SDI pages are taken as they are. The simulation
+compresses these images as it does real pages (:mod:`ibdtool.advise.simulate`).
+"""
+
+from __future__ import annotations
+
+import itertools
+import math
+import zlib
+from collections.abc import Iterator
+from dataclasses import dataclass, field
+
+from ibdtool.errors import InputError
+from ibdtool.tablespace import Tablespace
+from parsers.compact_rec import (
+    REC_INFO_DELETED_FLAG,
+    REC_INFO_MIN_REC_FLAG,
+    RecordError,
+    RecordSpan,
+    record_spans,
+)
+from parsers.constants import (
+    FIL_NULL,
+    FIL_PAGE_INDEX,
+    FIL_PAGE_SDI,
+    FIL_PAGE_TYPE_ALLOCATED,
+    FIL_PAGE_TYPE_INSTANT,
+)
+from parsers.page import logical_image
+from parsers.vendor import Vendor
+
+#: innodb_fill_factor's default on both servers
+DEFAULT_FILL_FACTOR = 100
+EXTENT_BYTES = 1 << 20  # an extent is 1 MiB of pages at 4K..16K pages (64 at 16K)
+FRAGMENT_PAGES = 32  # a segment's first pages are single pages of fragment extents
+PAGE_HEADER = 38  # FIL header; the index page header follows
+PAGE_DATA = 120  # PAGE_NEW_SUPREMUM_END: where user records begin
+PAGE_DIR = 8  # the FIL trailer below the directory
+SLOT_OWNS = 4  # the bulk load's directory: a slot every (PAGE_DIR_SLOT_MAX_N_OWNED + 1) / 2
+DATA_TRX_ROLL = 13  # DB_TRX_ID (6) + DB_ROLL_PTR (7)
+RESET_TRX_ROLL = bytes(6) + b"\x80" + bytes(6)  # MariaDB: trx 0, roll ptr: the insert flag
+
+
+def _dir_space(n: int) -> int:
+    """``page_dir_calc_reserved_space``: directory bytes for ``n`` user records."""
+    return (2 * n + 3) // 4
+
+
+def empty_free_space(page_size: int) -> int:
+    """``page_get_free_space_of_empty``: room for records and directory on an empty page."""
+    return page_size - PAGE_DATA - PAGE_DIR - 2 * 2
+
+
+def reserved_space(page_size: int, clustered: bool, fill_factor: int) -> int:
+    """What the bulk load leaves free on each page (``PageBulk::init``)."""
+    if fill_factor == 100 and clustered:
+        return page_size // 16  # dict_index_get_space_reserve: "compatible with 5.6"
+    return page_size * (100 - fill_factor) // 100
+
+
+def pack(sizes: Iterator[int], page_size: int, reserve: int) -> Iterator[int]:
+    """The number of records of each page the bulk load fills with records of ``sizes`` in
+    key order (``PageBulk::isSpaceAvailable``): a record goes on the page if it and its share
+    of the directory fit, and (from the third record on) leave at least ``reserve`` free."""
+    free = empty_free_space(page_size)
+    n = 0
+    for size in sizes:
+        need = size + _dir_space(n + 1) - _dir_space(n)
+        if n and (need > free or (n >= 2 and free - need < reserve)):
+            yield n
+            free, n = empty_free_space(page_size), 0
+            need = size + _dir_space(1)
+        free -= need
+        n += 1
+    if n:
+        yield n
+
+
+@dataclass
+class _Stream:
+    """One level of one index in key order: the source pages and their live records' spans,
+    read on demand, and where each rebuilt page starts in it."""
+
+    pages: list[int]  # source page numbers in key order
+    counts: list[int]  # live records on each
+    starts: list[tuple[int, int]] = field(default_factory=list)  # (page index, record) a page
+    sizes_total: int = 0
+    records: int = 0
+
+
+@dataclass
+class IndexPlan:
+    index_id: int
+    clustered: bool
+    leaf: _Stream
+    node: _Stream | None  # the source's node pointers (None: the index was one page)
+    #: rebuilt pages per level, leaves first; and each non-leaf page's record count
+    level_pages: list[int] = field(default_factory=list)
+    node_counts: list[int] = field(default_factory=list)
+    trx_offset: int | None = None  # where DB_TRX_ID lies after the origin (clustered)
+    sample: bytes = b""  # a source leaf page: its FIL and index header fields are copied
+
+
+@dataclass
+class RebuiltImage:
+    """The rebuilt file's pages, each synthesised on demand (:meth:`page`)."""
+
+    ts: Tablespace
+    vendor: Vendor
+    page_size: int
+    fill_factor: int
+    reset_trx: bool
+    kept: list[int]  # source pages copied as they are (header, SDI, BLOB pages)
+    indexes: list[IndexPlan]
+    #: (index, level, page of the level) of each rebuilt index page, after ``kept``
+    order: list[tuple[int, int, int]]
+    n_pages: int  # the rebuilt file's pages, the extents' free pages included
+    source_pages: int
+    notes: list[str] = field(default_factory=list)
+    _cache: dict[int, bytes] = field(default_factory=dict)
+
+    @property
+    def extent_pages(self) -> int:
+        return max(64, EXTENT_BYTES // self.page_size)
+
+    @property
+    def model_pages(self) -> int:
+        """Pages the model may be off by: each index's last page (its fill, which the sample
+        of full pages does not see) and 0.5% of the index pages (record boundaries found
+        without the definition lend a few bytes between records and pages)."""
+        return len(self.indexes) + math.ceil(0.005 * len(self.order))
+
+    @property
+    def data_pages(self) -> int:
+        """Pages the rebuild writes (the rest of the file is never-written extent space)."""
+        return len(self.kept) + len(self.order)
+
+    def page(self, no: int) -> bytes:
+        """Page ``no`` of the rebuilt file (all zeros past the pages written)."""
+        if no < len(self.kept):
+            return _image(self.ts, self.kept[no])
+        at = no - len(self.kept)
+        if at >= len(self.order):
+            return bytes(self.page_size)
+        i, level, k = self.order[at]
+        plan = self.indexes[i]
+        if level == 0:
+            return self._leaf(plan, k, no)
+        return self._node(plan, level, k, no)
+
+    def _records(self, stream: _Stream, start: tuple[int, int], count: int) -> list[bytes]:
+        """``count`` live records' bytes from ``start`` on, each with its origin's offset
+        appended as two bytes (cut off by :func:`_assemble`)."""
+        out: list[bytes] = []
+        pi, ri = start
+        while len(out) < count and pi < len(stream.pages):
+            spans = self._spans(stream.pages[pi])
+            page = _image(self.ts, stream.pages[pi])
+            for sp in spans[ri:]:
+                out.append(page[sp.start : sp.end] + (sp.origin - sp.start).to_bytes(2, "big"))
+                if len(out) == count:
+                    break
+            pi, ri = pi + 1, 0
+        return out
+
+    def _spans(self, no: int) -> list[RecordSpan]:
+        return _live(_image(self.ts, no))
+
+    def _leaf(self, plan: IndexPlan, k: int, no: int) -> bytes:
+        stream = plan.leaf
+        start = stream.starts[k]
+        end = stream.starts[k + 1] if k + 1 < len(stream.starts) else None
+        count = _between(stream, start, end)
+        recs = self._records(stream, start, count)
+        if self.reset_trx and plan.clustered and plan.trx_offset is not None:
+            off = plan.trx_offset
+            fixed = []
+            for r in recs:
+                o = int.from_bytes(r[-2:], "big") + off
+                fixed.append(r[:o] + RESET_TRX_ROLL + r[o + DATA_TRX_ROLL :])
+            recs = fixed
+        n_levels = len(plan.level_pages)
+        prev = FIL_NULL if k == 0 else no - 1
+        nxt = FIL_NULL if k + 1 >= plan.level_pages[0] else no + 1
+        return _assemble(plan, recs, 0, no, prev, nxt, self.page_size, n_levels == 1)
+
+    def _node(self, plan: IndexPlan, level: int, k: int, no: int) -> bytes:
+        stream = plan.node
+        count = plan.node_counts[sum(plan.level_pages[1:level]) + k]
+        recs: list[bytes] = []
+        if stream is not None and stream.records:
+            # the old node pointers, from a place spread over them: their keys and child
+            # numbers are what the new ones look like
+            first = (k * 7919 + level * 104729) % stream.records
+            recs = self._records(stream, _nth(stream, first), count)
+            while len(recs) < count:
+                recs += self._records(stream, (0, 0), count - len(recs))
+        top = level == len(plan.level_pages) - 1
+        prev = FIL_NULL if k == 0 else no - 1
+        nxt = FIL_NULL if k + 1 >= plan.level_pages[level] else no + 1
+        return _assemble(plan, recs, level, no, prev, nxt, self.page_size, top)
+
+
+def _between(stream: _Stream, start: tuple[int, int], end: tuple[int, int] | None) -> int:
+    if end is None:
+        return stream.records  # enough: the stream ends first
+    if start[0] == end[0]:
+        return end[1] - start[1]
+    n = stream.counts[start[0]] - start[1] + end[1]
+    return n + sum(stream.counts[start[0] + 1 : end[0]])
+
+
+def _nth(stream: _Stream, n: int) -> tuple[int, int]:
+    for pi, c in enumerate(stream.counts):
+        if n < c:
+            return pi, n
+        n -= c
+    return 0, 0
+
+
+_INFIMUM_SUPREMUM = bytes.fromhex(
+    "010002001d" + "696e66696d756d00" + "000b000000" + "73757072656d756d"
+)[:26]
+
+
+def _assemble(
+    plan: IndexPlan,
+    recs: list[bytes],
+    level: int,
+    no: int,
+    prev: int,
+    nxt: int,
+    page_size: int,
+    root: bool,
+) -> bytes:
+    """An index page as ``PageBulk`` leaves it: ``recs`` (bytes with their origin offsets)
+    back to back from PAGE_DATA with fresh headers, the directory, the rest zeros."""
+    page = bytearray(page_size)
+    src = plan.sample
+    page[4:8] = no.to_bytes(4, "big")
+    page[8:12] = prev.to_bytes(4, "big")
+    page[12:16] = nxt.to_bytes(4, "big")
+    page[16:24] = src[16:24]  # an LSN, as the server writes one
+    page[24:26] = FIL_PAGE_INDEX.to_bytes(2, "big")
+    page[34:38] = src[34:38]  # the space id
+    page[94:120] = src[94:120] if src[94:120].endswith(b"supremum") else _INFIMUM_SUPREMUM
+    pos = PAGE_DATA
+    origins: list[int] = []
+    status = 1 if level else 0
+    for i, r in enumerate(recs):
+        body, off = r[:-2], int.from_bytes(r[-2:], "big")
+        if pos + len(body) > page_size - PAGE_DIR - 2 * (len(recs) // SLOT_OWNS + 2):
+            break  # a record the heuristic made too long: the page is full
+        page[pos : pos + len(body)] = body
+        origin = pos + off
+        origins.append(origin)
+        info = page[origin - 5] & 0xF0 & ~REC_INFO_DELETED_FLAG & ~REC_INFO_MIN_REC_FLAG
+        if level and prev == FIL_NULL and i == 0:
+            info |= REC_INFO_MIN_REC_FLAG
+        page[origin - 5] = info
+        page[origin - 4 : origin - 2] = ((i + 2) << 3 | status).to_bytes(2, "big")
+        pos += len(body)
+    n = len(origins)
+    # next pointers (relative, wrapping): infimum -> records -> supremum
+    chain = [99, *origins, 112]
+    for a, b in itertools.pairwise(chain):
+        page[a - 2 : a] = ((b - a) & 0xFFFF).to_bytes(2, "big")
+    page[110:112] = b"\x00\x00"  # the supremum ends the list
+    # directory: infimum, every SLOT_OWNS-th record, supremum (owning the rest)
+    slots = [99]
+    owned = [1]
+    count = 0
+    for o in origins:
+        count += 1
+        if count == SLOT_OWNS:
+            slots.append(o)
+            owned.append(count)
+            count = 0
+    if len(slots) > 1 and count + 1 + SLOT_OWNS <= 8:
+        slots.pop()
+        count += owned.pop()
+    slots.append(112)
+    owned.append(count + 1)
+    for s, k in zip(slots, owned, strict=True):
+        page[s - 5] = (page[s - 5] & 0xF0) | k
+    for i, s in enumerate(slots):
+        at = page_size - PAGE_DIR - 2 * (i + 1)
+        page[at : at + 2] = s.to_bytes(2, "big")
+    h = PAGE_HEADER
+    page[h : h + 2] = len(slots).to_bytes(2, "big")
+    page[h + 2 : h + 4] = pos.to_bytes(2, "big")
+    page[h + 4 : h + 6] = (0x8000 | (n + 2)).to_bytes(2, "big")
+    page[h + 10 : h + 12] = (origins[-1] if origins else 0).to_bytes(2, "big")
+    page[h + 12 : h + 14] = (2).to_bytes(2, "big")  # PAGE_RIGHT
+    page[h + 16 : h + 18] = n.to_bytes(2, "big")
+    if not level and not plan.clustered:
+        page[h + 18 : h + 26] = src[h + 18 : h + 26]  # PAGE_MAX_TRX_ID
+    page[h + 26 : h + 28] = level.to_bytes(2, "big")
+    page[h + 28 : h + 36] = plan.index_id.to_bytes(8, "big")
+    if root:
+        page[h + 36 : h + 56] = src[h + 36 : h + 56] if any(src[h + 36 : h + 56]) else bytes(20)
+    # a checksum and the LSN's low half in the trailer: 8 bytes a compressor cannot predict
+    crc = zlib.crc32(page).to_bytes(4, "big")
+    page[0:4] = crc
+    page[page_size - 8 : page_size - 4] = crc
+    page[page_size - 4 :] = src[page_size - 4 :] if len(src) == page_size else bytes(4)
+    return bytes(page)
+
+
+_images: dict[tuple[int, int], bytes] = {}
+
+
+def _image(ts: Tablespace, no: int) -> bytes:
+    """The uncompressed logical image of page ``no`` (decrypted, decompressed, a zip page
+    rebuilt at the logical size), the last few hundred kept."""
+    key = (id(ts), no)
+    got = _images.get(key)
+    if got is None:
+        page = bytes(logical_image(memoryview(ts.stored_page(no)), ts.format))
+        if ts.format.zip:
+            from parsers.zip_page import ZipPageError, zip_logical_image
+
+            try:
+                page = zip_logical_image(page, ts.logical_size)
+            except ZipPageError:
+                page = page + bytes(ts.logical_size - len(page))
+        if len(_images) > 512:
+            _images.clear()
+        got = _images[key] = page
+    return got
+
+
+def _live(page: bytes) -> list[RecordSpan]:
+    """The records the rebuild copies: not delete-marked, and not MariaDB's instant ALTER
+    metadata record (its min-rec flag on a leaf)."""
+    level = int.from_bytes(page[64:66], "big")
+    try:
+        spans = record_spans(page)
+    except RecordError:
+        return []
+    return [
+        s
+        for s in spans
+        if not s.head.info_bits & REC_INFO_DELETED_FLAG
+        and not (level == 0 and s.head.info_bits & REC_INFO_MIN_REC_FLAG)
+    ]
+
+
+def _chain(ts: Tablespace, first: int, owned: set[int]) -> list[int]:
+    """The pages of one level in key order, from its leftmost page by the next pointers."""
+    out: list[int] = []
+    seen: set[int] = set()
+    no = first
+    while no != FIL_NULL and no in owned and no not in seen:
+        seen.add(no)
+        out.append(no)
+        no = int.from_bytes(_image(ts, no)[12:16], "big")
+    # pages the chain missed (a damaged link): after it, in page order
+    out += sorted(owned - seen)
+    return out
+
+
+def _trx_offset(ts: Tablespace, pages: list[int], max_trx: int, page_size: int) -> int | None:
+    """Where DB_TRX_ID lies after a clustered record's origin, without the definition: the
+    offset at which nearly every record holds a transaction id below 2**40 followed by a roll
+    pointer into a real undo page (or MariaDB's reset pair, 0 and the insert flag alone), the
+    smallest such ids if several offsets fit."""
+    recs: list[bytes] = []
+    for no in pages[:: max(1, len(pages) // 8)][:8]:
+        page = _image(ts, no)
+        recs += [page[s.origin : s.end] for s in _live(page)[:64]]
+    if not recs:
+        return None
+    limit = min(len(r) for r in recs) - DATA_TRX_ROLL
+    best: tuple[float, int, int] | None = None
+    for k in range(limit + 1):
+        ok = 0
+        top = 0
+        for r in recs:
+            pair = r[k : k + DATA_TRX_ROLL]
+            trx = int.from_bytes(pair[:6], "big")
+            if pair == RESET_TRX_ROLL:
+                ok += 1
+                continue
+            undo_page = int.from_bytes(pair[7:11], "big")
+            offset = int.from_bytes(pair[11:13], "big")
+            if 0 < trx <= max_trx and undo_page and offset < page_size:
+                ok += 1
+                top = max(top, trx)
+        score = ok / len(recs)
+        # the ids of one table's transactions are close together: of the offsets that fit,
+        # the one whose largest id is smallest (an offset into the key reads bigger numbers)
+        if score >= 0.9 and (best is None or (top, -score) < (best[2], -best[0])):
+            best = (score, k, top)
+    return None if best is None else best[1]
+
+
+def _file_pages(
+    segment_pages: list[int], level_pages: list[int], fixed: int, page_size: int, vendor: Vendor
+) -> int:
+    """The rebuilt file's size in pages. MariaDB: fragment extents for the header pages and
+    each segment's first :data:`FRAGMENT_PAGES` pages, then each segment's whole extents (256
+    pages seen, 256 modelled). MySQL 8.0's bulk load gives every level of every index whole
+    extents of its own, beside the fragment extent (576 pages seen, 576 modelled)."""
+    per_extent = max(64, EXTENT_BYTES // page_size)
+    if vendor is Vendor.MYSQL:
+        extents = math.ceil(fixed / per_extent)
+        extents += sum(math.ceil(p / per_extent) for p in level_pages)
+        return extents * per_extent
+    frag = fixed + sum(min(FRAGMENT_PAGES, p) for p in segment_pages)
+    extents = math.ceil(frag / per_extent)
+    extents += sum(math.ceil(max(0, p - FRAGMENT_PAGES) / per_extent) for p in segment_pages)
+    return extents * per_extent
+
+
+def plan_rebuild(
+    ts: Tablespace, vendor: Vendor | None = None, fill_factor: int = DEFAULT_FILL_FACTOR
+) -> RebuiltImage:
+    """Read every index page of ``ts`` once and plan the file a rebuild writes (module doc).
+
+    ``vendor``: the server that will rebuild (the file's own by default): MariaDB resets the
+    transaction ids. Raises :class:`InputError` for a file with no index page."""
+    vendor = vendor or (ts.format.vendor if ts.format.vendor is not Vendor.UNKNOWN else None)
+    vendor = vendor or Vendor.MARIADB
+    psize = ts.logical_size
+    free = ts.free_window(0, ts.n_pages)
+    sdi_root = ts.format.sdi_root
+    kept: list[int] = []
+    by_index: dict[int, dict[int, set[int]]] = {}  # index -> level -> pages
+    leftmost: dict[tuple[int, int], int] = {}
+    sample: dict[int, bytes] = {}
+    for no in range(ts.n_pages):
+        if no < len(free) and free[no] and no > 2:
+            continue
+        page = _image(ts, no)
+        ptype = int.from_bytes(page[24:26], "big")
+        if no <= 2 or ptype == FIL_PAGE_SDI:
+            kept.append(no)
+            continue
+        if ptype not in (FIL_PAGE_INDEX, FIL_PAGE_TYPE_INSTANT):
+            if ptype != FIL_PAGE_TYPE_ALLOCATED and any(page):
+                kept.append(no)  # BLOB pages and the like: rewritten much as they are
+            continue
+        if sdi_root is not None and no == sdi_root:
+            kept.append(no)
+            continue
+        index_id = int.from_bytes(page[66:74], "big")
+        level = int.from_bytes(page[64:66], "big")
+        by_index.setdefault(index_id, {}).setdefault(level, set()).add(no)
+        if int.from_bytes(page[8:12], "big") == FIL_NULL:
+            leftmost.setdefault((index_id, level), no)
+        if level == 0:
+            sample.setdefault(index_id, page)
+    if not by_index:
+        raise InputError(f"{ts.path}: no index page to rebuild")
+    clustered_id = min(by_index)  # created first: the lowest id (as simulate assumes)
+    plans: list[IndexPlan] = []
+    notes: list[str] = []
+    segments: list[int] = []
+    for index_id in sorted(by_index):
+        levels = by_index[index_id]
+        clustered = index_id == clustered_id
+        reserve = reserved_space(psize, clustered, fill_factor)
+        leaf_pages = _chain(
+            ts, leftmost.get((index_id, 0), min(levels.get(0, {0}))), levels.get(0, set())
+        )
+        leaf = _plan_stream(ts, leaf_pages)
+        node_pages = [
+            no
+            for lvl in sorted(k for k in levels if k > 0)
+            for no in _chain(ts, leftmost.get((index_id, lvl), min(levels[lvl])), levels[lvl])
+        ]
+        node = _plan_stream(ts, node_pages) if node_pages else None
+        plan = IndexPlan(index_id, clustered, leaf, node, sample=sample.get(index_id, b""))
+        if not plan.sample:
+            plan.sample = _image(ts, min(levels[min(levels)]))
+        # the leaves: pack the records' sizes, remembering where each page starts
+        counts = list(pack(_sizes(ts, leaf), psize, reserve))
+        pos = (0, 0)
+        for c in counts:
+            leaf.starts.append(pos)
+            pos = _advance(leaf, pos, c)
+        plan.level_pages = [max(1, len(counts))]
+        if not counts:
+            leaf.starts.append((0, 0))
+        # the levels above: a node pointer for each page below, sized like the old ones
+        ptr = _mean_size(ts, node) if node is not None else _node_guess(ts, leaf)
+        below = plan.level_pages[0]
+        while below > 1:
+            per = list(pack(iter([ptr] * below), psize, reserve))
+            plan.level_pages.append(len(per))
+            plan.node_counts += per
+            below = len(per)
+        if clustered and vendor is Vendor.MARIADB:
+            plan.trx_offset = _trx_offset(ts, leaf.pages, 1 << 40, psize)
+            if plan.trx_offset is None:
+                notes.append(
+                    "the clustered records' DB_TRX_ID was not found without the table's "
+                    "definition: kept as it is (MariaDB's rebuild resets it)"
+                )
+        plans.append(plan)
+        segments += [plan.level_pages[0], sum(plan.level_pages[1:]) or 0]
+    order: list[tuple[int, int, int]] = []
+    for i, plan in enumerate(plans):  # the root first, as the server allocates it
+        for level in range(len(plan.level_pages) - 1, -1, -1):
+            order += [(i, level, k) for k in range(plan.level_pages[level])]
+    fixed = len(kept)
+    per_level = [n for plan in plans for n in plan.level_pages]
+    n_pages = max(_file_pages(segments, per_level, fixed, psize, vendor), fixed + len(order))
+    return RebuiltImage(
+        ts,
+        vendor,
+        psize,
+        fill_factor,
+        vendor is Vendor.MARIADB,
+        kept,
+        plans,
+        order,
+        n_pages,
+        ts.n_pages,
+        notes,
+    )
+
+
+def _plan_stream(ts: Tablespace, pages: list[int]) -> _Stream:
+    counts = [len(_live(_image(ts, no))) for no in pages]
+    return _Stream(pages, counts, records=sum(counts))
+
+
+def _sizes(ts: Tablespace, stream: _Stream) -> Iterator[int]:
+    for no in stream.pages:
+        for sp in _live(_image(ts, no)):
+            stream.sizes_total += sp.end - sp.start
+            yield sp.end - sp.start
+
+
+def _advance(stream: _Stream, pos: tuple[int, int], n: int) -> tuple[int, int]:
+    pi, ri = pos
+    while pi < len(stream.counts):
+        left = stream.counts[pi] - ri
+        if n < left:
+            return pi, ri + n
+        n -= left
+        pi, ri = pi + 1, 0
+    return pi, 0
+
+
+def _mean_size(ts: Tablespace, stream: _Stream) -> int:
+    total = count = 0
+    for no in stream.pages[:64]:
+        for sp in _live(_image(ts, no)):
+            total += sp.end - sp.start
+            count += 1
+    return max(1, round(total / count)) if count else 16
+
+
+def _node_guess(ts: Tablespace, leaf: _Stream) -> int:
+    """A node pointer's size when the index had none: the smallest leaf record's, plus the
+    child page number (a key is at most the shortest record)."""
+    sizes = [sp.end - sp.start for no in leaf.pages[:4] for sp in _live(_image(ts, no))]
+    return min(sizes) + 4 if sizes else 16
