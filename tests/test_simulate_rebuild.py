@@ -76,6 +76,9 @@ def predict(srv: ThrowawayServer, schema: str, table: str, algorithm: str) -> di
 def check(pred: dict[str, Any], real: int, before: int | None) -> None:
     value = pred["predicted_allocated"]
     low, high = pred["ci95"]
+    print(
+        f"real {real:,} predicted {value:,} ({low:,}-{high:,}) {100 * (value - real) / real:+.2f}%"
+    )
     assert 0 < low <= value <= high, pred
     assert low <= real <= high, (real, value, low, high)
     assert abs(value - real) <= 0.03 * real, (real, value)

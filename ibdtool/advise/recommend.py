@@ -107,7 +107,11 @@ def recommendations(r: SimResult) -> list[Recommendation]:
         if not rows:
             continue
         best = max(rows, key=lambda x: x.saving_pct)
-        if best.saving_pct <= NOTHING_PCT:
+        # as rebuilt, the saving includes the rebuild's own: compression must add to it,
+        # against the same file written uncompressed
+        base = best.uncompressed
+        gain = best.saving_pct if not base else 100.0 * (base - best.predicted) / base
+        if gain <= NOTHING_PCT:
             why: Reason = (
                 "ntfs_unit"
                 if b.ntfs_unit

@@ -750,6 +750,9 @@ class ScenarioResult:
     drop_cost: DropCost | None = None
     #: pages this scenario was measured on (the default run samples each until ±1%)
     pages_sampled: int = 0
+    #: as rebuilt: the same file written uncompressed in this layout (compression's own gain
+    #: is measured against it; the saving against today's allocation holds the rebuild's too)
+    uncompressed: int | None = None
 
     @property
     def compress_us(self) -> float | None:
@@ -802,6 +805,8 @@ class SimResult:
     as_rebuilt: bool = False
     #: what the rebuilt file allocates uncompressed (the rebuild alone)
     rebuild: Estimate | None = None
+    #: pages the rebuild writes (the rest of its ``pages`` are never-written extent space)
+    rebuilt_pages_written: int | None = None
 
     @property
     def rebuild_saving(self) -> Estimate | None:
@@ -831,6 +836,7 @@ class SimResult:
             else {
                 "allocated": self.rebuild.to_json(),
                 "saving": self.rebuild_saving.to_json() if self.rebuild_saving else None,
+                "pages_written": self.rebuilt_pages_written,
             },
             "current": self.current,
             "drop_cost_now": None if self.drop_now is None else self.drop_now.to_json(),
@@ -848,6 +854,7 @@ class SimResult:
                     "ci95": list(r.ci95) if r.ci95 else None,
                     "pages_sampled": r.pages_sampled,
                     "saving_pct": round(r.saving_pct, 2),
+                    "uncompressed_allocated": r.uncompressed,
                     "compress_us_per_page": None
                     if r.compress_us is None
                     else round(r.compress_us, 1),
@@ -999,7 +1006,11 @@ def simulate_path(
         notes: list[str] = []
         image: RebuiltImage | None = None
         if as_rebuilt:
-            image = plan_rebuild(ts)
+            try:
+                image = plan_rebuild(ts)
+            except InputError:  # no index page: nothing a rebuild would repack
+                notes.append("no index page to rebuild: the file simulated as it is")
+        if image is not None:
             n_pages = image.data_pages  # sampled: the pages the rebuild writes
             notes += image.notes
             if image.data_pages <= SMALL_FILE_PAGES and full is None and sample is None:
@@ -1101,8 +1112,12 @@ def simulate_path(
             predicted += overhead
             if ci:
                 ci = (ci[0] + overhead, ci[1] + overhead)
+            plain = None
             if image is not None:
                 predicted, ci = _rebuilt_total(image, s, b, predicted, ci, n_pages)
+                plain = image.data_pages * b.allocated(cfg.page_size, cfg.page_size) + (
+                    image.n_pages - image.data_pages
+                ) * _zero_page_cost(s, b, cfg.page_size)
             saving = 100.0 * (allocated - predicted) / allocated if allocated else 0.0
             results.append(
                 ScenarioResult(
@@ -1117,6 +1132,7 @@ def simulate_path(
                     extents_ci,
                     drop,
                     n,
+                    plain,
                 )
             )
     zips: list[ZipResult] = []
@@ -1136,6 +1152,12 @@ def simulate_path(
     if image is not None:
         rebuild = _rebuild_alone(image, allocated)
         notes.insert(0, _rebuild_note(image))
+        if ts.format.zip:
+            notes.insert(
+                1,
+                "ROW_FORMAT=COMPRESSED source: its records rebuilt into uncompressed pages of "
+                f"{image.page_size // 1024}K (ROW_FORMAT=DYNAMIC KEY_BLOCK_SIZE=0)",
+            )
     return SimResult(
         path=str(path),
         pages=n_pages if image is None else image.n_pages,
@@ -1156,6 +1178,7 @@ def simulate_path(
         drop_now=drop_now,
         as_rebuilt=image is not None,
         rebuild=rebuild,
+        rebuilt_pages_written=None if image is None else image.data_pages,
     )
 
 
@@ -1170,12 +1193,13 @@ def _rebuilt_total(
     """The rebuilt file's allocation from its written pages' (``predicted``, ``ci``): plus
     the never-written rest of its extents (:func:`_zero_page_cost`), the interval widened by
     the model's error: :attr:`RebuiltImage.model_pages` pages at the mean cost either way,
-    and for MySQL, whose never-written pages are allocated, an extent of them either way."""
+    and for a MySQL file, whose never-written pages are allocated, an extent of them either
+    way (MySQL's file size rule is the model's least sure part)."""
     psize = image.page_size
     rest = (image.n_pages - image.data_pages) * _zero_page_cost(s, b, psize)
     mean = predicted / data_pages if data_pages else 0.0
     err = mean * image.model_pages
-    if s.server is Vendor.MYSQL:
+    if s.server is Vendor.MYSQL and image.vendor is Vendor.MYSQL:
         err += image.extent_pages * _zero_page_cost(s, b, psize)
     low, high = ci or (predicted, predicted)
     return predicted + rest, (max(round(mean), round(low + rest - err)), round(high + rest + err))
@@ -1201,7 +1225,10 @@ def _rebuild_note(image: RebuiltImage) -> str:
         f"file, from {image.source_pages} today; records repacked to innodb_fill_factor "
         f"{image.fill_factor}"
         + (", DB_TRX_ID reset" if image.reset_trx else "")
-        + "), compressed as the server would; --as-is simulates the pages as they are"
+        + "), compressed as the server would; intervals include the model's error (±"
+        + f"{image.model_pages} pages: each index's last page, record boundaries"
+        + (", an extent of the file's size" if image.vendor is Vendor.MYSQL else "")
+        + "); --as-is simulates the pages as they are"
     )
 
 
