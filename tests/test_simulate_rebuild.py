@@ -20,7 +20,7 @@ import pytest
 
 from samples.make_samples import SQL_CREATE, SQL_LOAD
 from samples.servers import ThrowawayServer
-from tests.server_fixtures import ibdtool, measured, rows_file, server_param
+from tests.server_fixtures import conn_args, ibdtool, measured, rows_file, server_param
 
 ROWS = 3000  # ~6 MiB before the rebuild, ~2 MiB after: a conversion of a second or two
 TRANSACTIONS = 12
@@ -160,3 +160,35 @@ def test_as_is_keeps_the_old_simulation(tmp_path: Any) -> None:
     doc = json.loads(res.stdout)
     assert doc["as_rebuilt"] is False and doc["rebuild_alone"] is None
     assert doc["pages"] == os.stat(sample).st_size // doc["page_size"]
+
+
+@pytest.mark.parametrize(
+    "srv", [server_param("mariadb", "10.11"), server_param("mysql8033", "8.0.33")], indirect=True
+)
+def test_migrate_plan_predicts_the_rebuilt_file(srv: ThrowawayServer) -> None:
+    """``migrate``'s dry run predicts the file as rebuilt (it says so), with the rebuild
+    alone beside; the conversion it plans, run by hand, lands inside the interval."""
+    history_table(srv, "rb_plan", "t")
+    measured(srv, "rb_plan", "t")  # the pages on disk, as the page cleaner would leave them
+    res = ibdtool("migrate", "rb_plan.t", "--to", "page:lz4", "--json", *conn_args(srv))
+    assert res.returncode == 0, res.stderr
+    (tp,) = json.loads(res.stdout)["tables"]
+    p = tp["prediction"]
+    assert p is not None, tp["prediction_note"]
+    assert "as rebuilt" in p["how"], p
+    alone = p["rebuild_alone"]
+    assert 0 < alone["allocated"]["low"] <= alone["allocated"]["value"]
+    assert alone["saving"]["value"] > 0  # the history's free space and garbage
+    if srv.flavor == "mariadb":
+        srv.query("SET GLOBAL innodb_compression_algorithm = 'lz4'")
+        srv.query("ALTER TABLE rb_plan.t PAGE_COMPRESSED=1")
+        srv.query("SET GLOBAL innodb_compression_algorithm = 'zlib'")
+    else:
+        with srv.connect() as conn, conn.cursor() as cur:
+            cur.execute("ALTER TABLE rb_plan.t COMPRESSION='lz4'")
+            cur.execute("OPTIMIZE TABLE rb_plan.t")
+            cur.fetchall()
+    real = measured(srv, "rb_plan", "t")["allocated"]
+    low, high = p["ci95"]
+    assert low <= real <= high, (real, p)
+    assert abs(p["predicted_allocated"] - real) <= 0.03 * real, (real, p)

@@ -3,11 +3,12 @@
 - ``simulate``: predict what page compression (or ROW_FORMAT=COMPRESSED) would allocate.
 - ``recommend``: per block size, the algorithm that saves most and the cheapest close to it.
 - ``cpu_cost``: the CPU cost of codecs, measured so that two runs agree.
+- ``rebuild``: the file a conversion's rebuild writes (records repacked by the bulk load),
+  whose pages ``simulate`` compresses by default.
 - ``estimate``: a predicted quantity with its 95% interval and basis, the shape of every
   prediction.
 
-Uses :mod:`ibdtool.tablespace` and :mod:`ibdtool.fs`. New here: rebuild prediction and
-other predictions.
+Uses :mod:`ibdtool.tablespace` and :mod:`ibdtool.fs`. New here: other predictions.
 """
 
 from typing import TYPE_CHECKING
@@ -15,6 +16,7 @@ from typing import TYPE_CHECKING
 if TYPE_CHECKING:
     from ibdtool.advise.cpu_cost import CLOCK, Cost
     from ibdtool.advise.estimate import Estimate
+    from ibdtool.advise.rebuild import RebuiltImage, plan_rebuild, rebuilt_allocation
     from ibdtool.advise.recommend import (
         CHEAPEST_WITHIN,
         GOOD_ENOUGH_SHARE,
@@ -41,6 +43,7 @@ else:
         {
             "cpu_cost": "CLOCK Cost",
             "estimate": "Estimate",
+            "rebuild": "RebuiltImage plan_rebuild rebuilt_allocation",
             "recommend": (
                 "CHEAPEST_WITHIN GOOD_ENOUGH_SHARE Recommendation recommendations simulation_json"
             ),

@@ -32,10 +32,13 @@ from __future__ import annotations
 
 import itertools
 import math
+import os
 import zlib
 from collections.abc import Iterator
 from dataclasses import dataclass, field
+from typing import TYPE_CHECKING
 
+from ibdtool.advise.estimate import Estimate
 from ibdtool.errors import InputError
 from ibdtool.tablespace import Tablespace
 from parsers.compact_rec import (
@@ -54,6 +57,9 @@ from parsers.constants import (
 )
 from parsers.page import logical_image
 from parsers.vendor import Vendor
+
+if TYPE_CHECKING:
+    from parsers.keyring import Keyring
 
 #: innodb_fill_factor's default on both servers
 DEFAULT_FILL_FACTOR = 100
@@ -155,6 +161,20 @@ class RebuiltImage:
         of full pages does not see) and 0.5% of the index pages (record boundaries found
         without the definition lend a few bytes between records and pages)."""
         return len(self.indexes) + math.ceil(0.005 * len(self.order))
+
+    def uncompressed(self) -> Estimate:
+        """What the rebuilt file allocates written uncompressed (the rebuild alone): every
+        page of its extents (both servers allocate an uncompressed file whole), an extent
+        either way for the extent model's error, never below the pages written."""
+        psize = self.page_size
+        size = self.n_pages * psize
+        err = self.extent_pages * psize
+        return Estimate(
+            size,
+            max(self.data_pages * psize, size - err),
+            size + err,
+            f"rebuild model: {self.data_pages} pages written of {self.n_pages}",
+        )
 
     @property
     def data_pages(self) -> int:
@@ -566,6 +586,13 @@ def plan_rebuild(
         ts.n_pages,
         notes,
     )
+
+
+def rebuilt_allocation(path: str | os.PathLike[str], keyring: Keyring | None = None) -> Estimate:
+    """What ``path`` allocates once rebuilt uncompressed (``ALTER TABLE … FORCE``, a
+    conversion back to uncompressed pages): :meth:`RebuiltImage.uncompressed`."""
+    with Tablespace(path, keyring) as ts:
+        return plan_rebuild(ts).uncompressed()
 
 
 def _plan_stream(ts: Tablespace, pages: list[int]) -> _Stream:

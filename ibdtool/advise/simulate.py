@@ -1150,7 +1150,7 @@ def simulate_path(
         notes.append("ROW_FORMAT=COMPRESSED needs a page size of 16K or less")
     rebuild = None
     if image is not None:
-        rebuild = _rebuild_alone(image, allocated)
+        rebuild = image.uncompressed()
         notes.insert(0, _rebuild_note(image))
         if ts.format.zip:
             notes.insert(
@@ -1203,20 +1203,6 @@ def _rebuilt_total(
         err += image.extent_pages * _zero_page_cost(s, b, psize)
     low, high = ci or (predicted, predicted)
     return predicted + rest, (max(round(mean), round(low + rest - err)), round(high + rest + err))
-
-
-def _rebuild_alone(image: RebuiltImage, allocated: int) -> Estimate:
-    """What the rebuilt file allocates uncompressed (every page of its extents: both servers
-    allocate an uncompressed file whole), the extent model's error either way."""
-    psize = image.page_size
-    size = image.n_pages * psize
-    err = image.extent_pages * psize
-    return Estimate(
-        size,
-        max(image.data_pages * psize, size - err),
-        size + err,
-        f"rebuild model: {image.data_pages} pages written of {image.n_pages}",
-    )
 
 
 def _rebuild_note(image: RebuiltImage) -> str:

@@ -347,6 +347,17 @@ def _plan_table(tp: TablePlan, vendor: Vendor) -> None:
             ),
             soft_wrap=True,
         )
+        alone, freed = p.rebuild_alone, p.rebuild_saving
+        if alone is not None and freed is not None:
+            con.print(
+                literal(
+                    f"  rebuild alone (no compression): {human_bytes(round(alone.value))} "
+                    f"(95% CI {human_bytes(round(alone.low))}–{human_bytes(round(alone.high))}), "
+                    f"frees {human_bytes(round(freed.value))} of the table's history",
+                    style="dim",
+                ),
+                soft_wrap=True,
+            )
     elif tp.prediction_note and tp.action == "convert":
         con.print(literal(f"  no prediction: {tp.prediction_note}", style="dim"), soft_wrap=True)
     _decision(tp)

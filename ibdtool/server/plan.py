@@ -47,6 +47,17 @@ class Prediction:
     drop_new: dict[str, Any] | None = None
     #: the chosen target beside a few other ways to store the table (``compare``)
     options: list[Option] = field(default_factory=list)
+    #: what the rebuild alone (no compression) would allocate: the bloat of the table's
+    #: history is ``allocated_now`` less this (None: not modelled)
+    rebuild_alone: Estimate | None = None
+
+    @property
+    def rebuild_saving(self) -> Estimate | None:
+        r = self.rebuild_alone
+        if r is None:
+            return None
+        now = self.allocated_now
+        return Estimate(now - r.value, now - r.high, now - r.low, r.basis)
 
     @property
     def predicted(self) -> int:
@@ -77,6 +88,12 @@ class Prediction:
             "drop_old": self.drop_old,
             "drop_new": self.drop_new,
             "options": [o.to_json() for o in self.options],
+            "rebuild_alone": None
+            if self.rebuild_alone is None
+            else {
+                "allocated": self.rebuild_alone.to_json(),
+                "saving": self.rebuild_saving.to_json() if self.rebuild_saving else None,
+            },
         }
 
 
@@ -376,17 +393,21 @@ def predict(
 ) -> Prediction:
     """What the simulator expects the table to allocate after the conversion (local files);
     with ``compare``, the same for a few other ways to store it (:class:`Option`)."""
-    from ibdtool.advise import BlockSpec, Scenario, simulate_path
+    from ibdtool.advise import BlockSpec, Scenario, rebuilt_allocation, simulate_path
 
     paths = table.local_paths
     if not paths or len(paths) != len(table.spaces):
         raise InputError("the datadir is not readable from here")
     if target.kind == "none":
-        logical = sum(p.stat().st_size for p in paths)
+        # the rebuild writes uncompressed pages, which allocate the whole (rebuilt) file
         now = sum(p.stat().st_blocks * 512 for p in paths)
-        return Prediction(
-            now, Estimate.exact(logical, "uncompressed pages allocate the whole file")
-        )
+        alone: Estimate | None = None
+        for p in paths:
+            one = rebuilt_allocation(p)
+            alone = one if alone is None else alone + one
+        assert alone is not None
+        after = Estimate(alone.value, alone.low, alone.high, f"as rebuilt: {alone.basis}")
+        return Prediction(now, after, rebuild_alone=alone)
     server_kind = server.flavor.name
 
     def level_of(codec: str, level: int | None = None) -> int | None:
@@ -421,6 +442,8 @@ def predict(
     sampled = 0
     old_costs: list[DropCost] = []
     chosen_key = ""
+    rebuilt: Estimate | None = None
+    as_rebuilt = whole = True
     for p in paths:
         block = p.stat().st_blksize if not table.fs_block_size else table.fs_block_size
         row = target.kind == "row"
@@ -431,6 +454,9 @@ def predict(
             p, scenarios, [BlockSpec(block)], sample=sample, jobs=jobs, row_compressed=row
         )
         now += res.allocated_size
+        as_rebuilt = as_rebuilt and res.as_rebuilt
+        if res.rebuild is not None:
+            rebuilt = res.rebuild if rebuilt is None else rebuilt + res.rebuild
         if res.drop_now is not None:
             old_costs.append(res.drop_now)
         if target.kind == "page" or compare:
@@ -438,7 +464,9 @@ def predict(
                 label = _page_label(r.scenario.algorithm, r.scenario.level)
                 if i == 0 and target.kind == "page":
                     chosen_key = label
-                    exact = exact and res.full
+                    # as rebuilt, even every page simulated leaves the model's error
+                    whole = whole and res.full
+                    exact = exact and res.full and not res.as_rebuilt
                     sampled += res.pages_sampled
                 s = sums.setdefault(label, _Sum())
                 s.add(r.predicted, r.ci95, r.extents)
@@ -469,12 +497,18 @@ def predict(
             s.costs.append(dense)
             if row and kbs == target.key_block_size:
                 chosen_key = label
-                exact = exact and res.full
+                whole = whole and res.full
+                exact = exact and res.full and not res.as_rebuilt
                 sampled += res.pages_sampled
     if chosen_key not in sums:
         raise InputError(f"the simulator gave no prediction for {target.label}")
     chosen = sums[chosen_key]
-    how = "simulate, " + ("full scan" if exact else f"{sampled} pages sampled")
+    how = (
+        "simulate"
+        + (" as rebuilt" if as_rebuilt else "")
+        + ", "
+        + ("full scan" if whole else f"{sampled} pages sampled")
+    )
     allocated = (
         Estimate.exact(chosen.predicted, how)
         if exact
@@ -496,6 +530,7 @@ def predict(
         drop_total(old_costs) if len(old_costs) == n else None,
         drop_total(chosen.costs) if len(chosen.costs) == n else None,
         options,
+        rebuilt if as_rebuilt else None,
     )
 
 
