@@ -254,8 +254,13 @@ def headline(doc: dict[str, Any]) -> str:
             f"; the best page compression would allocate "
             f"{human_bytes(sim['predicted_allocated'])} for the "
             f"{_plural(sim['files'], 'simulated table')} "
-            f"(now {human_bytes(sim['allocated_size'])})"
+            f"(now {human_bytes(sim['allocated_size'])}), as rebuilt"
         )
+        if sim.get("rebuild_saving"):
+            text += (
+                f"; the rebuild alone (no compression) would free "
+                f"{human_bytes(sim['rebuild_saving'])} of their history"
+            )
     return text
 
 

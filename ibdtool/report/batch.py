@@ -554,6 +554,8 @@ def no_simulation(row: dict[str, Any], note: str | None) -> dict[str, Any]:
         "ci95": None,
         "saving": None,
         "pages_sampled": None,
+        "as_rebuilt": None,
+        "rebuild_alone": None,
         "note": note,
     }
 
@@ -601,6 +603,12 @@ def simulation_for(
         ci95=list(best.ci95) if best.ci95 else None,
         saving=sim.allocated_size - best.predicted,
         pages_sampled=sim.pages_sampled,
+        # the prediction is of the file the conversion's rebuild writes; the rebuild alone
+        # (no compression) frees the free space and garbage of the table's history
+        as_rebuilt=sim.as_rebuilt,
+        rebuild_alone=None
+        if sim.rebuild is None or sim.rebuild_saving is None
+        else {"allocated": sim.rebuild.to_json(), "saving": sim.rebuild_saving.to_json()},
     )
     return out
 
@@ -801,12 +809,21 @@ class Totals:
             sim = row.get("simulation")
             if sim is not None:
                 part = total.setdefault(
-                    "simulation", {"files": 0, "allocated_size": 0, "predicted_allocated": 0}
+                    "simulation",
+                    {
+                        "files": 0,
+                        "allocated_size": 0,
+                        "predicted_allocated": 0,
+                        "rebuild_saving": 0,
+                    },
                 )
                 if sim.get("predicted_allocated") is not None:
                     part["files"] += 1
                     part["allocated_size"] += row.get("allocated_size") or 0
                     part["predicted_allocated"] += sim["predicted_allocated"]
+                    alone = sim.get("rebuild_alone")
+                    if alone:
+                        part["rebuild_saving"] += round(alone["saving"]["value"])
 
     @staticmethod
     def _finish(total: dict[str, Any]) -> dict[str, Any]:
