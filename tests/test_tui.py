@@ -354,6 +354,13 @@ async def test_simulation_predicts_what_the_server_allocated(datadir: Path) -> N
         await settle(pilot)
         sim = app.screen
         assert isinstance(sim, SimulationScreen)
+        # by default the file as rebuilt, the rebuild alone beside; the sample was loaded,
+        # not rebuilt: its pages as they are (a) are what its server's own file compares to
+        info = static_text(sim.query_one("#sim-info"))
+        assert "the file as rebuilt" in info and "rebuild alone (no compression)" in info
+        await pilot.press("a")
+        await settle(pilot)
+        assert "the file as it is" in static_text(sim.query_one("#sim-info"))
         rows = {r[0]: r for r in table_rows(sim.query_one("#sim-table", DataTable))}
         assert rows["today (allocated)"][1] == human_bytes(path.stat().st_blocks * 512)
         assert rows["logical size"][1] == human_bytes(path.stat().st_size)
@@ -423,9 +430,11 @@ async def test_simulation_can_be_cancelled(datadir: Path, monkeypatch: pytest.Mo
             e.outcome == "cancelled" and e.text.startswith("simulate")
             for e in app.command_log.entries()
         )
-        await pilot.press("r")  # and it runs again to the end
-        await settle(pilot)
-        assert sim.result is not None and sim.result.pages == 28
+        await pilot.press("r")  # and it runs again to the end: every page the rebuild of
+        await settle(pilot)  # the 28-page file writes (a file of whole extents: 64 pages)
+        r = sim.result
+        assert r is not None and r.as_rebuilt and r.pages == 64
+        assert r.pages_sampled == r.rebuilt_pages_written and 0 < r.pages_sampled <= 28
 
 
 # --- command log, help, palette, errors ------------------------------------------------------

@@ -40,6 +40,7 @@ from ibdtool.present import (
     current_state_text,
     drop_note,
     human_bytes,
+    rebuild_text,
     recommendation_text,
     scenario_label,
     seconds_text,
@@ -71,6 +72,11 @@ the blocks a filesystem allocates for the result are summed (a seeded sample wit
 CPU µs per page (compress/decompress) are medians of repeated runs on the
 same pages; the line above the table shows the highlighted algorithm's
 spread, and the advice says whether its cheapest is clear or within noise.
+
+By default the file simulated is the one a conversion's rebuild writes (records repacked
+as the bulk load packs them, the history's free space and garbage gone), with what the
+rebuild alone frees above the table; `a` switches to the pages as they are (what
+punching holes alone would do) and back.
 """
 
     BINDINGS: ClassVar[list[BindingType]] = [
@@ -78,6 +84,7 @@ spread, and the advice says whether its cheapest is clear or within noise.
         Binding("B", "block(-1)", "Previous block size", show=False),
         Binding("x", "cancel", "Cancel"),
         Binding("r", "run", "Run again"),
+        Binding("a", "as_is", "As is / rebuilt"),
     ]
 
     def __init__(self, path: str | Path) -> None:
@@ -88,6 +95,8 @@ spread, and the advice says whether its cheapest is clear or within noise.
         self.block_index = 0
         self.failed: str | None = None
         self._worker: Worker[None] | None = None
+        #: simulate the pages as they are (``simulate --as-is``), not the rebuilt file
+        self.as_is = False
 
     @property
     def ibd_app(self) -> AppState:
@@ -144,7 +153,7 @@ spread, and the advice says whether its cheapest is clear or within noise.
         blocks = parse_block_sizes(["all"])
         text = (
             f"simulate {len(DEFAULT_SCENARIOS)} algorithms × {len(blocks)} block sizes "
-            f"on {self.path}"
+            f"on {self.path}" + (" as it is" if self.as_is else " as rebuilt")
         )
         try:
             with self.ibd_app.command_log.timed("file", text) as run:
@@ -154,6 +163,7 @@ spread, and the advice says whether its cheapest is clear or within noise.
                     blocks,
                     progress=progress,
                     keyring=self.ibd_app.keyring,
+                    as_rebuilt=not self.as_is,
                 )
                 run.detail = (
                     "full scan"
@@ -199,6 +209,9 @@ spread, and the advice says whether its cheapest is clear or within noise.
         own = BlockSpec(r.fs_block_size)
         self.block_index = self.blocks.index(own) if own in self.blocks else 0
         info = safe(simulation_heading(r))
+        rebuilt = rebuild_text(r)  # the rebuild alone: the bloat of the table's history
+        if rebuilt:
+            info.append("\n" + rebuilt)
         current = current_state_text(r)
         if current:
             info.append("\n" + current)
@@ -325,6 +338,13 @@ spread, and the advice says whether its cheapest is clear or within noise.
         if self._worker is not None and not self._worker.is_finished:
             self._worker.cancel()
 
+    def action_as_is(self) -> None:
+        """Switch between the file as rebuilt and as it is, and simulate again."""
+        if self._worker is not None and not self._worker.is_finished:
+            return
+        self.as_is = not self.as_is
+        self.action_run()
+
     def commands(self) -> list[SystemCommand]:
         return [
             SystemCommand(
@@ -334,4 +354,9 @@ spread, and the advice says whether its cheapest is clear or within noise.
             ),
             SystemCommand("Cancel simulation", "Stop the running simulation", self.action_cancel),
             SystemCommand("Run simulation again", "Simulate again", self.action_run),
+            SystemCommand(
+                "Simulate as is / as rebuilt",
+                "The pages as they are (punching alone), or the file the rebuild writes",
+                self.action_as_is,
+            ),
         ]
