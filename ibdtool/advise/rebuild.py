@@ -297,6 +297,8 @@ def _assemble(
         body, off = r[:-2], int.from_bytes(r[-2:], "big")
         if pos + len(body) > page_size - PAGE_DIR - 2 * (len(recs) // SLOT_OWNS + 2):
             break  # a record the heuristic made too long: the page is full
+        if not 5 <= off <= len(body):
+            continue  # a damaged page's record: no origin inside its bytes
         page[pos : pos + len(body)] = body
         origin = pos + off
         origins.append(origin)
@@ -490,34 +492,36 @@ def plan_rebuild(
     vendor = vendor or (ts.format.vendor if ts.format.vendor is not Vendor.UNKNOWN else None)
     vendor = vendor or Vendor.MARIADB
     psize = ts.logical_size
-    free = ts.free_window(0, ts.n_pages)
     sdi_root = ts.format.sdi_root
     kept: list[int] = []
     by_index: dict[int, dict[int, set[int]]] = {}  # index -> level -> pages
     leftmost: dict[tuple[int, int], int] = {}
     sample: dict[int, bytes] = {}
-    for no in range(ts.n_pages):
-        if no < len(free) and free[no] and no > 2:
+    # the pages with data, a run at a time (a sparse file's holes are never read), less those
+    # the extent descriptors call free (a freed page keeps its old header)
+    for first, end, has_data in ts.page_runs(0, ts.n_pages):
+        if not has_data:
             continue
-        page = _image(ts, no)
-        ptype = int.from_bytes(page[24:26], "big")
-        if no <= 2 or ptype == FIL_PAGE_SDI:
-            kept.append(no)
-            continue
-        if ptype not in (FIL_PAGE_INDEX, FIL_PAGE_TYPE_INSTANT):
-            if ptype != FIL_PAGE_TYPE_ALLOCATED and any(page):
-                kept.append(no)  # BLOB pages and the like: rewritten much as they are
-            continue
-        if sdi_root is not None and no == sdi_root:
-            kept.append(no)
-            continue
-        index_id = int.from_bytes(page[66:74], "big")
-        level = int.from_bytes(page[64:66], "big")
-        by_index.setdefault(index_id, {}).setdefault(level, set()).add(no)
-        if int.from_bytes(page[8:12], "big") == FIL_NULL:
-            leftmost.setdefault((index_id, level), no)
-        if level == 0:
-            sample.setdefault(index_id, page)
+        free = ts.free_window(first, end)
+        for no in range(first, end):
+            if free[no - first] and no > 2:
+                continue
+            page = _image(ts, no)
+            ptype = int.from_bytes(page[24:26], "big")
+            if no <= 2 or ptype == FIL_PAGE_SDI or (sdi_root is not None and no == sdi_root):
+                kept.append(no)
+                continue
+            if ptype not in (FIL_PAGE_INDEX, FIL_PAGE_TYPE_INSTANT):
+                if ptype != FIL_PAGE_TYPE_ALLOCATED and any(page):
+                    kept.append(no)  # BLOB pages and the like: rewritten much as they are
+                continue
+            index_id = int.from_bytes(page[66:74], "big")
+            level = int.from_bytes(page[64:66], "big")
+            by_index.setdefault(index_id, {}).setdefault(level, set()).add(no)
+            if int.from_bytes(page[8:12], "big") == FIL_NULL:
+                leftmost.setdefault((index_id, level), no)
+            if level == 0:
+                sample.setdefault(index_id, page)
     if not by_index:
         raise InputError(f"{ts.path}: no index page to rebuild")
     clustered_id = min(by_index)  # created first: the lowest id (as simulate assumes)
