@@ -1200,7 +1200,7 @@ def _rebuilt_total(
     mean = predicted / data_pages if data_pages else 0.0
     err = mean * image.model_pages
     if s.server is Vendor.MYSQL and image.vendor is Vendor.MYSQL:
-        err += image.extent_pages * _zero_page_cost(s, b, psize)
+        err += image.size_error_pages * _zero_page_cost(s, b, psize)
     low, high = ci or (predicted, predicted)
     return predicted + rest, (max(round(mean), round(low + rest - err)), round(high + rest + err))
 
