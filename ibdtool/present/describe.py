@@ -261,11 +261,10 @@ def rebuild_text(r: SimResult) -> str | None:
         return None
     pct = 100 * saving.value / r.allocated_size if r.allocated_size else 0.0
     return (
-        f"rebuild alone (no compression): {human_bytes(round(alloc.value))} allocated "
+        f"rebuild alone (no compression): {human_bytes(round(alloc.value))} "
         f"(95% CI {human_bytes(round(alloc.low))}–{human_bytes(round(alloc.high))}), "
-        f"saves {human_bytes(round(saving.value))} ({pct:.0f}%, 95% CI "
-        f"{human_bytes(round(saving.low))}–{human_bytes(round(saving.high))}): "
-        "the free space and garbage of the table's history"
+        f"frees {human_bytes(round(saving.value))} ({pct:.0f}%, 95% CI "
+        f"{human_bytes(round(saving.low))}–{human_bytes(round(saving.high))})"
     )
 
 
