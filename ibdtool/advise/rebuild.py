@@ -34,6 +34,7 @@ import itertools
 import math
 import os
 import zlib
+from array import array
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
@@ -118,6 +119,7 @@ class _Stream:
     starts: list[tuple[int, int]] = field(default_factory=list)  # (page index, record) a page
     sizes_total: int = 0
     records: int = 0
+    sizes: array[int] = field(default_factory=lambda: array("I"))  # until packed
 
 
 @dataclass
@@ -561,7 +563,8 @@ def plan_rebuild(
         if not plan.sample:
             plan.sample = _image(ts, min(levels[min(levels)]))
         # the leaves: pack the records' sizes, remembering where each page starts
-        counts = list(pack(_sizes(ts, leaf), psize, reserve))
+        counts = list(pack(iter(leaf.sizes), psize, reserve))
+        leaf.sizes = array("I")  # packed: the page starts are all the pages need now
         pos = (0, 0)
         for c in counts:
             leaf.starts.append(pos)
@@ -615,15 +618,18 @@ def rebuilt_allocation(path: str | os.PathLike[str], keyring: Keyring | None = N
 
 
 def _plan_stream(ts: Tablespace, pages: list[int]) -> _Stream:
-    counts = [len(_live(_image(ts, no))) for no in pages]
-    return _Stream(pages, counts, records=sum(counts))
-
-
-def _sizes(ts: Tablespace, stream: _Stream) -> Iterator[int]:
-    for no in stream.pages:
-        for sp in _live(_image(ts, no)):
-            stream.sizes_total += sp.end - sp.start
-            yield sp.end - sp.start
+    """The level's live records counted and sized page by page in one read of each page (the
+    sizes, in key order, are what :func:`pack` takes)."""
+    counts: list[int] = []
+    sizes = array("I")
+    for no in pages:
+        spans = _live(_image(ts, no))
+        counts.append(len(spans))
+        sizes.extend(sp.end - sp.start for sp in spans)
+    stream = _Stream(pages, counts, records=sum(counts))
+    stream.sizes = sizes
+    stream.sizes_total = sum(sizes)
+    return stream
 
 
 def _advance(stream: _Stream, pos: tuple[int, int], n: int) -> tuple[int, int]:
@@ -638,12 +644,7 @@ def _advance(stream: _Stream, pos: tuple[int, int], n: int) -> tuple[int, int]:
 
 
 def _mean_size(ts: Tablespace, stream: _Stream) -> int:
-    total = count = 0
-    for no in stream.pages[:64]:
-        for sp in _live(_image(ts, no)):
-            total += sp.end - sp.start
-            count += 1
-    return max(1, round(total / count)) if count else 16
+    return max(1, round(stream.sizes_total / stream.records)) if stream.records else 16
 
 
 def _node_guess(ts: Tablespace, leaf: _Stream) -> int:
