@@ -191,11 +191,15 @@ class KeyOrder:
         self.field = first if usable else None
         self.last: bytes | None = None
         self.direction = 0  # 1 ascending, -1 descending, 0 not known yet
+        #: the first key seen (None: none yet): where a run split over processes joins
+        self.first: bytes | None = None
 
     def misfit(self, raw: bytes | None) -> str | None:
         if self.field is None or raw is None:
             return None
         last, self.last = self.last, raw
+        if self.first is None:
+            self.first = raw
         if last is None or last == raw:
             return None
         step = 1 if raw > last else -1

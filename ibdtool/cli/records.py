@@ -147,6 +147,13 @@ def _server_sql(kw: dict[str, Any]) -> Any:
     help="Go on past records that do not fit the table definition, marking them "
     "(default: stop at the first one, exit 2).",
 )
+@click.option(
+    "--jobs",
+    "-j",
+    type=click.IntRange(min=1),
+    default=None,
+    help="Processes (default: all cores; JSON lines are read by one).",
+)
 @keyring_options
 @connection_options
 def records(
@@ -157,6 +164,7 @@ def records(
     fmt: str,
     max_extern: str | None,
     force: bool,
+    jobs: int | None,
     keyring: Keyring | None,
     **kw: Any,
 ) -> None:
@@ -167,7 +175,7 @@ def records(
     any, records are shown in hex. An encrypted tablespace is read with --keyring (a MySQL
     table's .cfp beside PATH is used without it).
     """
-    from ibdtool.present import json_shown, shown
+    from ibdtool.present import shown
     from ibdtool.tablespace import EXPORT_FORMATS, load_schemas, open_records
 
     if as_json:
@@ -195,7 +203,7 @@ def records(
     problems = 0
     try:
         if export:
-            problems = _export(run, path, fmt, force)
+            problems = _export(run, path, fmt, force, jobs)
         elif not as_json and run.table is not None:
             note = "; ".join(run.table.notes)
             click.echo(
@@ -207,46 +215,109 @@ def records(
             )
         elif not as_json:
             click.echo(f"# {shown(path)}: no table definition: records in hex", err=True)
-        out = sys.stdout
-        for ev in run.events() if not export else ():
-            if ev.misfit is not None:
-                where = f"{path}: page {ev.page}, record at byte {ev.origin}"
-                source = run.table.source if run.table is not None else "?"
-                if not force:
-                    raise InputError(
-                        f"{where}: the table definition (from {source}) does not fit the "
-                        f"records: {ev.misfit} (--force reads on, marking such records)"
-                    )
-                problems += 1
-                click.echo(f"ibdtool: warning: {where}: does not fit: {ev.misfit}", err=True)
-            if ev.problem is not None:
-                problems += 1
-                click.echo(
-                    f"ibdtool: warning: {shown(path)}: page {ev.page}: {shown(ev.problem)}",
-                    err=True,
-                )
-                if not as_json:
-                    continue
-            if as_json:
-                out.write(json_shown(json.dumps(ev.to_json(), ensure_ascii=False, default=str)))
-                out.write("\n")
-            else:
-                flag = (" deleted" if ev.deleted else "") + (" MISFIT" if ev.misfit else "")
-                vals = " ".join(
-                    f"{shown(k)}={json_shown(json.dumps(v, ensure_ascii=False, default=str))}"
-                    for k, v in (ev.fields or {}).items()
-                )
-                out.write(f"[{ev.page}]{flag} {vals}\n")
+        if not export:
+            problems = _print(run, path, as_json, force, jobs)
     finally:
         run.ts.close()
     if problems:
         sys.exit(ExitCode.FOUND)
 
 
-def _export(run: Any, path: str, fmt: str, force: bool) -> int:
+def _text_line(ev: Any) -> str:
+    """One record of ``records``' text output (with its newline)."""
+    from ibdtool.present import json_shown, shown
+
+    flag = (" deleted" if ev.deleted else "") + (" MISFIT" if ev.misfit else "")
+    vals = " ".join(
+        f"{shown(k)}={json_shown(json.dumps(v, ensure_ascii=False, default=str))}"
+        for k, v in (ev.fields or {}).items()
+    )
+    return f"[{ev.page}]{flag} {vals}\n"
+
+
+def _text_block(items: list[Any]) -> bytes:
+    """The text lines of a run of pages: :class:`FastRows` pages and clean events."""
+    from ibdtool.present import json_shown, shown
+    from ibdtool.tablespace import FastRows
+
+    out: list[str] = []
+    for item in items:
+        if not isinstance(item, FastRows):
+            out.append(_text_line(item))
+            continue
+        names = [shown(n) + "=" for n in item.names]
+        head = f"[{item.page}]"
+        for deleted, values in item.rows:
+            parts = [head + " deleted" if deleted else head]
+            for name, v in zip(names, values, strict=True):
+                if v is None:
+                    parts.append(name + "null")
+                elif type(v) is str and v.isprintable() and '"' not in v and "\\" not in v:
+                    parts.append(name + '"' + v + '"')  # json.dumps would change nothing
+                elif type(v) is int:
+                    parts.append(name + str(v))
+                else:
+                    parts.append(name + json_shown(json.dumps(v, ensure_ascii=False, default=str)))
+            out.append(" ".join(parts))
+            out.append("\n")
+    return "".join(out).encode("utf-8", errors="surrogateescape")
+
+
+def _print(run: Any, path: str, as_json: bool, force: bool, jobs: int | None) -> int:
+    """Print the records of ``run`` as text or JSON lines; the problems met."""
+    from ibdtool.present import json_shown, shown
+    from ibdtool.tablespace import Block, RecordEvent, read_blocks
+
+    problems = 0
+    out = sys.stdout
+    items: Any = run.events() if as_json else read_blocks(run, _text_block, _jobs(jobs))
+    for ev in items:
+        if isinstance(ev, Block):
+            out.flush()
+            out.buffer.write(ev.data)
+            continue
+        assert isinstance(ev, RecordEvent)
+        if ev.misfit is not None:
+            where = f"{path}: page {ev.page}, record at byte {ev.origin}"
+            source = run.table.source if run.table is not None else "?"
+            if not force:
+                raise InputError(
+                    f"{where}: the table definition (from {source}) does not fit the "
+                    f"records: {ev.misfit} (--force reads on, marking such records)"
+                )
+            problems += 1
+            click.echo(f"ibdtool: warning: {where}: does not fit: {ev.misfit}", err=True)
+        if ev.problem is not None:
+            problems += 1
+            click.echo(
+                f"ibdtool: warning: {shown(path)}: page {ev.page}: {shown(ev.problem)}",
+                err=True,
+            )
+            if not as_json:
+                continue
+        if as_json:
+            out.write(json_shown(json.dumps(ev.to_json(), ensure_ascii=False, default=str)))
+            out.write("\n")
+        else:
+            out.write(_text_line(ev))
+    return problems
+
+
+def _jobs(jobs: int | None) -> int:
+    import os
+
+    if jobs:
+        return jobs
+    try:
+        return len(os.sched_getaffinity(0))
+    except AttributeError:  # pragma: no cover  (not Linux)
+        return os.cpu_count() or 1
+
+
+def _export(run: Any, path: str, fmt: str, force: bool, jobs: int | None) -> int:
     """Write the rows of ``run`` in an export format on stdout; the number of records left
     out because they could not be read (with --force)."""
-    from ibdtool.tablespace import export_header, export_row, load_data_sql, sql_inserts
+    from ibdtool.tablespace import export_header, load_data_sql
     from parsers.tabledef import Kind
 
     if run.table is None or run.index is None:
@@ -272,10 +343,41 @@ def _export(run: Any, path: str, fmt: str, force: bool) -> int:
     if fmt != "sql":
         click.echo(f"# load with: {load_data_sql(fmt, table, columns)}", err=True)
     skipped = 0
+    from ibdtool.tablespace import (
+        Block,
+        FastRows,
+        RecordEvent,
+        read_blocks,
+        row_writer,
+        sql_statements,
+        tuple_writer,
+    )
 
-    def rows() -> Any:
+    names = [c.name for c in columns]
+    write_row = tuple_writer(columns) if fmt == "sql" else row_writer(fmt, columns)
+
+    def block(items: list[Any]) -> Any:
+        """The rows of a run of clean pages: bytes (CSV, TSV), a list of tuples (SQL)."""
+        made: list[bytes] = []
+        for item in items:
+            if isinstance(item, FastRows):
+                if list(item.names) == names:
+                    made.extend(write_row(list(v)) for d, v in item.rows if not d)
+                else:
+                    pick = [item.names.index(n) for n in names]
+                    made.extend(write_row([v[i] for i in pick]) for d, v in item.rows if not d)
+            elif not item.deleted:
+                fields = item.fields or {}
+                made.append(write_row([fields.get(n) for n in names]))
+        return made if fmt == "sql" else b"".join(made)
+
+    def blocks() -> Any:
         nonlocal skipped
-        for ev in run.events():
+        for ev in read_blocks(run, block, _jobs(jobs)):
+            if isinstance(ev, Block):
+                yield ev.data
+                continue
+            assert isinstance(ev, RecordEvent)
             where = f"{path}: page {ev.page}"
             if ev.misfit is not None and not force:
                 raise InputError(
@@ -285,9 +387,8 @@ def _export(run: Any, path: str, fmt: str, force: bool) -> int:
                 )
             if ev.problem is not None or ev.misfit is not None or ev.errors:
                 skipped += 1
-                why = (
-                    ev.problem or ev.misfit or "; ".join(f"{k}: {v}" for k, v in ev.errors.items())
-                )
+                errors = ev.errors or {}
+                why = ev.problem or ev.misfit or "; ".join(f"{k}: {v}" for k, v in errors.items())
                 click.echo(f"ibdtool: warning: {where}: left out: {why}", err=True)
                 continue
             if ev.deleted:
@@ -296,15 +397,15 @@ def _export(run: Any, path: str, fmt: str, force: bool) -> int:
                 raise InputError(
                     f"{where}: {', '.join(ev.truncated)} longer than --max-extern: raise it"
                 )
-            yield ev.fields or {}
+            yield block([ev])
 
     out = sys.stdout.buffer
     out.write(export_header(fmt, columns))
     if fmt == "sql":
-        for stmt in sql_inserts(table, columns, rows()):
+        for stmt in sql_statements(table, columns, blocks()):
             out.write(stmt)
     else:
-        for fields in rows():
-            out.write(export_row(fmt, columns, fields))
+        for data in blocks():
+            out.write(data)
     out.flush()
     return skipped

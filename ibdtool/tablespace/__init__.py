@@ -11,8 +11,9 @@
 - ``page_dump``: one page's stored and decompressed bytes and every decoded field.
 - ``page_rows``: ``ibdtool pages``, one flat row per page; ``pages_json``: its ``--json``
   lines at scan speed.
-- ``records``: the user records of one index, in key order; ``record_export``: those rows as
-  a file a server loads back (CSV, TSV, SQL).
+- ``records``: the user records of one index, in key order; ``record_blocks``: the same split
+  over cores, in order; ``record_export``: those rows as a file a server loads back (CSV,
+  TSV, SQL).
 - ``index_names``: index names for a tablespace's index ids; ``schemas``: table definitions
   the user gives (``--schema``).
 - ``sys_tables``: table ids by name from a system tablespace's SYS_TABLES (MariaDB, MySQL 5.x).
@@ -49,14 +50,23 @@ if TYPE_CHECKING:
     from ibdtool.tablespace.pages_json import json_lines
     from ibdtool.tablespace.parallel import map_ranges
     from ibdtool.tablespace.reader import CHUNK_BYTES, RUN_PAGES, FileSource, Tablespace
+    from ibdtool.tablespace.record_blocks import Block, read_blocks
     from ibdtool.tablespace.record_export import (
         EXPORT_FORMATS,
         export_header,
         export_row,
         load_data_sql,
+        row_writer,
         sql_inserts,
+        sql_statements,
+        tuple_writer,
     )
-    from ibdtool.tablespace.records import definition_from_sdi, open_records
+    from ibdtool.tablespace.records import (
+        FastRows,
+        RecordEvent,
+        definition_from_sdi,
+        open_records,
+    )
     from ibdtool.tablespace.schemas import Schemas, load_schemas
     from ibdtool.tablespace.sys_tables import sys_table_ids
 else:
@@ -80,8 +90,12 @@ else:
             "pages_json": "json_lines",
             "parallel": "map_ranges",
             "reader": "CHUNK_BYTES FileSource RUN_PAGES Tablespace",
-            "record_export": ("EXPORT_FORMATS export_header export_row load_data_sql sql_inserts"),
-            "records": "definition_from_sdi open_records",
+            "record_blocks": "Block read_blocks",
+            "record_export": (
+                "EXPORT_FORMATS export_header export_row load_data_sql row_writer sql_inserts "
+                "sql_statements tuple_writer"
+            ),
+            "records": "FastRows RecordEvent definition_from_sdi open_records",
             "schemas": "Schemas load_schemas",
             "sys_tables": "sys_table_ids",
         },

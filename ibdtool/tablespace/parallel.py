@@ -14,7 +14,7 @@ import contextlib
 import os
 import pickle
 import signal
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Generator
 from typing import TypeVar
 
 from ibdtool.errors import InputError
@@ -87,7 +87,7 @@ def ordered_map(
     fn: Callable[[Tablespace, int, int], T],
     ranges: list[tuple[int, int]],
     jobs: int,
-) -> Iterator[T]:
+) -> Generator[T, None, None]:
     """``fn(ts, start, stop)`` for each range, yielded in range order while they are computed
     on ``jobs`` processes: this one takes ranges 0, jobs, 2·jobs…, forked child ``j`` ranges
     j, j + jobs…, each sending its results down a pipe in order. A child blocks on its pipe

@@ -22,7 +22,9 @@ rows of the table and are left out.
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+import re
+from collections.abc import Callable, Iterable, Iterator
+from functools import partial
 from typing import Any
 
 from parsers.tabledef import Column, Kind
@@ -66,10 +68,61 @@ _SQL_ESCAPES = {0: b"\\0", 10: b"\\n", 13: b"\\r", 26: b"\\Z", 39: b"\\'", 92: b
 _TSV_ESCAPES = {0: b"\\0", 9: b"\\t", 10: b"\\n", 13: b"\\r", 92: b"\\\\"}
 
 
+_SQL_SPECIAL = re.compile(rb"[\x00\n\r\x1a'\\]")
+_TSV_SPECIAL = re.compile(rb"[\x00\t\n\r\\]")
+
+
 def _escape(raw: bytes, table: dict[int, bytes]) -> bytes:
-    if not any(b in table for b in raw):
+    special = _SQL_SPECIAL if table is _SQL_ESCAPES else _TSV_SPECIAL
+    if special.search(raw) is None:
         return raw
     return b"".join(table.get(b, bytes((b,))) for b in raw)
+
+
+def _encoder(col: Column) -> Callable[[Any], bytes]:
+    """:func:`column_bytes` of one column, with the dispatch done once."""
+    if _is_binary(col) or col.kind is Kind.BIT:
+        return lambda value: column_bytes(col, value)  # type: ignore[return-value]
+    codec = col.charset.codec if col.charset is not None and col.charset.codec else "utf-8"
+
+    def enc(value: Any) -> bytes:
+        if isinstance(value, float):
+            return repr(value).encode()
+        return str(value).encode(codec, errors="replace")
+
+    return enc
+
+
+def row_writer(fmt: str, columns: list[Column]) -> Callable[[list[Any]], bytes]:
+    """``values`` (in ``columns`` order) → the row in CSV or TSV, as :func:`export_row`."""
+    encs = [_encoder(c) for c in columns]
+    sep = b"\t" if fmt == "tsv" else b","
+
+    def tsv(values: list[Any]) -> bytes:
+        out = []
+        for enc, v in zip(encs, values, strict=True):
+            if v is None:
+                out.append(b"\\N")
+                continue
+            raw = enc(v)
+            out.append(raw if _TSV_SPECIAL.search(raw) is None else _escape(raw, _TSV_ESCAPES))
+        return sep.join(out) + b"\n"
+
+    def csv(values: list[Any]) -> bytes:
+        out = []
+        for enc, v in zip(encs, values, strict=True):
+            out.append(b"NULL" if v is None else b'"' + enc(v).replace(b'"', b'""') + b'"')
+        return sep.join(out) + b"\n"
+
+    return tsv if fmt == "tsv" else csv
+
+
+def tuple_writer(columns: list[Column]) -> Callable[[list[Any]], bytes]:
+    """``values`` (in ``columns`` order) → ``(…, …)`` of an INSERT, as :func:`sql_literal`."""
+    lits = [partial(sql_literal, c) for c in columns]
+    return lambda values: (
+        b"(" + b", ".join([lit(v) for lit, v in zip(lits, values, strict=True)]) + b")"
+    )
 
 
 def sql_literal(col: Column, value: Any) -> bytes:
@@ -99,20 +152,22 @@ def export_header(fmt: str, columns: list[Column]) -> bytes:
 
 def export_row(fmt: str, columns: list[Column], fields: dict[str, Any]) -> bytes:
     """One row in CSV or TSV (with its newline)."""
-    out = []
-    for col in columns:
-        raw = column_bytes(col, fields.get(col.name))
-        if fmt == "tsv":
-            out.append(b"\\N" if raw is None else _escape(raw, _TSV_ESCAPES))
-        else:
-            out.append(b"NULL" if raw is None else b'"' + raw.replace(b'"', b'""') + b'"')
-    return (b"\t" if fmt == "tsv" else b",").join(out) + b"\n"
+    return row_writer(fmt, columns)([fields.get(c.name) for c in columns])
 
 
 def sql_inserts(
     table: str, columns: list[Column], rows: Iterator[dict[str, Any]]
 ) -> Iterator[bytes]:
     """``INSERT`` statements of at most :data:`SQL_BATCH_BYTES` each."""
+    tup = tuple_writer(columns)
+    return sql_statements(table, columns, ([tup([f.get(c.name) for c in columns])] for f in rows))
+
+
+def sql_statements(
+    table: str, columns: list[Column], tuples: Iterable[list[bytes]]
+) -> Iterator[bytes]:
+    """The ``INSERT`` statements of ``tuples`` (lists of :func:`tuple_writer`'s rows, in
+    order), cut where :func:`sql_inserts` cuts them: at :data:`SQL_BATCH_BYTES`."""
     head = (
         f"INSERT INTO {_quote_ident(table)} ("
         + ", ".join(_quote_ident(c.name) for c in columns)
@@ -120,13 +175,13 @@ def sql_inserts(
     ).encode("utf-8")
     batch: list[bytes] = []
     size = 0
-    for fields in rows:
-        tup = b"(" + b", ".join(sql_literal(c, fields.get(c.name)) for c in columns) + b")"
-        batch.append(tup)
-        size += len(tup) + 2
-        if size >= SQL_BATCH_BYTES:
-            yield head + b",\n".join(batch) + b";\n"
-            batch, size = [], 0
+    for block in tuples:
+        for tup in block:
+            batch.append(tup)
+            size += len(tup) + 2
+            if size >= SQL_BATCH_BYTES:
+                yield head + b",\n".join(batch) + b";\n"
+                batch, size = [], 0
     if batch:
         yield head + b",\n".join(batch) + b";\n"
 

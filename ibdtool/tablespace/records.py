@@ -17,7 +17,7 @@ from __future__ import annotations
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, Union
 
 from ibdtool.errors import InputError
 from ibdtool.tablespace.reader import Tablespace
@@ -38,12 +38,27 @@ from parsers.records import (
     page_is_compact,
     raw_rows,
 )
+from parsers.rowplan import PagePlan
 from parsers.sdi_table import SdiTableError, table_from_sdi
 from parsers.tabledef import IndexDef, TableDef
 from parsers.vendor import Vendor
 from parsers.zip_page import ZipPageError, decompress_zip_page
 
 MAX_LEAF_PAGES = 1 << 26
+
+
+@dataclass(slots=True)
+class FastRows:
+    """The records of one leaf page read by the index's compiled plan
+    (:mod:`parsers.rowplan`): (delete-marked, values in :meth:`RecordsRun.column_names`
+    order) each."""
+
+    page: int
+    rows: list[tuple[bool, tuple[Any, ...]]]
+    names: tuple[str, ...]
+
+
+Item = Union["RecordEvent", FastRows]
 
 
 @dataclass(slots=True)
@@ -55,6 +70,8 @@ class IndexPages:
     root: int | None = None
     root_level: int = -1
     pages: int = 0
+    #: level-0 page → its FIL_PAGE_NEXT, by the headers (the leaf chain as it seems)
+    next_of: dict[int, int] = field(default_factory=dict)
 
 
 @dataclass(frozen=True, slots=True)
@@ -188,8 +205,10 @@ def scan_indexes(ts: Tablespace) -> dict[int, IndexPages]:
         ip = found.setdefault(info.index.index_id, IndexPages(info.index.index_id))
         ip.pages += 1
         level = info.index.level
-        if level == 0 and info.prev == FIL_NULL:
-            ip.leaves.append(info.page_no)
+        if level == 0:
+            ip.next_of[info.page_no] = info.next
+            if info.prev == FIL_NULL:
+                ip.leaves.append(info.page_no)
         if level > ip.root_level:
             ip.root, ip.root_level = info.page_no, level
     return found
@@ -232,27 +251,41 @@ class RecordsRun:
     def index_name(self) -> str:
         return self.index.name if self.index else f"id {self.pages.index_id}"
 
+    def make_reader(self, src: PageSource) -> IndexReader | None:
+        """The reader of this run's index (None without a definition: records in hex)."""
+        if self.table is None or self.index is None:
+            return None
+        core = null_bytes = None
+        if self.ts.format.vendor is not Vendor.MYSQL and self.pages.root is not None:
+            root = src.index_page(self.pages.root)
+            core = mariadb_core_fields(root)
+            if core is not None:
+                null_bytes = core_null_bytes(root, page_is_compact(root))
+        return IndexReader(
+            self.table, self.index, src.extern_page, extern_limit=self.extern_limit,
+            mariadb_core=core, mariadb_core_null_bytes=null_bytes,
+        )  # fmt: skip
+
     def events(self) -> Iterator[RecordEvent]:
+        """Every record of the index along its leaf chain, by the general reader (the
+        reference :mod:`ibdtool.tablespace.record_blocks` is held to)."""
+        for item in self.walk():
+            assert isinstance(item, RecordEvent)
+            yield item
+
+    def walk(self, plan: Callable[[IndexReader], PagePlan | None] | None = None) -> Iterator[Item]:
+        """:meth:`events`; with ``plan`` (:func:`parsers.rowplan.compile_plan`), the pages
+        after the first that the plan reads come as one :class:`FastRows` each."""
         src = PageSource(self.ts)
         name = self.index_name
         if not self.pages.leaves:
             yield RecordEvent(name, -1, problem="no leftmost leaf page found for this index")
             return
-        reader = None
-        if self.table is not None and self.index is not None:
-            core = null_bytes = None
-            if self.ts.format.vendor is not Vendor.MYSQL and self.pages.root is not None:
-                root = src.index_page(self.pages.root)
-                core = mariadb_core_fields(root)
-                if core is not None:
-                    null_bytes = core_null_bytes(root, page_is_compact(root))
-            reader = IndexReader(
-                self.table, self.index, src.extern_page, extern_limit=self.extern_limit,
-                mariadb_core=core, mariadb_core_null_bytes=null_bytes,
-            )  # fmt: skip
+        reader = self.make_reader(src)
         first = min(self.pages.leaves)
         seen: set[int] = set()
         no = first
+        fast: PagePlan | None = None
         while no != FIL_NULL:
             if no in seen or len(seen) > MAX_LEAF_PAGES:
                 yield RecordEvent(name, no, problem="leaf chain loops")
@@ -266,39 +299,62 @@ class RecordsRun:
             except (RecordsError, InputError) as exc:
                 yield RecordEvent(name, no, problem=str(exc))
                 return
-            ptype = int.from_bytes(page[24:26], "big")
-            page_index = int.from_bytes(page[66:74], "big")
-            level = int.from_bytes(page[64:66], "big")
-            if (
-                ptype not in (FIL_PAGE_INDEX, FIL_PAGE_TYPE_INSTANT)
-                or page_index != self.pages.index_id
-                or level
-            ):
+            if not self.is_leaf(page):
                 yield RecordEvent(name, no, problem="leaf chain leaves the index")
                 return
-            try:
-                if reader is None:
-                    yield from self._raw_rows(no, page)
-                else:
-                    rows = list(reader.rows(no, page, metadata=no == first))
-                    if not self.force:  # a page with a misfit shows none of its values
-                        rows = next(([r] for r in rows if r.misfit is not None), rows)
-                    for row in rows:
-                        yield RecordEvent(
-                            name,
-                            no,
-                            row.deleted,
-                            row.fields,
-                            tuple(row.truncated),
-                            row.errors or None,
-                            misfit=row.misfit,
-                            origin=row.origin,
-                        )
-                        if row.misfit is not None and not self.force:
-                            return
-            except (ParseError, ValueError, IndexError) as exc:  # a damaged record or page
-                yield RecordEvent(name, no, problem=str(exc) or type(exc).__name__)
+            rows = fast.rows(page) if fast is not None else None
+            if fast is not None and rows is not None:
+                yield FastRows(no, rows, fast.names)
+            else:
+                stop = False
+                for ev in self.page_events(reader, no, page, no == first):
+                    yield ev
+                    stop = ev.misfit is not None and not self.force
+                if stop:
+                    return
+            if plan is not None and no == first and reader is not None:
+                fast = plan(reader)
             no = int.from_bytes(page[12:16], "big")
+
+    def is_leaf(self, page: bytes) -> bool:
+        """A leaf page of this index (the chain has not left it)."""
+        ptype = int.from_bytes(page[24:26], "big")
+        page_index = int.from_bytes(page[66:74], "big")
+        level = int.from_bytes(page[64:66], "big")
+        return (
+            ptype in (FIL_PAGE_INDEX, FIL_PAGE_TYPE_INSTANT)
+            and page_index == self.pages.index_id
+            and not level
+        )
+
+    def page_events(
+        self, reader: IndexReader | None, no: int, page: bytes, first: bool
+    ) -> Iterator[RecordEvent]:
+        """The events of one leaf page by the general reader (the last one is a misfit's when
+        the walk must stop there)."""
+        name = self.index_name
+        try:
+            if reader is None:
+                yield from self._raw_rows(no, page)
+                return
+            rows = list(reader.rows(no, page, metadata=first))
+            if not self.force:  # a page with a misfit shows none of its values
+                rows = next(([r] for r in rows if r.misfit is not None), rows)
+            for row in rows:
+                yield RecordEvent(
+                    name,
+                    no,
+                    row.deleted,
+                    row.fields,
+                    tuple(row.truncated),
+                    row.errors or None,
+                    misfit=row.misfit,
+                    origin=row.origin,
+                )
+                if row.misfit is not None and not self.force:
+                    return
+        except (ParseError, ValueError, IndexError) as exc:  # a damaged record or page
+            yield RecordEvent(name, no, problem=str(exc) or type(exc).__name__)
 
     def _raw_rows(self, no: int, page: bytes) -> Iterator[RecordEvent]:
         for deleted, fields in raw_rows(page):

@@ -1,0 +1,298 @@
+"""A compiled reader of the common leaf page: one index's COMPACT/DYNAMIC records, decoded by
+code made once per index instead of a dispatch per field.
+
+:class:`parsers.records.IndexReader` reads any record of any row format, field by field through
+the general layout (:mod:`parsers.compact_rec`), checking each against the definition
+(:mod:`parsers.record_fit`). Most pages of a plain table hold nothing it needs that
+generality for: ordinary COMPACT records of the index's full field list, no instant ADD/DROP,
+nothing stored off-page. For those, :func:`compile_plan` writes one Python function that finds
+a record's fields at offsets fixed where the fields before them are fixed-size and NOT NULL,
+reads the null bitmap and length bytes once, and turns the bytes into values inline
+(integers, text in the column's character set, hex), through the decoders of
+:mod:`parsers.columns` for the rest.
+
+It makes every check the general reader makes (the heap, the null bitmap's padding, lengths,
+values, key order), and its answer to any doubt is "not mine": :meth:`PagePlan.rows` returns
+``None`` and the caller reads the page with :class:`IndexReader`, which then gives the answer
+(a misfit, an error, a value read off-page, a metadata record) exactly as before. So on every
+page the plan reads, its rows are the reader's rows; ``tests/test_records_fast.py`` checks that
+on samples and corpus files of every row format.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from parsers.columns import decode_date, decode_datetime2, decode_value
+from parsers.compact_rec import REC_N_NEW_EXTRA_BYTES
+from parsers.decimals import decode_decimal
+from parsers.record_fit import PAGE_NEW_SUPREMUM_END, value_misfit
+from parsers.tabledef import Column, IndexField, Kind
+
+PAGE_NEW_INFIMUM = 99
+PAGE_NEW_SUPREMUM = 112
+PAGE_HEAP_TOP = 38 + 2
+PAGE_FREE = 38 + 6
+PAGE_GARBAGE = 38 + 8
+PAGE_N_HEAP = 38 + 4
+#: a record whose header could reach below the page start is left to the general reader
+MAX_EXTRA = 100
+
+#: kinds whose value, once it decodes, fits (value_misfit checks nothing more)
+_DECODE_ONLY = frozenset(
+    {Kind.FLOAT, Kind.DOUBLE, Kind.TIMESTAMP, Kind.OLD_TIMESTAMP, Kind.YEAR, Kind.ENUM, Kind.SET,
+     Kind.BIT, Kind.JSON, Kind.SYS, Kind.UUID, Kind.INET4, Kind.INET6, Kind.GEOMETRY}
+)  # fmt: skip
+_TEXT = (Kind.CHAR, Kind.VARCHAR, Kind.BLOB)
+
+Rows = list[tuple[bool, tuple[Any, ...]]]
+
+
+class _Slow(Exception):
+    """The page needs the general reader."""
+
+
+def _datetime(raw: bytes, fsp: int) -> str:
+    v = int.from_bytes(raw[:5], "big") - 0x8000000000
+    if v < 0:
+        raise _Slow
+    ymd, hms = v >> 17, v & 0x1FFFF
+    ym = ymd >> 5
+    if ym // 13 > 9999 or ym % 13 > 12 or ymd & 31 > 31:
+        raise _Slow
+    if hms >> 12 > 23 or (hms >> 6) & 63 > 59 or hms & 63 > 59:
+        raise _Slow
+    return decode_datetime2(raw, fsp)
+
+
+def _date(raw: bytes) -> str:
+    v = int.from_bytes(raw, "big") ^ 0x800000
+    if v >> 9 > 9999 or (v >> 5) & 15 > 12:
+        raise _Slow
+    return decode_date(raw)
+
+
+def _decimal(raw: bytes, precision: int, scale: int) -> str:
+    value = decode_decimal(raw, precision, scale)
+    whole, _, frac = value.lstrip("-").partition(".")
+    if len(whole.lstrip("0")) > precision - scale or len(frac) != scale:
+        raise _Slow
+    return value
+
+
+def _checked(col: Column) -> Any:
+    def conv(raw: bytes) -> Any:
+        value = decode_value(col, raw)
+        if value_misfit(col, raw) is not None:
+            raise _Slow
+        return value
+
+    return conv
+
+
+def _decoded(col: Column) -> Any:
+    return lambda raw: decode_value(col, raw)
+
+
+def _value_expr(col: Column, r: str, ns: dict[str, Any], j: int) -> str:
+    """Python source of the value of the non-NULL field held in variable ``r``."""
+    kind = col.kind
+    if kind is Kind.INT:
+        bias = 0 if col.unsigned else 1 << (8 * col.length - 1)
+        return f"int.from_bytes({r}, 'big') - {bias}" if bias else f"int.from_bytes({r}, 'big')"
+    if kind in _TEXT:
+        codec = col.charset.codec if col.charset is not None else None
+        if codec is None:
+            return f"'0x' + {r}.hex()"
+        if col.kind is Kind.CHAR:
+            return f"{r}.decode({codec!r}).rstrip(' ')"
+        return f"{r}.decode({codec!r})"
+    if kind is Kind.DATETIME:
+        return f"_datetime({r}, {col.fsp})"
+    if kind is Kind.DATE:
+        return f"_date({r})"
+    if kind is Kind.DECIMAL:
+        return f"_decimal({r}, {col.precision}, {col.scale})"
+    name = f"_conv{j}"
+    ns[name] = _decoded(col) if kind in _DECODE_ONLY else _checked(col)
+    return f"{name}({r})"
+
+
+class PagePlan:
+    """The compiled reader of one index's ordinary COMPACT leaf pages."""
+
+    def __init__(
+        self, source: str, ns: dict[str, Any], n_nullable: int, key: Any, names: tuple[str, ...]
+    ) -> None:
+        self.source = source
+        self.names = names  # the columns of the values, in order
+        exec(compile(source, "<rowplan>", "exec"), ns)
+        self._rec = ns["rec"]
+        self.n_nullable = n_nullable
+        self.key = key  # the reader's KeyOrder (its state moves with the pages read)
+
+    def rows(self, page: bytes) -> Rows | None:
+        """(deleted, values in output order) of every user record of ``page`` in key order,
+        or None when the page needs the general reader (nothing has changed then)."""
+        try:
+            return self._rows(page if isinstance(page, bytes) else bytes(page))
+        except Exception:  # _Slow, or bytes the general reader will name
+            return None
+
+    def _rows(self, page: bytes) -> Rows:
+        if not page[PAGE_N_HEAP] & 0x80:
+            raise _Slow  # REDUNDANT
+        rec_fn = self._rec
+        key = self.key
+        use_key = key.field is not None
+        last, direction, first = key.last, key.direction, key.first
+        size = len(page)
+        nn = self.n_nullable
+        pad_byte, pad_shift = nn // 8, nn % 8
+        out: Rows = []
+        spans: list[tuple[int, int, int]] = []
+        seen: set[int] = set()
+        rel = page[PAGE_NEW_INFIMUM - 2] << 8 | page[PAGE_NEW_INFIMUM - 1]
+        o = 0 if rel == 0 else (PAGE_NEW_INFIMUM + rel) & 0xFFFF
+        while o != PAGE_NEW_SUPREMUM:
+            if o in seen or o < PAGE_NEW_SUPREMUM + 8 + REC_N_NEW_EXTRA_BYTES or o >= size:
+                raise _Slow
+            seen.add(o)
+            info = page[o - 5]
+            if info & 0xD0 or page[o - 3] & 7:  # instant/version/min-rec bits; not ordinary
+                raise _Slow
+            if pad_shift and page[o - 6 - pad_byte] >> pad_shift:
+                raise _Slow
+            end, extra, k, vals = rec_fn(page, o)
+            if end > size:
+                raise _Slow
+            spans.append((o - REC_N_NEW_EXTRA_BYTES - extra, o, end))
+            if use_key and k is not None:
+                if first is None:
+                    first = k
+                if last is not None and last != k:
+                    step = 1 if k > last else -1
+                    if direction == 0:
+                        direction = step
+                    elif step != direction:
+                        raise _Slow
+                last = k
+            out.append((bool(info & 0x20), vals))
+            rel = page[o - 2] << 8 | page[o - 1]
+            o = 0 if rel == 0 else (o + rel) & 0xFFFF
+        _heap_fits(page, spans)
+        key.last, key.direction, key.first = last, direction, first
+        return out
+
+
+def _heap_fits(page: bytes, spans: list[tuple[int, int, int]]) -> None:
+    """:func:`parsers.record_fit.heap_misfit` is None, or raise _Slow."""
+    heap_top = page[PAGE_HEAP_TOP] << 8 | page[PAGE_HEAP_TOP + 1]
+    garbage = page[PAGE_GARBAGE] << 8 | page[PAGE_GARBAGE + 1]
+    ordered = sorted(spans)
+    used = 0
+    prev_end = PAGE_NEW_SUPREMUM_END
+    for start, _, end in ordered:
+        if start < prev_end or end > heap_top:  # in the page header, overlapping, past the top
+            raise _Slow
+        used += end - start
+        prev_end = end
+    if ordered and used + garbage != heap_top - PAGE_NEW_SUPREMUM_END:
+        raise _Slow
+    free = page[PAGE_FREE] << 8 | page[PAGE_FREE + 1]
+    seen: set[int] = set()
+    while free:
+        if free in seen or not REC_N_NEW_EXTRA_BYTES <= free <= len(page) - 1:
+            raise _Slow
+        seen.add(free)
+        f = free - 5
+        for start, _, end in ordered:
+            if start < f + 5 and f < end:
+                raise _Slow
+        rel = page[free - 2] << 8 | page[free - 1]
+        free = 0 if rel == 0 else (free + rel) & 0xFFFF
+
+
+def compile_plan(reader: Any) -> PagePlan | None:
+    """The plan of ``reader``'s index (an :class:`parsers.records.IndexReader` that has read
+    the index's first page), or None when its records need the general reader: fields added
+    or dropped instantly, column prefixes shown, a layout past :data:`MAX_EXTRA`."""
+    if reader.may_be_short or reader.altered or reader.core_null_bytes is not None:
+        return None
+    fields: tuple[IndexField, ...] = reader.index.fields
+    if reader.core_fields != fields or reader.defaults or not fields:
+        return None
+    out_fields = reader.output_fields()
+    pos = {f.column.name: i for i, f in enumerate(fields)}
+    out_pos = [pos[f.column.name] for f in out_fields]
+    if any(fields[i].prefix for i in out_pos):
+        return None
+    nullable = [f.column.nullable for f in fields]
+    n_nullable = sum(nullable)
+    nnb = (n_nullable + 7) // 8
+    n_var = sum(1 for f in fields if not f.fixed_len(True))
+    if nnb + 2 * n_var > MAX_EXTRA:
+        return None
+    ns: dict[str, Any] = {"_datetime": _datetime, "_date": _date, "_decimal": _decimal}
+    lines = ["def rec(page, o):"]
+    for b in range(nnb):
+        lines.append(f"    nb{b} = page[o - {6 + b}]")
+    lines.append(f"    L = o - {6 + nnb}")
+    need = set(out_pos) | {0}
+    const: int | None = 0  # the offset from o while every field so far is fixed NOT NULL
+    null_i = 0
+    for j, f in enumerate(fields):
+        col = f.column
+        fixed = f.fixed_len(True)
+        r = f"r{j}"
+        body: list[str] = []
+        if fixed:
+            if const is not None and not col.nullable:
+                if j in need:
+                    lines.append(f"    {r} = page[o + {const}:o + {const + fixed}]")
+                const += fixed
+                continue
+            body.append(f"{r} = page[p:p + {fixed}]" if j in need else "pass")
+            body.append(f"p += {fixed}")
+        else:
+            body.append("n = page[L]")
+            body.append("L -= 1")
+            if col.big:
+                body.append("if n & 0x80:")
+                body.append("    if n & 0x40: raise _Slow")
+                body.append("    n = (n & 0x3F) << 8 | page[L]")
+                body.append("    L -= 1")
+            limit = f.prefix or col.length
+            if limit > 0 and not col.big:
+                body.append(f"if n > {limit}: raise _Slow")
+            if col.kind is Kind.CHAR and not f.prefix and col.charset is not None:
+                least = col.length // col.mbmaxlen * col.mbminlen
+                if least:
+                    body.append(f"if n < {least}: raise _Slow")
+            if j in need:
+                body.append(f"{r} = page[p:p + n]")
+            body.append("p += n")
+        if const is not None:
+            lines.append(f"    p = o + {const}")
+            const = None
+        if col.nullable:
+            byte, mask = divmod(null_i, 8)
+            null_i += 1
+            lines.append(f"    if nb{byte} & {1 << mask}:")
+            lines.append(f"        {r} = None" if j in need else "        pass")
+            lines.append("    else:")
+            lines.extend("        " + b for b in body)
+        else:
+            lines.extend("    " + b for b in body)
+    if const is not None:
+        lines.append(f"    p = o + {const}")
+    values = []
+    for j in out_pos:
+        col = fields[j].column
+        expr = _value_expr(col, f"r{j}", ns, j)
+        values.append(f"None if r{j} is None else {expr}" if col.nullable else expr)
+    tup = "(" + "".join(f"{v}, " for v in values) + ")"
+    lines.append(f"    return p, o - 6 - L, r0, {tup}")
+    ns["_Slow"] = _Slow
+    names = tuple(f.column.name for f in out_fields)
+    return PagePlan("\n".join(lines) + "\n", ns, n_nullable, reader.key_order, names)
