@@ -12,7 +12,7 @@ from __future__ import annotations
 
 from parsers.errors import ParseError
 
-_DIG2BYTES = (0, 1, 1, 2, 2, 3, 3, 4, 4, 4)
+DIG2BYTES = (0, 1, 1, 2, 2, 3, 3, 4, 4, 4)
 _DIG_PER_INT = 9
 
 
@@ -24,9 +24,9 @@ def decimal_size(precision: int, scale: int) -> int:
     intg = precision - scale
     return (
         intg // _DIG_PER_INT * 4
-        + _DIG2BYTES[intg % _DIG_PER_INT]
+        + DIG2BYTES[intg % _DIG_PER_INT]
         + scale // _DIG_PER_INT * 4
-        + _DIG2BYTES[scale % _DIG_PER_INT]
+        + DIG2BYTES[scale % _DIG_PER_INT]
     )
 
 
@@ -52,7 +52,7 @@ def decode_decimal(raw: bytes, precision: int, scale: int) -> str:
     int_digits = ""
     lead = intg % _DIG_PER_INT
     if lead:
-        int_digits += str(take(_DIG2BYTES[lead])).zfill(lead)
+        int_digits += str(take(DIG2BYTES[lead])).zfill(lead)
     for _ in range(intg // _DIG_PER_INT):
         int_digits += str(take(4)).zfill(9)
     frac = ""
@@ -60,7 +60,7 @@ def decode_decimal(raw: bytes, precision: int, scale: int) -> str:
         frac += str(take(4)).zfill(9)
     tail = scale % _DIG_PER_INT
     if tail:
-        frac += str(take(_DIG2BYTES[tail])).zfill(tail)
+        frac += str(take(DIG2BYTES[tail])).zfill(tail)
     int_digits = int_digits.lstrip("0") or "0"
     text = int_digits + ("." + frac if scale else "")
     if negative and any(ch not in "0." for ch in text):

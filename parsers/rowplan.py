@@ -21,11 +21,12 @@ on samples and corpus files of every row format.
 
 from __future__ import annotations
 
+import codecs
 from typing import Any
 
 from parsers.columns import decode_date, decode_datetime2, decode_value
 from parsers.compact_rec import REC_N_NEW_EXTRA_BYTES
-from parsers.decimals import decode_decimal
+from parsers.decimals import DIG2BYTES
 from parsers.record_fit import PAGE_NEW_SUPREMUM_END, value_misfit
 from parsers.tabledef import Column, IndexField, Kind
 
@@ -44,6 +45,13 @@ _DECODE_ONLY = frozenset(
      Kind.BIT, Kind.JSON, Kind.SYS, Kind.UUID, Kind.INET4, Kind.INET6, Kind.GEOMETRY}
 )  # fmt: skip
 _TEXT = (Kind.CHAR, Kind.VARCHAR, Kind.BLOB)
+#: codecs that decode every ASCII byte as itself (the single-byte and UTF-8 character sets)
+_ASCII_SUPERSETS = frozenset(
+    {"ascii", "big5", "cp1250", "cp1251", "cp1252", "cp1256", "cp1257", "cp850", "cp852",
+     "cp866", "cp932", "euc_jp", "euc_kr", "gb18030", "gb2312", "gbk", "iso8859-1", "iso8859-13",
+     "iso8859-2", "iso8859-7", "iso8859-8", "iso8859-9", "koi8-r", "koi8-u", "mac-latin2",
+     "mac-roman", "shift_jis", "tis-620", "utf-8"}
+)  # fmt: skip
 
 Rows = list[tuple[bool, tuple[Any, ...]]]
 
@@ -52,17 +60,82 @@ class _Slow(Exception):
     """The page needs the general reader."""
 
 
+_DATES: dict[int, str] = {}  # DATETIME2's packed year-month-day → "YYYY-MM-DD "
+_TIMES: dict[int, str] = {}  # its packed hour-minute-second → "hh:mm:ss"
+CACHE_MAX = 1 << 16
+
+
 def _datetime(raw: bytes, fsp: int) -> str:
+    """:func:`parsers.columns.decode_datetime2` of a date and time in range, else _Slow
+    (the texts of dates and times met are kept: a table holds few distinct ones)."""
     v = int.from_bytes(raw[:5], "big") - 0x8000000000
     if v < 0:
         raise _Slow
     ymd, hms = v >> 17, v & 0x1FFFF
-    ym = ymd >> 5
-    if ym // 13 > 9999 or ym % 13 > 12 or ymd & 31 > 31:
-        raise _Slow
-    if hms >> 12 > 23 or (hms >> 6) & 63 > 59 or hms & 63 > 59:
-        raise _Slow
-    return decode_datetime2(raw, fsp)
+    date = _DATES.get(ymd)
+    if date is None:
+        ym = ymd >> 5
+        year, month = ym // 13, ym % 13
+        if year > 9999 or month > 12:
+            raise _Slow
+        date = f"{year:04d}-{month:02d}-{ymd & 31:02d} "
+        if len(_DATES) < CACHE_MAX:
+            _DATES[ymd] = date
+    time = _TIMES.get(hms)
+    if time is None:
+        hour, minute, sec = hms >> 12, (hms >> 6) & 63, hms & 63
+        if hour > 23 or minute > 59 or sec > 59:
+            raise _Slow
+        time = f"{hour:02d}:{minute:02d}:{sec:02d}"
+        if len(_TIMES) < CACHE_MAX:
+            _TIMES[hms] = time
+    if fsp:
+        return decode_datetime2(raw, fsp)
+    return date + time
+
+
+def _decimal_fn(precision: int, scale: int) -> Any:
+    """:func:`parsers.decimals.decode_decimal` of DECIMAL(precision, scale) whose digit groups
+    are all in range (so it fits: value_misfit would find nothing), else _Slow."""
+    intg = precision - scale
+    groups: list[tuple[int, int]] = []  # (bytes, digits) in stored order
+    if intg % 9:
+        groups.append((DIG2BYTES[intg % 9], intg % 9))
+    groups += [(4, 9)] * (intg // 9)
+    n_int = len(groups)
+    groups += [(4, 9)] * (scale // 9)
+    if scale % 9:
+        groups.append((DIG2BYTES[scale % 9], scale % 9))
+    size = sum(b for b, _ in groups)
+    if not size:
+        return None
+    plan = []
+    after = size
+    for i, (nbytes, digits) in enumerate(groups):
+        after -= nbytes
+        plan.append((8 * after, (1 << 8 * nbytes) - 1, 10**digits, i < n_int))
+    full, sign = (1 << 8 * size) - 1, 1 << (8 * size - 1)
+
+    def dec(raw: bytes) -> str:
+        if len(raw) != size:
+            raise _Slow
+        v = int.from_bytes(raw, "big") ^ sign
+        negative = not raw[0] & 0x80
+        if negative:
+            v ^= full
+        whole = frac = 0
+        for shift, mask, limit, is_int in plan:
+            g = v >> shift & mask
+            if g >= limit:
+                raise _Slow
+            if is_int:
+                whole = whole * limit + g
+            else:
+                frac = frac * limit + g
+        text = f"{whole}.{frac:0{scale}d}" if scale else str(whole)
+        return "-" + text if negative and (whole or frac) else text
+
+    return dec
 
 
 def _date(raw: bytes) -> str:
@@ -70,14 +143,6 @@ def _date(raw: bytes) -> str:
     if v >> 9 > 9999 or (v >> 5) & 15 > 12:
         raise _Slow
     return decode_date(raw)
-
-
-def _decimal(raw: bytes, precision: int, scale: int) -> str:
-    value = decode_decimal(raw, precision, scale)
-    whole, _, frac = value.lstrip("-").partition(".")
-    if len(whole.lstrip("0")) > precision - scale or len(frac) != scale:
-        raise _Slow
-    return value
 
 
 def _checked(col: Column) -> Any:
@@ -104,15 +169,17 @@ def _value_expr(col: Column, r: str, ns: dict[str, Any], j: int) -> str:
         codec = col.charset.codec if col.charset is not None else None
         if codec is None:
             return f"'0x' + {r}.hex()"
-        if col.kind is Kind.CHAR:
-            return f"{r}.decode({codec!r}).rstrip(' ')"
-        return f"{r}.decode({codec!r})"
+        text = f"{r}.decode({codec!r})"
+        if codecs.lookup(codec).name in _ASCII_SUPERSETS:  # ASCII bytes: the C decoder
+            text = f"({r}.decode('ascii') if {r}.isascii() else {text})"
+        return f"{text}.rstrip(' ')" if col.kind is Kind.CHAR else text
     if kind is Kind.DATETIME:
         return f"_datetime({r}, {col.fsp})"
     if kind is Kind.DATE:
         return f"_date({r})"
-    if kind is Kind.DECIMAL:
-        return f"_decimal({r}, {col.precision}, {col.scale})"
+    if kind is Kind.DECIMAL and _decimal_fn(col.precision, col.scale) is not None:
+        ns[f"_dec{j}"] = _decimal_fn(col.precision, col.scale)
+        return f"_dec{j}({r})"
     name = f"_conv{j}"
     ns[name] = _decoded(col) if kind in _DECODE_ONLY else _checked(col)
     return f"{name}({r})"
@@ -126,6 +193,7 @@ class PagePlan:
     ) -> None:
         self.source = source
         self.names = names  # the columns of the values, in order
+        self.styles = ""  # per column, what its values are (:func:`_style`)
         exec(compile(source, "<rowplan>", "exec"), ns)
         self._rec = ns["rec"]
         self.n_nullable = n_nullable
@@ -233,7 +301,7 @@ def compile_plan(reader: Any) -> PagePlan | None:
     n_var = sum(1 for f in fields if not f.fixed_len(True))
     if nnb + 2 * n_var > MAX_EXTRA:
         return None
-    ns: dict[str, Any] = {"_datetime": _datetime, "_date": _date, "_decimal": _decimal}
+    ns: dict[str, Any] = {"_datetime": _datetime, "_date": _date}
     lines = ["def rec(page, o):"]
     for b in range(nnb):
         lines.append(f"    nb{b} = page[o - {6 + b}]")
@@ -295,4 +363,15 @@ def compile_plan(reader: Any) -> PagePlan | None:
     lines.append(f"    return p, o - 6 - L, r0, {tup}")
     ns["_Slow"] = _Slow
     names = tuple(f.column.name for f in out_fields)
-    return PagePlan("\n".join(lines) + "\n", ns, n_nullable, reader.key_order, names)
+    plan = PagePlan("\n".join(lines) + "\n", ns, n_nullable, reader.key_order, names)
+    plan.styles = "".join(_style(fields[j].column, ns, j) for j in out_pos)
+    return plan
+
+
+def _style(col: Column, ns: dict[str, Any], j: int) -> str:
+    """What a non-NULL value of the column is: ``i`` an int, ``s`` a str, ``o`` either."""
+    if col.kind is Kind.INT:
+        return "i"
+    if f"_conv{j}" in ns:
+        return "o"
+    return "s"

@@ -235,9 +235,55 @@ def _text_line(ev: Any) -> str:
     return f"[{ev.page}]{flag} {vals}\n"
 
 
+_LINE_MAKERS: dict[tuple[tuple[str, ...], str], Any] = {}
+
+
+def _json_value(v: Any) -> str:
+    from ibdtool.present import json_shown
+
+    return json_shown(json.dumps(v, ensure_ascii=False, default=str))
+
+
+def _line_maker(names: tuple[str, ...], styles: str) -> Any:
+    """A function ``(head, rows) -> lines or None`` for one plan's pages: the text lines
+    written by straight-line code made once (None: a string needs escaping, the page goes
+    through :func:`_text_line`'s general path)."""
+    from ibdtool.present import shown
+
+    key = (names, styles)
+    if key in _LINE_MAKERS:
+        return _LINE_MAKERS[key]
+    vs = [f"v{i}" for i in range(len(names))]
+    pieces, strs = [], []
+    for i, (name, style) in enumerate(zip(names, styles, strict=True)):
+        label = " " + shown(name) + "="
+        v = vs[i]
+        if style == "s":
+            strs.append(f"{{{v} or ''}}")
+            value = f"{label + chr(34)!r} + {v} + '\"'"
+        elif style == "i":
+            value = f"{label!r} + str({v})"
+        else:
+            value = f"{label!r} + _json({v})"
+        pieces.append(f"({label + 'null'!r} if {v} is None else {value})")
+    unpack = "(" + "".join(v + ", " for v in vs) + ")"
+    src = (
+        "def lines(head, rows):\n"
+        f"    chk = ''.join([f\"{''.join(strs)}\" for d, {unpack} in rows])\n"
+        "    if not chk.isprintable() or '\"' in chk or '\\\\' in chk:\n"
+        "        return None\n"
+        "    deleted = head + ' deleted'\n"
+        f"    return [(deleted if d else head) + {' + '.join(pieces)} + '\\n'\n"
+        f"            for d, {unpack} in rows]\n"
+    )
+    ns: dict[str, Any] = {"_json": _json_value}
+    exec(compile(src, "<records-text>", "exec"), ns)  # our own generated code
+    _LINE_MAKERS[key] = ns["lines"]
+    return ns["lines"]
+
+
 def _text_block(items: list[Any]) -> bytes:
     """The text lines of a run of pages: :class:`FastRows` pages and clean events."""
-    from ibdtool.present import json_shown, shown
     from ibdtool.tablespace import FastRows
 
     out: list[str] = []
@@ -245,22 +291,25 @@ def _text_block(items: list[Any]) -> bytes:
         if not isinstance(item, FastRows):
             out.append(_text_line(item))
             continue
-        names = [shown(n) + "=" for n in item.names]
         head = f"[{item.page}]"
+        made = _line_maker(item.names, item.styles)(head, item.rows)
+        if made is not None:
+            out.extend(made)
+            continue
+        names = list(item.names)
         for deleted, values in item.rows:
-            parts = [head + " deleted" if deleted else head]
-            for name, v in zip(names, values, strict=True):
-                if v is None:
-                    parts.append(name + "null")
-                elif type(v) is str and v.isprintable() and '"' not in v and "\\" not in v:
-                    parts.append(name + '"' + v + '"')  # json.dumps would change nothing
-                elif type(v) is int:
-                    parts.append(name + str(v))
-                else:
-                    parts.append(name + json_shown(json.dumps(v, ensure_ascii=False, default=str)))
-            out.append(" ".join(parts))
-            out.append("\n")
-    return "".join(out).encode("utf-8", errors="surrogateescape")
+            fields = dict(zip(names, values, strict=True))
+            out.append(_text_line(_Shown(item.page, deleted, fields)))
+    return "".join(out).encode(sys.stdout.encoding or "utf-8", sys.stdout.errors or "strict")
+
+
+class _Shown:
+    """What :func:`_text_line` reads of a record."""
+
+    __slots__ = ("deleted", "fields", "misfit", "page")
+
+    def __init__(self, page: int, deleted: bool, fields: dict[str, Any]) -> None:
+        self.page, self.deleted, self.fields, self.misfit = page, deleted, fields, None
 
 
 def _print(run: Any, path: str, as_json: bool, force: bool, jobs: int | None) -> int:

@@ -116,7 +116,7 @@ def _read_run(ts: Tablespace, a: int, b: int, *, ctx: _Ctx) -> _Run:
             return _Run(False)
         rows = ctx.plan.rows(page)
         if rows is not None:
-            items.append(FastRows(no, rows, ctx.plan.names))
+            items.append(FastRows(no, rows, ctx.plan.names, ctx.plan.styles))
             continue
         for ev in run.page_events(reader, no, page, False):
             if not _clean(ev):
@@ -183,9 +183,10 @@ def read_blocks(run: RecordsRun, fmt: Fmt, jobs: int) -> Iterator[Block | Record
 
 
 def _single(run: RecordsRun, fmt: Fmt, written: set[int]) -> Iterator[Block | RecordEvent]:
-    """The single walk, leaving out the pages in ``written`` (all clean: its first pages)."""
+    """The single walk, leaving out the records of the pages in ``written`` (all clean: its
+    first pages; a chain that loops back to one is a problem at that page, and kept)."""
     for item in run.walk(compile_plan):
-        if item.page in written:
+        if item.page in written and (isinstance(item, FastRows) or item.problem is None):
             continue
         if isinstance(item, FastRows):
             yield Block(fmt([item]))

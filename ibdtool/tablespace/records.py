@@ -56,6 +56,8 @@ class FastRows:
     page: int
     rows: list[tuple[bool, tuple[Any, ...]]]
     names: tuple[str, ...]
+    #: per column: ``i`` its values are ints, ``s`` strs, ``o`` either (None: NULL)
+    styles: str
 
 
 Item = Union["RecordEvent", FastRows]
@@ -304,7 +306,7 @@ class RecordsRun:
                 return
             rows = fast.rows(page) if fast is not None else None
             if fast is not None and rows is not None:
-                yield FastRows(no, rows, fast.names)
+                yield FastRows(no, rows, fast.names, fast.styles)
             else:
                 stop = False
                 for ev in self.page_events(reader, no, page, no == first):
