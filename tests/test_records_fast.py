@@ -8,7 +8,8 @@ runs cut small (:data:`record_blocks.RUN_PAGES` = 2 pages, no minimum) so that e
 file of 1,000 rows is read by several processes. On every SDI and ``.cfg`` corpus file (every
 row format MariaDB 10.11 and MySQL 5.7/8.0 write, ROW_FORMAT=COMPRESSED, page compression), on
 damaged copies (random bytes in leaf pages, a leaf chain that loops or leaves the file), and on
-a real MariaDB 10.11 table of 30,000 rows with a three-level tree, the text output, the warnings
+a real MariaDB 10.11 table of 30,000 rows (its clustered index, a DESC key and a key of
+three levels), the text output, the warnings
 and the exit must be the reference's byte for byte; the table's CSV and SQL exports, loaded back
 into the server, must give its own ``SELECT`` (checksummed by the server).
 """
@@ -166,7 +167,9 @@ CREATE = """CREATE TABLE big (
   ratio DOUBLE,
   bin VARBINARY(16),
   body TEXT,
-  KEY kd (k DESC)
+  wide CHAR(200) CHARACTER SET latin1 NOT NULL,
+  KEY kd (k DESC),
+  KEY w (wide)
 ) ENGINE=InnoDB ROW_FORMAT=DYNAMIC"""
 
 FILL = r"""INSERT INTO big SELECT seq, seq * 7919 % 100003,
@@ -176,13 +179,16 @@ FILL = r"""INSERT INTO big SELECT seq, seq * 7919 % 100003,
   IF(seq % 5 = 0, NULL, '2001-01-01' + INTERVAL seq DAY),
   '2020-02-29 12:00:00.125' + INTERVAL seq * 37 SECOND,
   '1999-12-31 23:59:59' - INTERVAL seq HOUR,
-  (seq - 15000) * 1000.123456,
+  (CAST(seq AS SIGNED) - 15000) * 1000.123456,
   IF(seq % 3 = 0, NULL, seq / 7),
   UNHEX(MD5(seq)),
-  IF(seq % 17 = 0, REPEAT('long ', 900), IF(seq % 2 = 0, NULL, CONCAT('t', seq)))
+  IF(seq % 17 = 0, REPEAT('long ', 900), IF(seq % 2 = 0, NULL, CONCAT('t', seq))),
+  CONCAT(REPEAT('w', 150), LPAD(seq % 5000, 8, '0'))
 FROM seq_1_to_30000"""
 
-NAMES = ["id", "k", "name", "code", "note", "d", "ts", "dt", "amount", "ratio", "bin", "body"]
+NAMES = [
+    "id", "k", "name", "code", "note", "d", "ts", "dt", "amount", "ratio", "bin", "body", "wide"
+]  # fmt: skip
 
 
 def _crc(cur: Any, table: str) -> tuple[int, int]:
@@ -229,17 +235,17 @@ def test_server_table_reads_the_same_and_exports_load_back(
             finally:
                 cur.execute("UNLOCK TABLES")
             holder.close()
-            run = open_records(str(copy), schema=CREATE)
+            run = open_records(str(copy), schema=CREATE, index="w")
             assert run.pages.root_level >= 2  # a three-level tree
             assert len(record_blocks.leaf_order(run)) > 200
             run.ts.close()
-            for index in (None, "kd"):
+            for index in (None, "kd", "w"):
                 want = reference(copy, schema=CREATE, index=index)
                 assert want[0].count("\n") >= 30000
                 for jobs in (1, 2):
                     got = fast(copy, jobs, capsys, schema=CREATE, index=index)
                     assert got == want, (index, jobs)
-            data, err = out["sql"]
+            data = out["sql"][0]
             for stmt in data.decode().replace("INTO `big`", "INTO `from_sql`").split(";\n"):
                 if stmt.strip():
                     cur.execute(stmt)

@@ -24,7 +24,6 @@ from __future__ import annotations
 
 import re
 from collections.abc import Callable, Iterable, Iterator
-from functools import partial
 from typing import Any
 
 from parsers.tabledef import Column, Kind
@@ -119,26 +118,49 @@ def row_writer(fmt: str, columns: list[Column]) -> Callable[[list[Any]], bytes]:
 
 def tuple_writer(columns: list[Column]) -> Callable[[list[Any]], bytes]:
     """``values`` (in ``columns`` order) → ``(…, …)`` of an INSERT, as :func:`sql_literal`."""
-    lits = [partial(sql_literal, c) for c in columns]
+    lits = [literal_writer(c) for c in columns]
     return lambda values: (
         b"(" + b", ".join([lit(v) for lit, v in zip(lits, values, strict=True)]) + b")"
     )
 
 
 def sql_literal(col: Column, value: Any) -> bytes:
-    if value is None:
-        return b"NULL"
+    return literal_writer(col)(value)
+
+
+def literal_writer(col: Column) -> Callable[[Any], bytes]:
+    """A value of ``col`` → its SQL literal: numbers and BIT values bare, binary strings and
+    geometries ``0x…``, the rest quoted with the server's escapes (text in UTF-8: ``SET NAMES
+    utf8mb4``, the server converts)."""
     if col.kind in _NUMERIC:
-        return repr(value).encode() if isinstance(value, float) else str(value).encode()
-    if col.kind is Kind.BIT and isinstance(value, int):
-        return str(value).encode()
-    raw = column_bytes(col, value)
-    assert raw is not None
-    if _is_binary(col):
-        return b"0x" + raw.hex().encode() if raw else b"''"
-    if col.charset is not None and col.charset.codec is not None:
-        raw = str(value).encode("utf-8")  # SET NAMES utf8mb4: the server converts
-    return b"'" + _escape(raw, _SQL_ESCAPES) + b"'"
+
+        def number(value: Any) -> bytes:
+            if value is None:
+                return b"NULL"
+            return repr(value).encode() if isinstance(value, float) else str(value).encode()
+
+        return number
+    binary = _is_binary(col)
+    text = not binary and col.charset is not None and col.charset.codec is not None
+
+    def literal(value: Any) -> bytes:
+        if value is None:
+            return b"NULL"
+        if col.kind is Kind.BIT and isinstance(value, int):
+            return str(value).encode()
+        if text and type(value) is str:
+            raw = value.encode("utf-8")
+        else:
+            raw = column_bytes(col, value)  # type: ignore[assignment]
+            if binary:
+                return b"0x" + raw.hex().encode() if raw else b"''"
+            if text:
+                raw = str(value).encode("utf-8")
+        if _SQL_SPECIAL.search(raw) is None:
+            return b"'" + raw + b"'"
+        return b"'" + _escape(raw, _SQL_ESCAPES) + b"'"
+
+    return literal
 
 
 def export_header(fmt: str, columns: list[Column]) -> bytes:
