@@ -22,6 +22,7 @@ on samples and corpus files of every row format.
 from __future__ import annotations
 
 import codecs
+import struct
 from typing import Any
 
 from parsers.columns import decode_date, decode_datetime2, decode_value
@@ -281,6 +282,18 @@ def _heap_fits(page: bytes, spans: list[tuple[int, int, int]]) -> None:
         free = 0 if rel == 0 else (free + rel) & 0xFFFF
 
 
+_UINT = {1: "B", 2: "H", 4: "I", 8: "Q"}
+
+
+def _unpack(prefix: list[tuple[str, str]], ns: dict[str, Any]) -> list[str]:
+    """The line reading the fixed NOT NULL fields at the start of the record in one call."""
+    names = [v for v, _ in prefix if v]
+    if not names:
+        return []
+    ns["_prefix"] = struct.Struct(">" + "".join(code for _, code in prefix))
+    return [f"    {', '.join(names)}, = _prefix.unpack_from(page, o)"]
+
+
 def compile_plan(reader: Any) -> PagePlan | None:
     """The plan of ``reader``'s index (an :class:`parsers.records.IndexReader` that has read
     the index's first page), or None when its records need the general reader: fields added
@@ -308,6 +321,8 @@ def compile_plan(reader: Any) -> PagePlan | None:
     lines.append(f"    L = o - {6 + nnb}")
     need = set(out_pos) | {0}
     const: int | None = 0  # the offset from o while every field so far is fixed NOT NULL
+    prefix: list[tuple[str, str]] = []  # those fields: (variable, struct code)
+    ints: set[int] = set()  # fields read as unsigned ints by the prefix's struct
     null_i = 0
     for j, f in enumerate(fields):
         col = f.column
@@ -316,8 +331,13 @@ def compile_plan(reader: Any) -> PagePlan | None:
         body: list[str] = []
         if fixed:
             if const is not None and not col.nullable:
-                if j in need:
-                    lines.append(f"    {r} = page[o + {const}:o + {const + fixed}]")
+                if j not in need:
+                    prefix.append(("", f"{fixed}x"))
+                elif j and col.kind is Kind.INT and fixed in _UINT:  # read as an int
+                    prefix.append((f"u{j}", _UINT[fixed]))
+                    ints.add(j)
+                else:
+                    prefix.append((r, f"{fixed}s"))
                 const += fixed
                 continue
             body.append(f"{r} = page[p:p + {fixed}]" if j in need else "pass")
@@ -341,6 +361,7 @@ def compile_plan(reader: Any) -> PagePlan | None:
                 body.append(f"{r} = page[p:p + n]")
             body.append("p += n")
         if const is not None:
+            lines.extend(_unpack(prefix, ns))
             lines.append(f"    p = o + {const}")
             const = None
         if col.nullable:
@@ -353,11 +374,16 @@ def compile_plan(reader: Any) -> PagePlan | None:
         else:
             lines.extend("    " + b for b in body)
     if const is not None:
+        lines.extend(_unpack(prefix, ns))
         lines.append(f"    p = o + {const}")
     values = []
     for j in out_pos:
         col = fields[j].column
-        expr = _value_expr(col, f"r{j}", ns, j)
+        if j in ints:
+            bias = 0 if col.unsigned else 1 << (8 * col.length - 1)
+            expr = f"u{j} - {bias}" if bias else f"u{j}"
+        else:
+            expr = _value_expr(col, f"r{j}", ns, j)
         values.append(f"None if r{j} is None else {expr}" if col.nullable else expr)
     tup = "(" + "".join(f"{v}, " for v in values) + ")"
     lines.append(f"    return p, o - 6 - L, r0, {tup}")
