@@ -396,6 +396,7 @@ def _export(run: Any, path: str, fmt: str, force: bool, jobs: int | None) -> int
         Block,
         FastRows,
         RecordEvent,
+        page_writer,
         read_blocks,
         row_writer,
         sql_statements,
@@ -404,6 +405,7 @@ def _export(run: Any, path: str, fmt: str, force: bool, jobs: int | None) -> int
 
     names = [c.name for c in columns]
     write_row = tuple_writer(columns) if fmt == "sql" else row_writer(fmt, columns)
+    write_page = page_writer(fmt, columns)
 
     def block(items: list[Any]) -> Any:
         """The rows of a run of clean pages: bytes (CSV, TSV), a list of tuples (SQL)."""
@@ -411,10 +413,17 @@ def _export(run: Any, path: str, fmt: str, force: bool, jobs: int | None) -> int
         for item in items:
             if isinstance(item, FastRows):
                 if list(item.names) == names:
-                    made.extend(write_row(list(v)) for d, v in item.rows if not d)
+                    rows = [v for d, v in item.rows if not d]
                 else:
                     pick = [item.names.index(n) for n in names]
-                    made.extend(write_row([v[i] for i in pick]) for d, v in item.rows if not d)
+                    rows = [tuple(v[i] for i in pick) for d, v in item.rows if not d]
+                whole = write_page(rows) if write_page is not None else None
+                if whole is None:
+                    made.extend(write_row(list(v)) for v in rows)
+                elif fmt == "sql":
+                    made.extend(whole)
+                else:
+                    made.append(whole)
             elif not item.deleted:
                 fields = item.fields or {}
                 made.append(write_row([fields.get(n) for n in names]))

@@ -56,6 +56,7 @@ if TYPE_CHECKING:
         export_header,
         export_row,
         load_data_sql,
+        page_writer,
         row_writer,
         sql_inserts,
         sql_statements,
@@ -92,8 +93,8 @@ else:
             "reader": "CHUNK_BYTES FileSource RUN_PAGES Tablespace",
             "record_blocks": "Block read_blocks",
             "record_export": (
-                "EXPORT_FORMATS export_header export_row load_data_sql row_writer sql_inserts "
-                "sql_statements tuple_writer"
+                "EXPORT_FORMATS export_header export_row load_data_sql page_writer row_writer "
+                "sql_inserts sql_statements tuple_writer"
             ),
             "records": "FastRows RecordEvent definition_from_sdi open_records",
             "schemas": "Schemas load_schemas",

@@ -228,3 +228,86 @@ def load_data_sql(fmt: str, table: str, columns: list[Column], path: str = "FILE
         f"{fields}IGNORE 1 LINES ({', '.join(targets)})"
     )
     return text + (" SET " + ", ".join(sets) if sets else "")
+
+
+#: codecs in which the bytes of ``"``, ``'``, ``\``, tab, CR, LF and NUL come only from those
+#: characters, so a line can be escaped as text and encoded whole
+_LINE_CODECS = frozenset(
+    {"utf-8", "utf8", "ascii", "cp1252", "latin-1", "latin1", "iso8859_1", "iso8859_2",
+     "iso8859_9", "iso8859_13", "cp1250", "cp1251", "cp1256", "cp1257", "koi8_r", "koi8_u"}
+)  # fmt: skip
+_BARE = frozenset({Kind.INT, Kind.DECIMAL, Kind.YEAR, Kind.SYS})
+_QUOTED_PLAIN = frozenset({Kind.DATE, Kind.DATETIME, Kind.TIMESTAMP, Kind.TIME})
+_TEXT_KINDS = (Kind.CHAR, Kind.VARCHAR, Kind.BLOB)
+_PAGE_WRITERS: dict[tuple[str, tuple[Column, ...]], Any] = {}
+
+
+def page_writer(fmt: str, columns: list[Column]) -> Callable[[list[tuple[Any, ...]]], Any] | None:
+    """Rows of values (``columns`` order) → the block :func:`row_writer` (CSV, TSV: bytes) or
+    :func:`tuple_writer` (SQL: a list of tuples) would make of them, written by code made once
+    for these columns; the function answers None for rows with a value that needs escaping
+    (the caller writes those rows one by one). None when a column's values are not all plain
+    numbers and text in one character set."""
+    key = (fmt, tuple(columns))
+    if key in _PAGE_WRITERS:
+        return _PAGE_WRITERS[key]
+    made = _make_page_writer(fmt, columns)
+    _PAGE_WRITERS[key] = made
+    return made
+
+
+def _make_page_writer(fmt: str, columns: list[Column]) -> Any:
+    codecs = set()
+    bare: list[bool] = []
+    for col in columns:
+        if col.kind in _BARE:
+            bare.append(True)
+        elif col.kind in _QUOTED_PLAIN and col.charset is None:
+            bare.append(False)
+        elif col.kind in _TEXT_KINDS and not _is_binary(col):
+            assert col.charset is not None and col.charset.codec is not None
+            codecs.add(col.charset.codec)
+            bare.append(False)
+        else:
+            return None
+    if fmt == "sql":
+        codec = "utf-8"  # SET NAMES utf8mb4
+    elif len(codecs) > 1:
+        return None
+    else:
+        codec = codecs.pop() if codecs else "utf-8"
+    if codec.lower().replace("-", "_") not in {c.replace("-", "_") for c in _LINE_CODECS}:
+        return None
+    vs = [f"v{i}" for i in range(len(columns))]
+    checked = [v for v, b in zip(vs, bare, strict=True) if not b or fmt != "sql"]
+    pieces = []
+    for v, b in zip(vs, bare, strict=True):
+        if fmt == "sql":
+            pieces.append(f"('NULL' if {v} is None else str({v}))" if b else
+                          f"('NULL' if {v} is None else \"'\" + {v} + \"'\")")  # fmt: skip
+        elif fmt == "tsv":
+            pieces.append(f"('\\\\N' if {v} is None else str({v}))")
+        else:
+            pieces.append(f"('NULL' if {v} is None else '\"' + str({v}) + '\"')")
+    sep = {"sql": " + ', ' + ", "tsv": " + '\\t' + ", "csv": " + ',' + "}[fmt]
+    special = {"sql": "\\x00\\n\\r\\x1a'\\\\", "tsv": "\\x00\\t\\n\\r\\\\", "csv": '"'}[fmt]
+    unpack = "(" + "".join(v + ", " for v in vs) + ")"
+    chk = "".join(f"{{{v} or ''}}" for v in checked)
+    line = sep.join(pieces)
+    src = (
+        "def write(rows):\n"
+        f"    chk = ''.join([f\"{chk}\" for {unpack} in rows])\n"
+        f"    if _special.search(chk):\n"
+        "        return None\n"
+    )
+    if fmt == "sql":
+        src += f"    return [('(' + {line} + ')').encode('utf-8') for {unpack} in rows]\n"
+    else:
+        src += (
+            f"    return ''.join([{line} + '\\n' for {unpack} in rows])"
+            f".encode({codec!r}, 'replace')\n"
+        )
+    ns: dict[str, Any] = {"_special": re.compile(f"[{special}]")}
+    exec(compile(src, "<export-rows>", "exec"), ns)  # our own generated code
+    ns["write"].source = src
+    return ns["write"]
