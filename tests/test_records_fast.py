@@ -40,9 +40,11 @@ FILES = [
 ]  # fmt: skip
 
 
-def reference(path: Path, force: bool = False, **kw: Any) -> tuple[str, list[str], int, str]:
+def reference(
+    path: Path, force: bool = False, as_json: bool = False, **kw: Any
+) -> tuple[str, list[str], int, str]:
     """(stdout, warnings, problems, error) of ``records PATH`` by the general reader."""
-    from ibdtool.cli.records import _text_line
+    from ibdtool.cli.records import _json_line, _text_line
 
     run = open_records(str(path), force=force, **kw)
     out: list[str] = []
@@ -60,15 +62,21 @@ def reference(path: Path, force: bool = False, **kw: Any) -> tuple[str, list[str
             if ev.problem is not None:
                 problems += 1
                 warns.append(f"page {ev.page}: {ev.problem}")
-                continue
-            out.append(_text_line(ev))
+                if not as_json:
+                    continue
+            out.append(_json_line(ev) if as_json else _text_line(ev))
     finally:
         run.ts.close()
     return "".join(out), warns, problems, error
 
 
 def fast(
-    path: Path, jobs: int, capsys: pytest.CaptureFixture[str], force: bool = False, **kw: Any
+    path: Path,
+    jobs: int,
+    capsys: pytest.CaptureFixture[str],
+    force: bool = False,
+    as_json: bool = False,
+    **kw: Any,
 ) -> tuple[str, list[str], int, str]:
     """The same by the CLI's printer: the plan, runs of 2 pages on ``jobs`` processes."""
     from ibdtool.cli.records import _print
@@ -78,7 +86,7 @@ def fast(
     error = ""
     problems = 0
     try:
-        problems = _print(run, str(path), False, force, jobs)
+        problems = _print(run, str(path), as_json, force, jobs)
     except InputError as exc:
         m = re.search(r"(page \d+, record at byte \d+): .*?: (.*) \(--force", exc.message)
         assert m is not None, exc.message
@@ -104,9 +112,10 @@ def small_runs(monkeypatch: pytest.MonkeyPatch) -> None:
 @pytest.mark.parametrize("rel", FILES)
 def test_corpus_files_read_the_same(rel: str, capsys: pytest.CaptureFixture[str]) -> None:
     path = corpus_file(rel)
-    want = reference(path)  # some files hold no rows (empty FULLTEXT auxiliary tables)
-    for jobs in (1, 2):
-        assert fast(path, jobs, capsys) == want, (rel, jobs)
+    for as_json in (False, True):
+        want = reference(path, as_json=as_json)  # some files hold no rows (empty FTS tables)
+        for jobs in (1, 2):
+            assert fast(path, jobs, capsys, as_json=as_json) == want, (rel, jobs, as_json)
 
 
 def _damaged(src: bytes, rng: random.Random, leaf_pages: list[int]) -> bytes:
@@ -146,10 +155,11 @@ def test_damaged_files_give_the_same_answer(
         cfg = src_path.with_suffix(".cfg")
         if cfg.exists():
             path.with_suffix(".cfg").write_bytes(cfg.read_bytes())
-        for force in (False, True):
-            want = reference(path, force)
+        for force, as_json in ((False, False), (True, False), (True, True)):
+            want = reference(path, force, as_json)
             for jobs in (1, 2):
-                assert fast(path, jobs, capsys, force) == want, (trial, force, jobs)
+                got = fast(path, jobs, capsys, force, as_json)
+                assert got == want, (trial, force, as_json, jobs)
 
 
 # --- a real table ---------------------------------------------------------------------------

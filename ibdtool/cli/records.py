@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import json
 import sys
+from functools import partial
 from pathlib import Path
 from typing import Any
 
@@ -152,7 +153,7 @@ def _server_sql(kw: dict[str, Any]) -> Any:
     "-j",
     type=click.IntRange(min=1),
     default=None,
-    help="Processes (default: all cores; JSON lines are read by one).",
+    help="Processes (default: all cores).",
 )
 @keyring_options
 @connection_options
@@ -312,14 +313,40 @@ class _Shown:
         self.page, self.deleted, self.fields, self.misfit = page, deleted, fields, None
 
 
+def _json_line(ev: Any) -> str:
+    from ibdtool.present import json_shown
+
+    return json_shown(json.dumps(ev.to_json(), ensure_ascii=False, default=str)) + "\n"
+
+
+def _json_block(index: str, items: list[Any]) -> bytes:
+    """The JSON lines of a run of pages (:meth:`RecordEvent.to_json` of each record)."""
+    from ibdtool.present import json_shown
+    from ibdtool.tablespace import FastRows
+
+    out: list[str] = []
+    for item in items:
+        if not isinstance(item, FastRows):
+            out.append(_json_line(item))
+            continue
+        names = item.names
+        for deleted, values in item.rows:
+            doc = {"index": index, "page": item.page, "deleted": deleted,
+                   "fields": dict(zip(names, values, strict=True))}  # fmt: skip
+            out.append(json_shown(json.dumps(doc, ensure_ascii=False, default=str)))
+            out.append("\n")
+    return "".join(out).encode(sys.stdout.encoding or "utf-8", sys.stdout.errors or "strict")
+
+
 def _print(run: Any, path: str, as_json: bool, force: bool, jobs: int | None) -> int:
     """Print the records of ``run`` as text or JSON lines; the problems met."""
-    from ibdtool.present import json_shown, shown
+    from ibdtool.present import shown
     from ibdtool.tablespace import Block, RecordEvent, read_blocks
 
     problems = 0
     out = sys.stdout
-    items: Any = run.events() if as_json else read_blocks(run, _text_block, _jobs(jobs))
+    fmt = partial(_json_block, run.index_name) if as_json else _text_block
+    items: Any = read_blocks(run, fmt, _jobs(jobs))
     for ev in items:
         if isinstance(ev, Block):
             out.flush()
@@ -345,8 +372,7 @@ def _print(run: Any, path: str, as_json: bool, force: bool, jobs: int | None) ->
             if not as_json:
                 continue
         if as_json:
-            out.write(json_shown(json.dumps(ev.to_json(), ensure_ascii=False, default=str)))
-            out.write("\n")
+            out.write(_json_line(ev))
         else:
             out.write(_text_line(ev))
     return problems
