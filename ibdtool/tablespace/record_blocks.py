@@ -23,6 +23,7 @@ left out — so a damaged chain or record gives the single walk's events, messag
 
 from __future__ import annotations
 
+from array import array
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from functools import partial
@@ -33,6 +34,7 @@ from ibdtool.tablespace.parallel import ordered_map
 from ibdtool.tablespace.reader import Tablespace
 from ibdtool.tablespace.records import (
     MAX_LEAF_PAGES,
+    NOT_LEAF,
     FastRows,
     Item,
     PageSource,
@@ -58,17 +60,18 @@ class Block:
     data: Any
 
 
-def leaf_order(run: RecordsRun) -> list[int]:
+def leaf_order(run: RecordsRun) -> array[int]:
     """The leaf pages in chain order as the headers tell it, up to where the walk would stop
-    (a loop, a page not a leaf of the index by its header, a pointer out of the file)."""
+    (a loop, a page not a leaf by its header, a pointer out of the file); 4 bytes a page,
+    and a byte a page for the visited set."""
     nxt = run.pages.next_of
-    order: list[int] = []
+    order = array("I")
     if not run.pages.leaves:
         return order
-    seen: set[int] = set()
+    seen = bytearray(len(nxt))
     no = min(run.pages.leaves)
-    while no != FIL_NULL and no in nxt and no not in seen and len(seen) <= MAX_LEAF_PAGES:
-        seen.add(no)
+    while no < len(nxt) and nxt[no] != NOT_LEAF and not seen[no] and len(order) <= MAX_LEAF_PAGES:
+        seen[no] = 1
         order.append(no)
         no = nxt[no]
     return order
@@ -95,7 +98,7 @@ class _Ctx:
     src: PageSource
     reader: IndexReader
     plan: PagePlan
-    order: list[int]
+    order: array[int]
     fmt: Fmt
 
 
@@ -137,7 +140,7 @@ def read_blocks(run: RecordsRun, fmt: Fmt, jobs: int) -> Iterator[Block | Record
     first doubt on, the single walk's items (a :class:`FastRows` page as a Block, every event
     as itself, for the caller's own handling)."""
     written: set[int] = set()
-    order = leaf_order(run) if jobs > 1 or run.table is not None else []
+    order = leaf_order(run) if run.table is not None else array("I")
     src = PageSource(run.ts)
     reader = run.make_reader(src) if len(order) >= 2 else None
     if reader is None:

@@ -14,6 +14,7 @@ The engine yields :class:`RecordEvent` values; the CLI prints them.
 
 from __future__ import annotations
 
+from array import array
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -45,6 +46,7 @@ from parsers.vendor import Vendor
 from parsers.zip_page import ZipPageError, decompress_zip_page
 
 MAX_LEAF_PAGES = 1 << 26
+NOT_LEAF = 0xFFFFFFFE  # in IndexPages.next_of: not a leaf page (FIL_NULL ends a chain)
 
 
 @dataclass(slots=True)
@@ -72,8 +74,9 @@ class IndexPages:
     root: int | None = None
     root_level: int = -1
     pages: int = 0
-    #: level-0 page → its FIL_PAGE_NEXT, by the headers (the leaf chain as it seems)
-    next_of: dict[int, int] = field(default_factory=dict)
+    #: per page of the file, a level-0 page's FIL_PAGE_NEXT by its header (the leaf chain as
+    #: it seems), :data:`NOT_LEAF` for other pages; one array shared by every index
+    next_of: array[int] = field(default_factory=lambda: array("I"))
 
 
 @dataclass(frozen=True, slots=True)
@@ -199,16 +202,17 @@ def scan_indexes(ts: Tablespace) -> dict[int, IndexPages]:
     are left out: a freed page keeps its old header)."""
     found: dict[int, IndexPages] = {}
     free = ts.free_window(0, ts.n_pages)
+    next_of = array("I", [NOT_LEAF]) * ts.n_pages
     for info in ts.pages():
         if info.index is None or info.real_type not in (FIL_PAGE_INDEX, FIL_PAGE_TYPE_INSTANT):
             continue
         if info.page_no < len(free) and free[info.page_no]:
             continue
-        ip = found.setdefault(info.index.index_id, IndexPages(info.index.index_id))
+        ip = found.setdefault(info.index.index_id, IndexPages(info.index.index_id, next_of=next_of))
         ip.pages += 1
         level = info.index.level
-        if level == 0:
-            ip.next_of[info.page_no] = info.next
+        if level == 0 and info.page_no < len(next_of):
+            next_of[info.page_no] = info.next
             if info.prev == FIL_NULL:
                 ip.leaves.append(info.page_no)
         if level > ip.root_level:
