@@ -51,6 +51,15 @@ HARNESS_FAULT = 3  # a worker's exit status when the harness itself failed (its 
 WORKER_AS = 3 << 30  # the worker's own cap; each input is also checked against RSS_LIMIT
 
 
+def _head() -> str:
+    """The commit the run's code is at (and "+ changes" when the tree differs from it)."""
+    rev = subprocess.run(["git", "-C", str(REPO), "rev-parse", "--short", "HEAD"],
+                         capture_output=True, text=True).stdout.strip() or "unknown"  # fmt: skip
+    dirty = subprocess.run(["git", "-C", str(REPO), "diff", "--quiet", "HEAD", "--", "ibdtool",
+                            "parsers", "tui", "tests"]).returncode  # fmt: skip
+    return f"{rev} + uncommitted changes" if dirty else rev
+
+
 def _took(seconds: float) -> str:
     """How long a run took, in the unit that says something (a 28 s run is not "0 minutes")."""
     return f"{seconds:.0f} seconds" if seconds < 120 else f"{seconds / 60:.0f} minutes"
@@ -508,11 +517,12 @@ workers that died: {crashes} ({died} inputs counted against them).
 {chr(10).join(rows)}
 
 Inputs not ok or a clean error are kept as `bench/work/fuzz/remote-input-SEED-N.txt` (the rules).
+Code: {_head()}.
 Command: `.venv/bin/python bench/fuzz_long.py --remote --inputs {args.inputs} --seed {args.seed}`
 """
     append_subsection(
         "Issue 20: fuzzing the new entry points",
-        "agent replies: copy pull, copy push, report host:PATH (h-remote)",
+        "agent replies: copy pull, copy push, report host:PATH",
         body,
     )
 
