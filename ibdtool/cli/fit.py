@@ -112,7 +112,7 @@ def line_breaks(text: str, width: int) -> list[tuple[int, int]]:
     return cuts
 
 
-def _widest_line(text: str) -> int:
+def widest_line(text: str) -> int:
     return max((cell_len(line) for line in text.splitlines()), default=0)
 
 
@@ -139,10 +139,10 @@ def fit_columns(
         cells = [row[i] for row in rows]
         if col.wrap:
             return max([cell_len(title), *(_longest_item(c, col.wrap) for c in cells)])
-        return max([cell_len(title), *(_widest_line(c) for c in cells)])
+        return max([cell_len(title), *(widest_line(c) for c in cells)])
 
     def natural(i: int, title: str) -> int:
-        return max([cell_len(title), *(_widest_line(row[i]) for row in rows)])
+        return max([cell_len(title), *(widest_line(row[i]) for row in rows)])
 
     shown = list(range(len(cols)))
     if table_cells_width([natural(i, full[i]) for i in shown]) <= width:
@@ -176,7 +176,7 @@ def fit_columns(
         sep = cols[i].wrap
         if sep:
             lines = [fill(row[i], widths[i], sep) for row in rows]
-            widths[i] = max([cell_len(titles[i]), *(_widest_line(t) for t in lines)])
+            widths[i] = max([cell_len(titles[i]), *(widest_line(t) for t in lines)])
     return Fit(
         shown,
         [titles[i] for i in shown],

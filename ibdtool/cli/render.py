@@ -136,28 +136,49 @@ def fitted(
     """A Rich table of ``texts`` (cell strings per row) with the columns that fit the terminal
     (:func:`ibdtool.cli.fit.fit_columns`), a caption naming the hidden ones; no cell is cut.
     ``style(row, key, text)`` may turn a cell into styled Rich text."""
-    from rich import box
-
-    from ibdtool.cli.fit import fill, fit_columns, table_width
+    from ibdtool.cli.fit import fit_columns, table_width
 
     texts = [[shown(value) for value in row] for row in texts]  # measured as printed
     fit = fit_columns(cols, texts, None if wide else table_width(), wide)
+    widths: list[int | None] = list(fit.widths) if fit.widths else [None] * len(fit.shown)
+    return _fitted_table(title, cols, fit, widths, texts, 0, style, caption=True)
+
+
+def _fitted_table(
+    title: str | None,
+    cols: Sequence[Col],
+    fit: Any,
+    widths: Sequence[int | None],
+    texts: Sequence[Sequence[str]],
+    first: int,
+    style: Callable[[int, str, str], Any] | None,
+    caption: bool,
+    header: bool = True,
+    fill_widths: Sequence[int | None] | None = None,
+) -> Table:
+    """The Rich table of :func:`fitted` for ``texts`` (rows ``first``… of the whole), with
+    or without its header and caption; cells wrap at ``fill_widths`` (default ``widths``)."""
+    from rich import box
+
+    from ibdtool.cli.fit import fill
+
     t = Table(
         title=title,
         box=box.SIMPLE_HEAD,
         pad_edge=False,
         title_justify="left",
-        caption=fit.footer(),
+        caption=fit.footer() if caption else None,
         caption_justify="left",
         caption_style="dim",
+        show_header=header,
     )
-    widths: list[int | None] = list(fit.widths) if fit.widths else [None] * len(fit.shown)
     for i, name, w in zip(fit.shown, fit.titles, widths, strict=True):
         justify: Any = "right" if cols[i].numeric else "left"
         t.add_column(name, justify=justify, no_wrap=True, width=w)
-    for n, row in enumerate(texts):
+    wraps = widths if fill_widths is None else fill_widths
+    for n, row in enumerate(texts, first):
         cells: list[Any] = []
-        for i, w in zip(fit.shown, widths, strict=True):
+        for i, w in zip(fit.shown, wraps, strict=True):
             value = row[i]
             sep = cols[i].wrap
             if sep and w is not None:
@@ -165,6 +186,62 @@ def fitted(
             cells.append(style(n, cols[i].key, value) if style else value)
         t.add_row(*cells)
     return t
+
+
+#: rows of a long table rendered at a time by :func:`print_fitted`
+TABLE_CHUNK = 2000
+
+
+def print_fitted(
+    con: Console,
+    title: str | None,
+    cols: Sequence[Col],
+    texts: Sequence[Sequence[str]],
+    wide: bool = False,
+    style: Callable[[int, str, str], Any] | None = None,
+    chunk: int = TABLE_CHUNK,
+) -> None:
+    """``con.print(fitted(...))`` for a table of any length: Rich renders a whole table
+    before writing it (millions of segments for 100,000 rows), so a long one is rendered
+    ``chunk`` rows at a time with every column at the width the whole table gives it, and
+    the pieces written as they would be in one table (header and top edge once, bottom edge
+    and caption once). ``texts`` are the cells as :func:`ibdtool.present.shown` prints them."""
+    from ibdtool.cli.fit import cell_len, fit_columns, table_width, widest_line
+
+    fit = fit_columns(cols, texts, None if wide else table_width(), wide)
+    given: list[int | None] = list(fit.widths) if fit.widths else [None] * len(fit.shown)
+    if len(texts) <= chunk:
+        con.print(_fitted_table(title, cols, fit, given, texts, 0, style, caption=True))
+        return
+    # Rich's natural width of a no_wrap column: its widest line, the title's included
+    widths = [
+        w if w is not None else max([cell_len(name), *(widest_line(r[i]) for r in texts)])
+        for i, name, w in zip(fit.shown, fit.titles, given, strict=True)
+    ]
+    for start in range(0, len(texts), chunk):
+        first, last = start == 0, start + chunk >= len(texts)
+        part = texts[start : start + chunk]
+        table = _fitted_table(
+            title if first else None,
+            cols,
+            fit,
+            widths,
+            part,
+            start,
+            style,
+            caption=last,
+            header=first,
+            fill_widths=given,
+        )
+        with con.capture() as captured:
+            con.print(table)
+        lines = captured.get().split("\n")  # ends with "": the text ends with a newline
+        if not last:
+            del lines[-2]  # the bottom edge
+        if not first:
+            del lines[0]  # the top edge
+        con.file.write("\n".join(lines))
+    con.file.flush()
 
 
 def err() -> Console:

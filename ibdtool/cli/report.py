@@ -36,7 +36,6 @@ from ibdtool.report import (
     discover,
     load_report,
     match_keys,
-    sort_key,
     tie_fulltext,
 )
 
@@ -284,6 +283,5 @@ def report(
             rf.write_jsonl_row({**base, "change": c}, sys.stdout)
     else:
         tie_fulltext(out.rows, targets)
-        out.rows.sort(key=sort_key)
         write_document(out, meta, dropped, wide)
     finish(out.totals, out.errors, fail_on)

@@ -45,7 +45,7 @@ def report_fleet(
     paths = tuple(f"{host}:{p}" for host, ps in groups for p in ps)
     meta = report_meta(paths, opts, jobs or len(groups), fail_on, local=False)
     meta["hosts"] = [host for host, _ in groups]
-    out = RowSink(fmt, comparer)
+    out = RowSink(fmt, comparer, key=lambda r: (r["host"], *sort_key(r)))
     keys: set[str] = set()
     host_rows = 0
     for row in scan_fleet(groups, cfg, opts, jobs):
@@ -70,6 +70,5 @@ def report_fleet(
             rf.write_jsonl_row({"host": host_total["host"], "totals": host_total}, sys.stdout)
         rf.write_jsonl_row({"hosts": len(sums["by_host"]), "totals": sums["all"]}, sys.stdout)
     else:
-        out.rows.sort(key=lambda r: (r["host"], *sort_key(r)))
         write_document(out, meta, dropped, wide)
     finish(out.totals, out.errors, fail_on, host_rows)

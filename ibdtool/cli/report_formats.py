@@ -10,8 +10,9 @@ from __future__ import annotations
 
 import csv
 import html
+import itertools
 import json
-from collections.abc import Callable
+from collections.abc import Callable, Iterable, Iterator
 from typing import IO, Any
 
 from ibdtool.present import human_bytes, range_text, shown
@@ -267,8 +268,30 @@ def headline(doc: dict[str, Any]) -> str:
 # --- JSON and JSON lines ---------------------------------------------------------------------
 
 
+#: stands for the rows while the rest of a document is encoded (JSON escapes the NULs)
+_ROWS_MARK = "\0ibdtool rows\0"
+
+
 def write_json(doc: dict[str, Any], out: IO[str]) -> None:
-    json.dump(doc, out, indent=2, default=str)
+    """``json.dump(doc, indent=2)``; rows that are not a list (a packed
+    :class:`~ibdtool.report.RowStore`) are encoded and written one at a time, to the same
+    text."""
+    rows = doc.get("tablespaces")
+    if isinstance(rows, list) or rows is None:
+        json.dump(doc, out, indent=2, default=str)
+        out.write("\n")
+        return
+    text = json.dumps({**doc, "tablespaces": _ROWS_MARK}, indent=2, default=str)
+    head, tail = text.split(json.dumps(_ROWS_MARK), 1)
+    out.write(head)
+    # rows sit two levels deep: each line of a row's own encoding indented four more spaces
+    sep = "[\n    "
+    for row in rows:
+        out.write(sep)
+        out.write(json.dumps(row, indent=2, default=str).replace("\n", "\n    "))
+        sep = ",\n    "
+    out.write("[]" if sep.startswith("[") else "\n  ]")
+    out.write(tail)
     out.write("\n")
 
 
@@ -389,17 +412,16 @@ def _md(text: str) -> str:
     return shown(text.replace("\\", "\\\\").replace("|", "\\|").replace("\n", " "))
 
 
-def _md_table(columns: list[Column], items: list[dict[str, Any]]) -> list[str]:
-    lines = [
-        "| " + " | ".join(c[1] for c in columns) + " |",
-        "|" + "|".join("---:" if c[2] else "---" for c in columns) + "|",
-    ]
-    lines += ["| " + " | ".join(_md(c[3](it)) for c in columns) + " |" for it in items]
-    return lines
+def _md_table(columns: list[Column], items: Iterable[dict[str, Any]]) -> Iterator[str]:
+    yield "| " + " | ".join(c[1] for c in columns) + " |"
+    yield "|" + "|".join("---:" if c[2] else "---" for c in columns) + "|"
+    for it in items:
+        yield "| " + " | ".join(_md(c[3](it)) for c in columns) + " |"
 
 
 def write_markdown(doc: dict[str, Any], out: IO[str]) -> None:
-    lines = [
+    """The report as Markdown, written a line at a time (the rows are not held as text)."""
+    lines: Iterable[str] = [
         f"# InnoDB tablespaces on {doc.get('host', '?')}",
         "",
         f"Generated {doc.get('generated_at')} by ibdtool {doc.get('ibdtool_version')} "
@@ -418,15 +440,14 @@ def write_markdown(doc: dict[str, Any], out: IO[str]) -> None:
         "",
         "## Tablespaces",
         "",
-        *_md_table(row_columns(doc), doc["tablespaces"]),
-        "",
     ]
     compare = doc.get("compare")
-    if compare:
-        lines += [*_md_changes(compare), ""]
-    lines += ["## Flags", ""]
-    lines += [f"- **{name}**: {meaning}" for name, meaning in doc["flags"].items()]
-    out.write("\n".join(shown(line) for line in lines) + "\n")
+    tail = [*_md_changes(compare), ""] if compare else []
+    tail += ["## Flags", ""]
+    tail += [f"- **{name}**: {meaning}" for name, meaning in doc["flags"].items()]
+    lines = itertools.chain(lines, _md_table(row_columns(doc), doc["tablespaces"]), [""], tail)
+    for line in lines:
+        out.write(shown(line) + "\n")
 
 
 CHANGE_COLUMNS: list[Column] = [
@@ -506,7 +527,7 @@ def print_table(doc: dict[str, Any], wide: bool = False) -> None:
     from ibdtool.cli.render import literal, table_console
 
     con = table_console(wide)
-    con.print(fitted_table("Tablespaces", row_columns(doc), doc["tablespaces"], wide))
+    print_rows_table(con, row_columns(doc), doc["tablespaces"], wide)
     for row in doc["tablespaces"]:
         note = sdi_note(row)
         if note:
@@ -520,6 +541,46 @@ def print_table(doc: dict[str, Any], wide: bool = False) -> None:
         con.print()
         con.print(fitted_table("Changes", CHANGE_COLUMNS, compare["changes"], wide))
         con.print(literal(compare_headline(compare), style="bold"))
+
+
+def print_rows_table(
+    con: Any, columns: list[Column], rows: Iterable[dict[str, Any]], wide: bool, chunk: int = 0
+) -> None:
+    """The "Tablespaces" table of :func:`fitted_table`, printed from rows unpacked one at a
+    time: only each row's cell texts are kept (shared where they repeat), and a long table
+    is rendered in pieces (:func:`ibdtool.cli.render.print_fitted`)."""
+    from rich.text import Text
+
+    from ibdtool.cli.render import TABLE_CHUNK, print_fitted
+
+    cols = _cols(columns)
+    same: dict[str, str] = {}
+    texts: list[tuple[str, ...]] = []
+    errors: set[int] = set()
+    for n, row in enumerate(rows):
+        cells = (shown(text(row)) for _key, _name, _numeric, text, _raw in columns)
+        texts.append(tuple(same.setdefault(c, c) for c in cells))
+        if row.get("error"):
+            errors.add(n)
+
+    def style(row: int, key: str, value: str) -> Any:
+        if key == "flags" and value:
+            return Text(value, style="red" if row in errors else "yellow")
+        if key == "checksum_invalid" and value not in ("", "0"):
+            return Text(value, style="bold red")
+        return value
+
+    print_fitted(con, "Tablespaces", cols, texts, wide, style, chunk or TABLE_CHUNK)
+
+
+def _cols(columns: list[Column]) -> list[Any]:
+    from ibdtool.cli.fit import Col
+
+    cols = []
+    for key, name, numeric, _text, _raw in columns:
+        priority, short = TERMINAL_COLUMNS.get(key, (5, None))
+        cols.append(Col(key, name, priority, numeric=numeric, short=short, wrap=_WRAPS.get(key)))
+    return cols
 
 
 def fitted_table(title: str, columns: list[Column], items: list[dict[str, Any]], wide: bool) -> Any:
@@ -619,12 +680,20 @@ def _e(value: Any) -> str:
     return html.escape("" if value is None else shown(value), quote=True)
 
 
-def _html_table(table_id: str, columns: list[Column], items: list[dict[str, Any]]) -> str:
+def _html_table(table_id: str, columns: list[Column], items: Iterable[dict[str, Any]]) -> str:
+    return "".join(_html_table_parts(table_id, columns, items))
+
+
+def _html_table_parts(
+    table_id: str, columns: list[Column], items: Iterable[dict[str, Any]]
+) -> Iterator[str]:
+    """:func:`_html_table`'s text in pieces, a row at a time."""
     head = "".join(
         f'<th data-key="{_e(key)}"{" class=num" if numeric else ""}>{_e(title)}</th>'
         for key, title, numeric, _text, _raw in columns
     )
-    body: list[str] = []
+    yield f'<table id="{table_id}" class="sortable"><thead><tr>{head}</tr></thead><tbody>\n'
+    sep = ""
     for it in items:
         cells = []
         for key, _title, numeric, text, raw in columns:
@@ -639,11 +708,9 @@ def _html_table(table_id: str, columns: list[Column], items: list[dict[str, Any]
             cells.append(f'<td data-key="{_e(key)}"{attr}{data}>{_e(text(it))}</td>')
         name = it.get("name") if "name" in it else it.get("schema")
         row_class = ' class="error"' if it.get("error") else ""
-        body.append(f'<tr data-name="{_e(name)}"{row_class}>{"".join(cells)}</tr>')
-    return (
-        f'<table id="{table_id}" class="sortable"><thead><tr>{head}</tr></thead>'
-        f"<tbody>\n{chr(10).join(body)}\n</tbody></table>"
-    )
+        yield f'{sep}<tr data-name="{_e(name)}"{row_class}>{"".join(cells)}</tr>'
+        sep = "\n"
+    yield "\n</tbody></table>"
 
 
 def _chart_label(label: str, most: int = 56) -> str:
@@ -774,29 +841,37 @@ def write_html(doc: dict[str, Any], out: IO[str]) -> None:
         ),
         "<section><h2>Schemas</h2>"
         f"{_html_table('schemas', schema_columns(doc), doc['totals']['by_schema'])}</section>",
-        "<section><h2>Tablespaces</h2>"
-        f"{_html_table('tablespaces', row_columns(doc), doc['tablespaces'])}"
-        + (f'<ul class="note">{"".join(notes)}</ul>' if notes else "")
-        + "</section>",
     ]
+    # the rows' table is written in pieces, a row at a time; the sections after it are small
+    rows_section = itertools.chain(
+        ["<section><h2>Tablespaces</h2>"],
+        _html_table_parts("tablespaces", row_columns(doc), doc["tablespaces"]),
+        [f'<ul class="note">{"".join(notes)}</ul>' if notes else "", "</section>"],
+    )
+    after: list[str] = []
     maps = _maps_section(doc)
     if maps:
-        sections.append(maps)
+        after.append(maps)
     compare = doc.get("compare")
     if compare:
-        sections.append(
+        after.append(
             f"<section><h2>Changes</h2><p>{_e(compare_headline(compare))}</p>"
             f"{_html_table('changes', CHANGE_COLUMNS, compare['changes'])}</section>"
         )
     flags = "".join(f"<dt>{_e(k)}</dt><dd>{_e(v)}</dd>" for k, v in doc["flags"].items())
-    sections.append(f"<section><h2>Flags</h2><dl>{flags}</dl></section>")
+    after.append(f"<section><h2>Flags</h2><dl>{flags}</dl></section>")
     out.write(
         "<!doctype html>\n<html lang=en><head><meta charset=utf-8>"
         '<meta name="viewport" content="width=device-width, initial-scale=1">'
         f"<title>ibdtool report: {_e(host)}</title><style>{_CSS}</style></head><body>\n"
-        + "\n".join(sections)
-        + f"\n<script>{_JS}</script></body></html>\n"
     )
+    for section in sections:
+        out.write(section + "\n")
+    for piece in rows_section:
+        out.write(piece)
+    for section in after:
+        out.write("\n" + section)
+    out.write(f"\n<script>{_JS}</script></body></html>\n")
 
 
 def _write_openmetrics(doc: dict[str, Any], out: IO[str]) -> None:

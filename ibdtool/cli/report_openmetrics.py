@@ -21,7 +21,7 @@ files are never metric names.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Iterator
 from datetime import datetime
 from typing import IO, Any
 
@@ -76,19 +76,27 @@ def _number(v: Any) -> str | None:
     return repr(float(v)) if isinstance(v, float) else str(v)
 
 
-def _family(out: list[str], name: str, help_text: str, samples: list[tuple[str, str]]) -> None:
-    if not samples:
-        return
-    out.append(f"# TYPE {name} gauge")
-    out.append(f"# HELP {name} {help_text}")
-    out.extend(f"{name}{labels} {value}" for labels, value in samples)
+def _family(name: str, help_text: str, samples: Iterable[tuple[str, str]]) -> Iterator[str]:
+    """One family's lines; none at all when it has no sample."""
+    first = True
+    for labels, value in samples:
+        if first:
+            yield f"# TYPE {name} gauge"
+            yield f"# HELP {name} {help_text}"
+            first = False
+        yield f"{name}{labels} {value}"
 
 
 def openmetrics_text(doc: dict[str, Any]) -> str:
     """The whole report document as OpenMetrics text (ends with ``# EOF``)."""
+    return "".join(line + "\n" for line in openmetrics_lines(doc))
+
+
+def openmetrics_lines(doc: dict[str, Any]) -> Iterator[str]:
+    """:func:`openmetrics_text` a line at a time: one pass over the rows per family, so that
+    rows unpacked one at a time (:class:`~ibdtool.report.RowStore`) are never all held."""
     rows = doc.get("tablespaces") or []
     fleet = any(r.get("host") for r in rows)
-    out: list[str] = []
 
     def row_labels(r: dict[str, Any]) -> str:
         pairs = [("host", r.get("host"))] if fleet else []
@@ -96,15 +104,16 @@ def openmetrics_text(doc: dict[str, Any]) -> str:
                   ("table", r.get("table")), ("partition", r.get("partition") or "")]  # fmt: skip
         return _labels(pairs)
 
-    for suffix, help_text, get in FIGURES:
-        samples = []
+    def row_samples(get: _Getter) -> Iterator[tuple[str, str]]:
         for r in rows:
             v = _number(get(r)) if not r.get("error") else None
             if v is not None:
-                samples.append((row_labels(r), v))
-        _family(out, f"{PREFIX}_tablespace_{suffix}", help_text, samples)
-    errors = [(row_labels(r), "1" if r.get("error") else "0") for r in rows]
-    _family(out, f"{PREFIX}_tablespace_error", "1: the file could not be read.", errors)
+                yield row_labels(r), v
+
+    for suffix, help_text, get in FIGURES:
+        yield from _family(f"{PREFIX}_tablespace_{suffix}", help_text, row_samples(get))
+    errors = ((row_labels(r), "1" if r.get("error") else "0") for r in rows)
+    yield from _family(f"{PREFIX}_tablespace_error", "1: the file could not be read.", errors)
 
     totals = doc.get("totals") or {}
     by_schema = [t for t in totals.get("by_schema") or [] if "schema" in t]
@@ -117,7 +126,7 @@ def openmetrics_text(doc: dict[str, Any]) -> str:
             v = _number(get(t))
             if v is not None:
                 samples.append((_labels([("schema", t.get("schema") or "")]), v))
-        _family(out, f"{PREFIX}_schema_{suffix}", help_text + " Per schema.", samples)
+        yield from _family(f"{PREFIX}_schema_{suffix}", help_text + " Per schema.", samples)
 
     overall = totals.get("all") or {}
     for suffix, help_text, key in (
@@ -126,7 +135,7 @@ def openmetrics_text(doc: dict[str, Any]) -> str:
     ):
         v = _number(overall.get(key))
         if v is not None:
-            _family(out, f"{PREFIX}_report_{suffix}", help_text, [("", v)])
+            yield from _family(f"{PREFIX}_report_{suffix}", help_text, [("", v)])
     made = doc.get("generated_at")
     if isinstance(made, str):
         try:
@@ -134,11 +143,11 @@ def openmetrics_text(doc: dict[str, Any]) -> str:
         except ValueError:
             stamp = None
         if stamp is not None:
-            _family(out, f"{PREFIX}_report_generated_timestamp_seconds",
+            yield from _family(f"{PREFIX}_report_generated_timestamp_seconds",
                     "When the report was made (Unix time).", [("", repr(stamp))])  # fmt: skip
-    out.append("# EOF")
-    return "\n".join(out) + "\n"
+    yield "# EOF"
 
 
 def write_openmetrics(doc: dict[str, Any], out: IO[str]) -> None:
-    out.write(openmetrics_text(doc))
+    for line in openmetrics_lines(doc):
+        out.write(line + "\n")

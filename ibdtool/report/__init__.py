@@ -2,6 +2,7 @@
 
 - ``batch``: find the tablespaces, scan them, flag, total and compare.
 - ``saved``: the shape of a saved report (``--format json``/``jsonl``), declared once.
+- ``rowstore``: a report's rows kept small (packed) until they are printed in order.
 - ``remote``: the scan of other hosts (``host:path``), run by the copy agent over ssh.
 
 Uses :mod:`ibdtool.tablespace`, :mod:`ibdtool.advise`, :mod:`ibdtool.copy` and
@@ -35,6 +36,7 @@ if TYPE_CHECKING:
         tie_fulltext,
     )
     from ibdtool.report.remote import parse_hosts, scan_fleet
+    from ibdtool.report.rowstore import RowStore
 else:
     from ibdtool.exports import lazy
 
@@ -49,5 +51,6 @@ else:
                 "match_keys scan_one sort_key thresholds tie_fulltext"
             ),
             "remote": "parse_hosts scan_fleet",
+            "rowstore": "RowStore",
         },
     )

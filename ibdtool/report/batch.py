@@ -26,6 +26,7 @@ from typing import TYPE_CHECKING, Any
 from ibdtool.errors import IbdtoolError, InputError
 from ibdtool.fs import dense_extents
 from ibdtool.report import saved as schema
+from ibdtool.report.rowstore import RowStore
 from ibdtool.tablespace import (
     PARALLEL_MIN_PAGES,
     FileSource,
@@ -225,15 +226,28 @@ def fulltext_owners(targets: Iterable[Target], rows: Iterable[dict[str, Any]]) -
     return out
 
 
-def tie_fulltext(rows: list[dict[str, Any]], targets: Iterable[Target]) -> None:
+def tie_fulltext(rows: list[dict[str, Any]] | RowStore, targets: Iterable[Target]) -> None:
     """Name each FULLTEXT tablespace's row after its table (``table``), found by the table id
-    in its file name (:func:`fulltext_owners`); the rows stay in their schema's totals."""
+    in its file name (:func:`fulltext_owners`); the rows stay in their schema's totals.
+    ``rows`` a :class:`~ibdtool.report.rowstore.RowStore`: its rows are packed again."""
     targets = list(targets)
-    owners = fulltext_owners(targets, rows)
-    for row in rows:
+    if not any(t.fts_table_id is not None for t in targets):
+        return  # no FULLTEXT tablespace: no row to name (and no pass over packed rows)
+    listed = rows.in_arrival_order() if isinstance(rows, RowStore) else rows
+    owners = fulltext_owners(targets, listed)
+
+    def tie(row: dict[str, Any]) -> bool:
         fts = row.get("fulltext")
         if fts and row.get("table") is None:
             row["table"] = owners.get(int(fts["table_id"], 16))
+            return True
+        return False
+
+    if isinstance(rows, RowStore):
+        rows.rewrite(tie)
+    else:
+        for row in rows:
+            tie(row)
 
 
 def discover(paths: Iterable[str | os.PathLike[str]]) -> list[Target]:
@@ -869,14 +883,17 @@ COMPARED_FIELDS = (
 )
 
 
-def match_keys(rows: list[dict[str, Any]]) -> list[str]:
+def match_keys(rows: Iterable[dict[str, Any]]) -> list[str]:
     """What rows are matched on across reports: ``name``, or ``path`` if names repeat; each
-    after ``host:`` for rows that name their host (``report host:path``)."""
-    hosts = [f"{r['host']}:" if r.get("host") else "" for r in rows]
-    names = [h + (r.get("name") or r.get("path") or "") for h, r in zip(hosts, rows, strict=True)]
-    if len(set(names)) == len(names):
-        return names
-    return [h + (r.get("path") or "") for h, r in zip(hosts, rows, strict=True)]
+    after ``host:`` for rows that name their host (``report host:path``). One pass over
+    ``rows`` (a :class:`~ibdtool.report.rowstore.RowStore` unpacks each row once)."""
+    names: list[str] = []
+    paths: list[str] = []
+    for r in rows:
+        host = f"{r['host']}:" if r.get("host") else ""
+        names.append(host + (r.get("name") or r.get("path") or ""))
+        paths.append(host + (r.get("path") or ""))
+    return names if len(set(names)) == len(names) else paths
 
 
 #: what ``--compare`` reads at most: a JSON report of a million tablespaces is about 1 GB
@@ -1080,12 +1097,13 @@ def thresholds(opts: ScanOptions) -> dict[str, Any]:
 
 
 def document(
-    rows: list[dict[str, Any]],
+    rows: list[dict[str, Any]] | RowStore,
     totals: Totals,
     meta: dict[str, Any],
     compare: dict[str, Any] | None = None,
 ) -> dict[str, Any]:
-    """The ``report --format json`` document (README: ``report --json``)."""
+    """The ``report --format json`` document (README: ``report --json``); ``rows`` may be
+    a :class:`~ibdtool.report.rowstore.RowStore`, unpacked as the writers go through it."""
     doc: dict[str, Any] = {"schema_version": SCHEMA_VERSION, **meta}
     doc["flags"] = FLAGS
     doc["tablespaces"] = rows
