@@ -15,6 +15,7 @@ sends itself SIGKILL before running it (``tests/test_workpool.py``); unset, noth
 from __future__ import annotations
 
 import contextlib
+import itertools
 import os
 import pickle
 import selectors
@@ -161,15 +162,24 @@ class WorkerPool(Generic[T, R]):
     # -- the work --------------------------------------------------------------------------
 
     def map_unordered(self, tasks: Iterable[T]) -> Iterator[R]:
-        """``fn(task)`` for every task, as they finish."""
-        todo: deque[tuple[int, T]] = deque(enumerate(tasks))
+        """``fn(task)`` for every task, as they finish. ``tasks`` is drawn from as workers
+        fall idle (one task each in flight, a result read before the next is handed out), so
+        a generator of 100,000 tasks is never held whole, nor are results queued here."""
+        source = enumerate(tasks)
+        todo: deque[tuple[int, T]] = deque()  # a task taken back from a worker found dead
+
+        def more() -> bool:
+            if not todo:
+                todo.extend(itertools.islice(source, 1))
+            return bool(todo)
+
         running = 0
         with selectors.DefaultSelector() as sel:
             for w in self.workers.values():
                 sel.register(w.results, selectors.EVENT_READ)
-            while todo or running:
+            while more() or running:
                 for w in list(self.workers.values()):
-                    if w.busy is None and todo:
+                    if w.busy is None and more():
                         item = todo.popleft()
                         try:
                             _write_frame(w.tasks, pickle.dumps(item))
@@ -185,7 +195,7 @@ class WorkerPool(Generic[T, R]):
                         sel.unregister(w.results)
                         busy = w.busy
                         why = describe_exit(self._end(w, kill=False))
-                        if todo or not self.workers:
+                        if more() or not self.workers:
                             sel.register(self._start().results, selectors.EVENT_READ)
                         if busy is not None:
                             running -= 1

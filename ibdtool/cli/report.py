@@ -11,14 +11,19 @@ from __future__ import annotations
 
 import os
 import sys
-from collections.abc import Callable, Iterator
-from contextlib import contextmanager
 from typing import TYPE_CHECKING
 
 import click
 
 from ibdtool.cli.complete import TablespacePath
-from ibdtool.cli.report_output import RowSink, finish, report_meta, write_document
+from ibdtool.cli.report_output import (
+    RowSink,
+    cores,
+    finish,
+    report_meta,
+    report_progress,
+    write_document,
+)
 from ibdtool.cli.schema_option import schema_options
 from ibdtool.cli.ssh_option import ssh_options
 from ibdtool.errors import InputError
@@ -35,7 +40,6 @@ from ibdtool.report import (
     Target,
     discover,
     load_report,
-    match_keys,
     tie_fulltext,
 )
 
@@ -62,45 +66,6 @@ def _fail_on(values: tuple[str, ...]) -> list[str]:
                     param_hint="--fail-on",
                 )
     return list(dict.fromkeys(names))
-
-
-def _cores() -> int:
-    try:
-        return len(os.sched_getaffinity(0))
-    except (AttributeError, OSError):
-        return os.cpu_count() or 1
-
-
-@contextmanager
-def _progress(files: int, total_bytes: int) -> Iterator[Callable[[int, int, str], None] | None]:
-    """Files and bytes done, on stderr, only when stderr is a terminal; ``update(files,
-    bytes, info)`` where bytes may count a share of the big file being scanned."""
-    if not sys.stderr.isatty():
-        yield None
-        return
-    from rich.progress import BarColumn, Progress, TextColumn
-
-    from ibdtool.cli.render import err, progress_columns
-
-    with Progress(
-        TextColumn("report"),
-        BarColumn(),
-        TextColumn("{task.fields[files]}", markup=False),
-        *progress_columns(byte_units=True),
-        TextColumn("{task.fields[info]}", markup=False),
-        console=err(),
-        transient=True,
-    ) as progress:
-        task = progress.add_task(
-            "report", total=total_bytes or 1, files=f"0/{files:,} files", info=""
-        )
-
-        def update(done_files: int, done_bytes: int, info: str = "") -> None:
-            progress.update(
-                task, completed=done_bytes, files=f"{done_files:,}/{files:,} files", info=info
-            )
-
-        yield update
 
 
 @click.command()
@@ -243,23 +208,22 @@ def report(
     targets = discover(paths)
     if not targets:
         raise InputError(f"{', '.join(paths)}: no tablespaces found")
-    keys_of = dict(
-        zip(
-            (t.path for t in targets),
-            match_keys([{"name": t.name, "path": t.path} for t in targets]),
-            strict=True,
-        )
-    )
+    # match keys (:func:`match_keys`): names, or paths when names repeat; a flag, not a
+    # dict of 100,000 keys
+    names = {t.name for t in targets}
+    by_path = len(names) != len(targets)
+    del names
     comparer = None
     if compare_path is not None:
-        comparer = Comparer(load_report(compare_path), compare_path, keys_of.values())
-    jobs = jobs or _cores()
+        keys = (t.path if by_path else t.name for t in targets)
+        comparer = Comparer(load_report(compare_path), compare_path, keys)
+    jobs = jobs or cores()
     meta = report_meta(paths, opts, jobs, fail_on)
     out = RowSink(fmt, comparer)
     done_files = done_bytes = 0
     with (
         Scanner(targets, opts, jobs) as scanner,
-        _progress(len(targets), sum(t.size for t in targets)) as bar,
+        report_progress(len(targets), sum(t.size for t in targets)) as bar,
     ):
         if bar:
             show = bar
@@ -271,7 +235,7 @@ def report(
 
             scanner.on_progress = inside
         for size, row in scanner:
-            out.add(row, keys_of[row["path"]], row.get("error"))
+            out.add(row, row["path"] if by_path else row["name"], row.get("error"))
             done_files += 1
             done_bytes += size
             if bar:

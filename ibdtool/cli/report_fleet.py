@@ -14,10 +14,24 @@ import sys
 from typing import Any
 
 from ibdtool.cli import report_formats as rf
-from ibdtool.cli.report_output import RowSink, finish, report_meta, write_document
+from ibdtool.cli.report_output import (
+    RowSink,
+    cores,
+    finish,
+    report_meta,
+    report_progress,
+    write_document,
+)
 from ibdtool.copy import SshConfig
 from ibdtool.errors import InputError
 from ibdtool.report import Comparer, ScanOptions, load_report, match_keys, scan_fleet, sort_key
+
+
+def _collect(out: RowSink, keys: set[str], row: dict[str, Any]) -> None:
+    error, host = row.get("error"), row["host"]
+    key = match_keys([row])[0]
+    keys.add(key)
+    out.add(row, key, error if not error or error.startswith(f"{host}:") else f"{host}: {error}")
 
 
 def report_fleet(
@@ -48,14 +62,17 @@ def report_fleet(
     out = RowSink(fmt, comparer, key=lambda r: (r["host"], *sort_key(r)))
     keys: set[str] = set()
     host_rows = 0
-    for row in scan_fleet(groups, cfg, opts, jobs):
-        host_rows += row.get("kind") == "host"
-        error, host = row.get("error"), row["host"]
-        key = match_keys([row])[0]
-        keys.add(key)
-        out.add(
-            row, key, error if not error or error.startswith(f"{host}:") else f"{host}: {error}"
-        )
+    done_files = done_bytes = 0
+    with report_progress(0, 0) as bar:
+        more = None if bar is None else bar.more
+        for row in scan_fleet(groups, cfg, opts, jobs, jobs or cores(), on_listed=more):
+            host_rows += row.get("kind") == "host"
+            if row.get("kind") != "host":
+                done_files += 1
+                done_bytes += row.get("logical_size") or 0
+                if bar is not None:
+                    bar(done_files, done_bytes)
+            _collect(out, keys, row)
     failed = [h for h, t in out.totals.hosts.items() if t["host_error"]]
     dropped: list[dict[str, Any]] = []
     if comparer is not None:

@@ -10,7 +10,9 @@ from __future__ import annotations
 import os
 import socket
 import sys
-from collections.abc import Callable
+import threading
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from datetime import UTC, datetime
 from importlib import metadata
 from typing import Any
@@ -68,6 +70,64 @@ class RowSink:
             self.rows.append(row)
             if change is not None and change["status"] != "unchanged":
                 self.changes.append(change)
+
+
+def cores() -> int:
+    """The cores this process may run on (a report's default ``--jobs``)."""
+    try:
+        return len(os.sched_getaffinity(0))
+    except (AttributeError, OSError):
+        return os.cpu_count() or 1
+
+
+@contextmanager
+def report_progress(files: int, total_bytes: int) -> Iterator[Progress | None]:
+    """Files and bytes done, on stderr, only when stderr is a terminal; ``update(files,
+    bytes, info)`` where bytes may count a share of the big file being scanned, and
+    ``update.more(files, bytes)`` when more are listed (``report host:path``: each host's
+    listing arrives as the scan goes)."""
+    if not sys.stderr.isatty():
+        yield None
+        return
+    from rich.progress import BarColumn, TextColumn
+    from rich.progress import Progress as Bar
+
+    from ibdtool.cli.render import err, progress_columns
+
+    with Bar(
+        TextColumn("report"),
+        BarColumn(),
+        TextColumn("{task.fields[files]}", markup=False),
+        *progress_columns(byte_units=True),
+        TextColumn("{task.fields[info]}", markup=False),
+        console=err(),
+        transient=True,
+    ) as bar:
+        yield Progress(bar, files, total_bytes)
+
+
+class Progress:
+    """The bar of :func:`report_progress`: call it with files and bytes done."""
+
+    def __init__(self, bar: Any, files: int, total_bytes: int) -> None:
+        self.bar = bar
+        self.files = files
+        self.total = total_bytes
+        self._lock = threading.Lock()
+        self.task = bar.add_task("report", total=total_bytes or 1, files=self._files(0), info="")
+
+    def _files(self, done: int) -> str:
+        return f"{done:,}/{self.files:,} files"
+
+    def __call__(self, done_files: int, done_bytes: int, info: str = "") -> None:
+        self.bar.update(self.task, completed=done_bytes, files=self._files(done_files), info=info)
+
+    def more(self, files: int, total_bytes: int) -> None:
+        """``files`` more files of ``total_bytes`` listed (called from any thread)."""
+        with self._lock:
+            self.files += files
+            self.total += total_bytes
+            self.bar.update(self.task, total=self.total or 1)
 
 
 def report_meta(

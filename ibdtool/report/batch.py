@@ -99,7 +99,7 @@ DATADIR_MARKERS = (
 # --- discovery -------------------------------------------------------------------------------
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, slots=True)
 class Target:
     """One file to scan, named the way the server names it."""
 
@@ -752,7 +752,8 @@ class Scanner:
         for t in self.big:
             cb = self.on_progress
             yield t.size, scan_one(t, whole, None if cb is None else partial(cb, t))
-        work = [(t, replace(self.opts, file_jobs=1)) for t in self.small]
+        one = replace(self.opts, file_jobs=1)
+        work = ((t, one) for t in self.small)  # drawn as workers fall idle
         if self._pool is None:
             yield from map(_scan_star, work)
         else:

@@ -14,7 +14,14 @@ when the remote python3 has it, else zlib); holes never. Page headers alone woul
 checksum verdicts need every byte of every page, and a compressed page's type needs its image.
 
 Hosts are scanned in parallel, one thread each (at most ``parallel`` at once); a host's files
-one after the other. A host that cannot be reached, whose agent does not start or whose
+one after the other. A host's thread only talks to its agent: a file of up to
+:data:`FETCH_WHOLE_BYTES` is fetched whole (its data ranges, allocation facts and the ``.cfg``
+and ``.cfp`` beside it, :class:`FetchedFile`) and its pages decoded in a pool of worker
+processes, one per core as for a local report (:class:`ibdtool.workers.WorkerPool`); a bigger
+file is read and decoded by the thread as it goes, a range at a time. At most a few fetched
+files wait for a worker (a bounded queue), so memory does not grow with the files listed.
+
+A host that cannot be reached, whose agent does not start or whose
 connection breaks is one row (``kind`` ``host``, ``error`` saying why), and so is a path that
 does not exist there; the other hosts go on.
 """
@@ -49,9 +56,14 @@ from ibdtool.copy import (
 from ibdtool.errors import IbdtoolError, InputError
 from ibdtool.fs import Allocation, PackedRanges
 from ibdtool.report import batch as rp
+from ibdtool.tablespace import MAX_CFG_BYTES, cfg_path
+from ibdtool.workers import WorkerPool
 
 #: hosts scanned at once when not told
 MAX_PARALLEL_HOSTS = 32
+#: files up to this size are fetched whole and decoded in a worker process; bigger ones are
+#: decoded by their host's thread as they are read (never held whole)
+FETCH_WHOLE_BYTES = 16 << 20
 
 Row = dict[str, Any]
 
@@ -273,15 +285,87 @@ class RemoteFile:
             self.host.session.send_json({"op": "close", "handle": self.handle})
 
 
+class FetchedFile:
+    """A remote file fetched whole (a :class:`FileSource` held in memory): what a worker
+    process decodes, with no connection of its own. Its siblings are the ``.cfg`` and ``.cfp``
+    the decoder asks for (:func:`ibdtool.tablespace.index_names.from_cfg`,
+    :meth:`Tablespace._sibling_cfp`), fetched with the same limits."""
+
+    def __init__(self, remote: RemoteFile) -> None:
+        self.path = remote.path
+        self.size = remote.size
+        self._allocation = remote.allocation(True)
+        self.data = remote.read(0, remote.size)
+        here = Path(remote.path)
+        self.siblings = {
+            (str(p), limit): remote.read_sibling(p, limit)
+            for p, limit in ((cfg_path(here), MAX_CFG_BYTES), (here.with_suffix(".cfp"), 4096))
+        }
+
+    def read(self, offset: int, length: int) -> bytes:
+        return self.data[offset : offset + length]
+
+    def current_size(self) -> int:
+        return self.size
+
+    def allocation(self, with_extents: bool) -> Allocation:
+        return self._allocation
+
+    def read_sibling(self, path: Path, limit: int) -> bytes | None:
+        return self.siblings.get((str(path), limit))
+
+    def close(self) -> None:
+        pass
+
+
+def _sized(row: Row, sizes: tuple[int | None, int | None] | None) -> Row:
+    """An error row of a remote file with the sizes its host's listing gave."""
+    if row.get("error") and sizes is not None:
+        logical, allocated = sizes
+        row["logical_size"], row["allocated_size"] = logical, allocated
+        row["saving"] = None if logical is None or allocated is None else logical - allocated
+    return row
+
+
+#: what a host's thread hands on: a finished row, or a fetched file to decode
+#: ``(host, target, fetched, options, listed sizes)``
+Fetched = tuple[str, rp.Target, FetchedFile, rp.ScanOptions, tuple[int | None, int | None] | None]
+Item = Row | Fetched
+
+
+def decode_item(item: Item) -> Row:
+    """The row of one item (run in a worker process for a fetched file)."""
+    if isinstance(item, dict):
+        return item
+    host, t, fetched, opts, sizes = item
+    row = rp.scan_one(t, opts, source=lambda _path: fetched)
+    return {"host": host, **_sized(row, sizes)}
+
+
+def _died(item: Item, why: str) -> Row:
+    """The row of a fetched file whose worker process died decoding it."""
+    assert not isinstance(item, dict)  # a finished row never dies: it is handed back as is
+    host, t, _fetched, _opts, sizes = item
+    return {"host": host, **_sized(rp.error_row(t, f"{t.path}: {why}", local=False), sizes)}
+
+
+def _label(item: Item) -> str:
+    return str(item.get("path")) if isinstance(item, dict) else str(item[1].path)
+
+
 def scan_host(
     host: str,
     paths: list[str],
     cfg: SshConfig,
     opts: rp.ScanOptions,
-    emit: Callable[[Row], None],
+    emit: Callable[[Item], None],
+    on_listed: Callable[[int, int], None] | None = None,
+    fetch: bool = False,
 ) -> None:
     """Every row of ``host``'s ``paths`` through ``emit``, each tagged with ``host``; what
-    fails for the host or one of its paths is one error row."""
+    fails for the host or one of its paths is one error row. ``fetch``: small files go to
+    ``emit`` fetched (:data:`Fetched`), for :func:`decode_item` elsewhere.
+    ``on_listed(files, bytes)`` as each path's listing arrives."""
     remote = RemoteHost(host, cfg)
     try:
         remote.open()
@@ -299,18 +383,24 @@ def scan_host(
                 continue
             if not targets:
                 emit(host_error_row(host, [path], f"{path}: no tablespaces found"))
+            targets = [t for t in targets if t.path not in seen]
+            seen.update(t.path for t in targets)
+            if on_listed is not None:
+                on_listed(len(targets), sum(t.size for t in targets))
             for t in targets:
-                if t.path in seen:
-                    continue
-                seen.add(t.path)
-                row = rp.scan_one(t, opts, source=remote.file)
-                if row.get("error") and t.path in remote.sizes:
-                    logical, allocated = remote.sizes[t.path]
-                    row["logical_size"], row["allocated_size"] = logical, allocated
-                    row["saving"] = (
-                        None if logical is None or allocated is None else logical - allocated
-                    )
-                emit({"host": host, **row})
+                sizes = remote.sizes.get(t.path)
+                if fetch and not t.error and t.size <= FETCH_WHOLE_BYTES:
+                    try:
+                        with contextlib.closing(remote.file(t.path)) as rf:
+                            fetched = FetchedFile(rf)
+                    except InputError as exc:  # as scan_one makes it of the same failure
+                        row = rp.error_row(t, exc.message, local=False)
+                    else:
+                        emit((host, t, fetched, opts, sizes))
+                        continue
+                else:
+                    row = rp.scan_one(t, opts, source=remote.file)
+                emit({"host": host, **_sized(row, sizes)})
     except rp.SourceLost as exc:
         remote.session.kill()
         emit(host_error_row(host, paths, exc.message))
@@ -326,26 +416,50 @@ def scan_fleet(
     cfg: SshConfig,
     opts: rp.ScanOptions,
     parallel: int | None = None,
+    jobs: int = 1,
+    on_listed: Callable[[int, int], None] | None = None,
 ) -> Iterator[Row]:
-    """Rows of every host as they come, hosts scanned in parallel threads."""
-    rows: queue.Queue[Any] = queue.Queue()
+    """Rows of every host as they come, hosts scanned in parallel threads, the pages of
+    their files decoded on ``jobs`` worker processes (``jobs`` 1: by the hosts' threads).
+    ``on_listed(files, bytes)`` (from a host's thread) as each listing arrives."""
+    workers = max(1, jobs)
+    # bounded: a host's thread waits while fetched files wait for a free worker
+    items: queue.Queue[Any] = queue.Queue(maxsize=2 * workers)
     slots = threading.Semaphore(max(1, parallel or MAX_PARALLEL_HOSTS))
 
     def work(host: str, paths: list[str]) -> None:
         with slots:
             try:
-                scan_host(host, paths, cfg, opts, rows.put)
+                scan_host(host, paths, cfg, opts, items.put, on_listed, fetch=workers > 1)
             except Exception as exc:  # a bug must not hang the report or lose the others
-                rows.put(host_error_row(host, paths, f"unexpected {type(exc).__name__}: {exc}"))
+                items.put(host_error_row(host, paths, f"unexpected {type(exc).__name__}: {exc}"))
             finally:
-                rows.put(_DONE)
+                items.put(_DONE)
 
-    for host, paths in groups:
-        threading.Thread(target=work, args=(host, paths), daemon=True).start()
-    running = len(groups)
-    while running:
-        item = rows.get()
-        if item is _DONE:
-            running -= 1
+    def arrivals() -> Iterator[Item]:
+        running = len(groups)
+        while running:
+            item = items.get()
+            if item is _DONE:
+                running -= 1
+            else:
+                yield item
+
+    pool: WorkerPool[Item, Row] | None = None
+    if workers > 1:  # forked before the hosts' threads start
+        pool = WorkerPool(decode_item, workers, died=_died, label=_label).__enter__()
+    try:
+        for host, paths in groups:
+            threading.Thread(target=work, args=(host, paths), daemon=True).start()
+        if pool is None:
+            yield from map(decode_item, arrivals())
         else:
-            yield item
+            yield from pool.map_unordered(arrivals())
+    except BaseException as exc:
+        if pool is not None:
+            pool.__exit__(type(exc), exc, exc.__traceback__)
+            pool = None
+        raise
+    finally:
+        if pool is not None:
+            pool.__exit__(None, None, None)

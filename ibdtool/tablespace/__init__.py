@@ -25,7 +25,7 @@ from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
     from ibdtool.tablespace.checksum import CheckResult, ChecksumTally, check_file, check_result
-    from ibdtool.tablespace.index_names import IndexNames, from_rows
+    from ibdtool.tablespace.index_names import MAX_CFG_BYTES, IndexNames, cfg_path, from_rows
     from ibdtool.tablespace.inspect import (
         PARALLEL_MIN_PAGES,
         InspectResult,
@@ -77,7 +77,7 @@ else:
         __name__,
         {
             "checksum": "CheckResult ChecksumTally check_file check_result",
-            "index_names": "IndexNames from_rows",
+            "index_names": "IndexNames MAX_CFG_BYTES cfg_path from_rows",
             "inspect": (
                 "InspectResult PARALLEL_MIN_PAGES format_name index_names_of inspect_path "
                 "inspect_tablespace summarise_sdi"
