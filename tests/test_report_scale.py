@@ -1,0 +1,193 @@
+"""``ibdtool report`` at fleet scale: rows packed until printed (:mod:`ibdtool.report.rowstore`)
+print exactly what the sorted list of row dicts printed, in every format, and 100,000 files
+stay within 200 MB; ``report host:PATH`` decodes in worker processes and gives the local rows.
+
+The trees are hard links of real sample tablespaces (:mod:`tests.fleet_tree`), plus the
+data directory of ``tests/test_report.py`` (system, undo and dictionary files, flags).
+The second computation is the old path, run here: every row a dict in a list,
+:func:`tie_fulltext` on the list, ``list.sort(key=sort_key)``, the writers on that list.
+"""
+
+from __future__ import annotations
+
+import copy
+import io
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from ibdtool.cli import report_formats as rf
+from ibdtool.cli.render import PipeConsole
+from ibdtool.report import (
+    RowStore,
+    Scanner,
+    ScanOptions,
+    Totals,
+    discover,
+    document,
+    sort_key,
+    tie_fulltext,
+)
+from tests.cli_runner import REPO, cli_env, run_ibdtool
+from tests.fleet_tree import build_fleet_tree
+from tests.test_report import build_datadir
+from tests.test_report_fleet import same_anywhere
+
+FORMATS = ("json", "csv", "markdown", "html", "openmetrics")
+
+#: the CLI in this process, printing its own peak RSS and its largest child's (KiB) at exit
+RSS_PROBE = (
+    "import atexit,resource,sys;"
+    "atexit.register(lambda: print('maxrss', resource.getrusage(resource.RUSAGE_SELF).ru_maxrss,"
+    "resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss, file=sys.stderr));"
+    "from ibdtool.cli import main;sys.argv[0]='ibdtool';main()"
+)
+
+
+@pytest.fixture(scope="module")
+def trees(tmp_path_factory: pytest.TempPathFactory) -> list[Path]:
+    root = tmp_path_factory.mktemp("scale")
+    datadir = build_datadir(root / "datadir")
+    (datadir / "shop" / "junk.ibd").write_bytes(b"not a tablespace" * 100)  # an error row
+    return [datadir, build_fleet_tree(root / "fleet", schemas=12, per_schema=25)]
+
+
+def scanned(paths: list[Path]) -> tuple[list[dict[str, Any]], Any, Totals]:
+    targets = discover(paths)
+    opts = ScanOptions()
+    rows: list[dict[str, Any]] = []
+    totals = Totals()
+    with Scanner(targets, opts, jobs=2) as scanner:
+        for _size, row in scanner:
+            rows.append(row)
+            totals.add(row)
+    return rows, targets, totals
+
+
+META = {"generated_at": "2026-01-01T00:00:00+00:00", "host": "h", "paths": ["/x"], "options": {}}
+
+
+def both_docs(trees: list[Path]) -> tuple[dict[str, Any], dict[str, Any]]:
+    rows, targets, totals = scanned(trees)
+    old = copy.deepcopy(rows)
+    tie_fulltext(old, targets)
+    old.sort(key=sort_key)
+    store = RowStore(sort_key)
+    store.extend(rows)
+    tie_fulltext(store, targets)
+    return document(old, totals, dict(META)), document(store, totals, dict(META))
+
+
+def written(fmt: str, doc: dict[str, Any]) -> str:
+    out = io.StringIO()
+    rf.WRITERS[fmt](doc, out)
+    return out.getvalue()
+
+
+def test_packed_rows_print_what_the_sorted_list_printed(trees: list[Path]) -> None:
+    old, new = both_docs(trees)
+    assert len(new["tablespaces"]) == len(old["tablespaces"]) > 300
+    assert list(new["tablespaces"]) == old["tablespaces"]
+    for fmt in FORMATS:
+        assert written(fmt, new) == written(fmt, old), fmt
+    # JSON: the document json.dump gives, and rows as they went in
+    assert json.loads(written("json", new)) == json.loads(json.dumps(old, default=str))
+
+
+@pytest.mark.parametrize("width", [None, 150, 70])
+def test_a_long_table_in_chunks_is_the_table_in_one_piece(
+    trees: list[Path], width: int | None, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Rendered 7 rows at a time (header, edges and caption once) against Rich's one table,
+    on a pipe (natural widths) and on terminals narrow enough to hide and wrap columns."""
+    import ibdtool.cli.fit as fit
+
+    monkeypatch.setattr(fit, "table_width", lambda: width)
+    old, new = both_docs(trees)
+    columns = rf.row_columns(old)
+
+    def console(out: io.StringIO) -> PipeConsole:
+        return PipeConsole(
+            width=width or 10_000, highlight=False, soft_wrap=False, file=out,
+            force_terminal=width is not None,
+        )  # fmt: skip
+
+    one = io.StringIO()
+    console(one).print(rf.fitted_table("Tablespaces", columns, old["tablespaces"], False))
+    chunked = io.StringIO()
+    rf.print_rows_table(console(chunked), columns, new["tablespaces"], False, chunk=7)
+    assert chunked.getvalue() == one.getvalue()
+    assert one.getvalue().count("\n") > len(old["tablespaces"])
+
+
+def test_the_command_prints_the_old_paths_rows_and_totals(trees: list[Path]) -> None:
+    old, _ = both_docs(trees)
+    proc = run_ibdtool("report", *trees, "--format", "json")
+    assert proc.returncode == 2, proc.stderr  # junk.ibd cannot be read
+    doc = json.loads(proc.stdout)
+    expected = json.loads(json.dumps(old, default=str))
+    assert doc["tablespaces"] == expected["tablespaces"]
+    assert doc["totals"] == expected["totals"]
+
+
+def test_host_path_decodes_in_worker_processes_and_gives_the_local_rows(
+    trees: list[Path],
+) -> None:
+    """Over the real agent (fake ssh: the agent runs here), rows decoded on two worker
+    processes equal the rows the host's thread decodes as it reads (``--jobs 1``, the path
+    of before) and a local report's (but the DROP cost a remote row leaves unknown); a
+    worker killed on one file (the pool's test hook) makes only that file's row an error:
+    the pages were decoded in a worker process, not in the host's thread."""
+    fake = f"{sys.executable} {REPO / 'tests' / 'fuzz' / 'fake_ssh.py'}"
+    fleet = trees[1]
+    local = json.loads(run_ibdtool("report", fleet, "--format", "json").stdout)
+    victim = fleet / "db003" / "t00007.ibd"
+
+    def remote_rows(jobs: str, **env: str) -> dict[str, dict[str, Any]]:
+        proc = run_ibdtool(
+            "report", "-e", fake, f"db-x:{fleet}", "--format", "json", "--jobs", jobs,
+            env=cli_env(**env),
+        )  # fmt: skip
+        assert "Traceback" not in proc.stderr, proc.stderr
+        return {r["path"]: r for r in json.loads(proc.stdout)["tablespaces"]}
+
+    threaded = remote_rows("1")
+    pooled = remote_rows("2")
+    assert pooled == threaded
+    assert pooled.keys() == {r["path"] for r in local["tablespaces"]}
+    for row in local["tablespaces"]:
+        assert same_anywhere(pooled[row["path"]], remote=True) == same_anywhere(row)
+    killed = remote_rows("2", IBDTOOL_TEST_KILL_WORKER=str(victim))
+    died = killed.pop(str(victim))
+    assert "worker process" in died["error"] and died["host"] == "db-x"
+    assert killed == {p: r for p, r in pooled.items() if p != str(victim)}
+
+
+def peak_rss_kib(*args: str | Path) -> tuple[int, int, subprocess.CompletedProcess[str]]:
+    proc = subprocess.run(
+        [sys.executable, "-c", RSS_PROBE, *map(str, args)],
+        capture_output=True,
+        text=True,
+        env=cli_env(),
+        cwd=REPO,
+    )
+    line = [x for x in proc.stderr.splitlines() if x.startswith("maxrss")][-1]
+    _, main_kib, child_kib = line.split()
+    return int(main_kib), int(child_kib), proc
+
+
+def test_a_report_of_100000_files_stays_under_200_mb(tmp_path: Path) -> None:
+    """100 schemas of 1,000 files each (hard links: distinct files to report): the command's
+    own peak RSS and its largest worker's, as ``getrusage`` counts them, under 200 MB."""
+    tree = build_fleet_tree(tmp_path / "fleet", schemas=100, per_schema=1000)
+    main_kib, child_kib, proc = peak_rss_kib("report", tree, "--format", "json")
+    assert proc.returncode == 0, proc.stderr[-2000:]
+    assert proc.stdout.count('"path": ') == 100_000
+    assert main_kib < 200 * 1024, main_kib
+    assert child_kib < 200 * 1024, child_kib
+    assert os.path.isdir(tree)
