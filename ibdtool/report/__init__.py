@@ -34,6 +34,7 @@ if TYPE_CHECKING:
         sort_key,
         thresholds,
         tie_fulltext,
+        walk_targets,
     )
     from ibdtool.report.remote import parse_hosts, scan_fleet
     from ibdtool.report.rowstore import RowStore
@@ -48,7 +49,7 @@ else:
                 "FRAGMENTED_MIN_EXTENTS SLOW_DROP_SECONDS "
                 "ScanOptions Scanner Target Totals discover document fail_on_hits fulltext_owners "
                 "load_report "
-                "match_keys scan_one sort_key thresholds tie_fulltext"
+                "match_keys scan_one sort_key thresholds tie_fulltext walk_targets"
             ),
             "remote": "parse_hosts scan_fleet",
             "rowstore": "RowStore",

@@ -256,14 +256,20 @@ def discover(paths: Iterable[str | os.PathLike[str]]) -> list[Target]:
     A missing path is bad input (:class:`InputError`); a folder that cannot be listed becomes a
     target with ``error`` set, so that it shows in the report. Each file is listed once.
     """
-    targets: list[Target] = []
+    return list(walk_targets(paths))
+
+
+def walk_targets(paths: Iterable[str | os.PathLike[str]]) -> Iterator[Target]:
+    """:func:`discover`'s targets as the walk finds them (folders and files in name order),
+    for a caller that shows them while the walk goes on (the TUI's browser)."""
     seen: set[str] = set()
+    found: list[Target] = []
 
     def add(t: Target) -> None:
         key = os.path.realpath(t.path)
         if key not in seen:
             seen.add(key)
-            targets.append(t)
+            found.append(t)
 
     for given in paths:
         root = Path(given)
@@ -275,6 +281,8 @@ def discover(paths: Iterable[str | os.PathLike[str]]) -> list[Target]:
             raise InputError(f"{root}: {exc.strerror}") from None
         if not stat.S_ISDIR(st.st_mode):
             add(classify(root, server_level=is_datadir(root.absolute().parent)))
+            yield from found
+            found.clear()
             continue
         top_is_datadir = is_datadir(root)
         unlisted: list[OSError] = []
@@ -284,10 +292,13 @@ def discover(paths: Iterable[str | os.PathLike[str]]) -> list[Target]:
             for fname in sorted(filenames):
                 if is_tablespace_name(fname):
                     add(classify(here / fname, server_level=top_is_datadir and here == root))
+            yield from found
+            found.clear()
         for problem in unlisted:
             where = Path(problem.filename) if problem.filename else root
             add(unlisted_target(where, problem.strerror or str(problem)))
-    return targets
+        yield from found
+        found.clear()
 
 
 def unlisted_target(where: Path, why: str) -> Target:

@@ -1,7 +1,11 @@
 """The browser: a data directory as a tree of folders (schemas) and their tablespaces.
 
-Files are found with :func:`ibdtool.report.batch.discover` and listed at once with what ``stat``
-says (logical and allocated size, saving); a thread worker then runs
+Files are found with :func:`ibdtool.report.batch.walk_targets` and listed as the walk finds
+them, a batch every :data:`PROGRESS_INTERVAL`, with what ``stat`` says (logical and allocated
+size, saving): a batch that falls after the rows shown is appended, and only one that would
+land among them redraws the table (at most once a :data:`REDRAW_INTERVAL` while listing), so a
+directory of 100,000 files shows its first screen at once and the keys answer all along; a
+thread worker then runs
 :func:`ibdtool.report.batch.scan_one` on each file in the order shown and fills in the compression
 and the flags ``ibdtool report`` raises (mixed, needs rebuild, unpunched…). The worker pauses
 while another screen is on top, so it never competes with the tablespace being looked at.
@@ -11,6 +15,7 @@ from __future__ import annotations
 
 import os
 import time
+from collections import deque
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -27,7 +32,7 @@ from textual.worker import get_current_worker
 
 from ibdtool.errors import IbdtoolError
 from ibdtool.present import human_bytes, shown
-from ibdtool.report import ScanOptions, Target, discover, fulltext_owners, scan_one
+from ibdtool.report import ScanOptions, Target, fulltext_owners, scan_one, walk_targets
 from parsers.filename import decode, table_label
 from tui.messages import RowsScanned, ScanFailed
 from tui.screens.prompt import PromptScreen
@@ -37,6 +42,8 @@ if TYPE_CHECKING:
     from tui.appstate import AppState
 
 PROGRESS_INTERVAL = 0.1
+#: while files are still being listed, a redraw of the whole table at most this often
+REDRAW_INTERVAL = 1.0
 #: a scan worker takes files until it has this many bytes or files, then the next one starts
 BATCH_BYTES = 256 << 20
 BATCH_FILES = 16
@@ -130,9 +137,11 @@ class Entry:
 
 @dataclass
 class FilesListed(Message):
-    """The walk found these files (sizes from ``stat``, not scanned yet)."""
+    """The walk found these files (sizes from ``stat``, not scanned yet); ``done``: the walk
+    is over."""
 
     entries: list[Entry]
+    done: bool = True
 
 
 @dataclass
@@ -140,6 +149,10 @@ class Folder:
     name: str
     entries: list[Entry] = field(default_factory=list)
     collapsed: bool = False
+    #: what its row shows: files shown, their logical and allocated bytes
+    shown: int = 0
+    logical: int = 0
+    allocated: int = 0
 
 
 def _sort_key(column: str) -> Callable[[Entry], Any]:
@@ -151,6 +164,11 @@ def _sort_key(column: str) -> Callable[[Entry], Any]:
         "compression": lambda e: e.compression,
         "flags": lambda e: (len(e.flags), " ".join(e.flags)),
     }[column]
+
+
+def _folder_key(name: str) -> tuple[bool, str]:
+    """Folders in the table: the top one first, then by name."""
+    return (name != ".", name)
 
 
 def decode_folder(folder: str) -> str:
@@ -208,6 +226,17 @@ Every tablespace under the directory, grouped by folder (schema). Sizes come fro
         self.scanned = 0
         self._shown = True  # False while another screen is on top: scanning pauses
         self._batch_running = False
+        self.listing = False  # the walk is still going
+        #: files to scan, in the order shown when it was last drawn (scanned ones are skipped)
+        self._todo: deque[Entry] = deque()
+        #: FULLTEXT tablespaces whose table is not known yet
+        self._loose: set[str] = set()
+        #: the folders in the table, in order, and its file rows' entries (what appends go after)
+        self._drawn: list[str] = []
+        self._last: dict[str, Entry] = {}
+        self._redraw_at = 0.0
+        self._redraw_pending = False
+        self._scan_started: float | None = None
 
     @property
     def ibd_app(self) -> AppState:
@@ -245,18 +274,32 @@ Every tablespace under the directory, grouped by folder (schema). Sizes come fro
     @work(thread=True, exclusive=True, group="browse-list", exit_on_error=False)
     def explore(self) -> None:
         log = self.ibd_app.command_log
+        worker = get_current_worker()
+        self.listing = True
+        listed = 0
         try:
             with log.timed("file", f"walk {self.root}") as run:
-                targets = discover([self.root])
-                entries = [self._entry(t) for t in targets]
-                run.detail = f"{len(entries)} tablespaces"
+                batch: list[Entry] = []
+                last = time.monotonic()
+                for t in walk_targets([self.root]):
+                    if worker.is_cancelled:
+                        return
+                    batch.append(self._entry(t))
+                    now = time.monotonic()
+                    if now - last >= PROGRESS_INTERVAL:
+                        listed += len(batch)
+                        self.post_message(FilesListed(batch, done=False))
+                        batch, last = [], now
+                listed += len(batch)
+                run.detail = f"{listed} tablespaces"
         except IbdtoolError as exc:
+            self.listing = False
             self.post_message(ScanFailed(exc.message))
             return
-        self.post_message(FilesListed(entries))
+        self.post_message(FilesListed(batch, done=True))
 
     def on_files_listed(self, message: FilesListed) -> None:
-        self._listed(message.entries)
+        self._listed(message.entries, message.done)
         self._scan_next()
 
     def _scan_next(self) -> None:
@@ -264,17 +307,20 @@ Every tablespace under the directory, grouped by folder (schema). Sizes come fro
         top (each batch is a short worker, so nothing waits in a thread while paused)."""
         if not self._shown or self._batch_running:
             return
-        todo = [e for e in self.display_order() if e.row is None]
-        todo += [e for e in self.by_path.values() if e.row is None and e not in todo]
         batch: list[Target] = []
         size = 0
-        for e in todo:
+        while self._todo:
+            e = self._todo.popleft()
+            if e.row is not None or self.by_path.get(e.target.path) is not e:
+                continue
             batch.append(e.target)
             size += e.logical
             if size >= BATCH_BYTES or len(batch) >= BATCH_FILES:
                 break
         if batch:
             self._batch_running = True
+            if self._scan_started is None:
+                self._scan_started = time.monotonic()
             self.scan_batch(batch)
 
     # not exclusive: one batch at a time is _scan_next's rule, and the next batch starts while
@@ -309,15 +355,68 @@ Every tablespace under the directory, grouped by folder (schema). Sizes come fro
             allocated = None
         return Entry(t, "." if folder == "." else folder, allocated)
 
-    def _listed(self, entries: list[Entry]) -> None:
+    def _listed(self, entries: list[Entry], done: bool = True) -> None:
+        """Files the walk found: appended after the rows shown where they sort after them,
+        else the table redrawn (at most once a :data:`REDRAW_INTERVAL` while listing)."""
+        self.listing = not done
         for e in entries:
             folder = self.folders.setdefault(e.folder, Folder(e.folder))
             folder.entries.append(e)
             self.by_path[e.target.path] = e
-        self._tie_fulltext()
-        self.rebuild()
-        if self.select:
+            self._todo.append(e)
+            if e.target.fts_table_id is not None:
+                self._loose.add(e.target.path)
+        tied = self._tie_fulltext()
+        if tied or self._redraw_pending or not self._append(entries):
+            self._redraw_pending = True
+        if self._redraw_pending and (done or time.monotonic() >= self._redraw_at):
+            self.rebuild()
+        if self.select and self.select in self.query_one(DataTable).rows:
             self.move_to(self.select)
+            self.select = None
+        self._status()
+
+    def _append(self, entries: list[Entry]) -> bool:
+        """Add the rows of ``entries`` at the end of the table; False (nothing added) when
+        one would not land there in the order shown."""
+        table = self.query_one(DataTable)
+        order = _sort_key(self.sort_column)
+        placed: list[tuple[Folder, Entry]] = []
+        last_folder = self._drawn[-1] if self._drawn else None
+        last = dict(self._last)
+        for e in entries:
+            if not matches(e.text(), self.filter_text):
+                continue
+            folder = self.folders[e.folder]
+            if last_folder is not None and _folder_key(e.folder) < _folder_key(last_folder):
+                return False
+            before = last.get(e.folder)
+            if before is not None and self._after(order, before, e) is False:
+                return False
+            last_folder, last[e.folder] = e.folder, e
+            placed.append((folder, e))
+        for folder, e in placed:
+            key = f"folder:{folder.name}"
+            if not self._drawn or self._drawn[-1] != folder.name:
+                self._drawn.append(folder.name)
+                folder.shown = folder.logical = folder.allocated = 0
+                table.add_row(*self._folder_cells(folder), key=key)
+            folder.shown += 1
+            folder.logical += e.logical
+            folder.allocated += e.allocated or 0
+            self._last[folder.name] = e
+            if not folder.collapsed:
+                table.add_row(*self._cells(e), key=e.target.path)
+        for name in dict.fromkeys(f.name for f, _ in placed):
+            folder = self.folders[name]
+            for column, value in zip(COLUMNS, self._folder_cells(folder), strict=True):
+                table.update_cell(f"folder:{name}", column, value)
+        return True
+
+    def _after(self, order: Callable[[Entry], Any], before: Entry, e: Entry) -> bool:
+        """Does ``e`` sort after ``before`` (the order shown, reversed or not)?"""
+        a, b = order(before), order(e)
+        return bool(a > b) if self.reverse else bool(b >= a)
 
     def on_rows_scanned(self, message: RowsScanned) -> None:
         table = self.query_one(DataTable)
@@ -325,14 +424,18 @@ Every tablespace under the directory, grouped by folder (schema). Sizes come fro
             entry = self.by_path.get(row["path"])
             if entry is None:
                 continue
+            self.scanned += entry.row is None
             entry.row = row
+            before = entry.allocated or 0
             if row.get("allocated_size") is not None:
                 entry.allocated = row["allocated_size"]
+            folder = self.folders.get(entry.folder)
+            if folder is not None and self._last.get(entry.folder) is not None:
+                folder.allocated += (entry.allocated or 0) - before
             key = entry.target.path
             if key in table.rows:
                 for column, value in zip(COLUMNS, self._cells(entry), strict=True):
                     table.update_cell(key, column, value)
-        self.scanned = sum(e.row is not None for e in self.by_path.values())
         if message.final:
             self._batch_running = False
             if self._tie_fulltext():
@@ -345,9 +448,9 @@ Every tablespace under the directory, grouped by folder (schema). Sizes come fro
     def _tie_fulltext(self) -> bool:
         """Name FULLTEXT tablespaces after their tables (SYS_TABLES, or the scanned SDIs);
         True when one more was named."""
-        loose = [e for e in self.by_path.values() if e.target.fts_table_id and not e.owner]
-        if not loose:
+        if not self._loose:
             return False
+        loose = [self.by_path[p] for p in self._loose if p in self.by_path]
         entries = list(self.by_path.values())
         rows = [e.row for e in entries if e.row is not None]
         owners = fulltext_owners([e.target for e in entries], rows)
@@ -356,6 +459,7 @@ Every tablespace under the directory, grouped by folder (schema). Sizes come fro
             owner = owners.get(e.target.fts_table_id or 0)
             if owner:
                 e.owner, named = owner, True
+                self._loose.discard(e.target.path)
         return named
 
     def on_scan_failed(self, message: ScanFailed) -> None:
@@ -386,40 +490,56 @@ Every tablespace under the directory, grouped by folder (schema). Sizes come fro
         return out
 
     def _sorted_folders(self) -> list[Folder]:
-        return sorted(self.folders.values(), key=lambda f: (f.name != ".", f.name))
+        return sorted(self.folders.values(), key=lambda f: _folder_key(f.name))
+
+    def _folder_cells(self, folder: Folder) -> tuple[Any, ...]:
+        logical, allocated = folder.logical, folder.allocated
+        saved = 100 * (logical - allocated) / logical if logical else 0
+        label = Text("▸ " if folder.collapsed else "▾ ", style="bold")
+        label.append(shown(f"{decode_folder(folder.name)}/"), style="bold").append(
+            f" {folder.shown}", style="dim"
+        )
+        return (
+            label,
+            safe(human_bytes(logical), justify="right", style="bold"),
+            safe(human_bytes(allocated), justify="right", style="bold"),
+            safe(f"{saved:.0f}%", justify="right", style="bold"),
+            "",
+            "",
+        )
 
     def _visible(self, folder: Folder) -> list[Entry]:
         visible = [e for e in folder.entries if matches(e.text(), self.filter_text)]
         return sorted(visible, key=_sort_key(self.sort_column), reverse=self.reverse)
 
     def rebuild(self) -> None:
+        """Redraw the whole table in the order and filter chosen; the files not scanned yet
+        are then scanned in that order."""
         table = self.query_one(DataTable)
         keep = self.cursor_key()
         table.clear()
+        self._drawn, self._last = [], {}
+        self._redraw_pending = False
+        self._redraw_at = time.monotonic() + REDRAW_INTERVAL
+        order: list[Entry] = []
         for folder in self._sorted_folders():
             visible = self._visible(folder)
+            folder.shown = len(visible)
+            folder.logical = sum(e.logical for e in visible)
+            folder.allocated = sum(e.allocated or 0 for e in visible)
             if not visible:
                 continue
-            logical = sum(e.logical for e in visible)
-            allocated = sum(e.allocated or 0 for e in visible)
-            saved = 100 * (logical - allocated) / logical if logical else 0
-            label = Text("▸ " if folder.collapsed else "▾ ", style="bold")
-            label.append(shown(f"{decode_folder(folder.name)}/"), style="bold").append(
-                f" {len(visible)}", style="dim"
-            )
-            table.add_row(
-                label,
-                safe(human_bytes(logical), justify="right", style="bold"),
-                safe(human_bytes(allocated), justify="right", style="bold"),
-                safe(f"{saved:.0f}%", justify="right", style="bold"),
-                "",
-                "",
-                key=f"folder:{folder.name}",
-            )
+            self._drawn.append(folder.name)
+            self._last[folder.name] = visible[-1]
+            order.extend(visible)
+            table.add_row(*self._folder_cells(folder), key=f"folder:{folder.name}")
             if folder.collapsed:
                 continue
             for e in visible:
                 table.add_row(*self._cells(e), key=e.target.path)
+        shown_paths = {e.target.path for e in order}
+        rest = [e for e in self.by_path.values() if e.target.path not in shown_paths]
+        self._todo = deque(e for e in [*order, *rest] if e.row is None)
         if keep is not None:
             self.move_to(keep)
         self._status()
@@ -440,25 +560,42 @@ Every tablespace under the directory, grouped by folder (schema). Sizes come fro
             table.move_cursor(row=table.get_row_index(key), animate=False)
 
     def _status(self) -> None:
-        entries = self.display_order()
-        logical = sum(e.logical for e in entries)
-        allocated = sum(e.allocated or 0 for e in entries)
+        """The line under the table, from the folders' running sums (not a pass over every
+        file: it is redrawn as each batch of files is listed or scanned)."""
+        drawn = [self.folders[name] for name in self._drawn if name in self.folders]
+        count = sum(f.shown for f in drawn)
+        logical = sum(f.logical for f in drawn)
+        allocated = sum(f.allocated for f in drawn)
         pct = 100 * (logical - allocated) / logical if logical else 0
         text = Text()
         if not self.by_path:
-            text.append(f"no tablespaces under {shown(self.root)}", style="yellow")
+            text.append(
+                "listing…" if self.listing else f"no tablespaces under {shown(self.root)}",
+                style="dim" if self.listing else "yellow",
+            )
         else:
-            text.append(f"{len(entries)} tablespaces", style="bold")
+            text.append(f"{count} tablespaces", style="bold")
+            if self.listing:
+                text.append(f" (listing: {len(self.by_path):,} found)", style="dim")
             text.append(
                 f" · {human_bytes(logical)} logical → {human_bytes(allocated)} allocated "
                 f"({pct:.0f}% saved)"
             )
             if self.scanned < len(self.by_path):
                 text.append(f" · scanning {self.scanned}/{len(self.by_path)}", style="dim")
+                rate = self.scan_rate()
+                if rate is not None:
+                    text.append(f" · {rate:,.0f} files/s", style="dim")
             text.append(f" · sort {self.sort_column}{' ↓' if self.reverse else ''}", style="dim")
             if self.filter_text:
                 text.append(f" · filter /{shown(self.filter_text)}", style="cyan")
         self.query_one("#browser-status", Static).update(text)
+
+    def scan_rate(self) -> float | None:
+        """Files scanned a second since the scan began (None before one is done)."""
+        if self._scan_started is None or not self.scanned:
+            return None
+        return self.scanned / max(1e-6, time.monotonic() - self._scan_started)
 
     # --- actions ---------------------------------------------------------------------------
 
@@ -528,8 +665,12 @@ Every tablespace under the directory, grouped by folder (schema). Sizes come fro
         self.workers.cancel_group(self, "browse")
         self.folders.clear()
         self.by_path.clear()
+        self._todo.clear()
+        self._loose.clear()
         self.scanned = 0
+        self._scan_started = None
         self._batch_running = False
+        self.rebuild()
         self.explore()
 
     def commands(self) -> list[SystemCommand]:
