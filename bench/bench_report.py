@@ -10,6 +10,10 @@ It builds (once) under bench/work/:
 Every contender reads from the page cache (each directory is read once first).
 Target: report at least 5x faster than the loop on the small-file directory; the main
 process's peak RSS with --format jsonl flat in the number of files.
+
+Issue 24 (``--fleet 100000 --fleet-remote N --before COMMIT``): ``report`` over 100,000 files
+in 100 schemas, local and ``host:PATH`` over fake ssh, the tree ``--before`` and this one
+interleaved, beside ``du -s`` of the same tree: wall, time a file over du, peak RSS.
 """
 
 from __future__ import annotations
@@ -124,11 +128,123 @@ def directory_rows(label: str, root: Path, loop: bool) -> tuple[list[str], float
     return rows, ratio
 
 
+# --- issue 24: a fleet of 100,000 files against du -s, before and after, in one run ----------
+
+#: the CLI of the tree ``sys.argv[1]`` (first on the path), printing its own peak RSS and its
+#: largest child's (KiB) and its wall time at exit
+TREE_PROBE = (
+    "import sys,time;sys.path.insert(0,sys.argv.pop(1));t=time.perf_counter();"
+    "import atexit,resource;"
+    "u=lambda w: resource.getrusage(w);"
+    "atexit.register(lambda: print('probe', time.perf_counter()-t,"
+    "u(resource.RUSAGE_SELF).ru_maxrss, u(resource.RUSAGE_CHILDREN).ru_maxrss,"
+    "sum(u(w).ru_utime+u(w).ru_stime for w in (resource.RUSAGE_SELF,resource.RUSAGE_CHILDREN)),"
+    "file=sys.stderr));"
+    "from ibdtool.cli.main import main;main(prog_name='ibdtool')"
+)
+
+
+def fleet_tree(files: int) -> Path:
+    """``files`` tablespaces in 100 schema folders (hard links of one real sample per schema:
+    :mod:`tests.fleet_tree`), made once under bench/work."""
+    sys.path.insert(0, str(REPO))
+    from tests.fleet_tree import build_fleet_tree
+
+    root = WORK / f"fleet-{files}"
+    if not root.is_dir():
+        build_fleet_tree(root, schemas=100, per_schema=max(1, files // 100))
+    return root
+
+
+def probe(tree: Path, *args: str | Path) -> tuple[float, int, int, float]:
+    """(wall s, main process peak RSS KiB, largest worker's KiB, CPU s of all its processes)
+    of ``ibdtool ARGS`` of ``tree``."""
+    proc = subprocess.run(
+        [sys.executable, "-c", TREE_PROBE, str(tree), *map(str, args)],
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.PIPE,
+        text=True,
+        cwd=tree,
+    )
+    line = [x for x in proc.stderr.splitlines() if x.startswith("probe ")][-1]
+    _, wall, main_kib, child_kib, cpu = line.split()
+    return float(wall), int(main_kib), int(child_kib), float(cpu)
+
+
+def du_seconds(root: Path) -> float:
+    start = time.perf_counter()
+    subprocess.run(["du", "-s", str(root)], stdout=subprocess.DEVNULL, check=True)
+    return time.perf_counter() - start
+
+
+def fleet_rows(files: int, remote_files: int, before: str, formats: list[str]) -> str:
+    """Local ``report`` over ``files`` files and ``report host:PATH`` (fake ssh: the real
+    agent run here) over ``remote_files``, by the tree ``before`` and this one, interleaved,
+    beside ``du -s`` of the same tree."""
+    sys.path.insert(0, str(Path(__file__).parent))
+    from bench_issue24 import before_tree
+
+    trees = [("before", before_tree(before)), ("after", REPO)]
+    rows = []
+    load = [f"{os.getloadavg()[0]:.1f}"]
+    for count, remote in ((files, False), (remote_files, True)):
+        if not count:
+            continue
+        root = fleet_tree(count)
+        du = min(du_seconds(root) for _ in range(3))
+        rows.append(f"| {count:,} | `du -s` | | {du:.2f} | | | | |")
+        for fmt in formats if not remote else ["json"]:
+            for label, tree in trees:
+                fake = f"{sys.executable} {tree / 'tests' / 'fuzz' / 'fake_ssh.py'}"
+                where = ["-e", fake, f"bench:{root}"] if remote else [root]
+                wall, main_kib, child_kib, cpu = probe(tree, "report", *where, "--format", fmt)
+                per_file = (wall - du) / count * 1e3
+                rows.append(
+                    f"| {count:,} | {'host:PATH' if remote else 'local'} `--format {fmt}` "
+                    f"| {label} | {wall:.1f} | {cpu:.1f} | {per_file:.2f} "
+                    f"| {main_kib / 1024:.0f} | {child_kib / 1024:.0f} |"
+                )
+                load.append(f"{os.getloadavg()[0]:.1f}")
+                print(rows[-1], flush=True)
+    return "\n".join(
+        [
+            f"Trees: {files:,} local files, {remote_files:,} over fake ssh, in 100 schema "
+            "folders (hard links of one real sample per schema; distinct files to report). "
+            f"Before: `{before}`; after: this tree; interleaved, one run each. Load average "
+            f"over the run: {' → '.join(load)} (the machine is shared with other sessions' "
+            "test suites: walls are loaded walls).",
+            "",
+            "| files | command | tree | wall s | CPU s (all processes) | ms a file over du "
+            "| peak RSS MB (main) | peak RSS MB (largest worker) |",
+            "|---:|---|---|---:|---:|---:|---:|---:|",
+            *rows,
+        ]
+    )
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--small", type=int, default=1000, help="files in the small directory")
     parser.add_argument("--memory", default="1000,4000", help="file counts for the RSS series")
+    parser.add_argument(
+        "--fleet", type=int, default=0, help="issue 24: files of the local fleet tree (100000)"
+    )
+    parser.add_argument(
+        "--fleet-remote", type=int, default=0, help="issue 24: files read over fake ssh"
+    )
+    parser.add_argument("--fleet-formats", default="json", help="issue 24: formats, a,b")
+    parser.add_argument("--before", default="main", help="issue 24: the tree to compare with")
     args = parser.parse_args()
+    if args.fleet or args.fleet_remote:
+        body = fleet_rows(args.fleet, args.fleet_remote, args.before, args.fleet_formats.split(","))
+        body += (
+            "\n\nCommand: `PYTHONPATH=$PWD /work/main/.venv/bin/python bench/bench_report.py "
+            f"--fleet {args.fleet} --fleet-remote {args.fleet_remote} "
+            f"--fleet-formats {args.fleet_formats} --before {args.before}`"
+        )
+        append_results("Report: a fleet of files against du -s (issue 24)", body)
+        print(body)
+        return
 
     small = small_dir(args.small)
     rows, small_ratio = directory_rows(f"{args.small:,} small files", small, loop=True)
