@@ -333,20 +333,21 @@ Fetched = tuple[str, rp.Target, FetchedFile, rp.ScanOptions, tuple[int | None, i
 Item = Row | Fetched
 
 
-def decode_item(item: Item) -> Row:
-    """The row of one item (run in a worker process for a fetched file)."""
+def decode_item(item: Item) -> tuple[bool, Row]:
+    """The row of one item (run in a worker process for a fetched file), and whether it was
+    a fetched file."""
     if isinstance(item, dict):
-        return item
+        return False, item
     host, t, fetched, opts, sizes = item
     row = rp.scan_one(t, opts, source=lambda _path: fetched)
-    return {"host": host, **_sized(row, sizes)}
+    return True, {"host": host, **_sized(row, sizes)}
 
 
-def _died(item: Item, why: str) -> Row:
+def _died(item: Item, why: str) -> tuple[bool, Row]:
     """The row of a fetched file whose worker process died decoding it."""
     assert not isinstance(item, dict)  # a finished row never dies: it is handed back as is
     host, t, _fetched, _opts, sizes = item
-    return {"host": host, **_sized(rp.error_row(t, f"{t.path}: {why}", local=False), sizes)}
+    return True, {"host": host, **_sized(rp.error_row(t, f"{t.path}: {why}", local=False), sizes)}
 
 
 def _label(item: Item) -> str:
@@ -436,25 +437,47 @@ def scan_fleet(
             finally:
                 items.put(_DONE)
 
+    #: per host, its fetched files handed out and not decoded yet
+    pending: dict[str, int] = {}
+
     def arrivals() -> Iterator[Item]:
         running = len(groups)
         while running:
             item = items.get()
             if item is _DONE:
                 running -= 1
-            else:
-                yield item
+                continue
+            if not isinstance(item, dict):
+                pending[item[0]] = pending.get(item[0], 0) + 1
+            yield item
 
-    pool: WorkerPool[Item, Row] | None = None
+    def in_order(results: Iterator[tuple[bool, Row]]) -> Iterator[Row]:
+        """A host's own row (it failed, or lost its connection) after the rows of the files
+        it fetched before, as when its thread decoded them."""
+        held: dict[str, list[Row]] = {}
+        for fetched, row in results:
+            host = row["host"]
+            if fetched:
+                pending[host] -= 1
+            if row.get("kind") == "host" and pending.get(host):
+                held.setdefault(host, []).append(row)
+                continue
+            yield row
+            if not pending.get(host) and host in held:
+                yield from held.pop(host)
+        for rows in held.values():
+            yield from rows
+
+    pool: WorkerPool[Item, tuple[bool, Row]] | None = None
     if workers > 1:  # forked before the hosts' threads start
         pool = WorkerPool(decode_item, workers, died=_died, label=_label).__enter__()
     try:
         for host, paths in groups:
             threading.Thread(target=work, args=(host, paths), daemon=True).start()
         if pool is None:
-            yield from map(decode_item, arrivals())
+            yield from in_order(map(decode_item, arrivals()))
         else:
-            yield from pool.map_unordered(arrivals())
+            yield from in_order(pool.map_unordered(arrivals()))
     except BaseException as exc:
         if pool is not None:
             pool.__exit__(type(exc), exc, exc.__traceback__)
