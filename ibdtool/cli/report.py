@@ -221,6 +221,9 @@ def report(
     meta = report_meta(paths, opts, jobs, fail_on)
     out = RowSink(fmt, comparer)
     done_files = done_bytes = 0
+    # only the FULLTEXT tablespaces' targets are needed after the scan (tie_fulltext): the
+    # others' memory (~400 B a file) is free for the writers
+    fulltext = [t for t in targets if t.fts_table_id is not None]
     with (
         Scanner(targets, opts, jobs) as scanner,
         report_progress(len(targets), sum(t.size for t in targets)) as bar,
@@ -240,12 +243,13 @@ def report(
             done_bytes += size
             if bar:
                 bar(done_files, done_bytes, "")
+    del targets, scanner
     dropped = comparer.dropped() if comparer else []
     if out.stream:
         for c in dropped:
             base = {k: c[k] for k in ("path", "name", "schema", "table")}
             rf.write_jsonl_row({**base, "change": c}, sys.stdout)
     else:
-        tie_fulltext(out.rows, targets)
+        tie_fulltext(out.rows, fulltext)
         write_document(out, meta, dropped, wide)
     finish(out.totals, out.errors, fail_on)

@@ -757,6 +757,7 @@ class Scanner:
         if self._pool is not None:
             self._pool.__exit__(*exc_info)
             self._pool = None
+        self.big, self.small = [], []  # the targets' memory is the writers' from here on
 
     def __iter__(self) -> Iterator[tuple[int, dict[str, Any]]]:
         whole = replace(self.opts, file_jobs=self.cores)
