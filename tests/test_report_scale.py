@@ -33,7 +33,7 @@ from ibdtool.report import (
     sort_key,
     tie_fulltext,
 )
-from tests.cli_runner import REPO, cli_env, run_ibdtool
+from tests.cli_runner import REPO, cli_env, ibdtool_command, run_ibdtool
 from tests.fleet_tree import build_fleet_tree
 from tests.test_report import build_datadir
 from tests.test_report_fleet import same_anywhere
@@ -191,3 +191,39 @@ def test_a_report_of_100000_files_stays_under_200_mb(tmp_path: Path) -> None:
     assert main_kib < 200 * 1024, main_kib
     assert child_kib < 200 * 1024, child_kib
     assert os.path.isdir(tree)
+
+
+def test_host_path_shows_the_local_reports_bar_on_a_terminal(
+    trees: list[Path], tmp_path: Path
+) -> None:
+    """stderr a terminal (a pty): the bar counts every file the host listed, to the last;
+    stdout keeps the report, with every file in it."""
+    fake = f"{sys.executable} {REPO / 'tests' / 'fuzz' / 'fake_ssh.py'}"
+    fleet = trees[1]
+    files = sum(1 for _ in fleet.glob("*/*.ibd"))
+    master, slave = os.openpty()
+    report = (tmp_path / "report.json").open("wb")  # a file: a full pipe would stall it
+    proc = subprocess.Popen(
+        ibdtool_command("report", "-e", fake, f"db-x:{fleet}", "--format", "json"),
+        stdout=report,
+        stderr=slave,
+        env=cli_env(COLUMNS="160", TERM="xterm"),
+        cwd=REPO,
+    )
+    os.close(slave)
+    screen = b""
+    while True:
+        try:
+            chunk = os.read(master, 65536)
+        except OSError:  # EIO: the other end closed
+            break
+        if not chunk:
+            break
+        screen += chunk
+    proc.wait(timeout=600)
+    os.close(master)
+    report.close()
+    assert proc.returncode == 0
+    assert (tmp_path / "report.json").read_bytes().count(b'"path": ') == files
+    text = screen.decode("utf-8", "replace")
+    assert f"{files}/{files} files" in text, text[-2000:]
