@@ -51,7 +51,7 @@ def simulate_row(path: Path, algo: str) -> Row:
 DEFAULT_SIZES = {"10 MiB": 640, "100 MiB": 6400, "1 GiB": 65536}
 
 
-def default_section(before: Path, repeat: int) -> str:
+def default_section(before: Path, repeat: int, check_full: bool = True) -> str:
     """``ibdtool simulate --json FILE`` with its defaults (every codec, the file's block
     size) at 10 MiB, 100 MiB and 1 GiB (:func:`common.make_bench_file`), this checkout beside
     ``before``; the widest interval of the run, and whether a full scan's figures (a second
@@ -69,10 +69,11 @@ def default_section(before: Path, repeat: int) -> str:
         "|---|---|---:|---:|---:|---|---:|---|",
     ]
     for label, pages in DEFAULT_SIZES.items():
-        path = make_bench_file("big-plain.ibd", pages)
+        # every page in use: the rebuild plan reads what a real table's would
+        path = make_bench_file("big-plain.ibd", pages, all_used=True)
         warm(path)
         full = None
-        if pages <= 6400:
+        if pages <= 6400 and check_full:
             full = simulate_path(path, full=True, costs=False, row_compressed=False)
         for name, checkout in (("before", before), ("after", here)):
             # -m puts the working directory first on sys.path: run from the checkout
@@ -127,15 +128,17 @@ def main() -> None:
     if "--default" in sys.argv:
         i = sys.argv.index("--before") + 1 if "--before" in sys.argv else 0
         before = Path(sys.argv[i]) if i else Path("/work/main")
+        repeat = int(sys.argv[sys.argv.index("--repeat") + 1]) if "--repeat" in sys.argv else 3
+        check_full = "--no-full" not in sys.argv
         body = (
             "`ibdtool simulate --json FILE` with its defaults (eleven codecs, the file's block "
-            "size; costs and the ROW_FORMAT=COMPRESSED what-if included), 3 runs each, files of "
-            "the samples' MariaDB pages (`common.make_bench_file`). *before*: full scan up to "
-            "8,192 pages, else one sample sized for the first codec; *after*: each codec "
+            f"size; costs and the ROW_FORMAT=COMPRESSED what-if included), {repeat} run(s) each, "
+            "files of the samples' MariaDB pages with every page in use "
+            "(`common.make_bench_file(all_used=True)`: the rebuild plan reads them). Each codec "
             "sampled until its interval is ±1% or 3 s of scanning after a first round have "
             "passed. *full scan inside*: figures whose interval holds the `--full` figure "
             "(a second computation; not run at 1 GiB).\n\n"
-            + default_section(before, 3)
+            + default_section(before, repeat, check_full)
             + "\n\nCommand: `PYTHONPATH=$PWD .venv/bin/python bench/bench_simulate.py --default`"
         )
         append_results("Simulate: default run at 10 MiB, 100 MiB, 1 GiB", body)

@@ -188,18 +188,25 @@ def bench_dir(pages: int) -> Path:
     return WORK if pages == BENCH_PAGES else WORK / f"pages-{pages}"
 
 
-def make_bench_file(name: str, pages: int = BENCH_PAGES, work: Path | None = None) -> Path:
+def make_bench_file(
+    name: str, pages: int = BENCH_PAGES, work: Path | None = None, *, all_used: bool = False
+) -> Path:
     """``work/name``: page 0–3 of its sample, then the sample's other written pages repeated
     to ``pages``, each renumbered with valid checksums; zero tails punched as MariaDB punches
     them (``fallocate --dig-holes``), in ``work`` (default :func:`bench_dir`). Kept between
     runs (remade when the page count differs).
-    The extent descriptors past page 0 are data pages here, so free-page figures are not real."""
+    The extent descriptors past page 0 are data pages here, so free-page figures are not real.
+    ``all_used``: the free limit set to the file's end too (default: the sample's), so that
+    every page counts as used (the rebuild plan reads them all; else it sees the sample's
+    pages alone and the rest as free); kept in ``work/used``."""
     from parsers.space import detect_format
     from parsers.structs import FSP_HEADER_OFFSET
 
     fsp_size_at = FSP_HEADER_OFFSET + 8  # after the space id and a word not used
 
     work = bench_dir(pages) if work is None else work
+    if all_used:
+        work = work / "used"
     dst = work / name
     src = SOURCES[name].read_bytes()
     fmt = detect_format(lambda off, n: src[off : off + n], len(src))
@@ -218,6 +225,12 @@ def make_bench_file(name: str, pages: int = BENCH_PAGES, work: Path | None = Non
             if n == 0:
                 p0 = bytearray(page)
                 p0[fsp_size_at : fsp_size_at + 4] = pages.to_bytes(4, "big")
+                if all_used:  # FSP_FREE_LIMIT follows FSP_SIZE; no extent described free
+                    p0[fsp_size_at + 4 : fsp_size_at + 8] = pages.to_bytes(4, "big")
+                    xdes = FSP_HEADER_OFFSET + 112  # the descriptors: 40 bytes each (16K)
+                    for at in range(xdes, xdes + 40 * (psize // 64), 40):
+                        # XDES_STATE (at 20) XDES_FULL_FRAG; the bitmap: no page free
+                        p0[at : at + 40] = bytes(20) + (3).to_bytes(4, "big") + bytes(16)
                 page = bytes(p0)
             page = _renumber(page, n, psize, fmt.full_crc32)
             # only the blocks that are not all zeros, as ``fallocate --dig-holes`` leaves the

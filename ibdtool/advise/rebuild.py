@@ -26,6 +26,14 @@ with their headers, the page header, the directory and zeroed free space. Record
 without the table's definition (:func:`parsers.compact_rec.record_spans`). Non-leaf levels are
 packed from the old node pointers; BLOB and SDI pages are taken as they are. The simulation
 compresses these images as it does real pages (:mod:`ibdtool.advise.simulate`).
+
+A file of more than :data:`SAMPLE_ABOVE_PAGES` index pages is planned from a sample, so that the
+plan costs what the sample costs, not what the file does: the pages are classified by a header
+scan (:func:`ibdtool.tablespace.header_pages`), and of each index with more leaves than its
+share of :data:`SAMPLE_LEAVES` a random sample of leaves is read. Its rebuilt leaf count is the
+leaves' estimated live record bytes (with their directory share) over what a packed page holds
+(the sampled leaves' records packed back to back by the bulk-load rule), with a 95% interval
+from the spread of both; the rebuilt leaves are synthesised from those packed pages.
 """
 
 from __future__ import annotations
@@ -33,6 +41,7 @@ from __future__ import annotations
 import itertools
 import math
 import os
+import random
 import zlib
 from array import array
 from collections.abc import Iterator
@@ -41,7 +50,7 @@ from typing import TYPE_CHECKING
 
 from ibdtool.advise.estimate import Estimate
 from ibdtool.errors import InputError
-from ibdtool.tablespace import Tablespace
+from ibdtool.tablespace import Tablespace, scan_page_headers
 from parsers.compact_rec import (
     REC_INFO_DELETED_FLAG,
     REC_INFO_MIN_REC_FLAG,
@@ -62,6 +71,14 @@ from parsers.vendor import Vendor
 if TYPE_CHECKING:
     from parsers.keyring import Keyring
 
+#: index pages above which the plan samples leaves (at most, every page is read: exact): about
+#: 1 s of reading on a quiet machine, 3 s on a loaded one
+SAMPLE_ABOVE_PAGES = 4096
+#: leaf pages a sampled plan reads, shared among the indexes by their leaves
+SAMPLE_LEAVES = 2048
+#: the least a sampled index reads, and the node pages read for their mean size
+MIN_INDEX_SAMPLE = 64
+Z95 = 1.959963984540054
 #: innodb_fill_factor's default on both servers
 DEFAULT_FILL_FACTOR = 100
 EXTENT_BYTES = 1 << 20  # an extent is 1 MiB of pages at 4K..16K pages (64 at 16K)
@@ -133,6 +150,11 @@ class IndexPlan:
     node_counts: list[int] = field(default_factory=list)
     trx_offset: int | None = None  # where DB_TRX_ID lies after the origin (clustered)
     sample: bytes = b""  # a source leaf page: its FIL and index header fields are copied
+    #: a sampled index: the full pages its sampled leaves' records pack into, which the
+    #: rebuilt leaves are drawn from (None: every leaf read, each rebuilt page its own)
+    synth: int | None = None
+    #: a sampled index: its rebuilt pages' 95% interval, all levels (None: exact)
+    pages_ci: tuple[int, int] | None = None
 
 
 @dataclass
@@ -151,6 +173,12 @@ class RebuiltImage:
     n_pages: int  # the rebuilt file's pages, the extents' free pages included
     source_pages: int
     notes: list[str] = field(default_factory=list)
+    #: a sampled plan: the 95% intervals of the pages written and of the file's pages
+    written_ci: tuple[int, int] | None = None
+    n_pages_ci: tuple[int, int] | None = None
+    #: a sampled plan: the distinct pages its pages are drawn from, and its leaves read of all
+    distinct_pages: int | None = None
+    leaves_read: tuple[int, int] | None = None
     _cache: dict[int, bytes] = field(default_factory=dict)
 
     @property
@@ -177,12 +205,12 @@ class RebuiltImage:
         psize = self.page_size
         size = self.n_pages * psize
         err = self.size_error_pages * psize
-        return Estimate(
-            size,
-            max(self.data_pages * psize, size - err),
-            size + err,
-            f"rebuild model: {self.data_pages} pages written of {self.n_pages}",
-        )
+        lo_n, hi_n = self.n_pages_ci or (self.n_pages, self.n_pages)
+        lo_w = self.written_ci[0] if self.written_ci else self.data_pages
+        basis = f"rebuild model: {self.data_pages} pages written of {self.n_pages}"
+        if self.leaves_read:
+            basis += f" (planned from {self.leaves_read[0]} of {self.leaves_read[1]} leaf pages)"
+        return Estimate(size, max(lo_w * psize, lo_n * psize - err), hi_n * psize + err, basis)
 
     @property
     def data_pages(self) -> int:
@@ -222,8 +250,9 @@ class RebuiltImage:
 
     def _leaf(self, plan: IndexPlan, k: int, no: int) -> bytes:
         stream = plan.leaf
-        start = stream.starts[k]
-        end = stream.starts[k + 1] if k + 1 < len(stream.starts) else None
+        at = k if plan.synth is None else k * plan.synth // plan.level_pages[0]
+        start = stream.starts[at]
+        end = stream.starts[at + 1] if at + 1 < len(stream.starts) else None
         count = _between(stream, start, end)
         recs = self._records(stream, start, count)
         if self.reset_trx and plan.clustered and plan.trx_offset is not None:
@@ -363,13 +392,17 @@ def _assemble(
     return bytes(page)
 
 
-_images: dict[tuple[int, int], bytes] = {}
+_images: dict[int, bytes] = {}
+_images_of: list[Tablespace] = []  # the tablespace they are of (an id can be reused)
 
 
 def _image(ts: Tablespace, no: int) -> bytes:
     """The uncompressed logical image of page ``no`` (decrypted, decompressed, a zip page
     rebuilt at the logical size), the last few hundred kept."""
-    key = (id(ts), no)
+    if not _images_of or _images_of[0] is not ts:
+        _images.clear()
+        _images_of[:] = [ts]
+    key = no
     got = _images.get(key)
     if got is None:
         page = bytes(logical_image(memoryview(ts.stored_page(no)), ts.format))
@@ -500,15 +533,149 @@ MYSQL_SEGMENT_RESERVE = 0.125
 
 
 def plan_rebuild(
-    ts: Tablespace, vendor: Vendor | None = None, fill_factor: int = DEFAULT_FILL_FACTOR
+    ts: Tablespace,
+    vendor: Vendor | None = None,
+    fill_factor: int = DEFAULT_FILL_FACTOR,
+    *,
+    sample_above: int | None = SAMPLE_ABOVE_PAGES,
+    sample_leaves: int = SAMPLE_LEAVES,
+    seed: int = 1,
 ) -> RebuiltImage:
-    """Read every index page of ``ts`` once and plan the file a rebuild writes (module doc).
+    """Plan the file a rebuild writes (module doc): every index page of ``ts`` read once, or
+    (more than ``sample_above`` index pages; None: never) each index's leaves sampled,
+    ``sample_leaves`` of them in all, drawn with ``seed``.
 
     ``vendor``: the server that will rebuild (the file's own by default): MariaDB resets the
     transaction ids. Raises :class:`InputError` for a file with no index page."""
     vendor = vendor or (ts.format.vendor if ts.format.vendor is not Vendor.UNKNOWN else None)
     vendor = vendor or Vendor.MARIADB
     psize = ts.logical_size
+    found = _classify_by_headers(ts) if sample_above is not None else None
+    if found is not None and sum(len(p) for lv in found[1].values() for p in lv.values()) <= (
+        sample_above or 0
+    ):
+        found = None  # small enough to read whole: exact
+    if found is None:
+        kept, by_index, leftmost, sample = _classify_by_pages(ts)
+    else:
+        kept, by_index, leftmost = found
+        sample = {}
+    if not by_index:
+        raise InputError(f"{ts.path}: no index page to rebuild")
+    clustered_id = min(by_index)  # created first: the lowest id (as simulate assumes)
+    plans: list[IndexPlan] = []
+    notes: list[str] = []
+    segments: list[int] = []
+    bounds: list[tuple[list[int], list[int]]] = []  # segments at the low and high bounds
+    all_leaves = sum(len(levels.get(0, ())) for levels in by_index.values())
+    rng = random.Random(seed)
+    leaves_read = 0
+    for index_id in sorted(by_index):
+        levels = by_index[index_id]
+        clustered = index_id == clustered_id
+        reserve = reserved_space(psize, clustered, fill_factor)
+        leaves = levels.get(0, set())
+        share = round(sample_leaves * len(leaves) / max(1, all_leaves))
+        share = max(min(MIN_INDEX_SAMPLE, sample_leaves), share)
+        sampled = found is not None and len(leaves) > share
+        if sampled:
+            chosen = sorted(rng.sample(sorted(leaves), share))
+            leaf = _plan_stream(ts, chosen)
+            leaves_read += share
+        else:
+            first = leftmost.get((index_id, 0), min(leaves, default=0))
+            leaf = _plan_stream(ts, _chain(ts, first, leaves))
+            leaves_read += len(leaves)
+        node_pages = [
+            no
+            for lvl in sorted(k for k in levels if k > 0)
+            for no in _chain(ts, leftmost.get((index_id, lvl), min(levels[lvl])), levels[lvl])
+        ]
+        if sampled and len(node_pages) > MIN_INDEX_SAMPLE:
+            node_pages = sorted(rng.sample(node_pages, MIN_INDEX_SAMPLE))
+        node = _plan_stream(ts, node_pages) if node_pages else None
+        plan = IndexPlan(index_id, clustered, leaf, node, sample=sample.get(index_id, b""))
+        if not plan.sample:
+            plan.sample = _image(ts, min(levels[min(levels)]))
+        # the leaves: pack the records' sizes, remembering where each page starts
+        sizes = leaf.sizes
+        counts = list(pack(iter(sizes), psize, reserve))
+        leaf_ci: tuple[int, int] | None = None
+        if sampled:
+            est, rel, plan.synth = _sampled_leaf_pages(leaf, counts, len(leaves), psize, reserve)
+            n_leaves = max(1, math.ceil(est))
+            leaf_ci = (max(1, math.floor(est * (1 - rel))), max(1, math.ceil(est * (1 + rel))))
+        else:
+            n_leaves = max(1, len(counts))
+        leaf.sizes = array("I")  # packed: the page starts are all the pages need now
+        pos = (0, 0)
+        for c in counts:
+            leaf.starts.append(pos)
+            pos = _advance(leaf, pos, c)
+        if not counts:
+            leaf.starts.append((0, 0))
+        # the levels above: a node pointer for each page below, sized like the old ones
+        ptr = _mean_size(ts, node) if node is not None else _node_guess(ts, leaf)
+        upper, plan.node_counts = _upper_levels(n_leaves, ptr, psize, reserve)
+        plan.level_pages = [n_leaves, *upper]
+        if clustered and vendor is Vendor.MARIADB:
+            plan.trx_offset = _trx_offset(ts, leaf.pages, 1 << 40, psize)
+            if plan.trx_offset is None:
+                notes.append(
+                    "the clustered records' DB_TRX_ID was not found without the table's "
+                    "definition: kept as it is (MariaDB's rebuild resets it)"
+                )
+        plans.append(plan)
+        segments += [plan.level_pages[0], sum(plan.level_pages[1:])]
+        lo, hi = leaf_ci or (n_leaves, n_leaves)
+        lo_up = sum(_upper_levels(lo, ptr, psize, reserve)[0])
+        hi_up = sum(_upper_levels(hi, ptr, psize, reserve)[0])
+        bounds.append(([lo, lo_up], [hi, hi_up]))
+        if leaf_ci is not None:
+            plan.pages_ci = (lo + lo_up, hi + hi_up)
+    order: list[tuple[int, int, int]] = []
+    for i, plan in enumerate(plans):  # the root first, as the server allocates it
+        for level in range(len(plan.level_pages) - 1, -1, -1):
+            order += [(i, level, k) for k in range(plan.level_pages[level])]
+    fixed = len(kept)
+    n_pages = max(_file_pages(segments, fixed, psize, vendor), fixed + len(order))
+    image = RebuiltImage(
+        ts,
+        vendor,
+        psize,
+        fill_factor,
+        vendor is Vendor.MARIADB,
+        kept,
+        plans,
+        order,
+        n_pages,
+        ts.n_pages,
+        notes,
+    )
+    if any(p.synth is not None for p in plans):
+        low_segs = [x for b in bounds for x in b[0]]
+        high_segs = [x for b in bounds for x in b[1]]
+        image.written_ci = (fixed + sum(low_segs), fixed + sum(high_segs))
+        image.n_pages_ci = (
+            max(_file_pages(low_segs, fixed, psize, vendor), image.written_ci[0]),
+            max(_file_pages(high_segs, fixed, psize, vendor), image.written_ci[1]),
+        )
+        image.distinct_pages = fixed + sum(
+            sum(p.level_pages) if p.synth is None else p.synth + sum(p.level_pages[1:])
+            for p in plans
+        )
+        image.leaves_read = (leaves_read, all_leaves)
+    return image
+
+
+_Found = tuple[list[int], dict[int, dict[int, set[int]]], dict[tuple[int, int], int]]
+
+
+def _classify_by_pages(ts: Tablespace) -> tuple[
+    list[int], dict[int, dict[int, set[int]]], dict[tuple[int, int], int], dict[int, bytes]
+]:  # fmt: skip
+    """The pages kept as they are, each index's pages by level, each level's leftmost page and
+    a leaf page of each index, from every page's image."""
     sdi_root = ts.format.sdi_root
     kept: list[int] = []
     by_index: dict[int, dict[int, set[int]]] = {}  # index -> level -> pages
@@ -539,75 +706,94 @@ def plan_rebuild(
                 leftmost.setdefault((index_id, level), no)
             if level == 0:
                 sample.setdefault(index_id, page)
-    if not by_index:
-        raise InputError(f"{ts.path}: no index page to rebuild")
-    clustered_id = min(by_index)  # created first: the lowest id (as simulate assumes)
-    plans: list[IndexPlan] = []
-    notes: list[str] = []
-    segments: list[int] = []
-    for index_id in sorted(by_index):
-        levels = by_index[index_id]
-        clustered = index_id == clustered_id
-        reserve = reserved_space(psize, clustered, fill_factor)
-        leaf_pages = _chain(
-            ts, leftmost.get((index_id, 0), min(levels.get(0, {0}))), levels.get(0, set())
-        )
-        leaf = _plan_stream(ts, leaf_pages)
-        node_pages = [
-            no
-            for lvl in sorted(k for k in levels if k > 0)
-            for no in _chain(ts, leftmost.get((index_id, lvl), min(levels[lvl])), levels[lvl])
-        ]
-        node = _plan_stream(ts, node_pages) if node_pages else None
-        plan = IndexPlan(index_id, clustered, leaf, node, sample=sample.get(index_id, b""))
-        if not plan.sample:
-            plan.sample = _image(ts, min(levels[min(levels)]))
-        # the leaves: pack the records' sizes, remembering where each page starts
-        counts = list(pack(iter(leaf.sizes), psize, reserve))
-        leaf.sizes = array("I")  # packed: the page starts are all the pages need now
-        pos = (0, 0)
-        for c in counts:
-            leaf.starts.append(pos)
-            pos = _advance(leaf, pos, c)
-        plan.level_pages = [max(1, len(counts))]
-        if not counts:
-            leaf.starts.append((0, 0))
-        # the levels above: a node pointer for each page below, sized like the old ones
-        ptr = _mean_size(ts, node) if node is not None else _node_guess(ts, leaf)
-        below = plan.level_pages[0]
-        while below > 1:
-            per = list(pack(iter([ptr] * below), psize, reserve))
-            plan.level_pages.append(len(per))
-            plan.node_counts += per
-            below = len(per)
-        if clustered and vendor is Vendor.MARIADB:
-            plan.trx_offset = _trx_offset(ts, leaf.pages, 1 << 40, psize)
-            if plan.trx_offset is None:
-                notes.append(
-                    "the clustered records' DB_TRX_ID was not found without the table's "
-                    "definition: kept as it is (MariaDB's rebuild resets it)"
-                )
-        plans.append(plan)
-        segments += [plan.level_pages[0], sum(plan.level_pages[1:]) or 0]
-    order: list[tuple[int, int, int]] = []
-    for i, plan in enumerate(plans):  # the root first, as the server allocates it
-        for level in range(len(plan.level_pages) - 1, -1, -1):
-            order += [(i, level, k) for k in range(plan.level_pages[level])]
-    fixed = len(kept)
-    n_pages = max(_file_pages(segments, fixed, psize, vendor), fixed + len(order))
-    return RebuiltImage(
-        ts,
-        vendor,
-        psize,
-        fill_factor,
-        vendor is Vendor.MARIADB,
-        kept,
-        plans,
-        order,
-        n_pages,
-        ts.n_pages,
-        notes,
+    return kept, by_index, leftmost, sample
+
+
+def _classify_by_headers(ts: Tablespace) -> _Found:
+    """As :func:`_classify_by_pages` (less the leaf images), from a header scan: a fraction
+    of the cost of reading every page's records."""
+    sdi_root = ts.format.sdi_root
+    kept: list[int] = []
+    by_index: dict[int, dict[int, set[int]]] = {}
+    leftmost: dict[tuple[int, int], int] = {}
+    for first, end, has_data in ts.page_runs(0, ts.n_pages):
+        if not has_data:
+            continue
+        free = ts.free_window(first, end)
+        for info in scan_page_headers(ts, first, end):
+            no = info.page_no
+            if free[no - first] and no > 2:
+                continue
+            ptype = info.real_type
+            if no <= 2 or ptype == FIL_PAGE_SDI or (sdi_root is not None and no == sdi_root):
+                kept.append(no)
+                continue
+            if info.index is None or ptype not in (FIL_PAGE_INDEX, FIL_PAGE_TYPE_INSTANT):
+                if ptype != FIL_PAGE_TYPE_ALLOCATED:
+                    kept.append(no)  # BLOB pages and the like: rewritten much as they are
+                continue
+            index_id, level = info.index.index_id, info.index.level
+            by_index.setdefault(index_id, {}).setdefault(level, set()).add(no)
+            if info.prev == FIL_NULL:
+                leftmost.setdefault((index_id, level), no)
+    return kept, by_index, leftmost
+
+
+def _upper_levels(below: int, ptr: int, psize: int, reserve: int) -> tuple[list[int], list[int]]:
+    """The pages of each level above ``below`` leaves (a node pointer for each page below,
+    ``ptr`` bytes each), and each of their pages' record counts."""
+    levels: list[int] = []
+    counts: list[int] = []
+    while below > 1:
+        per = list(pack(iter([ptr] * below), psize, reserve))
+        levels.append(len(per))
+        counts += per
+        below = len(per)
+    return levels, counts
+
+
+def _sampled_leaf_pages(
+    leaf: _Stream, packed: list[int], population: int, psize: int, reserve: int
+) -> tuple[float, float, int]:
+    """An index's rebuilt leaf pages from ``leaf`` (a random sample of its ``population``
+    leaves) whose records pack into ``packed`` pages: the leaves' live bytes (each record
+    with its directory share) estimated from the sample, over the mean a full packed page
+    holds; with the 95% interval's relative half width (the sample's spread of both, finite
+    population corrected) and the full packed pages (the last is partial)."""
+    sizes = leaf.sizes
+    needs: list[float] = []
+    i = 0
+    for c in leaf.counts:
+        needs.append(sum(sizes[i : i + c]) + c / 2)
+        i += c
+    full = packed[:-1] if len(packed) > 1 else packed
+    held: list[float] = []
+    i = 0
+    for c in full:
+        held.append(sum(sizes[i : i + c]) + c / 2)
+        i += c
+    k = len(needs)
+    mean = sum(needs) / k
+    per_page = (
+        sum(held) / len(held) if held and sum(held) else float(empty_free_space(psize) - reserve)
     )
+    fpc = math.sqrt(max(0, population - k) / max(1, population - 1))
+    var = sum((x - mean) ** 2 for x in needs) / (k - 1) if k > 1 else 0.0
+    if mean <= 0:
+        return 1.0, float(population), max(1, len(full))
+    if var > 0:
+        rel_bytes = Z95 * math.sqrt(var / k) * fpc / mean
+    else:  # every leaf alike: the rule of three, 3 leaves in k as far off as a page allows
+        rel_bytes = 3 / k * max(mean, psize - mean) / mean * fpc
+    m = len(held)
+    if m > 1:
+        hm = sum(held) / m
+        hvar = sum((x - hm) ** 2 for x in held) / (m - 1)
+        rel_page = Z95 * math.sqrt(hvar / m) / hm if hm else 0.0
+    else:
+        rel_page = 0.5  # a single packed page says little of a page's fill
+    est = population * mean / per_page
+    return est, math.sqrt(rel_bytes**2 + rel_page**2), max(1, len(full))
 
 
 def rebuilt_allocation(path: str | os.PathLike[str], keyring: Keyring | None = None) -> Estimate:

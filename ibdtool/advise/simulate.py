@@ -32,7 +32,12 @@ from typing import TYPE_CHECKING, Any, Literal
 from ibdtool.advise.cpu_cost import CLOCK, Cost, CostRun, measure
 from ibdtool.advise.cpu_cost import MAX_PAGES as MAX_COST_PAGES
 from ibdtool.advise.estimate import Estimate
-from ibdtool.advise.rebuild import RebuiltImage, plan_rebuild
+from ibdtool.advise.rebuild import (
+    SAMPLE_ABOVE_PAGES,
+    SAMPLE_LEAVES,
+    RebuiltImage,
+    plan_rebuild,
+)
 from ibdtool.errors import InputError
 from ibdtool.fs import (
     DropCost,
@@ -974,6 +979,8 @@ def simulate_path(
     keyring: Keyring | None = None,
     costs: bool = True,
     as_rebuilt: bool = True,
+    plan_sample_above: int | None = SAMPLE_ABOVE_PAGES,
+    plan_sample_leaves: int = SAMPLE_LEAVES,
 ) -> SimResult:
     """Simulate every scenario × block size on ``path`` (see module doc).
 
@@ -981,7 +988,10 @@ def simulate_path(
     (:mod:`ibdtool.advise.rebuild`): its pages synthesised from the records, sampled and
     compressed as real pages are, the never-written rest of its extents counted as the
     server leaves it, each interval widened by the model's own error. ``as_rebuilt=False``
-    simulates the pages as they are (what punching holes alone would do).
+    simulates the pages as they are (what punching holes alone would do). The rebuild is
+    planned from a sample of the leaves when the file has more than ``plan_sample_above``
+    index pages (not with ``full``; None: never), ``plan_sample_leaves`` leaves in all, its
+    page count's interval carried into every prediction.
 
     ``row_compressed=False`` skips the ROW_FORMAT=COMPRESSED what-if (``row_compressed`` is
     then empty), which costs several deflates per index page (``ibdtool report`` does this).
@@ -1007,7 +1017,12 @@ def simulate_path(
         image: RebuiltImage | None = None
         if as_rebuilt:
             try:
-                image = plan_rebuild(ts)
+                image = plan_rebuild(
+                    ts,
+                    sample_above=None if full else plan_sample_above,
+                    sample_leaves=plan_sample_leaves,
+                    seed=seed,
+                )
             except InputError:  # no index page: nothing a rebuild would repack
                 notes.append("no index page to rebuild: the file simulated as it is")
         if image is not None:
@@ -1095,7 +1110,12 @@ def simulate_path(
         for b in cfg.blocks:
             total, total_sq = acc.cost.get((s, b), [0.0, 0.0])
             n = per_scenario.get(s, 0)
-            predicted, ci = _estimate(total, total_sq, n, n_pages, full, cfg.page_size)
+            if image is not None and image.distinct_pages is not None:
+                predicted, ci = _two_stage(
+                    total, total_sq, n, n_pages, image.distinct_pages, cfg.page_size
+                )
+            else:
+                predicted, ci = _estimate(total, total_sq, n, n_pages, full, cfg.page_size)
             holes = acc.holes.get((s, b), 0) * n_pages / n if n else 0
             extents, extents_ci = _extents_after(
                 acc.holes.get((s, b), 0), n, n_pages, full or n >= n_pages, logical_size
@@ -1166,7 +1186,7 @@ def simulate_path(
         allocated_size=allocated,
         logical_size=ts.size,
         fs_block_size=alloc.fs_block_size,
-        full=full,
+        full=full and (image is None or image.distinct_pages is None),
         seed=seed,
         results=results,
         row_compressed=zips,
@@ -1201,8 +1221,37 @@ def _rebuilt_total(
     err = mean * image.model_pages
     if s.server is Vendor.MYSQL and image.vendor is Vendor.MYSQL:
         err += image.size_error_pages * _zero_page_cost(s, b, psize)
-    low, high = ci or (predicted, predicted)
+    low, high = (float(x) for x in ci or (predicted, predicted))
+    if image.written_ci is not None and image.n_pages_ci is not None:
+        # a sampled plan: the pages written and the file's size at their interval's bounds
+        zero = _zero_page_cost(s, b, psize)
+        nominal = predicted + rest
+        for written, size in zip(image.written_ci, image.n_pages_ci, strict=True):
+            other = mean * written + (size - written) * zero
+            low += min(0.0, other - nominal)
+            high += max(0.0, other - nominal)
     return predicted + rest, (max(round(mean), round(low + rest - err)), round(high + rest + err))
+
+
+def _two_stage(
+    total: float, total_sq: float, n: int, population: int, distinct: int, cap: float
+) -> tuple[int, tuple[int, int] | None]:
+    """:func:`_estimate` for the pages of a sampled rebuild plan: they are drawn from
+    ``distinct`` pages, themselves a sample of the ``population`` written, so no finite
+    population correction, and at most ``distinct`` of the ``n`` pages count as seen."""
+    if n == 0:
+        return 0, None
+    mean = total / n
+    seen = min(n, distinct)
+    if seen < 2:
+        return round(mean * population), (0, round(cap * population))
+    var = max(0.0, (total_sq - n * mean * mean) / (n - 1))
+    if var <= 0.0:
+        half = population * 3 / seen * max(mean, cap - mean)
+    else:
+        half = Z95 * population * math.sqrt(var / seen)
+    predicted = mean * population
+    return round(predicted), (max(0, round(predicted - half)), round(predicted + half))
 
 
 def _rebuild_note(image: RebuiltImage) -> str:
@@ -1214,6 +1263,12 @@ def _rebuild_note(image: RebuiltImage) -> str:
         + "), compressed as the server would; intervals include the model's error (±"
         + f"{image.model_pages} pages: each index's last page, record boundaries"
         + (", an extent of the file's size" if image.vendor is Vendor.MYSQL else "")
+        + (
+            f"; planned from {image.leaves_read[0]} of {image.leaves_read[1]} leaf pages "
+            f"sampled: {image.written_ci[0]}–{image.written_ci[1]} pages written (95%)"
+            if image.leaves_read and image.written_ci
+            else ""
+        )
         + "); --as-is simulates the pages as they are"
     )
 

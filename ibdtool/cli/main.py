@@ -531,6 +531,18 @@ def checksum(
 )
 @click.option("--csv", "as_csv", is_flag=True, help="One CSV row per algorithm and block size.")
 @click.option("--wide", is_flag=True, help="Table: every column, however wide the terminal.")
+@click.option(
+    "--plan-sample-above",
+    type=click.IntRange(min=0),
+    hidden=True,
+    help="Plan the rebuild from sampled leaves above N index pages (tests and benches).",
+)
+@click.option(
+    "--plan-sample-leaves",
+    type=click.IntRange(min=2),
+    hidden=True,
+    help="Leaf pages a sampled rebuild plan reads (tests and benches).",
+)
 @keyring_options
 def simulate(
     paths: tuple[str, ...],
@@ -544,6 +556,8 @@ def simulate(
     as_json: bool,
     as_csv: bool,
     wide: bool,
+    plan_sample_above: int | None,
+    plan_sample_leaves: int | None,
     keyring: Keyring | None,
 ) -> None:
     """Predict what page compression would allocate, per algorithm and filesystem block size:
@@ -565,6 +579,11 @@ def simulate(
         raise click.UsageError("choose one of --json and --csv")
     scenarios = parse_algorithms(algorithms) if algorithms else list(DEFAULT_SCENARIOS)
     blocks = parse_block_sizes(block_sizes) if block_sizes else None
+    plan: dict[str, Any] = {}  # the rebuild plan's sampling, when a test or bench sets it
+    if plan_sample_above is not None:
+        plan["plan_sample_above"] = plan_sample_above
+    if plan_sample_leaves is not None:
+        plan["plan_sample_leaves"] = plan_sample_leaves
 
     def one(path: str) -> Any:
         with progress_for(f"simulate {path}", enabled=not (as_json or as_csv)) as bar:
@@ -580,6 +599,7 @@ def simulate(
                 progress=(lambda done, total: bar(done, total)) if bar else None,
                 keyring=keyring,
                 as_rebuilt=not as_is,
+                **plan,
             )
 
     outcomes = _outcomes(paths, one)

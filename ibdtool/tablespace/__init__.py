@@ -5,7 +5,8 @@
 - ``decrypt``: an encrypted tablespace's key, proved, and its pages decrypted.
 - ``inspect``: summarise a whole tablespace; ``inspect_tally`` is its fast path beside it
   (the common pages tallied straight from their stored bytes).
-- ``header_pages``: every page's header record at scan speed, for the scans that want them.
+- ``header_pages``: every page's header record at scan speed, for the scans that want them
+  (offered as ``scan_page_headers``: the submodule's own name is taken by the module).
 - ``parallel``: split a scan of one tablespace over forked child processes.
 - ``checksum``: ``ibdtool checksum``, every page verified.
 - ``page_dump``: one page's stored and decompressed bytes and every decoded field.
@@ -25,6 +26,7 @@ from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
     from ibdtool.tablespace.checksum import CheckResult, ChecksumTally, check_file, check_result
+    from ibdtool.tablespace.header_pages import scan_page_headers
     from ibdtool.tablespace.index_names import MAX_CFG_BYTES, IndexNames, cfg_path, from_rows
     from ibdtool.tablespace.inspect import (
         PARALLEL_MIN_PAGES,
@@ -77,6 +79,7 @@ else:
         __name__,
         {
             "checksum": "CheckResult ChecksumTally check_file check_result",
+            "header_pages": "scan_page_headers",
             "index_names": "IndexNames MAX_CFG_BYTES cfg_path from_rows",
             "inspect": (
                 "InspectResult PARALLEL_MIN_PAGES format_name index_names_of inspect_path "

@@ -45,6 +45,10 @@ def header_pages(ts: Tablespace, start: int = 0, stop: int | None = None) -> Ite
     ts.check_not_shrunk()
 
 
+#: the name the package offers it under (``ibdtool.tablespace.header_pages`` is this module)
+scan_page_headers = header_pages
+
+
 def _data_run(ts: Tablespace, first: int, end: int) -> Iterator[PageInfo]:
     fmt = ts.format
     psize = ts.physical_size
