@@ -39,9 +39,6 @@ PSIZE = 16384
 SMALL, LARGE = 1500, 6000
 #: bytes an extent may add to a command's peak (the packed ranges: 16, and array slack)
 PER_EXTENT_BOUND = 40
-#: a local copy still adds about 60 bytes an extent (measured warm, the least of three runs;
-#: where it goes is not found yet): issue 24 wants a few bytes, this bound says where it stands
-COPY_PER_EXTENT_BOUND = 80
 
 
 def fragmented(dst: Path, pages: int) -> Path:
@@ -155,8 +152,7 @@ def test_memory_per_extent_is_small_and_flat(
     peaks = [min(_peak(lambda p=files[n]: run(p)) for _ in range(3)) for n in (SMALL, LARGE)]
     extents = [len(read_allocation(files[n]).data_ranges) for n in (SMALL, LARGE)]
     per_extent = (peaks[1] - peaks[0]) / (extents[1] - extents[0])
-    bound = COPY_PER_EXTENT_BOUND if name == "copy" else PER_EXTENT_BOUND
-    assert per_extent < bound, f"{name}: peaks {peaks}, {per_extent:.1f} B/extent"
+    assert per_extent < PER_EXTENT_BOUND, f"{name}: peaks {peaks}, {per_extent:.1f} B/extent"
 
 
 def _repunch(path: Path) -> None:
