@@ -2,6 +2,9 @@
 
     python bench/bare.py inflate-classic FILE      every classic page_compressed zlib payload
                                                    of FILE inflated (``checksum``'s floor there)
+    python bench/bare.py inflate-fcrc32 FILE       the first 94 bytes (the page and index
+                                                   headers) of every full_crc32 compressed
+                                                   page of FILE inflated (``inspect``'s floor)
     python bench/bare.py compress [VENDOR:]ALGO LEVEL FILE
                                  every written 16K page of FILE compressed with zlib, lz4 or
                                  zstd as ``simulate --full -a VENDOR:ALGO`` compresses it
@@ -36,6 +39,21 @@ def _inflate_classic() -> Callable[[memoryview], object]:
         if page[24:26] == b"\x86\x32":  # MariaDB classic PAGE_COMPRESSED (34354)
             n = int.from_bytes(page[38:40], "big")
             return zlib.decompress(page[40 : 40 + n])
+        return None
+
+    return one
+
+
+def _inflate_fcrc32_headers() -> Callable[[memoryview], object]:
+    """What ``inspect`` inflates of a MariaDB full_crc32 PAGE_COMPRESSED page: its first
+    ``PAGE_DATA`` (94) bytes, from the payload after the 26-byte header (FORMATS.md §3.2)."""
+    import zlib
+
+    new = zlib.decompressobj
+
+    def one(page: memoryview) -> object:
+        if page[24] & 0x80:  # the compressed flag of FIL_PAGE_TYPE (full_crc32)
+            return new().decompress(page[26:], 94)
         return None
 
     return one
@@ -110,6 +128,8 @@ def split_views(path: str, one: Callable[[memoryview], object], skip: int) -> No
 def main(argv: list[str]) -> None:
     if argv[:1] == ["inflate-classic"] and len(argv) == 2:
         split_views(argv[1], _inflate_classic(), 0)
+    elif argv[:1] == ["inflate-fcrc32"] and len(argv) == 2:
+        split_views(argv[1], _inflate_fcrc32_headers(), 0)
     elif argv[:1] == ["compress"] and len(argv) == 4:
         split_views(argv[3], *_compressor(argv[1], int(argv[2])))
     else:
