@@ -38,7 +38,6 @@ benches (``bench_startup.py``, ``bench_report.py``).
 from __future__ import annotations
 
 import argparse
-import os
 import shutil
 import subprocess
 import sys
@@ -284,7 +283,8 @@ def main() -> None:
     done: list[Row] = []
     memory: list[str] = []
     head: list[str] = []
-    anchors = [k for k, _ in anchor_rows({PLAIN: Path(), FCRC32: Path(), CLASSIC: Path()}, Path(), "")]
+    nowhere = {PLAIN: Path(), FCRC32: Path(), CLASSIC: Path()}
+    anchors = [k for k, _ in anchor_rows(nowhere, Path(), "")]
     if any(map(wanted, anchors)):
         files = {n: make_bench_file(n, args.pages) for n in (PLAIN, FCRC32, CLASSIC)}
         scratch = Path(tempfile.mkdtemp(prefix="all-", dir=bench_dir(args.pages)))

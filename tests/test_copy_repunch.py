@@ -280,3 +280,24 @@ def test_in_place_repunch_and_dig_holes_punch_what_the_listed_plan_frees(tmp_pat
     assert dense.read_bytes() == data
     assert seek_data_ranges(dense) == expected
     assert len(expected) > 10  # holes were dug between the pages, not just at the end
+
+
+@pytest.mark.parametrize("dig_holes", [False, True], ids=["repunch", "dig-holes"])
+def test_in_place_one_scan_equals_the_previewed_two(dig_holes: bool, tmp_path: Path) -> None:
+    """``--yes`` asks nothing, so ``repunch_in_place`` scans once and punches as it goes;
+    with a preview it scans twice. Both leave the same holes and report the same figures."""
+    from ibdtool.copy.local import repunch_in_place
+    from tests.test_copy_local import densify
+    from tests.test_copy_remote import seek_data_ranges
+
+    results, maps = [], []
+    for name, confirm in (("two", lambda _r: True), ("one", None)):
+        dense = densify(sample("mysql80/zlib.ibd"), tmp_path / f"{name}.ibd")
+        data = dense.read_bytes()
+        res = repunch_in_place(str(dense), dig_holes=dig_holes, verify="data", confirm=confirm)
+        assert dense.read_bytes() == data
+        maps.append(seek_data_ranges(dense))
+        results.append((res.punched_bytes, res.needless, res.zero_block_bytes, res.notes))
+    assert maps[0] == maps[1]
+    assert results[0] == results[1]
+    assert results[0][0] > 0

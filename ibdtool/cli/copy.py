@@ -343,8 +343,6 @@ def _in_place(paths: tuple[str, ...], opts: Any, *, yes: bool, as_json: bool, sh
         )
 
     def confirm(preview: Any) -> bool:
-        if yes:
-            return True
         return click.confirm(
             f"{preview.path}: punch {human_bytes(preview.punched_bytes)} of zero bytes "
             f"(allocated now {human_bytes(preview.allocated_before)})?",
@@ -362,7 +360,7 @@ def _in_place(paths: tuple[str, ...], opts: Any, *, yes: bool, as_json: bool, sh
                     repunch=opts.repunch is not False,
                     dig_holes=opts.dig_holes,
                     verify=opts.verify,
-                    confirm=confirm,
+                    confirm=None if yes else confirm,  # --yes: one scan, no preview
                     progress=_progress_adapter(bar) if bar else None,
                 )
         except IbdtoolError as exc:

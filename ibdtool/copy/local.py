@@ -771,11 +771,12 @@ def repunch_in_place(
     repunch: bool = True,
     dig_holes: bool = False,
     verify: str = "full",
-    confirm: Callable[[InPlaceResult], bool],
+    confirm: Callable[[InPlaceResult], bool] | None,
     progress: ProgressFn | None = None,
 ) -> InPlaceResult:
     """Punch the needless zero ranges of ``path`` itself, after :func:`refuse_if_in_use` and
-    ``confirm(preview)``. The file reads back byte for byte the same afterwards."""
+    ``confirm(preview)`` (None: nothing to ask, ``--yes``: one scan that punches as it goes,
+    no preview scan before it). The file reads back byte for byte the same afterwards."""
     t0 = time.monotonic()
     try:  # never through a link the data directory's owner may have planted
         fd = os.open(path, os.O_RDWR | os.O_CLOEXEC | os.O_NOFOLLOW | os.O_NONBLOCK)
@@ -828,12 +829,13 @@ def _punch_streamed(
     result: InPlaceResult,
     dig_holes: bool,
     verify: str,
-    confirm: Callable[[InPlaceResult], bool],
+    confirm: Callable[[InPlaceResult], bool] | None,
     progress: ProgressFn | None,
 ) -> None:
     """Two scans, neither keeping a range: one counts what would be punched (for the
     preview), the other punches it, each range read back as zeros right after (``verify``).
-    Both find the same ranges: punching only zero bytes changes nothing a scan reads."""
+    Both find the same ranges: punching only zero bytes changes nothing a scan reads. Without
+    ``confirm`` there is no preview to show: the one scan punches (half the header reads)."""
     block = alloc.fs_block_size
 
     def punches(totals: PlanTotals, report: ProgressFn | None) -> Iterator[tuple[int, int]]:
@@ -844,28 +846,41 @@ def _punch_streamed(
         return iter_subtract(holes, alloc.iter_hole_ranges())
 
     totals = PlanTotals()
-    result.punched_bytes = sum(end - start for start, end in punches(totals, progress))
-    result.needless = totals.needless if ts is not None else None
-    result.zero_block_bytes = totals.zero_block_bytes
-    if not result.punched_bytes:
-        result.allocated_after = alloc.allocated
-        result.notes.append("nothing to punch: the file already has its holes")
-        return
-    if not confirm(result):
-        raise CopyFailed(f"{path}: not changed (not confirmed)")
+    if confirm is not None:
+        result.punched_bytes = sum(end - start for start, end in punches(totals, progress))
+        _preview_totals(result, totals, ts)
+        if not result.punched_bytes:
+            result.allocated_after = alloc.allocated
+            result.notes.append("nothing to punch: the file already has its holes")
+            return
+        if not confirm(result):
+            raise CopyFailed(f"{path}: not changed (not confirmed)")
+        totals = PlanTotals()
     _same_file_or_fail(path, st)
     punched = 0
-    for start, end in punches(PlanTotals(), _as_punching(progress)):
+    for start, end in punches(totals, _as_punching(progress)):
         if not agent.punch_hole(fd, start, end - start):
             raise CopyFailed(f"{path}: the filesystem cannot punch holes")
         if verify != "none":
             _verify_zeros(path, fd, [(start, end)])
         punched += end - start
-    if punched != result.punched_bytes:  # cannot happen on a file nothing else writes
+    if confirm is None:
+        result.punched_bytes = punched
+        _preview_totals(result, totals, ts)
+        if not punched:
+            result.allocated_after = alloc.allocated
+            result.notes.append("nothing to punch: the file already has its holes")
+            return
+    elif punched != result.punched_bytes:  # cannot happen on a file nothing else writes
         raise VerifyFailed(
             f"{path}: {punched} bytes punched, {result.punched_bytes} expected; the file changed"
         )
     os.fsync(fd)
+
+
+def _preview_totals(result: InPlaceResult, totals: PlanTotals, ts: Tablespace | None) -> None:
+    result.needless = totals.needless if ts is not None else None
+    result.zero_block_bytes = totals.zero_block_bytes
 
 
 def _as_punching(progress: ProgressFn | None) -> ProgressFn | None:
