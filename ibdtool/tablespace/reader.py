@@ -395,28 +395,31 @@ class Tablespace:
         psize = self.physical_size
         ranges = self.scan_ranges if coarse else self.data_ranges
         i = ranges.index_at(start * psize)
+        # the packed arrays themselves: a compressed file has a range a page, and a (start,
+        # end) tuple made per range was most of this walk's time (issue 24)
+        starts, ends, count = ranges.starts, ranges.ends, len(ranges)
         n = start
         while n < stop:
             # the next data range that reaches past page n
-            while i < len(ranges) and ranges[i][1] <= n * psize:
+            while i < count and ends[i] <= n * psize:
                 i += 1
-            if i == len(ranges):
+            if i == count:
                 data_first = data_end = stop
             else:
-                data_first = max(n, ranges[i][0] // psize)
+                data_first = max(n, starts[i] // psize)
                 if data_first - n < MIN_HOLE_PAGES:
                     data_first = n
-                data_end = -(-ranges[i][1] // psize)
+                data_end = -(-ends[i] // psize)
                 # ranges with no long hole between them: one data run (up to ``stop``: a
                 # compressed file has a range a page, and a scan of a block must not walk
                 # every range to the end of the file)
-                while (
-                    data_end < stop
-                    and i + 1 < len(ranges)
-                    and ranges[i + 1][0] // psize < data_end + MIN_HOLE_PAGES
-                ):
+                reach = data_end + MIN_HOLE_PAGES
+                while data_end < stop and i + 1 < count and starts[i + 1] // psize < reach:
                     i += 1
-                    data_end = max(data_end, -(-ranges[i][1] // psize))
+                    end_page = -(-ends[i] // psize)
+                    if end_page > data_end:
+                        data_end = end_page
+                        reach = data_end + MIN_HOLE_PAGES
             for first, end, has_data in ((n, data_first, False), (data_first, data_end, True)):
                 end = min(end, stop)
                 while first < end:
