@@ -225,3 +225,24 @@ def test_packed_ranges_read_like_tuples() -> None:
     import pickle
 
     assert pickle.loads(pickle.dumps(packed)) == packed
+
+
+@pytest.mark.parametrize(
+    ("held", "pairs"),
+    [
+        ([], [(0, 10), (20, 30), (40, 50)]),  # the fast path: sorted, apart
+        ([(0, 5)], [(8, 10), (20, 30)]),  # the fast path after a range held
+        ([], [(0, 10), (10, 30), (40, 50)]),  # touching: merged
+        ([], [(0, 10), (5, 30), (40, 40)]),  # overlapping, and an empty one
+        ([(0, 5), (25, 30)], [(30, 40)]),  # touching the range held before
+    ],
+)
+def test_packed_ranges_extend_is_add_one_by_one(
+    held: list[tuple[int, int]], pairs: list[tuple[int, int]]
+) -> None:
+    """``PackedRanges.extend`` (FIEMAP's batches, column by column) equals ``add`` of each."""
+    one, many = PackedRanges(held), PackedRanges(held)
+    for start, end in pairs:
+        one.add(start, end)
+    many.extend([s for s, _ in pairs], [e for _, e in pairs])
+    assert many == one and list(many) == list(one)

@@ -30,6 +30,8 @@ import struct
 from array import array
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
+from itertools import islice, repeat
+from operator import add, eq, or_, sub
 
 from ibdtool.fs.opening import open_nonblocking
 from ibdtool.fs.ranges import PackedRanges
@@ -435,6 +437,10 @@ class Allocation:
         return out
 
 
+#: extents unpacked into columns at once (a constant: ~170 bytes each while held)
+_COLUMN_EXTENTS = 512
+
+
 @dataclass
 class _ExtentCounts:
     """What the allocation snapshot counts of FIEMAP's extents, one extent at a time (so that
@@ -453,28 +459,38 @@ class _ExtentCounts:
 
     def add(self, batch: Iterable[Extent4]) -> None:
         """Count a FIEMAP call's extents (as :func:`contiguous_runs` and
-        :func:`ranges_from_extents` do over the whole list)."""
-        prev, ranges, size = self._prev, self.ranges, self.size
-        for logical, physical, length, flags in batch:
-            self.extents += 1
-            if flags & FIEMAP_EXTENT_UNWRITTEN:
-                self.unwritten += 1
-                self.unwritten_bytes += length
-            if ranges is not None:
-                if flags & _FIEMAP_NOT_PLAIN:
-                    ranges = None
-                else:
-                    ranges.add(logical, min(logical + length, size))
-            if prev is None:
-                self.runs = 1
+        :func:`ranges_from_extents` do over the whole list), column by column: a
+        page-compressed file has an extent a page, and a Python step per extent was most of
+        the snapshot's time (issue 24)."""
+        extents = iter(batch)
+        while rows := list(islice(extents, _COLUMN_EXTENTS)):
+            self._add_rows(rows)
+
+    def _add_rows(self, rows: list[Extent4]) -> None:
+        logical, physical, length, flags = zip(*rows, strict=True)
+        self.extents += len(rows)
+        unwritten = [n for n, f in zip(length, flags, strict=True) if f & FIEMAP_EXTENT_UNWRITTEN]
+        self.unwritten += len(unwritten)
+        self.unwritten_bytes += sum(unwritten)
+        ranges = self.ranges
+        if ranges is not None:
+            if any(map(_FIEMAP_NOT_PLAIN.__and__, flags)):
+                self.ranges = None
             else:
-                p_logical, p_physical, p_length = prev
-                if physical != p_physical + p_length and physical != p_physical + (
-                    logical - p_logical
-                ):
-                    self.runs += 1
-            prev = logical, physical, length
-        self._prev, self.ranges = prev, ranges
+                ends = list(map(min, map(add, logical, length), repeat(self.size)))
+                ranges.extend(logical, ends)
+        # a new run where the physical start neither follows the previous extent nor keeps
+        # its logical-to-physical offset (a punched hole in between)
+        prev = self._prev
+        if prev is None:
+            self.runs += 1
+            lo, ph, ln = logical, physical, length
+        else:
+            lo, ph, ln = (prev[0], *logical), (prev[1], *physical), (prev[2], *length)
+        follows = map(eq, ph[1:], map(add, ph[:-1], ln[:-1]))
+        offset = map(eq, ph[1:], map(add, ph[:-1], map(sub, lo[1:], lo[:-1])))
+        self.runs += len(ph) - 1 - sum(map(or_, follows, offset))
+        self._prev = logical[-1], physical[-1], length[-1]
 
 
 def _allocation_of_fd(fd: int, with_extents: bool = True) -> Allocation:
