@@ -301,3 +301,23 @@ def test_in_place_one_scan_equals_the_previewed_two(dig_holes: bool, tmp_path: P
     assert maps[0] == maps[1]
     assert results[0] == results[1]
     assert results[0][0] > 0
+
+
+@pytest.mark.parametrize("rel", [r for r in sorted(CASES) if r.startswith("mariadb/p")])
+def test_fcrc32_stored_size_is_the_envelopes(rel: str) -> None:
+    """The re-punch scan's full_crc32 fast path (the stored size from the type word) gives
+    ``read_envelope``'s stored size on every page of the real files."""
+    from parsers.envelope import fcrc32_stored_size, may_have_stored_size, read_envelope
+
+    with Tablespace(sample(rel)) as ts:
+        if not ts.format.full_crc32:
+            pytest.skip("classic checksums: the scan asks read_envelope")
+        psize, seen = ts.physical_size, 0
+        for n in range(ts.n_pages):
+            page = ts.read(n * psize, psize)
+            if not may_have_stored_size(page[24:26], True):
+                continue
+            seen += 1
+            fast = fcrc32_stored_size(int.from_bytes(page[24:26], "big"), psize)
+            assert fast == read_envelope(page, ts.format).stored_size, n
+        assert seen or "plain" in rel

@@ -31,7 +31,7 @@ from dataclasses import dataclass, field
 
 from ibdtool.fs import Allocation
 from ibdtool.tablespace import CHUNK_BYTES, Tablespace, map_ranges
-from parsers.envelope import may_have_stored_size, read_envelope
+from parsers.envelope import fcrc32_stored_size, may_have_stored_size, read_envelope
 
 
 @dataclass
@@ -219,7 +219,13 @@ def _iter_scan(
                     out.zero_pages += 1
                     start = off
                 elif may_have_stored_size(word, fcrc32):
-                    image = read_envelope(mv[off : off + psize], fmt).stored_size
+                    # full_crc32: the stored size is the type word's own (§3.2), as
+                    # read_envelope gives it, without the envelope (half the scan's time)
+                    image = (
+                        fcrc32_stored_size(int.from_bytes(word, "big"), psize)
+                        if fcrc32
+                        else read_envelope(mv[off : off + psize], fmt).stored_size
+                    )
                     if not image or image >= psize:
                         continue
                     if chunk.startswith(zero[: psize - image], off + image):
