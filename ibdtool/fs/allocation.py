@@ -28,6 +28,7 @@ import os
 import stat
 import struct
 from array import array
+from bisect import bisect_left
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
 from itertools import islice, repeat
@@ -417,20 +418,25 @@ class Allocation:
         full = array("I", [page_size])
         ranges = self.data_ranges
         starts, ends = ranges.starts, ranges.ends
-        # by index: the TUI asks for one page at a time of files with a data range per page
-        for k in range(ranges.index_at(base), len(starts)):
-            r_start, r_end = starts[k], ends[k]
-            if r_start >= limit:
-                break
-            r_start, r_end = max(r_start, base) - base, min(r_end, limit) - base
+        # by index: the TUI asks for one page at a time of files with a data range per page;
+        # the ranges that meet the window sliced out at once, no call per range but the loop
+        lo = ranges.index_at(base)
+        hi = bisect_left(starts, limit, lo)
+        for r_start, r_end in zip(starts[lo:hi], ends[lo:hi], strict=True):
+            if r_start < base:
+                r_start = base
+            if r_end > limit:
+                r_end = limit
             if r_end <= r_start:
                 continue
-            first_page, first_off = divmod(r_start, page_size)
+            r_start -= base
+            r_end -= base
+            first_page = r_start // page_size
             last = (r_end - 1) // page_size
             if first_page == last:
                 out[first_page] += r_end - r_start
                 continue
-            out[first_page] += page_size - first_off
+            out[first_page] += page_size - (r_start - first_page * page_size)
             if last > first_page + 1:
                 out[first_page + 1 : last] = full * (last - first_page - 1)
             out[last] += r_end - last * page_size
