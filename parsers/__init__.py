@@ -22,3 +22,10 @@ Depends on nothing else in this repository. Module map, and where a new thing go
   ``keyring`` (key files) and ``crypt`` (page decryption), when present.
 - Names: ``filename`` (identifiers ↔ file names).
 """
+
+# installed as ibdtool.parsers (docs/layout.md, "Installed names"); a checkout's root on sys.path
+# would also let `import parsers` load every module a second time, under names no install has
+if __name__ != "ibdtool.parsers":
+    raise ImportError(
+        f"import ibdtool.parsers, not {__name__} (parsers/ is installed under ibdtool)"
+    )

@@ -26,7 +26,9 @@ from pathlib import Path
 from typing import Any
 
 ROOT = Path(__file__).resolve().parent.parent
-PACKAGES = ("ibdtool", "parsers", "tui")
+#: one root: parsers/ and tui/ are ibdtool.parsers and ibdtool.tui (docs/layout.md), found
+#: through the links ibdtool/parsers and ibdtool/tui (grimp follows links)
+PACKAGES = ("ibdtool",)
 GROUPS = ("fs", "tablespace", "advise", "copy", "report", "server", "present", "cli")
 
 

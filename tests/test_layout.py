@@ -124,3 +124,113 @@ def test_no_group_module_shares_a_name_with_its_offer() -> None:
         modules = {p.stem for p in (ROOT / "ibdtool" / group).iterdir() if p.suffix == ".py"}
         modules |= {p.name for p in (ROOT / "ibdtool" / group).iterdir() if p.is_dir()}
         assert not modules & set(_type_checking_offer(group)), group
+
+
+# scripts/namespace_imports.py, loaded by path as the graph helper is
+_ns_spec = importlib.util.spec_from_file_location(
+    "namespace_imports", ROOT / "scripts" / "namespace_imports.py"
+)
+assert _ns_spec is not None and _ns_spec.loader is not None
+ns = sys.modules.setdefault("namespace_imports", importlib.util.module_from_spec(_ns_spec))
+_ns_spec.loader.exec_module(ns)
+
+
+def test_parsers_and_tui_are_seen_under_ibdtool() -> None:
+    """The graph (as lint-imports builds it) holds every module of the two folders under its
+    installed name (docs/layout.md, "Installed names"), and no other root."""
+    modules = set(_edges())
+    for folder in ("parsers", "tui"):
+        for path in (ROOT / folder).rglob("*.py"):
+            rel = path.relative_to(ROOT / folder).with_suffix("")
+            parts = rel.parts[:-1] if rel.name == "__init__" else rel.parts
+            assert ".".join(("ibdtool", folder, *parts)) in modules, path
+    assert {m.split(".")[0] for m in modules} == {"ibdtool"}
+
+
+def test_parsers_use_nothing_of_ibdtool_but_themselves() -> None:
+    edges = _edges()
+    outside = {
+        (m, t)
+        for m, targets in edges.items()
+        if m.startswith("ibdtool.parsers")
+        for t in targets
+        if not (t == "ibdtool.parsers" or t.startswith("ibdtool.parsers."))
+    }
+    assert outside == set()
+
+
+def test_no_reference_to_the_old_top_level_names() -> None:
+    """An import of the old top-level names, or a dotted name of one of their modules, left
+    anywhere: ``python scripts/namespace_imports.py`` rewrites them."""
+    rules = ns.patterns(ROOT)
+    left = [
+        str(p.relative_to(ROOT))
+        for p in ns.files(ROOT)
+        if (text := p.read_bytes().decode("utf-8", "replace")) != ns.rewrite(text, rules)
+    ]
+    assert left == []
+
+
+def test_the_rewrite_changes_module_references_only() -> None:
+    """On a made-up text: imports and dotted names of real modules change, once; a table named
+    ``tui.orders``, paths, the ``ibdtool tui`` command and ``ibdtool.cli.tui`` do not."""
+    # the old names spelled {p} and {t}, so that the rewrite leaves this test as it is
+    before = (
+        "from {p}.page import decode_page\n"
+        "    from {t} import app\n"
+        "import {p}.pages\n"
+        "x = {p}.pages.PAGE_FAMILIES  # :mod:`{p}` and :func:`~{t}.app.create_app`\n"
+        'make_table(db, "tui", "orders"); by_name["tui.orders"]\n'
+        "see tui/app.py, docs/tui.md, ibdtool.cli.tui and `ibdtool tui` (tui.py)\n"
+    ).format(p="parsers", t="tui")
+    after = (
+        "from ibdtool.parsers.page import decode_page\n"
+        "    from ibdtool.tui import app\n"
+        "import ibdtool.parsers.pages\n"
+        "x = ibdtool.parsers.pages.PAGE_FAMILIES  # :mod:`ibdtool.parsers` and"
+        " :func:`~ibdtool.tui.app.create_app`\n"
+        'make_table(db, "tui", "orders"); by_name["tui.orders"]\n'
+        "see tui/app.py, docs/tui.md, ibdtool.cli.tui and `ibdtool tui` (tui.py)\n"
+    )
+    rules = ns.patterns(ROOT)
+    assert ns.rewrite(before, rules) == after
+    assert ns.rewrite(after, rules) == after
+
+
+def test_a_line_grown_too_long_is_rewrapped_in_its_paragraph() -> None:
+    """The longer names push docstring and comment lines past the limit: each is wrapped into
+    its paragraph, a trailing comment moves above its code, and no line is left too long."""
+    old = (
+        "def f() -> None:\n"
+        '    """Reads :mod:`{p}.page` and :mod:`{p}.codecs` and :mod:`{p}.envelope`, then\n'
+        "    the rest.\n"
+        "\n"
+        "    - an item\n"
+        '    """\n'
+        "    # first line of a comment naming {p}.pagecolumns and {p}.page and {p}.cfg\n"
+        "    # second line\n"
+        "    x = 1  # {p}.keyring loads construct and cryptography: only with --keyring, ok\n"
+    ).format(p="parsers")
+    new = ns.rewrap(old, ns.rewrite(old, ns.patterns(ROOT)), 80)
+    assert all(len(line) <= 80 for line in new.splitlines()), new
+    rewritten = ns.rewrite(old, ns.patterns(ROOT))
+    words = sorted(w for w in new.split() if w != "#")
+    assert words == sorted(w for w in rewritten.split() if w != "#")  # the same words
+    assert "\n    - an item\n" in new  # an item is not joined to the paragraph above
+    assert new.index("# ibdtool.parsers.keyring") < new.index("x = 1")
+    compile(new, "made-up", "exec")
+
+
+@pytest.mark.parametrize(
+    ("package", "module"), [("parsers", ""), ("parsers", "page"), ("tui", ""), ("tui", "shown")]
+)
+def test_the_old_names_refuse_to_import(package: str, module: str) -> None:
+    """With the checkout's root on sys.path (as the tests run), ``import parsers`` would load a
+    second copy of every module: it stops with ImportError, naming the right one."""
+    old = ".".join(filter(None, (package, module)))  # spelled apart: the rewrite leaves them
+    probe = f"import importlib; importlib.import_module({old!r})"
+    done = subprocess.run(
+        [sys.executable, "-c", probe], capture_output=True, text=True, check=False, cwd=ROOT
+    )
+    assert done.returncode == 1
+    assert f"ImportError: import ibdtool.{package}, not {package} " in done.stderr

@@ -10,3 +10,8 @@ tablespace, page, simulation, server, migration, command log, help, prompts), ``
 pushed from ``app`` or another screen, its keys listed in its ``BINDINGS`` (the help screen
 reads them). Colours for codecs come from the codec registry, never a hand list.
 """
+
+# installed as ibdtool.tui (docs/layout.md, "Installed names"); a checkout's root on sys.path
+# would also let `import tui` load every module a second time, under names no install has
+if __name__ != "ibdtool.tui":
+    raise ImportError(f"import ibdtool.tui, not {__name__} (tui/ is installed under ibdtool)")
