@@ -4,6 +4,11 @@ Run by hand:  PYTHONPATH=$PWD .venv/bin/python bench/bench_startup.py [--runs N]
               [--before DIR]   (another checkout, e.g. ``git archive main | tar -x -C DIR``)
               [--also-python PY]  (another interpreter, e.g. a venv with
                                    ``pip install -e . --config-settings editable_mode=compat``)
+              [--no-pyc]  (also this tree with no ``.pyc`` under PYTHONDONTWRITEBYTECODE=1:
+                           every module compiled at every start, as an editable install was
+                           before ``scripts/setup.sh`` compiled it)
+              [--installed PY]  (an interpreter with ibdtool installed from the wheel, run
+                                 outside the tree, under PYTHONDONTWRITEBYTECODE=1)
 
 (The issue's own start-up row, with innochecksum beside it, is :func:`startup_row`, run by
 bench_issue14.py.)
@@ -79,6 +84,50 @@ def startup_row(runs: int = 20) -> Row:
     return Row("start-up: `inspect tiny.ibd --json`", row, repeat=runs)
 
 
+def _pyc_rows(
+    no_pyc: bool, installed: str | None, tiny: Path, base_env: dict[str, str]
+) -> list[tuple[str, str, list[str], dict[str, str]]]:
+    """Rows of the installed command as it starts on a machine that sets
+    PYTHONDONTWRITEBYTECODE (which stops Python writing ``.pyc``, not reading them): this tree
+    copied without ``__pycache__`` (nothing compiled, so every module is compiled at every
+    start), and a wheel's install (pip compiles what it installs)."""
+    rows: list[tuple[str, str, list[str], dict[str, str]]] = []
+    dont_write = {**base_env, "PYTHONDONTWRITEBYTECODE": "1"}
+    if no_pyc:
+        bare = WORK / "nopyc-tree"
+        shutil.rmtree(bare, ignore_errors=True)
+        for pkg in ("ibdtool", "parsers", "tui"):
+            shutil.copytree(
+                REPO / pkg,
+                bare / pkg,
+                symlinks=True,  # ibdtool/parsers and ibdtool/tui stay links
+                ignore=shutil.ignore_patterns("__pycache__"),
+            )
+        env = {**dont_write, "PYTHONPATH": str(bare)}
+        ibd = [sys.executable, "-m", "ibdtool.cli"]
+        rows += [
+            (
+                "now, no .pyc",
+                "`ibdtool inspect --json tiny.ibd`",
+                [*ibd, "inspect", "--json", str(tiny)],
+                env,
+            ),
+            ("now, no .pyc", "`ibdtool --help`", [*ibd, "--help"], env),
+        ]
+    if installed:
+        ibd = [installed, "-m", "ibdtool.cli"]
+        rows += [
+            (
+                "wheel install",
+                "`ibdtool inspect --json tiny.ibd`",
+                [*ibd, "inspect", "--json", str(tiny)],
+                dont_write,
+            ),
+            ("wheel install", "`ibdtool --help`", [*ibd, "--help"], dont_write),
+        ]
+    return rows
+
+
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("--runs", type=int, default=40)
@@ -88,6 +137,12 @@ def main() -> None:
         help="another interpreter (another venv: how ibdtool is installed there) for the "
         "`python -c pass`, inspect and checksum rows of this tree",
     )
+    ap.add_argument(
+        "--no-pyc",
+        action="store_true",
+        help="also a copy of this tree without .pyc, run under PYTHONDONTWRITEBYTECODE=1",
+    )
+    ap.add_argument("--installed", help="an interpreter with ibdtool installed from the wheel")
     args = ap.parse_args()
     tiny = tiny_file()
     with_cfg = REPO / "samples" / "mariadb" / "p4k-plain.ibd"
@@ -137,6 +192,7 @@ def main() -> None:
             (label, "`ibdtool checksum tiny.ibd`", [*ibd, "checksum", str(tiny)], env),
             (label, "`ibdtool --help`", [*ibd, "--help"], env),
         ]
+    rows += _pyc_rows(args.no_pyc, args.installed, tiny, base_env)
     load = os.getloadavg()
     walls: list[list[float]] = [[] for _ in rows]
     cpus: list[list[float]] = [[] for _ in rows]
@@ -170,10 +226,15 @@ def main() -> None:
         "Command: `PYTHONPATH=$PWD .venv/bin/python bench/bench_startup.py"
         + (" --before DIR" if args.before else "")
         + (" --also-python PY" if args.also_python else "")
+        + (" --no-pyc" if args.no_pyc else "")
+        + (" --installed PY" if args.installed else "")
         + "`",
     ]
     body = "\n".join(lines)
-    append_results("Start-up: inspect --json of a tiny file, checksum, --help", body)
+    title = "Start-up: inspect --json of a tiny file, checksum, --help"
+    if args.no_pyc or args.installed:  # a section of its own: issue 24's compiled or not
+        title = "Start-up with and without .pyc under PYTHONDONTWRITEBYTECODE"
+    append_results(title, body)
     print(body)
 
 

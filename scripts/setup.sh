@@ -53,4 +53,10 @@ if [ "$want_test" -eq 1 ]; then
 else
   .venv/bin/python -m pip install -q -e .
 fi
+# byte-compile the tree once: the editable install runs these sources, and where
+# PYTHONDONTWRITEBYTECODE is set (it stops Python writing .pyc, not reading them) every start
+# would compile every module again, ~60 ms CPU a start (bench/RESULTS.md). pip compiles what it
+# installs itself (the dependencies; a wheel's ibdtool). A module edited later is compiled again
+# only until its .pyc is refreshed: run this line again, or start once without the variable.
+.venv/bin/python -m compileall -q -j 0 ibdtool parsers tui
 echo "setup: ready (.venv/bin/ibdtool)" >&2

@@ -8,14 +8,16 @@ LICENSE file. The tree's own files: every module of ``parsers/``, ``tui/`` and `
 in the wheel under ``ibdtool`` (docs/layout.md, "Installed names"), and nothing else is at its
 top. pip and a fresh venv (no system site-packages): the wheel installed there with its
 dependencies (from the index or pip's cache) beside two other projects' packages named ``tui``
-and ``parsers`` leaves them importable as they were, and its ``ibdtool`` prints what the
-checkout's prints.
+and ``parsers`` leaves them importable as they were, its ``ibdtool`` prints what the
+checkout's prints, and it starts from the ``.pyc`` pip compiled (``python -v``), even under
+PYTHONDONTWRITEBYTECODE.
 """
 
 from __future__ import annotations
 
 import base64
 import hashlib
+import os
 import subprocess
 import sys
 import venv
@@ -130,6 +132,7 @@ def test_the_wheel_installs_beside_other_tui_and_parsers_packages(
         res = subprocess.run(
             [py, "-m", "pip", "install", "-q", "--disable-pip-version-check", *args],
             capture_output=True, text=True, check=False, timeout=1200,
+            env={**os.environ, "PYTHONDONTWRITEBYTECODE": "1"},  # as this machine sets it
         )  # fmt: skip
         assert res.returncode == 0, res.stderr[-3000:]
     # run from elsewhere, so that nothing of this checkout is on sys.path
@@ -165,6 +168,18 @@ def test_the_wheel_installs_beside_other_tui_and_parsers_packages(
     assert Path(ours_parsers).resolve().is_relative_to(site)
     assert Path(ours_parsers).parent.parent.name == "ibdtool"
     assert Path(ours_app).resolve().is_relative_to(site)
+    # pip compiled what it installed: no start compiles ibdtool's modules again, even where
+    # PYTHONDONTWRITEBYTECODE keeps Python from writing .pyc (`python -v`: "code object from"
+    # the .py rather than its .pyc)
+    verbose = subprocess.run(
+        [py, "-v", "-m", "ibdtool.cli", "inspect", SAMPLE],
+        capture_output=True, text=True, check=False, cwd=tmp_path,
+        env={**clean, "PYTHONDONTWRITEBYTECODE": "1"},
+    )  # fmt: skip
+    assert verbose.returncode == 0, verbose.stderr[-3000:]
+    loaded = [line for line in verbose.stderr.splitlines() if line.startswith("# code object from")]
+    assert any("/ibdtool/parsers/__pycache__/" in line for line in loaded)
+    assert [line for line in loaded if line.endswith(".py") and "/ibdtool/" in line] == []
 
 
 def test_an_editable_install_maps_only_ibdtool(tmp_path: Path) -> None:

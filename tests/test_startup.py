@@ -48,8 +48,8 @@ HEAVY = {
     "zstandard",
     "cramjam",
     "lzo",
-    "parsers.keyring",
-    "parsers.tabledef",
+    "ibdtool.parsers.keyring",
+    "ibdtool.parsers.tabledef",
     "ibdtool.cli.server",
     "ibdtool.cli.copy",
     "ibdtool.cli.report",
@@ -62,13 +62,13 @@ HEAVY = {
     "construct",
     "pdb",
     "hashlib",
-    "parsers.structs",
-    "parsers.pages",
-    "parsers.crypt",
-    "parsers.cryptinfo",
+    "ibdtool.parsers.structs",
+    "ibdtool.parsers.pages",
+    "ibdtool.parsers.crypt",
+    "ibdtool.parsers.cryptinfo",
     "ibdtool.tablespace.decrypt",
-    "parsers.zip_page",
-    "parsers.compact_rec",
+    "ibdtool.parsers.zip_page",
+    "ibdtool.parsers.compact_rec",
     "ibdtool.tablespace.parallel",
     "ibdtool.workers",
     "pickle",
@@ -87,7 +87,7 @@ def _heavy(*args: str) -> tuple[int, list[str], str]:
 
 
 def test_inspect_json_imports_no_ui_and_no_client(tmp_path: Path) -> None:
-    # a copy without the .cfg beside it: a .cfg is read with parsers.tabledef
+    # a copy without the .cfg beside it: a .cfg is read with ibdtool.parsers.tabledef
     path = tmp_path / "t.ibd"
     shutil.copyfile(SAMPLES / "mariadb" / "p16k-pc_zlib.ibd", path)
     code, heavy, out = _heavy("inspect", "--json", str(path))
@@ -131,7 +131,7 @@ def test_the_probe_sees_what_a_table_imports() -> None:
     code, heavy, _ = _heavy("inspect", str(SAMPLES / "mariadb" / "p16k-pc_zlib.ibd"))
     assert code == 0
     assert "rich" in heavy
-    assert "parsers.tabledef" in heavy
+    assert "ibdtool.parsers.tabledef" in heavy
 
 
 def test_the_probe_sees_construct_and_decryption() -> None:
@@ -140,17 +140,21 @@ def test_the_probe_sees_construct_and_decryption() -> None:
     found."""
     code, heavy, _ = _heavy("page", "--json", str(SAMPLES / "mariadb" / "p4k-plain.ibd"), "3")
     assert code == 0
-    assert {"construct", "parsers.structs", "parsers.pages"} <= set(heavy)
+    assert {"construct", "ibdtool.parsers.structs", "ibdtool.parsers.pages"} <= set(heavy)
     encrypted = CORPUS / "percona-parser" / "encrypted_test.ibd"
     code, heavy, out = _heavy("inspect", "--json", str(encrypted))
     assert code == 0
     assert json.loads(out)["encryption"]["vendor"] == "mysql"
-    assert {"ibdtool.tablespace.decrypt", "parsers.crypt", "parsers.cryptinfo"} <= set(heavy)
+    assert {
+        "ibdtool.tablespace.decrypt",
+        "ibdtool.parsers.crypt",
+        "ibdtool.parsers.cryptinfo",
+    } <= set(heavy)
     assert "construct" not in heavy
 
 
 def test_pages_json_imports_no_rich(tmp_path: Path) -> None:
-    # a copy without the .cfg beside it: a .cfg is read with parsers.cfg (construct)
+    # a copy without the .cfg beside it: a .cfg is read with ibdtool.parsers.cfg (construct)
     path = tmp_path / "t.ibd"
     shutil.copyfile(SAMPLES / "mariadb" / "p16k-pc_zlib.ibd", path)
     code, heavy, out = _heavy("pages", "--json", str(path))
@@ -164,7 +168,11 @@ def test_pages_json_imports_no_rich(tmp_path: Path) -> None:
         "cryptography",
         "hashlib",
     }
-    assert not {"parsers.keyring", "parsers.crypt", "ibdtool.tablespace.decrypt"} & set(heavy)
+    assert not {
+        "ibdtool.parsers.keyring",
+        "ibdtool.parsers.crypt",
+        "ibdtool.tablespace.decrypt",
+    } & set(heavy)
 
 
 def test_the_cli_raises_the_young_gc_threshold() -> None:
@@ -184,3 +192,49 @@ def test_the_cli_raises_the_young_gc_threshold() -> None:
     before, after = done.stdout.split()[:3], done.stdout.split()[3:]
     assert int(after[0]) >= 20_000 > int(before[0])
     assert after[1:] == before[1:]
+
+
+REPO = Path(__file__).resolve().parent.parent
+
+
+def _compiled_from_source(tree: Path) -> list[str]:
+    """The modules of ``tree`` that ``ibdtool --help`` compiles from their source at start-up
+    under PYTHONDONTWRITEBYTECODE=1 (Python's own word: ``python -v`` says ``code object from``
+    the ``.py`` file, not from its ``.pyc``)."""
+    env = {
+        "PATH": "/usr/bin:/bin",
+        "PYTHONPATH": str(tree),
+        "PYTHONDONTWRITEBYTECODE": "1",
+        "HOME": str(tree),
+    }
+    done = subprocess.run(
+        [sys.executable, "-v", "-m", "ibdtool.cli", "--help"],
+        capture_output=True, text=True, check=True, env=env, cwd=tree,
+    )  # fmt: skip
+    prefix = f"# code object from {tree}/"
+    return [line[len(prefix) :] for line in done.stderr.splitlines() if line.startswith(prefix)]
+
+
+def test_setup_compiles_the_tree_so_no_start_compiles_it(tmp_path: Path) -> None:
+    """``scripts/setup.sh`` byte-compiles the tree its editable install runs, so that where
+    PYTHONDONTWRITEBYTECODE is set (this machine) a start reads ``.pyc`` instead of compiling
+    every module again (bench/RESULTS.md has the time). Run on a copy of the tree without
+    ``.pyc``: before setup's compile line every module is compiled at start-up, after it none."""
+    tree = tmp_path / "tree"
+    for pkg in ("ibdtool", "parsers", "tui"):
+        shutil.copytree(
+            REPO / pkg, tree / pkg, symlinks=True, ignore=shutil.ignore_patterns("__pycache__")
+        )
+    before = _compiled_from_source(tree)
+    # parsers/ and tui/ are found through their links (docs/layout.md)
+    assert {"ibdtool/cli/main.py", "ibdtool/parsers/__init__.py"} <= set(before)
+    (line,) = [
+        line
+        for line in (REPO / "scripts" / "setup.sh").read_text().splitlines()
+        if "-m compileall" in line and not line.lstrip().startswith("#")
+    ]
+    subprocess.run(
+        ["bash", "-c", line.replace(".venv/bin/python", sys.executable)],
+        check=True, cwd=tree, env={"PATH": "/usr/bin:/bin", "PYTHONDONTWRITEBYTECODE": "1"},
+    )  # fmt: skip
+    assert _compiled_from_source(tree) == []
