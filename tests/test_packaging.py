@@ -31,6 +31,10 @@ from tests.cli_runner import run_ibdtool
 
 SAMPLE = REPO / "samples" / "mariadb" / "p16k-crc32_pc_lz4.ibd"
 
+#: every build here runs setuptools in this tree (its build/ and egg-info): two at once collide
+#: ("File exists: build/bdist.linux-x86_64/wheel/..."), so the module's tests share one worker
+pytestmark = pytest.mark.xdist_group("wheel-build")
+
 
 @pytest.fixture(scope="module")
 def built(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, str]:
