@@ -59,7 +59,7 @@ TITLE = "Issue 24: every row beside its anchor (bench_all)"
 TUI_SCAN = """
 import sys
 from ibdtool.tablespace import Tablespace, inspect_tablespace
-from tui.pagemodel import PageMapModel
+from ibdtool.tui.pagemodel import PageMapModel
 with Tablespace(sys.argv[1]) as ts:
     alloc = ts.allocation
     model = PageMapModel(ts.n_pages, ts.physical_size, ts.logical_size, alloc.fs_block_size,

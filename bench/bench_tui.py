@@ -32,8 +32,8 @@ from common import append_results, make_bench_file, warm
 from sidebyside import Contender, Goal, Row
 from textual import events
 
-from tui.app import create_app
-from tui.screens.tablespace import TablespaceScreen
+from ibdtool.tui.app import create_app
+from ibdtool.tui.screens.tablespace import TablespaceScreen
 
 KEYS = 40
 

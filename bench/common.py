@@ -151,10 +151,10 @@ def _renumber(page: bytes, page_no: int, psize: int, full_crc32: bool) -> bytes:
     every checksum recomputed (classic page_compressed images are re-deflated as MariaDB does)."""
     import zlib
 
-    from parsers.checksum import crc32_page
-    from parsers.codecs import codec
-    from parsers.crc32c_fast import crc32c
-    from parsers.envelope import fcrc32_stored_size
+    from ibdtool.parsers.checksum import crc32_page
+    from ibdtool.parsers.codecs import codec
+    from ibdtool.parsers.crc32c_fast import crc32c
+    from ibdtool.parsers.envelope import fcrc32_stored_size
 
     p = bytearray(page)
     if not any(p):
@@ -199,8 +199,8 @@ def make_bench_file(
     ``all_used``: the free limit set to the file's end too (default: the sample's), so that
     every page counts as used (the rebuild plan reads them all; else it sees the sample's
     pages alone and the rest as free); kept in ``work/used``."""
-    from parsers.space import detect_format
-    from parsers.structs import FSP_HEADER_OFFSET
+    from ibdtool.parsers.space import detect_format
+    from ibdtool.parsers.structs import FSP_HEADER_OFFSET
 
     fsp_size_at = FSP_HEADER_OFFSET + 8  # after the space id and a word not used
 

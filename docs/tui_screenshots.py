@@ -25,7 +25,7 @@ from typing import Any
 REPO = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(REPO))
 
-from tui.app import create_app  # noqa: E402
+from ibdtool.tui.app import create_app  # noqa: E402
 
 DOCS = REPO / "docs"
 SIZE = (120, 34)

@@ -1,8 +1,8 @@
 """The ibdtool engine: files, filesystems and servers, returning data (no Rich, no click).
 
-Depends on :mod:`parsers`; :mod:`ibdtool.cli` (the command line, the one layer with click and
-Rich) and :mod:`tui` sit on top. The engine is grouped by what it does, one subpackage each,
-whose ``__init__`` maps it and offers what the others use (docs/layout.md):
+Depends on :mod:`ibdtool.parsers`; :mod:`ibdtool.cli` (the command line, the one layer with click
+and Rich) and :mod:`ibdtool.tui` sit on top. The engine is grouped by what it does, one subpackage
+each, whose ``__init__`` maps it and offers what the others use (docs/layout.md):
 
 - ``fs``: opening what ibdtool reads, creating what it writes, what the filesystem stores.
 - ``tablespace``: reading and scanning one tablespace (inspect, pages, page, checksum,

@@ -30,6 +30,6 @@ class IbdtoolError(Exception):
 class InputError(IbdtoolError):
     """The input cannot be read as asked (missing, unreadable, not a tablespace, truncated).
 
-    The parsers raise :class:`parsers.errors.ParseError` (a ``ValueError``) without knowing the
-    file; the engine catches it where it reads one and raises this with the file name in front.
+    The parsers raise :class:`ibdtool.parsers.errors.ParseError` (a ``ValueError``) without knowing
+    the file; the engine catches it where it reads one and raises this with the file name in front.
     """

@@ -4,8 +4,8 @@ Depends on nothing else in this repository. Module map, and where a new thing go
 
 - Declarations: ``structs`` (every on-disk structure, construct; the read path uses
   ``_structs_gen``, generated from it by ``scripts/gen_structs.py``, never edited),
-  ``constants`` (page types, special values), ``errors`` (:class:`~parsers.errors.ParseError`,
-  the one base), ``vendor`` (which server family).
+  ``constants`` (page types, special values), ``errors``
+  (:class:`~ibdtool.parsers.errors.ParseError`, the one base), ``vendor`` (which server family).
 - Tablespace and page: ``space`` (facts from page 0), ``flags`` (FSP flags), ``envelope``
   (what wraps a stored page: kind, algorithm, stored size, payload, checksum scope),
   ``inflate`` (the page inside a compressed image), ``page`` (one page decoded), ``checksum``,

@@ -42,9 +42,9 @@ from construct import (
     this,
 )
 
-from parsers.charsets import charset_of
-from parsers.errors import ParseError
-from parsers.tabledef import Column, IndexDef, IndexField, Kind, TableDef, sys_column
+from ibdtool.parsers.charsets import charset_of
+from ibdtool.parsers.errors import ParseError
+from ibdtool.parsers.tabledef import Column, IndexDef, IndexField, Kind, TableDef, sys_column
 
 # --- the file, declared once ----------------------------------------------------------------
 CFG_VERSIONS = range(1, 9)  # IB_EXPORT_CFG_VERSION_V1..V8

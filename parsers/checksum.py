@@ -11,8 +11,8 @@ import zlib
 from array import array
 from enum import StrEnum
 
-from parsers.constants import BUF_NO_CHECKSUM_MAGIC
-from parsers.crc32c_fast import crc32c
+from ibdtool.parsers.constants import BUF_NO_CHECKSUM_MAGIC
+from ibdtool.parsers.crc32c_fast import crc32c
 
 _MASK32 = 0xFFFFFFFF
 UT_HASH_RANDOM_MASK = 1463735687

@@ -1,7 +1,7 @@
 """How each compression library is called, with every decompression capped before it inflates.
 
-One small class per codec, all with the same four calls; :mod:`parsers.codecs` declares which
-codec is which. ``decompress(data, size)`` never lets a library produce more than ``size + 1``
+One small class per codec, all with the same four calls; :mod:`ibdtool.parsers.codecs` declares
+which codec is which. ``decompress(data, size)`` never lets a library produce more than ``size + 1``
 bytes: zlib, lzma and bzip2 through the ``max_length`` of their streaming decompressors (the
 one byte more tells a stream that goes on past the page), lz4 and lzo into a ``size``-byte
 buffer (where overrunning it is an error), snappy and zstd after checking the length their
@@ -25,8 +25,8 @@ from collections.abc import Callable
 from functools import cache
 from typing import Any
 
-from parsers import syslibs
-from parsers.errors import ParseError
+from ibdtool.parsers import syslibs
+from ibdtool.parsers.errors import ParseError
 
 #: liblzma's dictionary budget: preset 9 (MariaDB's highest level) needs a 64 MiB dictionary,
 #: a crafted header may ask for 1.5 GiB
@@ -90,8 +90,8 @@ class Impl:
         return self.decompress(data, limit)[:n]
 
     def sizer(self, level: int | None, server: bool) -> Callable[[Any], int]:
-        """``data -> len(compressed data)``, as :meth:`parsers.codecs.Codec.sizer` describes:
-        MariaDB's build (``server``) where :meth:`server_compress` has one, else the
+        """``data -> len(compressed data)``, as :meth:`ibdtool.parsers.codecs.Codec.sizer`
+        describes: MariaDB's build (``server``) where :meth:`server_compress` has one, else the
         package's. Codecs whose library keeps a context or writes into a buffer override it."""
         compress, server_compress = self.compress, self.server_compress
         server = server and server_compress(_PROBE, level) is not None
@@ -105,7 +105,7 @@ class Impl:
 
     def prefix_reader(self, n: int, name: str) -> Callable[[Any], bytes] | None:
         """A direct ``data -> first n bytes`` for the codec ``name`` (its errors worded as
-        :meth:`parsers.codecs.Codec.partial_decompress` words them), or None to go through
+        :meth:`ibdtool.parsers.codecs.Codec.partial_decompress` words them), or None to go through
         that method."""
         return None
 

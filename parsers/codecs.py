@@ -4,7 +4,7 @@ A :class:`Codec` says what the codec is called, which servers write it (``vendor
 ``mariadb``, or ``what-if`` for zstd, which no server offers), its ids on disk, whether
 MariaDB's full_crc32 image keeps a trailing length byte after its payload (§3.2), which
 levels it takes and which the servers default to, whether its library is installed, and how
-to compress, decompress and partially decompress with it (:mod:`parsers.codecimpl`). Every
+to compress, decompress and partially decompress with it (:mod:`ibdtool.parsers.codecimpl`). Every
 list of codecs elsewhere — the id tables below, ``simulate``'s scenarios, the server flavours,
 option help, the TUI legend — is derived from :data:`CODECS`.
 
@@ -22,9 +22,9 @@ from dataclasses import dataclass
 from functools import partial
 from typing import Final
 
-from parsers import codecimpl, syslibs
-from parsers.codecimpl import CodecError
-from parsers.constants import UNIV_PAGE_SIZE_MAX, Algorithm
+from ibdtool.parsers import codecimpl, syslibs
+from ibdtool.parsers.codecimpl import CodecError
+from ibdtool.parsers.constants import UNIV_PAGE_SIZE_MAX, Algorithm
 
 __all__ = ["CODECS", "Codec", "CodecError", "codec", "codec_for", "compress", "decompress"]
 
@@ -291,8 +291,9 @@ def zlib_stream(data: bytes | memoryview, limit: int) -> tuple[bytes, int]:
 def zlib_page_inflate(data: bytes | memoryview, size: int) -> tuple[bytes, int]:
     """A page payload inflated to exactly ``size`` bytes, and the input bytes the stream took
     (all of ``data`` when the stream does not end within ``size`` bytes of output).
-    libdeflate takes the pages that inflate cleanly (:func:`parsers.syslibs.deflate_zlib_page`,
-    the same bytes at a third of the cost); zlib every other, for the verdict and its words."""
+    libdeflate takes the pages that inflate cleanly
+    (:func:`ibdtool.parsers.syslibs.deflate_zlib_page`, the same bytes at a third of the cost); zlib
+    every other, for the verdict and its words."""
     fast = syslibs.deflate_zlib_page(data, size)
     if fast is not None:
         return fast

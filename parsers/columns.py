@@ -1,13 +1,14 @@
 """A field's stored bytes → the value as the server would print it (a JSON-able value).
 
 InnoDB stores integers big-endian with the sign bit flipped (so that bytes sort as numbers),
-FLOAT/DOUBLE as little-endian IEEE, DECIMAL in MySQL's binary format (:mod:`parsers.decimals`),
-DATETIME2/TIMESTAMP2/TIME2 in the packed formats of MySQL 5.6.4+ with 0–3 bytes of fractional
-seconds, and the older DATETIME/TIME/TIMESTAMP as integers. Strings are decoded with the
-column's character set (CHAR trimmed of its padding, as SELECT shows it); binary strings, BLOBs
-and geometries are rendered ``0x…`` in hex. ENUM and SET give their members' names when the
-source knows them, else their numbers. JSON goes through :mod:`parsers.jsonb`. MariaDB's UUID,
-INET4 and INET6 are shown as the server prints them (:func:`uuid_text`, :func:`inet6_text`).
+FLOAT/DOUBLE as little-endian IEEE, DECIMAL in MySQL's binary format
+(:mod:`ibdtool.parsers.decimals`), DATETIME2/TIMESTAMP2/TIME2 in the packed formats of MySQL 5.6.4+
+with 0–3 bytes of fractional seconds, and the older DATETIME/TIME/TIMESTAMP as integers. Strings are
+decoded with the column's character set (CHAR trimmed of its padding, as SELECT shows it); binary
+strings, BLOBs and geometries are rendered ``0x…`` in hex. ENUM and SET give their members' names
+when the source knows them, else their numbers. JSON goes through :mod:`ibdtool.parsers.jsonb`.
+MariaDB's UUID, INET4 and INET6 are shown as the server prints them (:func:`uuid_text`,
+:func:`inet6_text`).
 
 Numbers stay numbers; DECIMAL, dates and times are strings in the server's text form.
 """
@@ -18,10 +19,10 @@ import struct
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
-from parsers.decimals import decode_decimal
-from parsers.errors import ParseError
-from parsers.jsonb import json_text
-from parsers.tabledef import Column, Kind
+from ibdtool.parsers.decimals import decode_decimal
+from ibdtool.parsers.errors import ParseError
+from ibdtool.parsers.jsonb import json_text
+from ibdtool.parsers.tabledef import Column, Kind
 
 
 class ColumnError(ParseError):

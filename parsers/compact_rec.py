@@ -22,7 +22,7 @@ from __future__ import annotations
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 
-from parsers.errors import ParseError
+from ibdtool.parsers.errors import ParseError
 
 REC_N_NEW_EXTRA_BYTES = 5  # info bits + n_owned, heap_no + status, next pointer (§5.2)
 REC_NODE_PTR_SIZE = 4  # child page number at the end of a node-pointer record

@@ -3,14 +3,14 @@
 Names follow the MySQL/MariaDB sources (without the ``FIL_PAGE_`` prefix for page-type names, as
 ``inspect --json`` reports them) so that a grep of the server code finds them.
 Source: FORMATS.md §1.3 (page types), §2.1 and §3 (compression algorithms; their ids on disk
-are declared with the codecs in :mod:`parsers.codecs`).
+are declared with the codecs in :mod:`ibdtool.parsers.codecs`).
 """
 
 from __future__ import annotations
 
 from enum import StrEnum
 
-from parsers.vendor import Vendor
+from ibdtool.parsers.vendor import Vendor
 
 FIL_NULL = 0xFFFFFFFF
 FIL_PAGE_DATA = 38  # end of the FIL header, start of the page body (§1.1)

@@ -11,7 +11,7 @@ MariaDB (storage/innobase/fil/fil0crypt.cc, sql/encryption.cc, mysys_ssl/my_cryp
   a whole block is XORed with AES-ECB of the IV) or ``aes_ctr``. It is not written anywhere, so
   a reader tries both and keeps the one whose plaintext verifies.
 * Which pages are encrypted, which bytes are ciphertext and what the stored checksum covers
-  is the page's envelope (:mod:`parsers.envelope`, one rule for every reader): full_crc32
+  is the page's envelope (:mod:`ibdtool.parsers.envelope`, one rule for every reader): full_crc32
   (key version at 0, CRC-32C over the ciphertext), classic (key version at 26, the checksum of
   the stored bytes at 30, the one at 0 the plaintext's), page_compressed 37401 (the payload).
 
@@ -31,7 +31,7 @@ unencrypted, so the ordinary decoder then reads it (decompression, the plaintext
 
 ``cryptography`` is imported by the functions that run AES, when the first key or page is
 decrypted: reading an unencrypted file never loads it (start-up time, issue 14). Page 0's
-information is read by :mod:`parsers.cryptinfo`, so an unencrypted file
+information is read by :mod:`ibdtool.parsers.cryptinfo`, so an unencrypted file
 does not load this module either.
 """
 
@@ -40,8 +40,8 @@ from __future__ import annotations
 import struct
 from enum import StrEnum
 
-from parsers import checksum
-from parsers._structs_gen import (
+from ibdtool.parsers import checksum
+from ibdtool.parsers._structs_gen import (
     AES_BLOCK,
     FCRC32_KEY_VERSION_OFFSET,
     FIL_HEADER_FAST,
@@ -55,7 +55,7 @@ from parsers._structs_gen import (
     MYSQL_KEY_LEN,
     MYSQL_META_FAST,
 )
-from parsers.constants import (
+from ibdtool.parsers.constants import (
     FIL_PAGE_COMPRESSED,
     FIL_PAGE_COMPRESSED_AND_ENCRYPTED,
     FIL_PAGE_ENCRYPTED,
@@ -63,10 +63,10 @@ from parsers.constants import (
     FIL_PAGE_PAGE_COMPRESSED,
     FIL_PAGE_RTREE,
 )
-from parsers.crc32c_fast import crc32c
-from parsers.cryptinfo import MysqlEncryptionInfo
-from parsers.envelope import Checksum, Envelope, Kind
-from parsers.errors import ParseError
+from ibdtool.parsers.crc32c_fast import crc32c
+from ibdtool.parsers.cryptinfo import MysqlEncryptionInfo
+from ibdtool.parsers.envelope import Checksum, Envelope, Kind
+from ibdtool.parsers.errors import ParseError
 
 #: Encryption::DEFAULT_MASTER_KEY, used while no keyring master key exists (master key id 0)
 MYSQL_DEFAULT_MASTER_KEY = b"DefaultMasterKey".ljust(MYSQL_KEY_LEN, b"\0")
@@ -150,11 +150,12 @@ def mariadb_plain_image(
 ) -> bytes:
     """The stored image of an encrypted MariaDB page as it would be unencrypted.
 
-    The ciphertext and checksum scope are ``env``'s (:func:`parsers.envelope.read_envelope`).
-    full_crc32: key version 0, the plaintext, and a CRC-32C of the plaintext image only if the
-    stored CRC verified (so the decoder's verdict stays the stored page's). Classic: key version
-    and post-encryption checksum zeroed (no checksum covers 26..33); a 37401 page becomes the
-    34354 page MariaDB writes unencrypted (algorithm at 26, payload at 40).
+    The ciphertext and checksum scope are ``env``'s
+    (:func:`ibdtool.parsers.envelope.read_envelope`). full_crc32: key version 0, the plaintext, and
+    a CRC-32C of the plaintext image only if the stored CRC verified (so the decoder's verdict stays
+    the stored page's). Classic: key version and post-encryption checksum zeroed (no checksum covers
+    26..33); a 37401 page becomes the 34354 page MariaDB writes unencrypted (algorithm at 26,
+    payload at 40).
     """
     mv = memoryview(page)
     fil = FIL_HEADER_FAST.unpack_from(mv, 0)

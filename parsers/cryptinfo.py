@@ -1,19 +1,20 @@
 """Page 0's encryption information: MariaDB's crypt data, MySQL's encryption info.
 
 Every tablespace's page 0 is read for it (is the file encrypted, with which key), so it is
-apart from :mod:`parsers.crypt` (the decryption of pages) and reads the formats of
-:mod:`parsers._structs_gen`, derived from the construct declarations of
-:mod:`parsers.structs` (``MARIADB_CRYPT_DATA``, ``MYSQL_ENCRYPTION_INFO``, ``…_V1``; the
-layouts are in the doc of :mod:`parsers.crypt`): an unencrypted file loads neither construct
+apart from :mod:`ibdtool.parsers.crypt` (the decryption of pages) and reads the formats of
+:mod:`ibdtool.parsers._structs_gen`, derived from the construct declarations of
+:mod:`ibdtool.parsers.structs` (``MARIADB_CRYPT_DATA``, ``MYSQL_ENCRYPTION_INFO``, ``…_V1``; the
+layouts are in the doc of :mod:`ibdtool.parsers.crypt`): an unencrypted file loads neither construct
 nor the AES code (start-up time, issue 14). Only a page 0 with one of
-the magics at E or 38 + E loads this module (:func:`parsers.space.detect_format` looks first).
+the magics at E or 38 + E loads this module (:func:`ibdtool.parsers.space.detect_format` looks
+first).
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass
 
-from parsers._structs_gen import (
+from ibdtool.parsers._structs_gen import (
     MARIADB_CRYPT_DATA_CONST,
     MARIADB_CRYPT_DATA_FAST,
     MARIADB_CRYPT_MAGIC,
@@ -27,7 +28,7 @@ from parsers._structs_gen import (
     MysqlEncryptionInfoTuple,
     MysqlEncryptionInfoV1Tuple,
 )
-from parsers.constants import FIL_PAGE_DATA
+from ibdtool.parsers.constants import FIL_PAGE_DATA
 
 MYSQL_MAGICS = {
     MYSQL_ENCRYPTION_MAGIC_V1: 1,

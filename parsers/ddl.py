@@ -16,11 +16,11 @@ import re
 from collections.abc import Generator
 from dataclasses import dataclass, replace
 
-from parsers.charsets import Charset, charset_by_name, collation_charset_name
-from parsers.columns import frac_bytes
-from parsers.decimals import decimal_size
-from parsers.errors import ParseError
-from parsers.tabledef import (
+from ibdtool.parsers.charsets import Charset, charset_by_name, collation_charset_name
+from ibdtool.parsers.columns import frac_bytes
+from ibdtool.parsers.decimals import decimal_size
+from ibdtool.parsers.errors import ParseError
+from ibdtool.parsers.tabledef import (
     Column,
     IndexField,
     Kind,

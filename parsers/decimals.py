@@ -3,14 +3,14 @@
 The format (``decimal2bin`` in MySQL's ``strings/decimal.cc``): the integer and the fraction
 digits each in groups of 9 per 4 bytes, a shorter leading (integer) or trailing (fraction)
 group in 1-4 bytes, big-endian, the sign bit of the first byte flipped and every byte inverted
-when the value is negative. Used by the column decoders (:mod:`parsers.columns`), the table
+when the value is negative. Used by the column decoders (:mod:`ibdtool.parsers.columns`), the table
 definitions that size a DECIMAL column, and the opaque DECIMAL values of binary JSON
-(:mod:`parsers.jsonb`).
+(:mod:`ibdtool.parsers.jsonb`).
 """
 
 from __future__ import annotations
 
-from parsers.errors import ParseError
+from ibdtool.parsers.errors import ParseError
 
 DIG2BYTES = (0, 1, 1, 2, 2, 3, 3, 4, 4, 4)
 _DIG_PER_INT = 9

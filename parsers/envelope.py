@@ -4,13 +4,14 @@ One answer for any stored page of any format (FORMATS.md §1–§3, §6, §7, §
 :class:`Kind`, its page-compression algorithm, the bytes of the slot the image needs (stored
 size), where the compressed stream lies (payload offset and length), which bytes are ciphertext
 and what the stored checksum covers. Every reader of stored pages asks here: the decoder
-(:mod:`parsers.page`), the vote (:mod:`parsers.space`), the inflater (:mod:`parsers.inflate`),
-the field layout, ``checksum``'s fast path and the page-state count of ``server``.
+(:mod:`ibdtool.parsers.page`), the vote (:mod:`ibdtool.parsers.space`), the inflater
+(:mod:`ibdtool.parsers.inflate`), the field layout, ``checksum``'s fast path and the page-state
+count of ``server``.
 
 A number the format cannot hold (a size past the page, below the format's minimum) is damage:
 the envelope then has a ``problem`` and no ``stored_size``, so no caller sums it.
 
-Decryption (:mod:`parsers.crypt`) and partial decompression start from here:
+Decryption (:mod:`ibdtool.parsers.crypt`) and partial decompression start from here:
 ``encrypted_range`` names the ciphertext (after decrypting it, read the envelope of the
 plaintext again: the full_crc32 length byte lies inside the ciphertext) and
 ``payload_offset``/``payload_length`` the compressed stream. Which pages are encrypted is this
@@ -28,7 +29,7 @@ from enum import StrEnum
 from functools import cache
 from typing import Protocol
 
-from parsers._structs_gen import (
+from ibdtool.parsers._structs_gen import (
     FCRC32_CHECKSUM_SIZE,
     FCRC32_KEY_VERSION_OFFSET,
     FCRC32_SIZE_BITS,
@@ -45,8 +46,8 @@ from parsers._structs_gen import (
     MYSQL_META_FAST,
     PAGE_DATA,
 )
-from parsers.codecs import FCRC32_LENGTH_BYTE, MARIADB_ALGORITHMS, MYSQL_ALGORITHMS
-from parsers.constants import (
+from ibdtool.parsers.codecs import FCRC32_LENGTH_BYTE, MARIADB_ALGORITHMS, MYSQL_ALGORITHMS
+from ibdtool.parsers.constants import (
     FIL_PAGE_COMPRESS_FCRC32_MARKER,
     FIL_PAGE_COMPRESSED,
     FIL_PAGE_COMPRESSED_AND_ENCRYPTED,
@@ -59,7 +60,7 @@ from parsers.constants import (
     MYSQL_ENCRYPTED_TYPES,
     Algorithm,
 )
-from parsers.vendor import Vendor
+from ibdtool.parsers.vendor import Vendor
 
 #: Bytes of the header a stored page's envelope is read from (FIL header + MariaDB's 4 bytes of
 #: compressed-page metadata); only the full_crc32 length byte lies further.
@@ -101,7 +102,8 @@ class Checksum(StrEnum):
 
 
 class PageGeometry(Protocol):
-    """What the envelope needs to know of a tablespace (a :class:`~parsers.space.SpaceFormat`)."""
+    """What the envelope needs to know of a tablespace (a
+    :class:`~ibdtool.parsers.space.SpaceFormat`)."""
 
     @property
     def physical_size(self) -> int: ...

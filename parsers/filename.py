@@ -24,7 +24,7 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 
-from parsers.errors import ParseError
+from ibdtool.parsers.errors import ParseError
 
 ESCAPE = "@"
 SAFE = frozenset("0123456789ABCDEFGHIJKLMNOPQRSTUVWXYZ_abcdefghijklmnopqrstuvwxyz")

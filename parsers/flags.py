@@ -9,9 +9,9 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from parsers.codecs import MARIADB_ALGORITHMS
-from parsers.constants import Algorithm
-from parsers.vendor import Vendor
+from ibdtool.parsers.codecs import MARIADB_ALGORITHMS
+from ibdtool.parsers.constants import Algorithm
+from ibdtool.parsers.vendor import Vendor
 
 FSP_SPACE_FLAGS_OFFSET = 54  # 38 + 16
 

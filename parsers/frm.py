@@ -19,9 +19,9 @@ from __future__ import annotations
 
 from dataclasses import dataclass, replace
 
-from parsers.decimals import decimal_size
-from parsers.errors import ParseError
-from parsers.tabledef import Column, Kind, TableDef
+from ibdtool.parsers.decimals import decimal_size
+from ibdtool.parsers.errors import ParseError
+from ibdtool.parsers.tabledef import Column, Kind, TableDef
 
 FRM_HEADER_SIZE = 64
 FRM_FORMINFO_SIZE = 288

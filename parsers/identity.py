@@ -1,7 +1,7 @@
 """What a tablespace is: which server wrote it, which version, and what kind of space it is.
 
-Page 0 (:func:`parsers.flags.vendor_from_flags`) decides most files; the page types found by a
-scan settle more (§4.4 rule 4: MySQL's types 14–17 and 21–29, MariaDB's 18, 34354, 37401), and
+Page 0 (:func:`ibdtool.parsers.flags.vendor_from_flags`) decides most files; the page types found by
+a scan settle more (§4.4 rule 4: MySQL's types 14–17 and 21–29, MariaDB's 18, 34354, 37401), and
 then the space id, the FSP flags, the file's name and the SDI tell the kind:
 
 * space 0 is the system tablespace (ibdata1);
@@ -28,7 +28,7 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from enum import StrEnum
 
-from parsers.constants import (
+from ibdtool.parsers.constants import (
     FIL_PAGE_COMPRESSED,
     FIL_PAGE_INDEX,
     FIL_PAGE_PAGE_COMPRESSED,
@@ -44,8 +44,8 @@ from parsers.constants import (
     MYSQL_ENCRYPTED_TYPES,
     Vendor,
 )
-from parsers.flags import MYSQL_DICT_SPACE_ID, MYSQL_TEMP_SPACE_ID, mysql8_reserved
-from parsers.space import SpaceFormat
+from ibdtool.parsers.flags import MYSQL_DICT_SPACE_ID, MYSQL_TEMP_SPACE_ID, mysql8_reserved
+from ibdtool.parsers.space import SpaceFormat
 
 #: page types only MySQL writes: transparent compression and encryption (§2), and MySQL 8's
 #: undo RSEG_ARRAY, LOB and ZLOB pages

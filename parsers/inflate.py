@@ -1,19 +1,20 @@
-"""The logical page inside a page-compressed image, from its :class:`~parsers.envelope.Envelope`.
+"""The logical page inside a page-compressed image, from its
+:class:`~ibdtool.parsers.envelope.Envelope`.
 
 MySQL type 14 (§2.1) compresses the body after the 38-byte header: the page is the header with
 its original type put back, then the inflated body. MariaDB (§3.1, §3.2) compresses the whole
 page. zlib streams report the bytes they really consumed, the payload length InnoDB would give.
-Every payload is inflated through the codec registry (:mod:`parsers.codecs`), whose calls are
-capped at the page: a stream that would inflate past it is an error, never a bigger buffer.
-Encrypted images must be decrypted first (:mod:`parsers.crypt`, with the key); without it
+Every payload is inflated through the codec registry (:mod:`ibdtool.parsers.codecs`), whose calls
+are capped at the page: a stream that would inflate past it is an error, never a bigger buffer.
+Encrypted images must be decrypted first (:mod:`ibdtool.parsers.crypt`, with the key); without it
 they raise, and the decrypted image, a stored page again, is read through its own envelope.
 """
 
 from __future__ import annotations
 
-from parsers.codecs import CodecError, decompress, zlib_page_inflate
-from parsers.constants import FIL_PAGE_DATA, Algorithm
-from parsers.envelope import Envelope, Kind
+from ibdtool.parsers.codecs import CodecError, decompress, zlib_page_inflate
+from ibdtool.parsers.constants import FIL_PAGE_DATA, Algorithm
+from ibdtool.parsers.envelope import Envelope, Kind
 
 
 def inflate(page: bytes | memoryview, env: Envelope, logical_size: int) -> tuple[bytes, int]:

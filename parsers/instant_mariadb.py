@@ -31,8 +31,8 @@ from typing import Any
 
 from construct import Array, ConstructError, Int16ub, Int32ub, Struct, this
 
-from parsers.errors import ParseError
-from parsers.tabledef import Column, IndexDef, IndexField, Kind, TableDef
+from ibdtool.parsers.errors import ParseError
+from ibdtool.parsers.tabledef import Column, IndexDef, IndexField, Kind, TableDef
 
 # --- the metadata BLOB, declared once --------------------------------------------------------
 MetadataBlob = Struct("n_fields" / Int32ub, "map" / Array(this.n_fields, Int16ub))

@@ -18,8 +18,8 @@ import base64
 import json
 import struct
 
-from parsers.decimals import decode_decimal
-from parsers.errors import ParseError
+from ibdtool.parsers.decimals import decode_decimal
+from ibdtool.parsers.errors import ParseError
 
 SMALL_OBJECT, LARGE_OBJECT, SMALL_ARRAY, LARGE_ARRAY = 0x00, 0x01, 0x02, 0x03
 LITERAL, INT16, UINT16, INT32, UINT32, INT64, UINT64, DOUBLE, STRING = range(0x04, 0x0D)

@@ -4,7 +4,7 @@ Journals, copy state files, saved reports and SDI records are JSON that ibdtool 
 in this run (or did, and someone may have edited since). ``json.loads`` alone turns such text
 into a ``RecursionError`` (``[[[[…`` a hundred thousand deep), a ``UnicodeDecodeError``, or
 whatever Python type the text happens to hold. :func:`load_json` returns the value or raises
-:class:`JsonTextError` (a :class:`~parsers.errors.ParseError`) with a one-line reason, and
+:class:`JsonTextError` (a :class:`~ibdtool.parsers.errors.ParseError`) with a one-line reason, and
 :func:`too_deep` is the iterative depth check every reader shares.
 """
 
@@ -13,7 +13,7 @@ from __future__ import annotations
 import json
 from typing import Any
 
-from parsers.errors import ParseError
+from ibdtool.parsers.errors import ParseError
 
 #: nesting no ibdtool document comes near (a report row is 4 deep, an SDI record about 10)
 MAX_DEPTH = 100

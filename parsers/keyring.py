@@ -29,7 +29,7 @@ from construct import Bytes, Const, ConstructError, GreedyRange, Int32ub, Int64u
 from cryptography.hazmat.primitives import padding
 from cryptography.hazmat.primitives.ciphers import Cipher, algorithms, modes
 
-from parsers.errors import ParseError
+from ibdtool.parsers.errors import ParseError
 
 MYSQL_KEYRING_MAGIC = b"Keyring file version:"
 MYSQL_KEYRING_EOF = b"EOF"

@@ -7,15 +7,15 @@ Each function returns None when the server would store the page uncompressed.
 
 from __future__ import annotations
 
-from parsers._structs_gen import (
+from ibdtool.parsers._structs_gen import (
     FCRC32_CHECKSUM_SIZE,
     FCRC32_SIZE_UNIT,
     MARIADB_CLASSIC_PAYLOAD,
     MARIADB_FCRC32_PAYLOAD,
 )
-from parsers.codecs import FCRC32_LENGTH_BYTE
-from parsers.constants import FIL_PAGE_DATA, Algorithm
-from parsers.vendor import Vendor
+from ibdtool.parsers.codecs import FCRC32_LENGTH_BYTE
+from ibdtool.parsers.constants import FIL_PAGE_DATA, Algorithm
+from ibdtool.parsers.vendor import Vendor
 
 MYSQL_HEADER = FIL_PAGE_DATA  # §2.1: the 38-byte header stays, the rest is compressed
 

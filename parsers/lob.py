@@ -28,7 +28,7 @@ import zlib
 from collections.abc import Callable
 from dataclasses import dataclass
 
-from parsers.errors import ParseError
+from ibdtool.parsers.errors import ParseError
 
 BTR_EXTERN_FIELD_REF_SIZE = 20
 FIL_NULL = 0xFFFFFFFF

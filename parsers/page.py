@@ -1,15 +1,16 @@
 """Decode one physical page into a typed record: type, compression, checksum verdict, index stats.
 
 Follows the check order of FORMATS.md §10 step 2: empty page, then the page's envelope
-(:mod:`parsers.envelope`: full_crc32, MariaDB classic page_compressed, MySQL transparent
+(:mod:`ibdtool.parsers.envelope`: full_crc32, MariaDB classic page_compressed, MySQL transparent
 compression and encryption, zip, plain) says what the checksum covers and where the compressed
-stream is. Compressed images are decompressed (:mod:`parsers.inflate`) and the resulting page's
-own checksum is verified, as innochecksum does. An envelope with impossible numbers is damage.
+stream is. Compressed images are decompressed (:mod:`ibdtool.parsers.inflate`) and the resulting
+page's own checksum is verified, as innochecksum does. An envelope with impossible numbers is
+damage.
 
 Scans ask for the header alone (``header_only``): a full_crc32 compressed image is checked by
 the CRC-32C of the image itself (§6.6), and the real type, index id, level, record count and
 fill sit in the first :data:`HEADER_PREFIX` bytes of the page inside, so only those are
-inflated (:meth:`parsers.codecs.Codec.partial_decompress`). ``compressed_size`` is then the
+inflated (:meth:`ibdtool.parsers.codecs.Codec.partial_decompress`). ``compressed_size`` is then the
 payload the envelope bounds (for zlib, lzma and bzip2 it runs to the CRC, padding included),
 not the bytes the stream really took, and a stream broken past the header is not seen — what
 the server wrote is what the CRC vouches for. Images whose checksum lies inside the page (MySQL
@@ -24,17 +25,17 @@ from itertools import repeat
 from operator import sub, truediv
 from typing import Any
 
-from parsers import checksum
-from parsers._structs_gen import (
+from ibdtool.parsers import checksum
+from ibdtool.parsers._structs_gen import (
     FIL_HEADER_FAST,
     INDEX_HEADER_FAST,
     PAGE_DATA,
     PAGE_HEADER,
     IndexHeaderTuple,
 )
-from parsers.checksum import ChecksumAlgo
-from parsers.codecs import CodecError, partial_decompress, zlib_stream
-from parsers.constants import (
+from ibdtool.parsers.checksum import ChecksumAlgo
+from ibdtool.parsers.codecs import CodecError, partial_decompress, zlib_stream
+from ibdtool.parsers.constants import (
     FIL_PAGE_RTREE,
     FIL_PAGE_TYPE_ALLOCATED,
     MYSQL_ENCRYPTED_TYPES,
@@ -44,7 +45,7 @@ from parsers.constants import (
     index_types,
     page_type_name,
 )
-from parsers.envelope import (
+from ibdtool.parsers.envelope import (
     Checksum,
     Envelope,
     Kind,
@@ -52,9 +53,9 @@ from parsers.envelope import (
     read_envelope,
     read_key_version,
 )
-from parsers.errors import ParseError
-from parsers.inflate import inflate
-from parsers.space import SpaceFormat
+from ibdtool.parsers.errors import ParseError
+from ibdtool.parsers.inflate import inflate
+from ibdtool.parsers.space import SpaceFormat
 
 #: Bytes of a logical page that the header fields of a scan need: FIL header, index header.
 HEADER_PREFIX = PAGE_DATA
@@ -203,7 +204,7 @@ def logical_image(buf: memoryview, fmt: SpaceFormat) -> bytes | memoryview:
     other page, and an image that cannot be decompressed (damaged, encrypted, an unknown or
     missing codec), as ``buf`` itself, not copied. For scans that need each page's bytes and
     no verdict on them (``simulate``): one comparison of the type word settles most pages
-    (:func:`parsers.envelope.may_have_stored_size`)."""
+    (:func:`ibdtool.parsers.envelope.may_have_stored_size`)."""
     if not may_have_stored_size(buf[24:26], fmt.full_crc32):
         return buf
     env = read_envelope(buf, fmt)

@@ -6,12 +6,12 @@ full_crc32 checksum. Here one ``struct.iter_unpack`` call over a chunk read in o
 the fields of every page (as columns, one tuple per field), and one CRC-32C call per page over
 a memoryview of the chunk (``map`` over precomputed slices, with no Python frame per page)
 gives each verdict, so the per-page work runs in C. The formats are derived from the construct
-declarations of :mod:`parsers.structs` (``FilHeader`` at 0, ``IndexHeader`` at 38,
-``FilTrailer`` in the last 8 bytes, through their fields in :mod:`parsers._structs_gen`): they
-stay the one source of truth, and the tests compare these columns with the construct parse on
+declarations of :mod:`ibdtool.parsers.structs` (``FilHeader`` at 0, ``IndexHeader`` at 38,
+``FilTrailer`` in the last 8 bytes, through their fields in :mod:`ibdtool.parsers._structs_gen`):
+they stay the one source of truth, and the tests compare these columns with the construct parse on
 every page of the samples and the corpus.
 
-:func:`plain_verified` says, per page, whether it is exactly what :func:`parsers.page.
+:func:`plain_verified` says, per page, whether it is exactly what :func:`ibdtool.parsers.page.
 decode_page` would call a valid unencrypted, uncompressed page with this page number and no
 problem; every other page (zero, compressed, encrypted, zip, damaged, innodb-checksummed) is
 ``False`` and is for the caller to hand to the decoder.
@@ -25,7 +25,7 @@ from functools import cache
 from itertools import compress, repeat
 from operator import and_, eq, is_not, not_, xor
 
-from parsers._structs_gen import (
+from ibdtool.parsers._structs_gen import (
     FIL_HEADER_FIELDS,
     FIL_TRAILER_FIELDS,
     FULL_CRC32_TRAILER_FIELDS,
@@ -33,7 +33,7 @@ from parsers._structs_gen import (
     PAGE_DATA,
     PAGE_HEADER,
 )
-from parsers.constants import (
+from ibdtool.parsers.constants import (
     FIL_PAGE_COMPRESS_FCRC32_MARKER,
     FIL_PAGE_COMPRESSED,
     FIL_PAGE_COMPRESSED_AND_ENCRYPTED,
@@ -41,8 +41,8 @@ from parsers.constants import (
     FIL_PAGE_PAGE_COMPRESSED_ENCRYPTED,
     MYSQL_ENCRYPTED_TYPES,
 )
-from parsers.crc32c_fast import crc32c
-from parsers.envelope import fcrc32_stored_size
+from ibdtool.parsers.crc32c_fast import crc32c
+from ibdtool.parsers.envelope import fcrc32_stored_size
 
 #: page types whose envelope is not the plain page in a crc32 (not full_crc32) tablespace
 SPECIAL_TYPES = frozenset(

@@ -28,9 +28,9 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 
-from parsers.columns import decode_value
-from parsers.errors import ParseError
-from parsers.tabledef import Column, IndexField, Kind
+from ibdtool.parsers.columns import decode_value
+from ibdtool.parsers.errors import ParseError
+from ibdtool.parsers.tabledef import Column, IndexField, Kind
 
 PAGE_NEW_SUPREMUM_END = 120  # FORMATS.md §5.1: the heap of a COMPACT page starts here
 PAGE_HEAP_TOP = 38 + 2

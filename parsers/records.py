@@ -1,6 +1,6 @@
 """User records of an index page → field bytes → values, for every row format.
 
-COMPACT, DYNAMIC and (rebuilt) COMPRESSED records are read with :mod:`parsers.compact_rec`
+COMPACT, DYNAMIC and (rebuilt) COMPRESSED records are read with :mod:`ibdtool.parsers.compact_rec`
 (null bitmap and length bytes below the 5 fixed header bytes, FORMATS.md §5.2), from an index
 description made from the table definition instead of a zip page's own. REDUNDANT records keep
 a 6-byte header and one end offset per field (1 or 2 bytes: NULL and external flags in the top
@@ -17,10 +17,10 @@ bits). A record may hold fewer fields than its index:
   holds the added columns' values for older rows.
 * MariaDB 10.4+ instant DROP COLUMN / reorder: a metadata record also delete-marked points to
   a BLOB with the stored fields' map; the clustered index is then laid out by it
-  (:mod:`parsers.instant_mariadb`), dropped columns as hidden fields.
+  (:mod:`ibdtool.parsers.instant_mariadb`), dropped columns as hidden fields.
 
 Missing columns take the value the column had when it was added. Externally stored fields are
-followed through :mod:`parsers.lob`, up to a byte limit.
+followed through :mod:`ibdtool.parsers.lob`, up to a byte limit.
 """
 
 from __future__ import annotations
@@ -29,8 +29,8 @@ from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from typing import Any
 
-from parsers.columns import ColumnError, decode_value, hex_bytes
-from parsers.compact_rec import (
+from ibdtool.parsers.columns import ColumnError, decode_value, hex_bytes
+from ibdtool.parsers.compact_rec import (
     REC_INFO_DELETED_FLAG,
     REC_INFO_MIN_REC_FLAG,
     REC_N_NEW_EXTRA_BYTES,
@@ -42,8 +42,8 @@ from parsers.compact_rec import (
     iter_records,
     record_fields,
 )
-from parsers.errors import ParseError
-from parsers.instant_mariadb import (
+from ibdtool.parsers.errors import ParseError
+from ibdtool.parsers.instant_mariadb import (
     METADATA_REF_SIZE,
     InstantError,
     first_user_field,
@@ -51,8 +51,8 @@ from parsers.instant_mariadb import (
     parse_field_map,
     rebuild_clustered,
 )
-from parsers.lob import BTR_EXTERN_FIELD_REF_SIZE, ExternRef, LobError, read_extern
-from parsers.record_fit import (
+from ibdtool.parsers.lob import BTR_EXTERN_FIELD_REF_SIZE, ExternRef, LobError, read_extern
+from ibdtool.parsers.record_fit import (
     KeyOrder,
     Span,
     field_misfit,
@@ -60,7 +60,7 @@ from parsers.record_fit import (
     null_padding_misfit,
     value_misfit,
 )
-from parsers.tabledef import Column, IndexDef, IndexField, Kind, TableDef
+from ibdtool.parsers.tabledef import Column, IndexDef, IndexField, Kind, TableDef
 
 REC_INFO_INSTANT_FLAG = 0x80  # MySQL 8.0.12+: the record stores its field count
 REC_INFO_VERSION_FLAG = 0x40  # MySQL 8.0.29+: the record stores its row version
@@ -90,7 +90,8 @@ class Row:
     fields: dict[str, Any]
     truncated: list[str] = field(default_factory=list)  # external values cut at the limit
     errors: dict[str, str] = field(default_factory=dict)  # per field: why it has no value
-    #: what of the record does not fit the definition (:mod:`parsers.record_fit`); None: fits
+    #: what of the record does not fit the definition (:mod:`ibdtool.parsers.record_fit`); None:
+    #: fits
     misfit: str | None = None
 
 

@@ -13,7 +13,7 @@ agree, so the pages are counted over the whole file (the SDI index, always compa
 
 from __future__ import annotations
 
-from parsers.flags import FspFlags
+from ibdtool.parsers.flags import FspFlags
 
 COMPACT_OR_DYNAMIC = "DYNAMIC or COMPACT"
 UNDECIDED = "REDUNDANT or COMPACT"

@@ -1,15 +1,15 @@
 """A compiled reader of the common leaf page: one index's COMPACT/DYNAMIC records, decoded by
 code made once per index instead of a dispatch per field.
 
-:class:`parsers.records.IndexReader` reads any record of any row format, field by field through
-the general layout (:mod:`parsers.compact_rec`), checking each against the definition
-(:mod:`parsers.record_fit`). Most pages of a plain table hold nothing it needs that
-generality for: ordinary COMPACT records of the index's full field list, no instant ADD/DROP,
+:class:`ibdtool.parsers.records.IndexReader` reads any record of any row format, field by field
+through the general layout (:mod:`ibdtool.parsers.compact_rec`), checking each against the
+definition (:mod:`ibdtool.parsers.record_fit`). Most pages of a plain table hold nothing it needs
+that generality for: ordinary COMPACT records of the index's full field list, no instant ADD/DROP,
 nothing stored off-page. For those, :func:`compile_plan` writes one Python function that finds
 a record's fields at offsets fixed where the fields before them are fixed-size and NOT NULL,
 reads the null bitmap and length bytes once, and turns the bytes into values inline
 (integers, text in the column's character set, hex), through the decoders of
-:mod:`parsers.columns` for the rest.
+:mod:`ibdtool.parsers.columns` for the rest.
 
 It makes every check the general reader makes (the heap, the null bitmap's padding, lengths,
 values, key order), and its answer to any doubt is "not mine": :meth:`PagePlan.rows` returns
@@ -25,11 +25,11 @@ import codecs
 import struct
 from typing import Any
 
-from parsers.columns import decode_date, decode_datetime2, decode_value
-from parsers.compact_rec import REC_N_NEW_EXTRA_BYTES
-from parsers.decimals import DIG2BYTES
-from parsers.record_fit import PAGE_NEW_SUPREMUM_END, value_misfit
-from parsers.tabledef import Column, IndexField, Kind
+from ibdtool.parsers.columns import decode_date, decode_datetime2, decode_value
+from ibdtool.parsers.compact_rec import REC_N_NEW_EXTRA_BYTES
+from ibdtool.parsers.decimals import DIG2BYTES
+from ibdtool.parsers.record_fit import PAGE_NEW_SUPREMUM_END, value_misfit
+from ibdtool.parsers.tabledef import Column, IndexField, Kind
 
 PAGE_NEW_INFIMUM = 99
 PAGE_NEW_SUPREMUM = 112
@@ -67,7 +67,7 @@ CACHE_MAX = 1 << 16
 
 
 def _datetime(raw: bytes, fsp: int) -> str:
-    """:func:`parsers.columns.decode_datetime2` of a date and time in range, else _Slow
+    """:func:`ibdtool.parsers.columns.decode_datetime2` of a date and time in range, else _Slow
     (the texts of dates and times met are kept: a table holds few distinct ones)."""
     v = int.from_bytes(raw[:5], "big") - 0x8000000000
     if v < 0:
@@ -96,8 +96,8 @@ def _datetime(raw: bytes, fsp: int) -> str:
 
 
 def _decimal_fn(precision: int, scale: int) -> Any:
-    """:func:`parsers.decimals.decode_decimal` of DECIMAL(precision, scale) whose digit groups
-    are all in range (so it fits: value_misfit would find nothing), else _Slow."""
+    """:func:`ibdtool.parsers.decimals.decode_decimal` of DECIMAL(precision, scale) whose digit
+    groups are all in range (so it fits: value_misfit would find nothing), else _Slow."""
     intg = precision - scale
     groups: list[tuple[int, int]] = []  # (bytes, digits) in stored order
     if intg % 9:
@@ -255,7 +255,7 @@ class PagePlan:
 
 
 def _heap_fits(page: bytes, spans: list[tuple[int, int, int]]) -> None:
-    """:func:`parsers.record_fit.heap_misfit` is None, or raise _Slow."""
+    """:func:`ibdtool.parsers.record_fit.heap_misfit` is None, or raise _Slow."""
     heap_top = page[PAGE_HEAP_TOP] << 8 | page[PAGE_HEAP_TOP + 1]
     garbage = page[PAGE_GARBAGE] << 8 | page[PAGE_GARBAGE + 1]
     ordered = sorted(spans)
@@ -295,7 +295,7 @@ def _unpack(prefix: list[tuple[str, str]], ns: dict[str, Any]) -> list[str]:
 
 
 def compile_plan(reader: Any) -> PagePlan | None:
-    """The plan of ``reader``'s index (an :class:`parsers.records.IndexReader` that has read
+    """The plan of ``reader``'s index (an :class:`ibdtool.parsers.records.IndexReader` that has read
     the index's first page), or None when its records need the general reader: fields added
     or dropped instantly, column prefixes shown, a layout past :data:`MAX_EXTRA`."""
     if reader.may_be_short or reader.altered or reader.core_null_bytes is not None:

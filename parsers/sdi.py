@@ -23,7 +23,7 @@ from dataclasses import dataclass
 from struct import Struct
 from typing import Any
 
-from parsers._structs_gen import (
+from ibdtool.parsers._structs_gen import (
     BLOB_REF_FAST,
     LOB_HEADER_FAST,
     SDI_RECORD_DATA,
@@ -32,10 +32,10 @@ from parsers._structs_gen import (
     LobHeaderTuple,
     SdiRecordTuple,
 )
-from parsers.codecs import CodecError, zlib_inflate, zlib_stream
-from parsers.constants import FIL_NULL, FIL_PAGE_SDI, FIL_PAGE_SDI_BLOB, UNIV_ZIP_SIZE_MAX
-from parsers.errors import ParseError
-from parsers.jsontext import too_deep
+from ibdtool.parsers.codecs import CodecError, zlib_inflate, zlib_stream
+from ibdtool.parsers.constants import FIL_NULL, FIL_PAGE_SDI, FIL_PAGE_SDI_BLOB, UNIV_ZIP_SIZE_MAX
+from ibdtool.parsers.errors import ParseError
+from ibdtool.parsers.jsontext import too_deep
 
 PAGE_NEW_INFIMUM = 99
 REC_INFO_DELETED = 0x20
@@ -284,7 +284,8 @@ def read_zip_sdi(
         if _be(page, 24, 2) != FIL_PAGE_SDI:
             continue
         body = page[94:physical]
-        try:  # at most two pages out, as for any zip index page (parsers.page.zip_stream_length)
+        # at most two pages out, as for any zip index page (ibdtool.parsers.page.zip_stream_length)
+        try:
             stream, used = zlib_inflate(body, 2 * UNIV_ZIP_SIZE_MAX)
             mlog = body if used is None else body[used:]
         except CodecError:

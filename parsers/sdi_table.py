@@ -17,11 +17,11 @@ import re
 from dataclasses import replace
 from typing import Any
 
-from parsers.charsets import charset_of
-from parsers.columns import frac_bytes
-from parsers.decimals import decimal_size
-from parsers.errors import ParseError
-from parsers.tabledef import (
+from ibdtool.parsers.charsets import charset_of
+from ibdtool.parsers.columns import frac_bytes
+from ibdtool.parsers.decimals import decimal_size
+from ibdtool.parsers.errors import ParseError
+from ibdtool.parsers.tabledef import (
     Column,
     IndexDef,
     IndexField,

@@ -11,8 +11,8 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
-from parsers import checksum
-from parsers._structs_gen import (
+from ibdtool.parsers import checksum
+from ibdtool.parsers._structs_gen import (
     FSP_HEADER_FAST,
     FSP_HEADER_OFFSET,
     MARIADB_CRYPT_MAGIC,
@@ -21,11 +21,11 @@ from parsers._structs_gen import (
     MYSQL_ENCRYPTION_MAGIC_V3,
     FspHeaderTuple,
 )
-from parsers.codecs import CodecError
-from parsers.constants import FIL_PAGE_COMPRESSED, FIL_PAGE_DATA, Algorithm
-from parsers.envelope import Checksum, Geometry, Kind, read_envelope
-from parsers.errors import ParseError
-from parsers.flags import (
+from ibdtool.parsers.codecs import CodecError
+from ibdtool.parsers.constants import FIL_PAGE_COMPRESSED, FIL_PAGE_DATA, Algorithm
+from ibdtool.parsers.envelope import Checksum, Geometry, Kind, read_envelope
+from ibdtool.parsers.errors import ParseError
+from ibdtool.parsers.flags import (
     FSP_FLAGS_FCRC32_MARKER,
     FSP_FLAGS_PAGE_SSIZE_SHIFT,
     FSP_FLAGS_SDI,
@@ -37,11 +37,11 @@ from parsers.flags import (
     decode_flags,
     vendor_from_flags,
 )
-from parsers.inflate import inflate
-from parsers.vendor import Vendor
+from ibdtool.parsers.inflate import inflate
+from ibdtool.parsers.vendor import Vendor
 
-if TYPE_CHECKING:  # parsers.cryptinfo loads only for a page 0 with a magic (start-up time)
-    from parsers.cryptinfo import MariadbCrypt, MysqlEncryptionInfo
+if TYPE_CHECKING:  # ibdtool.parsers.cryptinfo loads only for a page 0 with a magic (start-up time)
+    from ibdtool.parsers.cryptinfo import MariadbCrypt, MysqlEncryptionInfo
 
 _MYSQL_MAGICS = (MYSQL_ENCRYPTION_MAGIC_V1, MYSQL_ENCRYPTION_MAGIC_V2, MYSQL_ENCRYPTION_MAGIC_V3)
 
@@ -87,7 +87,7 @@ class SpaceFormat:
     sdi_root: int | None = None
     #: MySQL "lC?" magic or MariaDB crypt data found on page 0
     encryption_info: str | None = None
-    #: page 0's MariaDB crypt data / MySQL encryption info, decoded (parsers.crypt)
+    #: page 0's MariaDB crypt data / MySQL encryption info, decoded (ibdtool.parsers.crypt)
     mariadb_crypt: MariadbCrypt | None = None
     mysql_encryption: MysqlEncryptionInfo | None = None
     detected_by: str = "flags"
@@ -266,7 +266,7 @@ def detect_format(read: Callable[[int, int], bytes], file_size: int) -> SpaceFor
     mariadb_crypt: MariadbCrypt | None = None
     at = FIL_PAGE_DATA + enc_off  # MariaDB's crypt data is at 38 + E, MySQL's info at E
     if head[enc_off : enc_off + 3] in _MYSQL_MAGICS or head[at : at + 6] == MARIADB_CRYPT_MAGIC:
-        from parsers.cryptinfo import read_mariadb_crypt, read_mysql_info
+        from ibdtool.parsers.cryptinfo import read_mariadb_crypt, read_mysql_info
 
         mysql_encryption = read_mysql_info(head, enc_off)
         mariadb_crypt = None if mysql_encryption else read_mariadb_crypt(head, enc_off)

@@ -6,7 +6,7 @@ that :func:`fast` derives from the same declaration (construct's own parser cost
 server sources (lower-cased, without the ``FIL_PAGE_`` / ``FSP_`` / ``PAGE_`` prefixes).
 
 The read path does not import this module (construct costs ~10 ms of start-up, issue 14): it
-imports :mod:`parsers._structs_gen`, which :func:`generated_module` writes from the
+imports :mod:`ibdtool.parsers._structs_gen`, which :func:`generated_module` writes from the
 declarations of :data:`GENERATED` and every constant here (``scripts/gen_structs.py``; never
 edited by hand; tests/test_structs.py checks that regenerating it gives the committed file and
 that it decodes like construct). Construct loads only where a declaration itself is used (the

@@ -17,8 +17,8 @@ from __future__ import annotations
 from collections.abc import Iterator
 from dataclasses import dataclass
 
-from parsers.errors import ParseError
-from parsers.records import iter_redundant
+from ibdtool.parsers.errors import ParseError
+from ibdtool.parsers.records import iter_redundant
 
 DICT_HDR_PAGE_NO = 7
 FIL_PAGE_DATA = 38

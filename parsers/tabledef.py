@@ -4,8 +4,8 @@ Whatever the source of the definition (the MySQL 8 SDI, a ``.cfg`` export file, 
 TABLE`` statement, a live server), it becomes a :class:`TableDef`. A record's bytes depend only
 on each field's fixed length (0: variable), whether it can be NULL and whether its length may
 take two bytes ("big": more than 255 bytes, or a BLOB type) — the same three facts
-:mod:`parsers.compact_rec` reads from a zip page's own description — and on the column's type
-for the value itself (:mod:`parsers.columns`).
+:mod:`ibdtool.parsers.compact_rec` reads from a zip page's own description — and on the column's
+type for the value itself (:mod:`ibdtool.parsers.columns`).
 
 The clustered index holds its key columns, DB_TRX_ID (6 bytes), DB_ROLL_PTR (7), then every
 other stored column in table order (DB_ROW_ID, 6 bytes, is the key when the table has no
@@ -19,7 +19,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field, replace
 from enum import Enum
 
-from parsers.charsets import Charset
+from ibdtool.parsers.charsets import Charset
 
 DATA_ROW_ID_LEN = 6
 DATA_TRX_ID_LEN = 6
@@ -27,7 +27,7 @@ DATA_ROLL_PTR_LEN = 7
 
 
 class Kind(Enum):
-    """What a column's bytes mean (the decoders of :mod:`parsers.columns`)."""
+    """What a column's bytes mean (the decoders of :mod:`ibdtool.parsers.columns`)."""
 
     INT = "int"  # TINYINT..BIGINT: big-endian, sign bit flipped when signed
     FLOAT = "float"

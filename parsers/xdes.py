@@ -13,7 +13,7 @@ from functools import cache
 from struct import Struct
 from typing import Any
 
-from parsers._structs_gen import (
+from ibdtool.parsers._structs_gen import (
     XDES_ARR_OFFSET,
     XDES_ENTRY_64_FAST,
     XDES_ENTRY_128_FAST,
@@ -22,7 +22,7 @@ from parsers._structs_gen import (
     XdesEntry128Tuple,
     XdesEntry256Tuple,
 )
-from parsers.space import SpaceFormat, extent_pages, xdes_size
+from ibdtool.parsers.space import SpaceFormat, extent_pages, xdes_size
 
 XDES_NOT_INITED = 0
 XDES_FREE = 1
@@ -70,7 +70,7 @@ _ENTRIES: dict[int, tuple[Struct, Callable[[Iterable[Any]], Any]]] = {
 @cache
 def _entry_parser(ext: int) -> Callable[[Any, int], Any]:
     if ext not in _ENTRIES:  # no page size gives another; the declaration itself would
-        from parsers.structs import fast_parser, xdes_entry
+        from ibdtool.parsers.structs import fast_parser, xdes_entry
 
         return fast_parser(xdes_entry(ext), "XdesEntry")
     packer, make = _ENTRIES[ext]

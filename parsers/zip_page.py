@@ -10,7 +10,7 @@ size that the server keeps in its buffer pool:
    of the zip page, and must end with PAGE_N_DIR_SLOTS slots;
 3. infimum and supremum are written (``infimum_extra``/``supremum_extra_data``);
 4. the zlib stream at 94 is inflated, capped at what the page can hold: first the index
-   description (:mod:`parsers.compact_rec`), then the records in heap order without their 5
+   description (:mod:`ibdtool.parsers.compact_rec`), then the records in heap order without their 5
    fixed header bytes, leaving out what the trailer keeps uncompressed — DB_TRX_ID+DB_ROLL_PTR
    of clustered leaf records (13 bytes), BLOB pointers (20 bytes), child page numbers of
    node-pointer records (4 bytes) — then the heap up to PAGE_HEAP_TOP;
@@ -40,8 +40,8 @@ import zlib
 from dataclasses import dataclass
 from typing import Any
 
-from parsers._structs_gen import INDEX_HEADER_FAST, PAGE_DATA, PAGE_HEADER, IndexHeaderTuple
-from parsers.compact_rec import (
+from ibdtool.parsers._structs_gen import INDEX_HEADER_FAST, PAGE_DATA, PAGE_HEADER, IndexHeaderTuple
+from ibdtool.parsers.compact_rec import (
     BTR_EXTERN_FIELD_REF_SIZE,
     DATA_TRX_ROLL_LEN,
     PAGE_NEW_INFIMUM,
@@ -61,8 +61,8 @@ from parsers.compact_rec import (
     record_fields,
     record_fields_reverse,
 )
-from parsers.constants import FIL_NULL, FIL_PAGE_INDEX, FIL_PAGE_RTREE, FIL_PAGE_SDI
-from parsers.errors import ParseError
+from ibdtool.parsers.constants import FIL_NULL, FIL_PAGE_INDEX, FIL_PAGE_RTREE, FIL_PAGE_SDI
+from ibdtool.parsers.errors import ParseError
 
 # §5.2 / §7.1 constants (page0types.h, page0zip.h)
 PAGE_NEW_SUPREMUM_END = 120

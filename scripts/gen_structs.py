@@ -13,7 +13,7 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
-from parsers.structs import generated_module  # noqa: E402
+from ibdtool.parsers.structs import generated_module  # noqa: E402
 
 if __name__ == "__main__":
     out = Path(sys.argv[1]) if len(sys.argv) > 1 else ROOT / "parsers" / "_structs_gen.py"

@@ -1,4 +1,5 @@
-"""``.cfg`` files as each server writes them, read by ``parsers.cfg``, against the server's catalog.
+"""``.cfg`` files as each server writes them, read by ``ibdtool.parsers.cfg``, against the server's
+catalog.
 
 Oracles: throwaway MariaDB 10.11, MySQL 5.7.22, 8.0.15 and 8.0.33 servers. One table with most
 column types and three indexes is exported with ``FLUSH TABLES … FOR EXPORT``; on MySQL 8 it also
@@ -19,9 +20,9 @@ from typing import Any
 import pytest
 from construct import Struct, Terminated
 
+from ibdtool.parsers.cfg import CfgError, CfgFile, parse_cfg, read_cfg
+from ibdtool.parsers.tabledef import Kind
 from ibdtool.tablespace.records import RecordsRun, open_records
-from parsers.cfg import CfgError, CfgFile, parse_cfg, read_cfg
-from parsers.tabledef import Kind
 from samples import servers
 from tests.server_fixtures import ibdtool
 

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import zlib
 
-from parsers import checksum as c
+from ibdtool.parsers import checksum as c
 
 
 def _pattern(n: int) -> bytes:

@@ -14,8 +14,8 @@ from pathlib import Path
 
 import pytest
 
-from parsers import checksum, codecimpl, codecs, syslibs
-from parsers.constants import Algorithm
+from ibdtool.parsers import checksum, codecimpl, codecs, syslibs
+from ibdtool.parsers.constants import Algorithm
 from tests.samples_manifest import manifest, sample
 
 PAGE = 16384
@@ -165,7 +165,7 @@ def test_partial_asks_for_more_than_there_is() -> None:
 def test_tui_colours_follow_the_registry() -> None:
     from ibdtool.present import palette
     from ibdtool.present.pagemap import PageMap
-    from tui import pagemodel
+    from ibdtool.tui import pagemodel
 
     names = [c.label for c in pagemodel.COMPRESSION_CATEGORIES[1:-1]]
     assert names == [a.value for a in codecs.on_disk()]
@@ -206,8 +206,8 @@ def _zlib_payloads() -> list[tuple[bytes, int]]:
     MariaDB classic (payload at 40), full_crc32 (26, to the image end) and MySQL type 14 (38,
     the body only), found from the stored headers."""
     from ibdtool.errors import InputError
+    from ibdtool.parsers.envelope import MARIADB_FCRC32_PAYLOAD, fcrc32_stored_size
     from ibdtool.tablespace.reader import Tablespace
-    from parsers.envelope import MARIADB_FCRC32_PAYLOAD, fcrc32_stored_size
     from tests.catalog import load_catalog
     from tests.conftest import SAMPLES
 

@@ -307,7 +307,7 @@ def test_in_place_one_scan_equals_the_previewed_two(dig_holes: bool, tmp_path: P
 def test_fcrc32_stored_size_is_the_envelopes(rel: str) -> None:
     """The re-punch scan's full_crc32 fast path (the stored size from the type word) gives
     ``read_envelope``'s stored size on every page of the real files."""
-    from parsers.envelope import fcrc32_stored_size, may_have_stored_size, read_envelope
+    from ibdtool.parsers.envelope import fcrc32_stored_size, may_have_stored_size, read_envelope
 
     with Tablespace(sample(rel)) as ts:
         if not ts.format.full_crc32:

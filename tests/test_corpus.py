@@ -7,9 +7,9 @@ from collections import Counter
 import pytest
 
 from ibdtool.errors import InputError
+from ibdtool.parsers.constants import Algorithm
 from ibdtool.tablespace.inspect import inspect_path
 from ibdtool.tablespace.reader import Tablespace
-from parsers.constants import Algorithm
 from tests.catalog import CORPUS, CatalogEntry, load_catalog
 from tests.conftest import require_corpus
 

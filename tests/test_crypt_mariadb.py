@@ -26,11 +26,11 @@ from typing import Any
 
 import pytest
 
+from ibdtool.parsers.codecs import CodecError
+from ibdtool.parsers.envelope import read_envelope
+from ibdtool.parsers.inflate import inflate
+from ibdtool.parsers.keyring import read_keyring
 from ibdtool.tablespace.reader import Tablespace
-from parsers.codecs import CodecError
-from parsers.envelope import read_envelope
-from parsers.inflate import inflate
-from parsers.keyring import read_keyring
 from samples import servers
 from tests.cli_runner import cli_env, ibdtool_command, run_ibdtool
 from tests.page_doc import index_header_fields, page_doc

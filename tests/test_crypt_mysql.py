@@ -17,7 +17,7 @@ from typing import Any
 import pytest
 from cryptography.hazmat.primitives.ciphers import Cipher, algorithms, modes
 
-from parsers.keyring import (
+from ibdtool.parsers.keyring import (
     CFP_FILE,
     MYSQL_KEY_RECORD,
     MYSQL_OBFUSCATION,
@@ -155,9 +155,9 @@ def test_a_keyring_without_the_master_key_names_it(tmp_path: Path) -> None:
 def test_a_cfp_transfer_key_opens_the_table_without_a_keyring(tmp_path: Path) -> None:
     """A .cfp as FLUSH TABLES … FOR EXPORT writes it: the tablespace key and IV under a
     random transfer key (made here from the key page 0 wraps)."""
-    from parsers.crypt import unwrap_mysql_key
-    from parsers.cryptinfo import read_mysql_info
-    from parsers.space import encryption_info_offset
+    from ibdtool.parsers.crypt import unwrap_mysql_key
+    from ibdtool.parsers.cryptinfo import read_mysql_info
+    from ibdtool.parsers.space import encryption_info_offset
 
     path = corpus_file(ENCRYPTED[1])
     page0 = path.read_bytes()[:16384]

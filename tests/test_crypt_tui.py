@@ -11,12 +11,12 @@ from pathlib import Path
 
 import pytest
 
-from parsers.keyring import read_keyring
+from ibdtool.parsers.keyring import read_keyring
+from ibdtool.tui.app import create_app
+from ibdtool.tui.screens.tablespace import TablespaceScreen
 from tests.catalog import load_catalog
 from tests.conftest import corpus_file
 from tests.tui_helpers import static_text
-from tui.app import create_app
-from tui.screens.tablespace import TablespaceScreen
 
 REL = "percona-parser/tests/encrypted_test.ibd"
 KEYRING = "percona-parser/tests/keyring_test"

@@ -12,10 +12,10 @@ import inspect
 
 import pytest
 
+from ibdtool.parsers.vendor import Vendor
 from ibdtool.server.dialects import DIALECTS, Dialect, MariaDB, MySQL, Percona, parse_flavor
 from ibdtool.server.steps import PlanSettings, Target
 from ibdtool.server.table_info import TableInfo, TableOptions
-from parsers.vendor import Vendor
 
 REPORTED = {  # VERSION(), @@version_comment
     MariaDB: ("10.11.6-MariaDB-0+deb12u1", "Debian 12"),

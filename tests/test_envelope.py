@@ -2,7 +2,7 @@
 
 Oracles: CATALOG.md's per-file compression tallies (an independent pass over the files); the
 CRC-32C stored at the end of every full_crc32 image; each server's write rule
-(:mod:`parsers.layout`, computed forward from the payload, where the envelope reads backward
+(:mod:`ibdtool.parsers.layout`, computed forward from the payload, where the envelope reads backward
 from the header); the page inside every compressed image, whose own checksum must verify; the
 zero tail MariaDB leaves after a classic payload (§3.1).
 """
@@ -14,17 +14,16 @@ from collections import Counter
 
 import pytest
 
-from ibdtool.tablespace.reader import Tablespace
-from parsers import checksum
-from parsers._structs_gen import MARIADB_CLASSIC_FAST, MYSQL_META_FAST
-from parsers.codecs import FCRC32_LENGTH_BYTE
-from parsers.constants import (
+from ibdtool.parsers import checksum
+from ibdtool.parsers._structs_gen import MARIADB_CLASSIC_FAST, MYSQL_META_FAST
+from ibdtool.parsers.codecs import FCRC32_LENGTH_BYTE
+from ibdtool.parsers.constants import (
     FIL_PAGE_COMPRESSED_AND_ENCRYPTED,
     FIL_PAGE_PAGE_COMPRESSED,
     Algorithm,
 )
-from parsers.crc32c_fast import crc32c
-from parsers.envelope import (
+from ibdtool.parsers.crc32c_fast import crc32c
+from ibdtool.parsers.envelope import (
     HEADER_BYTES,
     Checksum,
     Geometry,
@@ -34,10 +33,10 @@ from parsers.envelope import (
     may_have_stored_size,
     read_envelope,
 )
-from parsers.flags import PAGE_SIZES
-from parsers.inflate import inflate
-from parsers.layout import mariadb_fcrc32_stored_size, mysql_write_size
-from parsers.structs import (
+from ibdtool.parsers.flags import PAGE_SIZES
+from ibdtool.parsers.inflate import inflate
+from ibdtool.parsers.layout import mariadb_fcrc32_stored_size, mysql_write_size
+from ibdtool.parsers.structs import (
     FCRC32_SIZE_UNIT,
     MARIADB_CRYPT_CHECKSUM_OFFSET,
     MARIADB_CRYPT_KEY_VERSION_OFFSET,
@@ -47,6 +46,7 @@ from parsers.structs import (
     MariaDBClassicCryptHeader,
     MariaDBClassicEncCompHeader,
 )
+from ibdtool.tablespace.reader import Tablespace
 from tests.catalog import CatalogEntry, load_catalog
 from tests.conftest import require_corpus
 
@@ -203,7 +203,8 @@ def test_classic_crypt_bytes_follow_their_declarations() -> None:
 
 def test_mysql_type16_ciphertext_ends_where_the_server_writes() -> None:
     """Type 16, metadata version 1: the ciphertext ends at the write length that MySQL's write
-    rule (:func:`parsers.layout.mysql_write_size`, computed forward) gives for each block."""
+    rule (:func:`ibdtool.parsers.layout.mysql_write_size`, computed forward) gives for each
+    block."""
     rng = random.Random("ibdtool-type16")
     checked = 0
     for _ in range(5000):

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import pytest
 
-from parsers import filename
+from ibdtool.parsers import filename
 
 BMP = [chr(cp) for cp in range(1, 0x10000) if not 0xD800 <= cp <= 0xDFFF]
 

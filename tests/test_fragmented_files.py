@@ -21,13 +21,13 @@ import pytest
 
 from ibdtool.fs.allocation import fiemap_tuples, ranges_from_extents, read_allocation
 from ibdtool.fs.ranges import PackedRanges
+from ibdtool.parsers.crc32c_fast import crc32c
+from ibdtool.parsers.envelope import fcrc32_stored_size
 from ibdtool.tablespace.checksum import check_file
 from ibdtool.tablespace.header_pages import header_pages
 from ibdtool.tablespace.inspect import inspect_tablespace
 from ibdtool.tablespace.pages_json import json_lines
 from ibdtool.tablespace.reader import Tablespace
-from parsers.crc32c_fast import crc32c
-from parsers.envelope import fcrc32_stored_size
 from tests.samples_manifest import sample
 from tests.test_checkscan import _decoder_verdicts
 from tests.test_copy_remote import seek_data_ranges

@@ -334,8 +334,8 @@ def test_hostile_sdi(craft: str, tmp_path: Path) -> None:
     ],
 )
 def test_hostile_sdi_json_types_give_fewer_facts_not_errors(dd_object: object) -> None:
+    from ibdtool.parsers.sdi import SdiEntry
     from ibdtool.tablespace.inspect import summarise_sdi
-    from parsers.sdi import SdiEntry
 
     summary = summarise_sdi([SdiEntry(1, 7, {"dd_object": dd_object})])
     if isinstance(dd_object, dict):

@@ -16,6 +16,17 @@ import pytest
 
 from ibdtool.advise.simulate import _current_state, extent_tree_overhead
 from ibdtool.errors import InputError
+from ibdtool.parsers.codecs import codec_for
+from ibdtool.parsers.crc32c_fast import crc32c
+from ibdtool.parsers.envelope import (
+    MARIADB_FCRC32_PAYLOAD,
+    fcrc32_stored_size,
+    may_have_stored_size,
+    read_envelope,
+    sized_pages,
+)
+from ibdtool.parsers.layout import allocated_for_image
+from ibdtool.parsers.page import logical_image
 from ibdtool.tablespace import pages_json as pagejson
 from ibdtool.tablespace.checksum import check_file
 from ibdtool.tablespace.header_pages import header_pages
@@ -23,17 +34,6 @@ from ibdtool.tablespace.inspect import inspect_tablespace
 from ibdtool.tablespace.page_rows import read_page_rows
 from ibdtool.tablespace.pages_json import json_lines
 from ibdtool.tablespace.reader import Tablespace
-from parsers.codecs import codec_for
-from parsers.crc32c_fast import crc32c
-from parsers.envelope import (
-    MARIADB_FCRC32_PAYLOAD,
-    fcrc32_stored_size,
-    may_have_stored_size,
-    read_envelope,
-    sized_pages,
-)
-from parsers.layout import allocated_for_image
-from parsers.page import logical_image
 from tests.catalog import load_catalog
 from tests.conftest import SAMPLES
 

@@ -14,7 +14,7 @@ from pathlib import Path
 
 import pytest
 
-from parsers.keyring import KeyringError, parse_keyring, read_keyring
+from ibdtool.parsers.keyring import KeyringError, parse_keyring, read_keyring
 from tests.cli_runner import run_ibdtool
 
 KEYS = (

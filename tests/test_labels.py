@@ -14,8 +14,8 @@ from pathlib import Path
 
 import pytest
 
+from ibdtool.parsers.identity import FTS_NAME
 from ibdtool.tablespace.inspect import InspectResult, inspect_path
-from parsers.identity import FTS_NAME
 from tests.catalog import CatalogEntry, load_catalog
 from tests.conftest import require_corpus
 

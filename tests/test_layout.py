@@ -62,11 +62,11 @@ def test_a_side_door_is_seen() -> None:
     made_up = {
         "ibdtool.cli.main": {"ibdtool.tablespace.reader", "ibdtool.tablespace"},
         "ibdtool.tablespace.inspect": {"ibdtool.tablespace.reader"},
-        "tui.app": {"ibdtool.fs.opening"},
+        "ibdtool.tui.app": {"ibdtool.fs.opening"},
     }
     assert ig.side_doors(made_up) == [
         ("ibdtool.cli.main", "ibdtool.tablespace.reader"),
-        ("tui.app", "ibdtool.fs.opening"),
+        ("ibdtool.tui.app", "ibdtool.fs.opening"),
     ]
 
 

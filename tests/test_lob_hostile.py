@@ -1,8 +1,8 @@
 """Externally stored values whose pages lie: chains that loop, streams that inflate without end.
 
 ``records`` follows the 20-byte reference of an off-page column into BLOB, ZBLOB/ZBLOB2 and LOB
-pages (:mod:`parsers.lob`). The pages here are laid out as FORMATS.md and the server's sources
-describe them (FIL header, FIL_PAGE_NEXT at 12, type at 24; a ZBLOB chain is one zlib stream
+pages (:mod:`ibdtool.parsers.lob`). The pages here are laid out as FORMATS.md and the server's
+sources describe them (FIL header, FIL_PAGE_NEXT at 12, type at 24; a ZBLOB chain is one zlib stream
 from byte 38 of each page), then made hostile. What must hold, whatever the pages say
 (README, "Hostile input"): a chain that comes back to a page it visited is an error naming the
 page, never a hang; what one value inflates is capped at the caller's limit, so a zlib bomb
@@ -20,7 +20,7 @@ import zlib
 
 import pytest
 
-from parsers.lob import ExternRef, LobError, read_extern
+from ibdtool.parsers.lob import ExternRef, LobError, read_extern
 from tests.bombs import zlib_zeros
 
 PAGE = 16384

@@ -103,9 +103,9 @@ async def test_tui_browser_shows_decoded_names(
 ) -> None:
     from textual.widgets import DataTable
 
+    from ibdtool.tui.app import create_app
     from tests.test_tui import settle
     from tests.tui_helpers import table_rows
-    from tui.app import create_app
 
     _srv, folder, labels = names
     app = create_app(folder.parent)

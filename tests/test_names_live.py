@@ -15,8 +15,8 @@ from pathlib import Path
 import pymysql
 import pytest
 
+from ibdtool.parsers import filename
 from ibdtool.server.dialects import parse_flavor
-from parsers import filename
 from samples.servers import ThrowawayServer
 from tests.server_fixtures import (
     NEWER,

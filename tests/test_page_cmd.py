@@ -14,16 +14,16 @@ from pathlib import Path
 
 import pytest
 
-from parsers.cfg import parse_cfg
-from parsers.compact_rec import iter_records
+from ibdtool.parsers.cfg import parse_cfg
+from ibdtool.parsers.compact_rec import iter_records
+from ibdtool.tui.app import create_app
+from ibdtool.tui.screens.page import PageScreen
+from ibdtool.tui.widgets.hexdump import REGION_COLORS, HexDump
 from tests.cli_runner import cli_env, ibdtool_command, run_ibdtool
 from tests.conftest import sparse_copy
 from tests.samples_manifest import manifest, sample
 from tests.test_tui import SIZE, settle
 from tests.tui_helpers import lines_of, static_text
-from tui.app import create_app
-from tui.screens.page import PageScreen
-from tui.widgets.hexdump import REGION_COLORS, HexDump
 
 PAGE = 16384
 

@@ -1,4 +1,4 @@
-"""The TUI page map's model (``tui.pagemodel``): what it holds per page, checked against the
+"""The TUI page map's model (``ibdtool.tui.pagemodel``): what it holds per page, checked against the
 file itself, and what that costs in memory.
 
 Expected values come from elsewhere: SEEK_DATA/SEEK_HOLE walked here for the allocation, the
@@ -18,9 +18,9 @@ import pytest
 
 from ibdtool.tablespace.inspect import inspect_tablespace
 from ibdtool.tablespace.reader import Tablespace
+from ibdtool.tui.pagemodel import FULL, HOLE, PUNCHED, Mode, PageMapModel
 from tests.samples_manifest import sample
 from tests.test_copy_remote import seek_data_ranges, synced_sparse_copy
-from tui.pagemodel import FULL, HOLE, PUNCHED, Mode, PageMapModel
 
 PAGE = 16384
 

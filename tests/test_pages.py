@@ -1,7 +1,7 @@
 """Page families: every field sits where FORMATS.md says and holds the bytes found there.
 
-The offsets in :mod:`parsers.pages` are derived from the construct declarations; the oracle is
-the layout tables of ``../shared/FORMATS.md`` (offset, size, server name), read here, and the
+The offsets in :mod:`ibdtool.parsers.pages` are derived from the construct declarations; the oracle
+is the layout tables of ``../shared/FORMATS.md`` (offset, size, server name), read here, and the
 page bytes themselves, read back at each field's place.
 """
 
@@ -14,9 +14,8 @@ from pathlib import Path
 
 import pytest
 
-import parsers.pages
-from ibdtool.tablespace.reader import Tablespace
-from parsers.constants import (
+import ibdtool.parsers.pages
+from ibdtool.parsers.constants import (
     FIL_PAGE_INODE,
     FIL_PAGE_SDI_BLOB,
     FIL_PAGE_TYPE_BLOB,
@@ -24,7 +23,7 @@ from parsers.constants import (
     FIL_PAGE_TYPE_XDES,
     index_types,
 )
-from parsers.pages import (
+from ibdtool.parsers.pages import (
     PAGE_FAMILIES,
     Field,
     blob,
@@ -34,8 +33,9 @@ from parsers.pages import (
     logical_layout,
     stored_layout,
 )
-from parsers.pages.logical import FAMILIES
-from parsers.vendor import Vendor
+from ibdtool.parsers.pages.logical import FAMILIES
+from ibdtool.parsers.vendor import Vendor
+from ibdtool.tablespace.reader import Tablespace
 from tests.catalog import CORPUS, SHARED
 from tests.conftest import SAMPLES, require_corpus
 
@@ -175,8 +175,8 @@ def test_page_families_map_each_vendors_types_once() -> None:
 def test_every_family_module_is_registered() -> None:
     """A module that follows the family contract but is missing from FAMILIES lays out nothing."""
     modules = [
-        importlib.import_module(f"parsers.pages.{m.name}")
-        for m in pkgutil.iter_modules(parsers.pages.__path__)
+        importlib.import_module(f"ibdtool.parsers.pages.{m.name}")
+        for m in pkgutil.iter_modules(ibdtool.parsers.pages.__path__)
     ]
     contract = [m for m in modules if hasattr(m, "page_types") and hasattr(m, "layout")]
     assert sorted(m.__name__ for m in contract) == sorted(m.__name__ for m in FAMILIES)  # type: ignore[attr-defined]

@@ -609,7 +609,7 @@ def test_damaged_leaf_pages_are_reported_not_raised(tmp_path: Path) -> None:
 
 def test_schema_text_is_checked_not_trusted() -> None:
     """Malformed CREATE TABLE statements: DdlError (one line), never another exception."""
-    from parsers.ddl import DdlError, parse_create_table
+    from ibdtool.parsers.ddl import DdlError, parse_create_table
 
     good = "CREATE TABLE t (id INT NOT NULL, v VARCHAR(10), PRIMARY KEY (id), KEY k (v(3)))"
     assert parse_create_table(good).index("k") is not None

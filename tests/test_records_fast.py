@@ -2,9 +2,9 @@
 against the general reader walking the chain in one process.
 
 The reference is a second computation: :meth:`RecordsRun.events` (the general reader of
-:mod:`parsers.records`, one record at a time) formatted a line per event, problems and misfits
-handled as the CLI says. The fast path is the CLI's own printer (``_print``, ``_export``) with
-runs cut small (:data:`record_blocks.RUN_PAGES` = 2 pages, no minimum) so that even a corpus
+:mod:`ibdtool.parsers.records`, one record at a time) formatted a line per event, problems and
+misfits handled as the CLI says. The fast path is the CLI's own printer (``_print``, ``_export``)
+with runs cut small (:data:`record_blocks.RUN_PAGES` = 2 pages, no minimum) so that even a corpus
 file of 1,000 rows is read by several processes. On every SDI and ``.cfg`` corpus file (every
 row format MariaDB 10.11 and MySQL 5.7/8.0 write, ROW_FORMAT=COMPRESSED, page compression), on
 damaged copies (random bytes in leaf pages, a leaf chain that loops or leaves the file), and on

@@ -19,7 +19,7 @@ from typing import Any
 
 import pytest
 
-from parsers.ddl import parse_create_table, parse_create_tables
+from ibdtool.parsers.ddl import parse_create_table, parse_create_tables
 from samples.servers import ThrowawayServer
 from tests.server_fixtures import (
     ibdtool,

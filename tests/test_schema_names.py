@@ -22,10 +22,10 @@ from typing import Any
 import pytest
 
 from ibdtool.tablespace.schemas import load_schemas
+from ibdtool.tui.app import create_app
+from ibdtool.tui.screens.tablespace import TablespaceScreen
 from samples.servers import ThrowawayServer
 from tests.server_fixtures import ibdtool, json_lines
-from tui.app import create_app
-from tui.screens.tablespace import TablespaceScreen
 
 SCHEMA = "byorder"
 TABLES = {

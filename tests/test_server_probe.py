@@ -407,14 +407,14 @@ def test_cold_and_warm(tmp_path: Any) -> None:
 
 
 def test_the_tui_plan_shows_the_options_and_the_probe(mariadb: ThrowawayServer) -> None:
-    """The TUI's plan (tui.screens.migration.plan_view, as the screen renders it) sets the
+    """The TUI's plan (ibdtool.tui.screens.migration.plan_view, as the screen renders it) sets the
     target beside the alternatives and shows the probe's line, with the figures of the plan's
     own JSON."""
     from rich.console import Console
 
     from ibdtool.server import PlanSettings, build_plan, list_tables, parse_target, probe_table
+    from ibdtool.tui.screens.migration import plan_view
     from tests.server_fixtures import open_server
-    from tui.screens.migration import plan_view
 
     srv = mariadb
     make_table(srv, "probe", "v", rows=ROWS)

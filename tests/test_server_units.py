@@ -13,6 +13,7 @@ from pathlib import Path
 import pytest
 
 from ibdtool.errors import InputError
+from ibdtool.parsers.filename import encode as filename_encode
 from ibdtool.server.clientopts import read_option_files, resolve_options
 from ibdtool.server.connection import Secret
 from ibdtool.server.dialects import parse_flavor
@@ -21,7 +22,6 @@ from ibdtool.server.steps import Step, Target, parse_target
 from ibdtool.server.table_info import TableOptions
 from ibdtool.server.tables import split_table_name
 from ibdtool.tablespace.reader import Tablespace
-from parsers.filename import encode as filename_encode
 from tests.samples_manifest import SAMPLES, sample
 
 

@@ -9,14 +9,14 @@ from pathlib import Path
 import pytest
 from construct import ConstructError
 
-from parsers import _structs_gen as gen
-from parsers import structs
-from parsers._structs_gen import FIL_HEADER_FAST, INDEX_HEADER_FAST, MYSQL_META_FAST
-from parsers.constants import FIL_PAGE_COMPRESSED
-from parsers.cryptinfo import read_mariadb_crypt, read_mysql_info
-from parsers.pagecolumns import CRC32_FIELDS, FCRC32_FIELDS, INDEX_FIELDS, columns
-from parsers.space import detect_format, encryption_info_offset
-from parsers.structs import (
+from ibdtool.parsers import _structs_gen as gen
+from ibdtool.parsers import structs
+from ibdtool.parsers._structs_gen import FIL_HEADER_FAST, INDEX_HEADER_FAST, MYSQL_META_FAST
+from ibdtool.parsers.constants import FIL_PAGE_COMPRESSED
+from ibdtool.parsers.cryptinfo import read_mariadb_crypt, read_mysql_info
+from ibdtool.parsers.pagecolumns import CRC32_FIELDS, FCRC32_FIELDS, INDEX_FIELDS, columns
+from ibdtool.parsers.space import detect_format, encryption_info_offset
+from ibdtool.parsers.structs import (
     GENERATED,
     MARIADB_CRYPT_DATA,
     MYSQL_ENCRYPTION_INFO,
@@ -78,7 +78,7 @@ def test_fast_headers_equal_construct_on_every_page(path) -> None:  # type: igno
             assert list(MYSQL_META_FAST.unpack_from(page, 26)) == _flatten(
                 MySQLCompressionMeta.parse(page[26:])
             )
-    # parsers.pagecolumns: every field of every page of the file at once, both trailers
+    # ibdtool.parsers.pagecolumns: every field of every page of the file at once, both trailers
     whole = len(data) // psize * psize
     for full_crc32, trailer, fields in (
         (False, FilTrailer, CRC32_FIELDS),
@@ -118,7 +118,7 @@ def test_regenerating_gives_the_committed_module(tmp_path: Path) -> None:
 
 def test_generated_formats_are_the_declarations() -> None:
     """Each generated format, field list, NamedTuple and Const table is what the construct
-    declaration gives, and each generated constant is the one parsers.structs computes."""
+    declaration gives, and each generated constant is the one ibdtool.parsers.structs computes."""
     for prefix, typename, con in GENERATED:
         fields = getattr(gen, f"{prefix}_FIELDS")
         assert list(fields) == flat_fields(con), prefix
@@ -209,8 +209,8 @@ def _mariadb_crypt_by_construct(page0: bytes, e: int) -> object:
 
 @pytest.mark.parametrize("path", ALL_FILES, ids=_ids)
 def test_page0_encryption_info_reads_like_construct(path: Path) -> None:
-    """parsers.cryptinfo (generated formats) reads page 0's crypt data and encryption info as
-    the construct declarations do, also with each byte of the MariaDB header damaged."""
+    """ibdtool.parsers.cryptinfo (generated formats) reads page 0's crypt data and encryption info
+    as the construct declarations do, also with each byte of the MariaDB header damaged."""
     page0 = path.read_bytes()[:65536]
     if len(page0) < 16384:
         return

@@ -24,13 +24,13 @@ import pymysql
 import pytest
 from textual.widgets import DataTable
 
+from ibdtool.tui.app import create_app
+from ibdtool.tui.screens.tablespace import TablespaceScreen
 from samples.servers import ThrowawayServer
 from tests.cli_runner import run_ibdtool
 from tests.samples_manifest import manifest, sample
 from tests.server_fixtures import clean_env, conn_args, ibdtool
 from tests.tui_helpers import static_text, table_rows
-from tui.app import create_app
-from tui.screens.tablespace import TablespaceScreen
 
 BIDI_CONTROLS = {"LRE", "RLE", "PDF", "LRO", "RLO", "LRI", "RLI", "FSI", "PDI", "LRM", "RLM", "ALM"}
 #: a file name (no "/") with what takes a terminal over: OSC title, BEL, clear screen, RLO, CSI

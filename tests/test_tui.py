@@ -17,18 +17,18 @@ from textual.widgets import DataTable
 
 from ibdtool.present.describe import cost_text
 from ibdtool.present.text import human_bytes
+from ibdtool.tui.app import IbdtoolApp, create_app
+from ibdtool.tui.screens.browser import BrowserScreen
+from ibdtool.tui.screens.commandlog import CommandLogScreen
+from ibdtool.tui.screens.help import HelpScreen
+from ibdtool.tui.screens.page import PageScreen
+from ibdtool.tui.screens.simulation import SimulationScreen
+from ibdtool.tui.screens.tablespace import TablespaceScreen
+from ibdtool.tui.widgets.hexdump import HexDump
+from ibdtool.tui.widgets.pagemap import PageMap
 from tests.cli_runner import run_ibdtool
 from tests.samples_manifest import manifest
 from tests.tui_helpers import DATADIR_FILES, lines_of, make_datadir, static_text, table_rows
-from tui.app import IbdtoolApp, create_app
-from tui.screens.browser import BrowserScreen
-from tui.screens.commandlog import CommandLogScreen
-from tui.screens.help import HelpScreen
-from tui.screens.page import PageScreen
-from tui.screens.simulation import SimulationScreen
-from tui.screens.tablespace import TablespaceScreen
-from tui.widgets.hexdump import HexDump
-from tui.widgets.pagemap import PageMap
 
 SIZE = (120, 40)
 
@@ -396,7 +396,7 @@ async def test_simulation_can_be_cancelled(datadir: Path, monkeypatch: pytest.Mo
     report until x was pressed, so the test does not race a small file's fast simulation."""
     import threading
 
-    import tui.screens.simulation as simulation_screen
+    import ibdtool.tui.screens.simulation as simulation_screen
 
     gate = threading.Event()
     real = simulation_screen.simulate_path

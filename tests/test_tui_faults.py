@@ -17,15 +17,15 @@ from pathlib import Path
 import pytest
 
 from ibdtool.tablespace.checksum import check_file
+from ibdtool.tui.app import create_app
+from ibdtool.tui.screens.page import PageScreen
+from ibdtool.tui.screens.simulation import SimulationScreen
+from ibdtool.tui.screens.tablespace import TablespaceScreen
 from tests.conftest import corpus_file, sparse_copy
 from tests.samples_manifest import sample
 from tests.test_bad_input import ACTOR, PAGE, REPO
 from tests.test_tui import SIZE, open_file, settle
 from tests.tui_helpers import static_text
-from tui.app import create_app
-from tui.screens.page import PageScreen
-from tui.screens.simulation import SimulationScreen
-from tui.screens.tablespace import TablespaceScreen
 
 
 @pytest.mark.asyncio
@@ -96,7 +96,7 @@ async def test_simulate_key_with_nothing_to_time_shows_a_note(tmp_path: Path) ->
 CRASHING_TUI = textwrap.dedent(
     """
     import sys
-    from tui.screens.tablespace import TablespaceScreen
+    from ibdtool.tui.screens.tablespace import TablespaceScreen
 
     def on_mount(self):
         raise ValueError("min() arg is an empty sequence")

@@ -2,7 +2,7 @@
 
 The expected pages come from the file's bytes read here (FIL_PAGE_TYPE at 24, PAGE_LEVEL at 64,
 PAGE_INDEX_ID at 66 of every page) and the index names from the ``.cfg`` file beside it, read
-with :func:`parsers.cfg.parse_cfg` (the names were checked against the servers' catalogs in
+with :func:`ibdtool.parsers.cfg.parse_cfg` (the names were checked against the servers' catalogs in
 tests/test_index_names.py).
 """
 
@@ -13,12 +13,12 @@ from pathlib import Path
 
 import pytest
 
-from parsers.cfg import parse_cfg
+from ibdtool.parsers.cfg import parse_cfg
+from ibdtool.tui.app import create_app
+from ibdtool.tui.screens.tablespace import TablespaceScreen
 from tests.conftest import sparse_copy
 from tests.samples_manifest import sample
 from tests.test_tui import SIZE, legend, settle
-from tui.app import create_app
-from tui.screens.tablespace import TablespaceScreen
 
 PAGE = 16384
 

@@ -16,10 +16,10 @@ from typing import Any
 import pytest
 from textual.widgets import DataTable
 
+from ibdtool.tui.app import create_app
+from ibdtool.tui.screens.browser import BrowserScreen
 from tests.fleet_tree import build_fleet_tree
 from tests.tui_helpers import static_text
-from tui.app import create_app
-from tui.screens.browser import BrowserScreen
 
 SCHEMAS, PER_SCHEMA = 20, 250
 SIZE = (120, 40)

@@ -15,6 +15,10 @@ import pytest
 from textual.widgets import DataTable, OptionList, RichLog
 
 from ibdtool.present.text import human_bytes
+from ibdtool.tui.app import create_app
+from ibdtool.tui.screens.migration import MigrationScreen
+from ibdtool.tui.screens.server import ServerScreen
+from ibdtool.tui.screens.targets import TargetScreen
 from samples.servers import ThrowawayServer
 from tests.server_fixtures import (
     assert_format,
@@ -27,10 +31,6 @@ from tests.server_fixtures import (
 )
 from tests.test_migrate_load import dirty_in_pool
 from tests.tui_helpers import static_text, table_rows
-from tui.app import create_app
-from tui.screens.migration import MigrationScreen
-from tui.screens.server import ServerScreen
-from tui.screens.targets import TargetScreen
 
 SIZE = (140, 40)
 
@@ -186,7 +186,7 @@ async def test_convert_on_mysql80_from_the_tui(mysql80: ThrowawayServer) -> None
 async def test_page_map_names_indexes_from_the_server(mariadb: ThrowawayServer) -> None:
     """A MariaDB file has no SDI, and no .cfg once the export lock is released: the page map's
     index names can only come from the server's INNODB_SYS_INDEXES."""
-    from tui.screens.tablespace import TablespaceScreen
+    from ibdtool.tui.screens.tablespace import TablespaceScreen
 
     make_table(mariadb, "tui", "named", rows=3000)
     sid = space_id(mariadb, "tui", "named")

@@ -15,8 +15,8 @@ from typing import Any
 import pytest
 
 import ibdtool.advise.cpu_cost
+from ibdtool.tui.app import create_app
 from tests.tui_helpers import make_datadir
-from tui.app import create_app
 
 SIZE = (80, 24)
 FILE = "datadir/mysql80/mixed_zlib_lz4.ibd"

@@ -1,4 +1,5 @@
-"""ROW_FORMAT=COMPRESSED pages rebuilt by :mod:`parsers.zip_page`, checked against real servers.
+"""ROW_FORMAT=COMPRESSED pages rebuilt by :mod:`ibdtool.parsers.zip_page`, checked against real
+servers.
 
 Oracles: the corpus CATALOG.md (how many index pages each zip file has), each page's own header
 (PAGE_N_RECS, PAGE_HEAP_TOP − 120 − PAGE_GARBAGE, PAGE_N_DIR_SLOTS, PAGE_N_HEAP, PAGE_FREE),
@@ -23,7 +24,7 @@ from typing import Any
 
 import pytest
 
-from parsers.compact_rec import (
+from ibdtool.parsers.compact_rec import (
     BTR_EXTERN_FIELD_REF_SIZE,
     DATA_TRX_ROLL_LEN,
     RecordLayout,
@@ -33,9 +34,9 @@ from parsers.compact_rec import (
     read_header,
     record_fields,
 )
-from parsers.constants import FIL_NULL
-from parsers.space import detect_format
-from parsers.zip_page import (
+from ibdtool.parsers.constants import FIL_NULL
+from ibdtool.parsers.space import detect_format
+from ibdtool.parsers.zip_page import (
     ZipPage,
     ZipPageError,
     decompress_zip_page,

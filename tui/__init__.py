@@ -1,7 +1,7 @@
 """The ibdtool terminal UI (Textual): browser, tablespace page map, page bytes, simulation.
 
 Depends on the engine (:mod:`ibdtool`) and never decodes bytes itself. Start it with
-``ibdtool tui [PATH]`` or :func:`tui.app.create_app` (which the tests use too).
+``ibdtool tui [PATH]`` or :func:`ibdtool.tui.app.create_app` (which the tests use too).
 
 Module map: ``app`` (the app and its bindings), ``screens/`` (one view a module: browser,
 tablespace, page, simulation, server, migration, command log, help, prompts), ``widgets/``

@@ -22,16 +22,16 @@ from textual.screen import Screen
 
 from ibdtool.errors import InputError
 from ibdtool.fs import open_regular
+from ibdtool.parsers.keyring import Keyring
+from ibdtool.parsers.tabledef import TableDef
 from ibdtool.server import ConnectionOptions
 from ibdtool.tablespace import Schemas
-from parsers.keyring import Keyring
-from parsers.tabledef import TableDef
-from tui.commandlog import CommandLog, LogEntry
-from tui.messages import LogAdded
-from tui.screens.browser import BrowserScreen
-from tui.screens.commandlog import CommandLogScreen
-from tui.screens.help import HelpScreen
-from tui.screens.tablespace import TablespaceScreen
+from ibdtool.tui.commandlog import CommandLog, LogEntry
+from ibdtool.tui.messages import LogAdded
+from ibdtool.tui.screens.browser import BrowserScreen
+from ibdtool.tui.screens.commandlog import CommandLogScreen
+from ibdtool.tui.screens.help import HelpScreen
+from ibdtool.tui.screens.tablespace import TablespaceScreen
 
 #: the longest the UI thread waits for the GIL while a scan thread holds it, so keys stay
 #: under 100 ms (Python's default is 5 ms, and one key takes several turns of the event
@@ -86,7 +86,7 @@ class IbdtoolApp(App[None]):
 
         self.command_log.listener = tell
         if self.server is not None:
-            from tui.screens.server import ServerScreen
+            from ibdtool.tui.screens.server import ServerScreen
 
             self.push_screen(ServerScreen(*self.server))
             return

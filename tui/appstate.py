@@ -1,6 +1,6 @@
 """What the screens use of the app: the command log, the keyring, the ``--schema`` tables.
 
-A :class:`~typing.Protocol` that :class:`tui.app.IbdtoolApp` satisfies, so that a screen can
+A :class:`~typing.Protocol` that :class:`ibdtool.tui.app.IbdtoolApp` satisfies, so that a screen can
 name what it needs of the app without importing the app, which imports the screens.
 """
 
@@ -10,9 +10,9 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Protocol
 
 if TYPE_CHECKING:
-    from parsers.keyring import Keyring
-    from parsers.tabledef import TableDef
-    from tui.commandlog import CommandLog
+    from ibdtool.parsers.keyring import Keyring
+    from ibdtool.parsers.tabledef import TableDef
+    from ibdtool.tui.commandlog import CommandLog
 
 
 class AppState(Protocol):

@@ -13,10 +13,10 @@ from textual.message import Message
 
 from ibdtool.advise import SimResult
 from ibdtool.fs import Allocation
+from ibdtool.parsers.space import SpaceFormat
 from ibdtool.tablespace import InspectResult, PageDump
-from parsers.space import SpaceFormat
-from tui.commandlog import LogEntry
-from tui.pagemodel import PageMapModel
+from ibdtool.tui.commandlog import LogEntry
+from ibdtool.tui.pagemodel import PageMapModel
 
 
 @dataclass

@@ -1,6 +1,6 @@
 """What the page map draws: small codes per page for each colouring, filled as pages are read.
 
-A scan worker calls :meth:`PageMapModel.add` with each :class:`~parsers.page.PageInfo` the
+A scan worker calls :meth:`PageMapModel.add` with each :class:`~ibdtool.parsers.page.PageInfo` the
 engine yields; the UI thread reads the codes to draw cells, count legend entries and find
 filter matches. Pages at or past :attr:`PageMapModel.scanned` have not been read yet (code 0 in
 the page-content colourings); the allocation colouring is known for every page before the scan
@@ -27,6 +27,11 @@ from enum import StrEnum
 
 from ibdtool.errors import InputError
 from ibdtool.fs import Allocation, open_regular
+from ibdtool.parsers import codecs
+from ibdtool.parsers.constants import Algorithm
+from ibdtool.parsers.envelope import read_envelope
+from ibdtool.parsers.page import PageInfo
+from ibdtool.parsers.space import SpaceFormat
 from ibdtool.present import (
     EMPTY_COLOR,
     FULL_COLOR,
@@ -40,11 +45,6 @@ from ibdtool.present import (
     type_color,
 )
 from ibdtool.tablespace import unpunched_bytes
-from parsers import codecs
-from parsers.constants import Algorithm
-from parsers.envelope import read_envelope
-from parsers.page import PageInfo
-from parsers.space import SpaceFormat
 
 
 class Mode(StrEnum):

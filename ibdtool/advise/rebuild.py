@@ -23,8 +23,8 @@ transactions, a fifth of its rows deleted, a seventh updated; 960 pages before, 
 the packing needs) and returns a :class:`RebuiltImage`, whose :meth:`RebuiltImage.page`
 synthesises any page of the rebuilt file on demand: the records the bulk load would put there,
 with their headers, the page header, the directory and zeroed free space. Records are found
-without the table's definition (:func:`parsers.compact_rec.record_spans`). Non-leaf levels are
-packed from the old node pointers; BLOB and SDI pages are taken as they are. The simulation
+without the table's definition (:func:`ibdtool.parsers.compact_rec.record_spans`). Non-leaf levels
+are packed from the old node pointers; BLOB and SDI pages are taken as they are. The simulation
 compresses these images as it does real pages (:mod:`ibdtool.advise.simulate`).
 
 A file of more than :data:`SAMPLE_ABOVE_PAGES` index pages is planned from a sample, so that the
@@ -50,26 +50,26 @@ from typing import TYPE_CHECKING
 
 from ibdtool.advise.estimate import Estimate
 from ibdtool.errors import InputError
-from ibdtool.tablespace import Tablespace, scan_page_headers
-from parsers.compact_rec import (
+from ibdtool.parsers.compact_rec import (
     REC_INFO_DELETED_FLAG,
     REC_INFO_MIN_REC_FLAG,
     RecordError,
     RecordSpan,
     record_spans,
 )
-from parsers.constants import (
+from ibdtool.parsers.constants import (
     FIL_NULL,
     FIL_PAGE_INDEX,
     FIL_PAGE_SDI,
     FIL_PAGE_TYPE_ALLOCATED,
     FIL_PAGE_TYPE_INSTANT,
 )
-from parsers.page import logical_image
-from parsers.vendor import Vendor
+from ibdtool.parsers.page import logical_image
+from ibdtool.parsers.vendor import Vendor
+from ibdtool.tablespace import Tablespace, scan_page_headers
 
 if TYPE_CHECKING:
-    from parsers.keyring import Keyring
+    from ibdtool.parsers.keyring import Keyring
 
 #: index pages above which the plan samples leaves (at most, every page is read: exact): about
 #: 1 s of reading on a quiet machine, 3 s on a loaded one
@@ -407,7 +407,7 @@ def _image(ts: Tablespace, no: int) -> bytes:
     if got is None:
         page = bytes(logical_image(memoryview(ts.stored_page(no)), ts.format))
         if ts.format.zip:
-            from parsers.zip_page import ZipPageError, zip_logical_image
+            from ibdtool.parsers.zip_page import ZipPageError, zip_logical_image
 
             try:
                 page = zip_logical_image(page, ts.logical_size)

@@ -1,7 +1,7 @@
 """Predict what page compression (or ROW_FORMAT=COMPRESSED) would allocate for a tablespace.
 
 Each page is brought back to its uncompressed image (decompressing it if the file is already
-compressed), recompressed the way each server would (:mod:`parsers.layout`), and the bytes a
+compressed), recompressed the way each server would (:mod:`ibdtool.parsers.layout`), and the bytes a
 filesystem with a given block size allocates for the result are summed. A seeded random
 sample gives every figure with a 95% confidence interval; a full scan is exact and runs in
 worker processes. CPU cost per page is measured apart from the scan, on the same few of
@@ -9,9 +9,9 @@ its pages for every algorithm, repeated, as median and spread (:mod:`ibdtool.adv
 
 The scan needs each page's bytes, not its verdicts: pages are read in chunks into one reused
 buffer and handed on as views of it (decompressed only where stored compressed,
-:func:`parsers.page.logical_image`), each codec's payload length comes from a sizer the codec
-registry makes once per worker (:meth:`parsers.codecs.Codec.sizer`), and lengths are counted
-per scenario; block sizes are applied once per distinct length at the end. A full scan also
+:func:`ibdtool.parsers.page.logical_image`), each codec's payload length comes from a sizer the
+codec registry makes once per worker (:meth:`ibdtool.parsers.codecs.Codec.sizer`), and lengths are
+counted per scenario; block sizes are applied once per distinct length at the end. A full scan also
 tallies the stored pages for the current-state figures as it reads them.
 """
 
@@ -48,11 +48,9 @@ from ibdtool.fs import (
     predict_between,
     rate_for,
 )
-from ibdtool.tablespace import RUN_PAGES, Tablespace
-from ibdtool.workers import WorkerPool
-from parsers.codecs import WHAT_IF, Codec, codec, vendor_codecs
-from parsers.codecs import names as codec_names
-from parsers.constants import (
+from ibdtool.parsers.codecs import WHAT_IF, Codec, codec, vendor_codecs
+from ibdtool.parsers.codecs import names as codec_names
+from ibdtool.parsers.constants import (
     FIL_PAGE_INDEX,
     FIL_PAGE_RTREE,
     FIL_PAGE_TYPE_ALLOCATED,
@@ -60,14 +58,21 @@ from parsers.constants import (
     FIL_PAGE_TYPE_XDES,
     Algorithm,
 )
-from parsers.envelope import read_envelope, sized_pages
-from parsers.layout import MYSQL_HEADER, allocated_for_image, ntfs_allocated, server_stored_size
-from parsers.page import logical_image
-from parsers.space import SpaceFormat
-from parsers.vendor import Vendor
+from ibdtool.parsers.envelope import read_envelope, sized_pages
+from ibdtool.parsers.layout import (
+    MYSQL_HEADER,
+    allocated_for_image,
+    ntfs_allocated,
+    server_stored_size,
+)
+from ibdtool.parsers.page import logical_image
+from ibdtool.parsers.space import SpaceFormat
+from ibdtool.parsers.vendor import Vendor
+from ibdtool.tablespace import RUN_PAGES, Tablespace
+from ibdtool.workers import WorkerPool
 
-if TYPE_CHECKING:  # parsers.keyring loads construct and cryptography: only with --keyring
-    from parsers.keyring import Keyring
+if TYPE_CHECKING:  # ibdtool.parsers.keyring loads construct and cryptography: only with --keyring
+    from ibdtool.parsers.keyring import Keyring
 
 Z95 = 1.959963984540054
 PILOT_PAGES = 64  # the default run's first round, every scenario on the same pages
@@ -93,7 +98,7 @@ class Scenario:
     """One way to store pages: a vendor's page compression with a codec and level.
 
     ``server`` is the vendor (``mysql``, ``mariadb``, ``what-if``) and ``algorithm`` a codec of
-    the registry (:mod:`parsers.codecs`), which does the work."""
+    the registry (:mod:`ibdtool.parsers.codecs`), which does the work."""
 
     server: Vendor | Literal["what-if"]  # "what-if": a codec no server offers (zstd)
     algorithm: str  # a codec name: an Algorithm value, or "zstd"
@@ -434,7 +439,7 @@ def measure_zero_pages(first: int, end: int, cfg: SimConfig, acc: Accumulator) -
 class _Meter:
     """One scan's per-page work, resolved once per run and thread (:func:`_meter`): each
     scenario's page types kept plain, whether it keeps MySQL's 38-byte header out, and a
-    :meth:`parsers.codecs.Codec.sizer` (its codec, build and level chosen once, its context
+    :meth:`ibdtool.parsers.codecs.Codec.sizer` (its codec, build and level chosen once, its context
     and buffers reused page after page). A page adds one count per scenario to a histogram of
     payload lengths; block sizes are applied to the lengths once, at the end
     (:meth:`Accumulator.settle`)."""
@@ -635,7 +640,7 @@ def scan_pages(ts: Tablespace, page_nos: Sequence[int], cfg: SimConfig) -> Accum
     """Measure ``page_nos``; a run of consecutive numbers (a ``range``) is read in big chunks
     into one reused buffer, its pages measured as views of it, and its pages in long holes
     are counted without a read. Pages are neither verified nor decoded: only their logical
-    bytes are needed (:func:`parsers.page.logical_image`)."""
+    bytes are needed (:func:`ibdtool.parsers.page.logical_image`)."""
     acc = Accumulator()
     meter = _meter(cfg.scenarios)
     tally = acc.stored = StoredTally() if cfg.tally_stored else None
@@ -695,7 +700,7 @@ def _uncompressed(ts: Tablespace, page: bytes) -> bytes:
     if not ts.format.zip:
         return page
     # here, not at import: the rebuild (~10 ms of modules) serves ROW_FORMAT=COMPRESSED alone
-    from parsers.zip_page import ZipPageError, zip_logical_image
+    from ibdtool.parsers.zip_page import ZipPageError, zip_logical_image
 
     try:
         return zip_logical_image(page, ts.logical_size)

@@ -2,9 +2,9 @@
 
 Click's own protocol does the work (the shell calls ``ibdtool`` back with
 ``_IBDTOOL_COMPLETE=bash_complete`` and the words typed); this module adds what click cannot
-know: algorithm names from the codec registry (:mod:`parsers.codecs`), migration targets, block
-sizes, and paths narrowed to folders and tablespace files. Light on purpose: it is imported with
-the command group, so only ``os`` and click at import time (click's completion module loads
+know: algorithm names from the codec registry (:mod:`ibdtool.parsers.codecs`), migration targets,
+block sizes, and paths narrowed to folders and tablespace files. Light on purpose: it is imported
+with the command group, so only ``os`` and click at import time (click's completion module loads
 when a shell asks).
 """
 
@@ -37,7 +37,7 @@ def _matching(values: list[str], incomplete: str) -> list[CompletionItem]:
 def algorithm_names() -> list[str]:
     """What ``simulate -a`` takes, from the codec registry: ``all``, bare codecs (every server
     that has it), ``mysql:zlib``, ``mariadb:lzma``, … and the what-if codecs."""
-    from parsers import codecs
+    from ibdtool.parsers import codecs
 
     mysql, mariadb = codecs.names("mysql"), codecs.names("mariadb")
     what_if = [c.name for c in codecs.vendor_codecs(codecs.WHAT_IF)]
@@ -53,7 +53,7 @@ def algorithm_names() -> list[str]:
 
 def migrate_targets() -> list[str]:
     """What ``migrate --to`` takes: ``page:<codec>``, ``row:<KEY_BLOCK_SIZE>``, ``none``."""
-    from parsers import codecs
+    from ibdtool.parsers import codecs
 
     page = dict.fromkeys([*codecs.names("mysql"), *codecs.names("mariadb")])
     return [*(f"page:{c}" for c in page), *(f"row:{k}" for k in (1, 2, 4, 8, 16)), "none"]

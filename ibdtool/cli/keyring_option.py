@@ -1,7 +1,7 @@
 """The ``--keyring`` / ``--keyring-filekey`` options, declared once for every command that reads
 pages (inspect and its --map, pages, page, checksum, records, simulate, sdi, tui).
 
-The decorated command receives ``keyring``: the :class:`~parsers.keyring.Keyring` read from
+The decorated command receives ``keyring``: the :class:`~ibdtool.parsers.keyring.Keyring` read from
 the file, or None. A key file that cannot be read is a one-line error (exit 2). The keyring
 code is imported only when ``--keyring`` is given.
 """
@@ -17,7 +17,7 @@ import click
 from ibdtool.errors import InputError
 
 if TYPE_CHECKING:
-    from parsers.keyring import Keyring
+    from ibdtool.parsers.keyring import Keyring
 
 F = TypeVar("F", bound=Callable[..., Any])
 #: far more than any key file holds (MariaDB's lists a few keys, MySQL's keyring_file a few
@@ -31,9 +31,10 @@ def load_keyring(path: str | None, filekey: str | None) -> Keyring | None:
         if filekey is not None:
             raise InputError("--keyring-filekey needs --keyring")
         return None
-    # imported only now: parsers.keyring loads construct and cryptography (start-up, issue 14)
+    # imported only now: ibdtool.parsers.keyring loads construct and cryptography (start-up, issue
+    # 14)
     from ibdtool.fs import read_capped
-    from parsers.keyring import MAX_SECRET, KeyringError, parse_keyring
+    from ibdtool.parsers.keyring import MAX_SECRET, KeyringError, parse_keyring
 
     data = read_capped(path, KEYRING_MAX_BYTES, "key file")
     secret: str | bytes | None = filekey

@@ -19,11 +19,11 @@ from ibdtool.cli.complete import TablespacePath, complete_algorithms, complete_b
 from ibdtool.cli.keyring_option import keyring_options
 from ibdtool.cli.schema_option import schema_options
 from ibdtool.errors import ExitCode, IbdtoolError, InputError
+from ibdtool.parsers import codecs
 from ibdtool.present import shown
-from parsers import codecs
 
-if TYPE_CHECKING:  # parsers.keyring loads construct and cryptography: only with --keyring
-    from parsers.keyring import Keyring
+if TYPE_CHECKING:  # ibdtool.parsers.keyring loads construct and cryptography: only with --keyring
+    from ibdtool.parsers.keyring import Keyring
 
 if TYPE_CHECKING:
     from ibdtool.tablespace import Schemas
@@ -626,8 +626,8 @@ def simulate(
 @keyring_options
 def sdi(path: str, keyring: Keyring | None) -> None:
     """The MySQL 8 SDI as JSON, in ibd2sdi's shape."""
+    from ibdtool.parsers.sdi import ibd2sdi_shape
     from ibdtool.tablespace import Tablespace
-    from parsers.sdi import ibd2sdi_shape
 
     with Tablespace(path, keyring) as ts:
         if ts.format.sdi_root is None:

@@ -17,7 +17,7 @@ import click
 from ibdtool.cli.keyring_option import keyring_options
 from ibdtool.cli.server import CONNECTION_KEYS, connection_options, resolve_connection
 from ibdtool.errors import ExitCode, InputError
-from parsers.keyring import Keyring
+from ibdtool.parsers.keyring import Keyring
 
 _SIZE_UNITS = {"": 1, "k": 1 << 10, "m": 1 << 20, "g": 1 << 30}
 EXPORT_EXTERN_LIMIT = 1 << 32  # LONGBLOB's maximum: exports read values whole
@@ -392,8 +392,8 @@ def _jobs(jobs: int | None) -> int:
 def _export(run: Any, path: str, fmt: str, force: bool, jobs: int | None) -> int:
     """Write the rows of ``run`` in an export format on stdout; the number of records left
     out because they could not be read (with --force)."""
+    from ibdtool.parsers.tabledef import Kind
     from ibdtool.tablespace import export_header, load_data_sql
-    from parsers.tabledef import Kind
 
     if run.table is None or run.index is None:
         raise InputError(f"{path}: --format {fmt} needs a table definition (SDI, --schema, .cfg)")

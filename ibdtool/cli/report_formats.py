@@ -15,8 +15,8 @@ import json
 from collections.abc import Callable, Iterable, Iterator
 from typing import IO, Any
 
+from ibdtool.parsers.filename import table_label
 from ibdtool.present import human_bytes, range_text, shown
-from parsers.filename import table_label
 
 SYSTEM_LABEL = "(server)"  # rows with no schema: system, undo and general tablespaces
 

@@ -22,8 +22,8 @@ import click
 from ibdtool.cli.complete import complete_targets
 from ibdtool.cli.deprecated import deprecated_option
 from ibdtool.errors import ExitCode, InputError
+from ibdtool.parsers import codecs
 from ibdtool.present import shown
-from parsers import codecs
 
 F = TypeVar("F", bound=Callable[..., Any])
 _MYSQL_CODECS = ", ".join(codecs.names("mysql"))
@@ -248,8 +248,8 @@ def tables(
 
     With DATABASE names (as mysqlshow takes them), only their tables.
     """
+    from ibdtool.parsers.filename import encode
     from ibdtool.server import list_tables, space_kind
-    from parsers.filename import encode
 
     schemas = [*databases, *old_schemas]
     with _open_server(kw) as srv:

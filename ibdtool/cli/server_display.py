@@ -20,6 +20,7 @@ from ibdtool.present import hms, human_bytes, range_text
 if TYPE_CHECKING:
     from rich.progress import Progress, TaskID
 
+    from ibdtool.parsers.vendor import Vendor
     from ibdtool.server import (
         Event,
         Plan,
@@ -29,7 +30,6 @@ if TYPE_CHECKING:
         TablePlan,
         TableResult,
     )
-    from parsers.vendor import Vendor
 
 LINE_EVERY = 10.0  # seconds between progress lines when stderr is not a terminal
 

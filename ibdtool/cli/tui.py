@@ -19,7 +19,7 @@ from ibdtool.cli.server import (
     resolve_connection,
 )
 from ibdtool.errors import IbdtoolError
-from parsers.keyring import Keyring
+from ibdtool.parsers.keyring import Keyring
 
 if TYPE_CHECKING:
     from ibdtool.tablespace import Schemas
@@ -45,7 +45,7 @@ def tui(
     current directory). With --server, the tables of a live MariaDB/MySQL server, and
     conversions with a plan, preflight and live progress.
     """
-    from tui.app import create_app
+    from ibdtool.tui.app import create_app
 
     server = resolve_connection(kw) if use_server else None
     app = create_app(path, server=server, keyring=keyring, schemas=schemas)

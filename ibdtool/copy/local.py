@@ -46,8 +46,8 @@ from ibdtool.copy import agent
 from ibdtool.copy.repunch import Needless, iter_needless, needless_ranges
 from ibdtool.errors import ExitCode, IbdtoolError, InputError
 from ibdtool.fs import Allocation, lock_exclusive, read_allocation, users_of
+from ibdtool.parsers.layout import align_up
 from ibdtool.tablespace import Tablespace
-from parsers.layout import align_up
 
 if TYPE_CHECKING:  # checksum and readback load the page decoder: only for a page check
     from ibdtool.copy.readback import WindowPages

@@ -8,8 +8,8 @@ writes. :func:`needless_ranges` finds them so a copy can leave them out, as the 
 have.
 
 Only each page's stored size is needed, and the header holds it (the full_crc32 type word,
-the type-14 metadata, the classic length field): :func:`parsers.envelope.read_envelope` reads
-it, for the pages whose type word says compressed; nothing is decompressed and no per-page
+the type-14 metadata, the classic length field): :func:`ibdtool.parsers.envelope.read_envelope`
+reads it, for the pages whose type word says compressed; nothing is decompressed and no per-page
 object is made. The file is read in big chunks (only its fully allocated page slots: a slot
 the server punched has nothing left to find) and adjacent ranges are merged as they are found.
 
@@ -30,8 +30,8 @@ from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 
 from ibdtool.fs import Allocation
+from ibdtool.parsers.envelope import fcrc32_stored_size, may_have_stored_size, read_envelope
 from ibdtool.tablespace import CHUNK_BYTES, Tablespace, map_ranges
-from parsers.envelope import fcrc32_stored_size, may_have_stored_size, read_envelope
 
 
 @dataclass

@@ -10,6 +10,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, Any
 
 from ibdtool.advise import CHEAPEST_WITHIN
+from ibdtool.parsers.filename import label_of_path
 from ibdtool.present.text import (
     human_bytes,
     plural,
@@ -19,14 +20,13 @@ from ibdtool.present.text import (
     size_k,
     us_text,
 )
-from parsers.filename import label_of_path
 
 if TYPE_CHECKING:
     from ibdtool.advise import Cost, Recommendation, Scenario, ScenarioResult, SimResult
     from ibdtool.fs import Allocation, DropCost, Layout
+    from ibdtool.parsers.space import SpaceFormat
+    from ibdtool.parsers.vendor import Vendor
     from ibdtool.tablespace import InspectResult
-    from parsers.space import SpaceFormat
-    from parsers.vendor import Vendor
 
 #: a line of text as ``(text, style)`` segments; ``""`` is no style
 Styled = list[tuple[str, str]]

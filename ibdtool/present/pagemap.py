@@ -20,10 +20,10 @@ from ibdtool.present import palette
 from ibdtool.present.text import shown
 
 if TYPE_CHECKING:
+    from ibdtool.parsers.keyring import Keyring
+    from ibdtool.parsers.page import PageInfo
+    from ibdtool.parsers.tabledef import TableDef
     from ibdtool.tablespace import InspectResult
-    from parsers.keyring import Keyring
-    from parsers.page import PageInfo
-    from parsers.tabledef import TableDef
 
 MODES = ("type", "compression", "allocation", "index")
 

@@ -25,6 +25,10 @@ from typing import TYPE_CHECKING, Any
 
 from ibdtool.errors import IbdtoolError, InputError
 from ibdtool.fs import dense_extents
+from ibdtool.parsers import filename
+from ibdtool.parsers.constants import Algorithm
+from ibdtool.parsers.identity import FTS_NAME
+from ibdtool.parsers.vendor import Vendor
 from ibdtool.report import saved as schema
 from ibdtool.report.rowstore import RowStore
 from ibdtool.tablespace import (
@@ -38,10 +42,6 @@ from ibdtool.tablespace import (
     sys_table_ids,
 )
 from ibdtool.workers import WorkerPool
-from parsers import filename
-from parsers.constants import Algorithm
-from parsers.identity import FTS_NAME
-from parsers.vendor import Vendor
 
 if TYPE_CHECKING:
     from ibdtool.tablespace import Schemas
@@ -124,7 +124,7 @@ class Target:
 
 def decode_filename(name: str) -> str:
     """A folder or file name in the servers' filename encoding back to the identifier
-    (:mod:`parsers.filename`: ``@1o`` and ``@00fc`` alike); what is not encoded is kept."""
+    (:mod:`ibdtool.parsers.filename`: ``@1o`` and ``@00fc`` alike); what is not encoded is kept."""
     return filename.decode(name)
 
 

@@ -13,10 +13,10 @@ from functools import cached_property
 from pathlib import Path
 from typing import Any
 
+from ibdtool.parsers import codecs
 from ibdtool.server import localfs, sql
 from ibdtool.server.connection import ConnectionOptions, Session, StatementHook
 from ibdtool.server.dialects import Dialect, parse_flavor
-from parsers import codecs
 
 VARIABLES = (
     "innodb_page_size",

@@ -27,8 +27,8 @@ from typing import Any
 
 from ibdtool.errors import InputError
 from ibdtool.fs import read_capped
+from ibdtool.parsers.jsontext import JsonTextError, load_json
 from ibdtool.server.progress import GlobalChange
-from parsers.jsontext import JsonTextError, load_json
 
 
 def open_for_append(path: Path) -> int:

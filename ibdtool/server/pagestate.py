@@ -19,14 +19,14 @@ from typing import Any
 
 from ibdtool.errors import InputError
 from ibdtool.fs import DropCost, drop_cost
-from ibdtool.tablespace import Tablespace
-from parsers.constants import (
+from ibdtool.parsers.constants import (
     FIL_PAGE_TYPE_FSP_HDR,
     FIL_PAGE_TYPE_XDES,
     Algorithm,
 )
-from parsers.envelope import HEADER_BYTES, read_envelope
-from parsers.vendor import Vendor
+from ibdtool.parsers.envelope import HEADER_BYTES, read_envelope
+from ibdtool.parsers.vendor import Vendor
+from ibdtool.tablespace import Tablespace
 
 FULL_SCAN_PAGES = 1 << 18  # 4 GiB of 16K pages read whole; above that a sample
 SAMPLE_PAGES = 1 << 15

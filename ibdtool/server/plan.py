@@ -18,6 +18,7 @@ from typing import Any
 from ibdtool.advise import Estimate
 from ibdtool.errors import InputError
 from ibdtool.fs import DropCost, dense_drop_cost, drop_total
+from ibdtool.parsers.vendor import Vendor
 from ibdtool.server import sql
 from ibdtool.server.bufferpool import dirty_pages
 from ibdtool.server.context import Server
@@ -27,7 +28,6 @@ from ibdtool.server.probe import ProbeResult, change_text, latency_change, laten
 from ibdtool.server.steps import DEFAULT_LOCK_WAIT_TIMEOUT, PlanSettings, Step, Target
 from ibdtool.server.table_info import TableInfo
 from ibdtool.server.tables import reload_page_states
-from parsers.vendor import Vendor
 
 ROW_SAMPLE_PAGES = 400  # pages the ROW_FORMAT=COMPRESSED prediction samples in bigger files
 #: above this share of the table's pages dirty in the buffer pool, no prediction from the file

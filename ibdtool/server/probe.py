@@ -463,7 +463,7 @@ class _Window:
 
     def _snapshot(self) -> dict[str, Any]:
         w = self.watch
-        from parsers.filename import encode
+        from ibdtool.parsers.filename import encode
 
         names = [*POOL_STATUS, *COMPRESSION_STATUS]
         snap: dict[str, Any] = {

@@ -12,11 +12,11 @@ from collections import Counter
 from dataclasses import dataclass, field
 from typing import Any
 
+from ibdtool.parsers.vendor import Vendor
 from ibdtool.server import sql
 from ibdtool.server.context import Server, on
 from ibdtool.server.errors import ServerError
 from ibdtool.server.tables import read_tablespaces
-from parsers.vendor import Vendor
 
 
 @dataclass

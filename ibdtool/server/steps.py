@@ -13,10 +13,10 @@ from dataclasses import dataclass
 from typing import Any
 
 from ibdtool.errors import InputError
+from ibdtool.parsers import codecs
+from ibdtool.parsers.vendor import Vendor
 from ibdtool.server import sql
 from ibdtool.server.locks import Lock, locks_json, step_locks
-from parsers import codecs
-from parsers.vendor import Vendor
 
 KEY_BLOCK_SIZES = (1, 2, 4, 8, 16)
 DEFAULT_LOCK_WAIT_TIMEOUT = 60

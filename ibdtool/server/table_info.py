@@ -14,9 +14,9 @@ from pathlib import Path
 from typing import Any
 
 from ibdtool.fs import drop_total
+from ibdtool.parsers.flags import decode_flags
+from ibdtool.parsers.vendor import Vendor
 from ibdtool.server.pagestate import PageState
-from parsers.flags import decode_flags
-from parsers.vendor import Vendor
 
 MARIADB_FLAG_MASK = 0x1FFFF  # the catalog's FLAG carries memory-only bits above these
 UNFLUSHED_FRACTION = 0.5  # fewer data pages on disk than this share of the catalog's count

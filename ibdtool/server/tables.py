@@ -5,8 +5,8 @@ the InnoDB catalog (``INNODB_TABLESPACES``/``INNODB_SYS_TABLESPACES``: space id,
 ALLOCATED_SIZE, FS_BLOCK_SIZE, flags, file path) and, when the datadir is local, the page-level
 state from :mod:`ibdtool.server.pagestate`, into the records of
 :mod:`ibdtool.server.table_info`. MySQL 5.7 and MariaDB name tablespaces in the
-servers' filename encoding (``my-db`` → ``my@002ddb``, ``ü`` → ``@1o``: :mod:`parsers.filename`);
-MySQL 8 names them as written.
+servers' filename encoding (``my-db`` → ``my@002ddb``, ``ü`` → ``@1o``:
+:mod:`ibdtool.parsers.filename`); MySQL 8 names them as written.
 """
 
 from __future__ import annotations
@@ -16,13 +16,13 @@ from pathlib import Path
 from typing import Any
 
 from ibdtool.errors import InputError
+from ibdtool.parsers import filename
+from ibdtool.parsers.identity import FTS_NAME
 from ibdtool.server import localfs, sql
 from ibdtool.server.context import Server
 from ibdtool.server.pagestate import page_state
 from ibdtool.server.table_info import NOT_FLUSHED, SpaceInfo, TableInfo, TableOptions
 from ibdtool.tablespace import IndexNames, from_rows
-from parsers import filename
-from parsers.identity import FTS_NAME
 
 
 def _space_from_row(row: dict[str, Any], datadir: Path | None) -> SpaceInfo:

@@ -1,10 +1,10 @@
 """``ibdtool checksum``: verify every page of a file as fast as the hardware allows.
 
 The common pages (plain crc32 pages, plain full_crc32 pages) are verified a chunk at a time
-(:mod:`parsers.pagecolumns`: one unpack for every header of the chunk, hardware CRC-32C calls
-mapped over memoryviews, no object per page); full_crc32 and MariaDB classic page_compressed
+(:mod:`ibdtool.parsers.pagecolumns`: one unpack for every header of the chunk, hardware CRC-32C
+calls mapped over memoryviews, no object per page); full_crc32 and MariaDB classic page_compressed
 images inline, page by page; anything else (zero, zip, innodb-checksummed, damaged) goes
-through the full decoder, so verdicts are exactly those of :func:`parsers.page.decode_page`.
+through the full decoder, so verdicts are exactly those of :func:`ibdtool.parsers.page.decode_page`.
 Large files are split into page ranges scanned by worker processes; each reads a few MiB at a
 time into one reused buffer, so memory stays flat.
 """
@@ -22,27 +22,27 @@ from operator import not_, or_
 from typing import TYPE_CHECKING
 
 from ibdtool.errors import InputError
-from ibdtool.tablespace.reader import Tablespace
-from parsers.checksum import ChecksumAlgo
-from parsers.codecs import CodecError
-from parsers.constants import (
+from ibdtool.parsers.checksum import ChecksumAlgo
+from ibdtool.parsers.codecs import CodecError
+from ibdtool.parsers.constants import (
     FIL_PAGE_COMPRESS_FCRC32_MARKER,
     FIL_PAGE_PAGE_COMPRESSED,
     Vendor,
 )
-from parsers.crc32c_fast import crc32c
-from parsers.envelope import Kind, fcrc32_stored_size, read_envelope
-from parsers.inflate import inflate
-from parsers.pagecolumns import (
+from ibdtool.parsers.crc32c_fast import crc32c
+from ibdtool.parsers.envelope import Kind, fcrc32_stored_size, read_envelope
+from ibdtool.parsers.inflate import inflate
+from ibdtool.parsers.pagecolumns import (
     columns,
     compressed_verified,
     plain_verified,
     verdict_fields,
 )
-from parsers.space import SpaceFormat
+from ibdtool.parsers.space import SpaceFormat
+from ibdtool.tablespace.reader import Tablespace
 
-if TYPE_CHECKING:  # parsers.keyring loads construct and cryptography: only with --keyring
-    from parsers.keyring import Keyring
+if TYPE_CHECKING:  # ibdtool.parsers.keyring loads construct and cryptography: only with --keyring
+    from ibdtool.parsers.keyring import Keyring
 
 PARALLEL_MIN_PAGES = 8192
 
@@ -143,7 +143,7 @@ class ChecksumTally:
         self.done += count
         rest: Iterable[int] = range(count)
         if self.fast_crc32 or fast_fcrc32:
-            # the plain pages of the chunk at once (parsers.pagecolumns), the rest below
+            # the plain pages of the chunk at once (ibdtool.parsers.pagecolumns), the rest below
             cols = columns(mv, psize, fast_fcrc32, verdict_fields(fast_fcrc32))
             good = plain_verified(mv, psize, n, fast_fcrc32, cols)
             if fast_fcrc32 and not all(good):  # page_compressed images, also at once

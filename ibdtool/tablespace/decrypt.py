@@ -1,7 +1,7 @@
 """Open one encrypted tablespace with a key file: pick its key, prove it, decrypt its pages.
 
-:func:`page_decryptor` binds a :class:`~parsers.keyring.Keyring` to a tablespace's format and
-checks the key before any page is decoded, so a wrong key is one error, never garbage:
+:func:`page_decryptor` binds a :class:`~ibdtool.parsers.keyring.Keyring` to a tablespace's format
+and checks the key before any page is decoded, so a wrong key is one error, never garbage:
 
 * MySQL: the master key named by page 0's encryption info (or a .cfp's tablespace key) must
   reproduce the CRC-32C of the tablespace key and IV stored on page 0.
@@ -18,14 +18,14 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 from ibdtool.errors import InputError
-from parsers import crypt
-from parsers.crypt import Cipher_, CryptError
-from parsers.envelope import Envelope, read_envelope, read_key_version
-from parsers.page import decode_page
-from parsers.space import SpaceFormat
+from ibdtool.parsers import crypt
+from ibdtool.parsers.crypt import Cipher_, CryptError
+from ibdtool.parsers.envelope import Envelope, read_envelope, read_key_version
+from ibdtool.parsers.page import decode_page
+from ibdtool.parsers.space import SpaceFormat
 
-if TYPE_CHECKING:  # parsers.keyring loads construct and cryptography: only with --keyring
-    from parsers.keyring import Keyring
+if TYPE_CHECKING:  # ibdtool.parsers.keyring loads construct and cryptography: only with --keyring
+    from ibdtool.parsers.keyring import Keyring
 
 PROBE_PAGES = 8  # encrypted pages tried before a MariaDB key is called wrong
 #: filesystem blocks a MySQL type-16 page may have been written in (the write length)
@@ -49,7 +49,7 @@ class PageDecryptor:
         return read_key_version(page, self.fmt.full_crc32)
 
     def decrypt(self, page: bytes | memoryview, page_no: int) -> bytes | None:
-        """The stored image of ``page`` as it would be unencrypted (see parsers.crypt); None
+        """The stored image of ``page`` as it would be unencrypted (see ibdtool.parsers.crypt); None
         when its envelope says it is not encrypted, or is damaged (the decoder reports that)."""
         env = read_envelope(page, self.fmt)
         if not env.encrypted or env.problem is not None:

@@ -1,29 +1,29 @@
 """``Tablespace.pages(header_only=True)`` at scan speed, for scans that want every page's record.
 
-The TUI's page map (``inspect`` with ``on_page``) needs a :class:`~parsers.page.PageInfo` per
-page. :func:`header_pages` yields the very records the decoder gives — the tests compare both,
+The TUI's page map (``inspect`` with ``on_page``) needs a :class:`~ibdtool.parsers.page.PageInfo`
+per page. :func:`header_pages` yields the very records the decoder gives — the tests compare both,
 field by field, on every sample and corpus file — but builds those of the common pages from
 the stored bytes: plain pages whose crc32 or full_crc32 checksum verifies from the columns of
-a whole chunk (:mod:`parsers.pagecolumns`), full_crc32 page-compressed images whose CRC-32C
+a whole chunk (:mod:`ibdtool.parsers.pagecolumns`), full_crc32 page-compressed images whose CRC-32C
 verifies from the header of the page inside
 (:func:`ibdtool.tablespace.inspect_tally.compressed_header`). Every other page (zero, damaged,
 encrypted, classic compressed, zip, a doublewrite copy) and every page of a tablespace opened with a
-key goes through :func:`parsers.page.decode_page`.
+key goes through :func:`ibdtool.parsers.page.decode_page`.
 """
 
 from __future__ import annotations
 
 from collections.abc import Callable, Iterator
 
+from ibdtool.parsers._structs_gen import FIL_HEADER_FAST
+from ibdtool.parsers.checksum import ChecksumAlgo
+from ibdtool.parsers.codecs import codec_for
+from ibdtool.parsers.constants import Algorithm, index_types, page_type_name
+from ibdtool.parsers.envelope import MARIADB_FCRC32_PAYLOAD
+from ibdtool.parsers.page import HEADER_PREFIX, IndexStats, PageInfo, index_fill, index_stats
+from ibdtool.parsers.pagecolumns import INDEX_FIELDS, columns, plain_verified, verdict_fields
 from ibdtool.tablespace.inspect_tally import compressed_header
 from ibdtool.tablespace.reader import Tablespace
-from parsers._structs_gen import FIL_HEADER_FAST
-from parsers.checksum import ChecksumAlgo
-from parsers.codecs import codec_for
-from parsers.constants import Algorithm, index_types, page_type_name
-from parsers.envelope import MARIADB_FCRC32_PAYLOAD
-from parsers.page import HEADER_PREFIX, IndexStats, PageInfo, index_fill, index_stats
-from parsers.pagecolumns import INDEX_FIELDS, columns, plain_verified, verdict_fields
 
 _FIELDS = ("prev", "next", "space_id")
 

@@ -5,8 +5,8 @@ Every index page carries only PAGE_INDEX_ID. The names come from, in this order:
 * the MySQL 8 SDI (``se_private_data`` ``id=``), read by
 :func:`ibdtool.tablespace.inspect.summarise_sdi`;
 * the ``.cfg`` file ``FLUSH TABLES … FOR EXPORT`` writes beside the ``.ibd`` (MySQL 5.6+,
-  MariaDB; :mod:`parsers.cfg`), used only when its indexes name this file's space id (a stale
-  export of another tablespace is ignored with a warning); its table flags also say the row
+  MariaDB; :mod:`ibdtool.parsers.cfg`), used only when its indexes name this file's space id (a
+  stale export of another tablespace is ignored with a warning); its table flags also say the row
   format (``dict_tf``: bit 0 compact, bits 1–4 zip size, bit 5 atomic blobs);
 * a live server's ``INNODB_INDEXES`` / ``INNODB_SYS_INDEXES`` rows for the space
   (:func:`from_rows`, filled by the caller that holds the connection);
@@ -73,7 +73,7 @@ def from_cfg(
     if data is None:
         return None
     # imported only when a .cfg exists: its declarations cost start-up time (issue 14)
-    from parsers.cfg import CfgError, read_cfg
+    from ibdtool.parsers.cfg import CfgError, read_cfg
 
     try:
         cfg: Any = read_cfg(data)

@@ -16,25 +16,25 @@ from typing import TYPE_CHECKING, Any
 
 from ibdtool.errors import InputError
 from ibdtool.fs import Allocation, DropCost, Layout, drop_cost, layout
+from ibdtool.parsers.checksum import ChecksumAlgo
+from ibdtool.parsers.constants import (
+    Algorithm,
+)
+from ibdtool.parsers.identity import Identity, identify
+from ibdtool.parsers.page import PageInfo
+from ibdtool.parsers.rowformat import row_format
+from ibdtool.parsers.sdi import SDI_INDEX_ID, SdiEntry
+from ibdtool.parsers.space import SpaceFormat
+from ibdtool.parsers.vendor import Vendor
 from ibdtool.tablespace.header_pages import header_pages
 from ibdtool.tablespace.index_names import IndexNames, from_cfg
 from ibdtool.tablespace.inspect_tally import tally_run
 from ibdtool.tablespace.page_tally import PageTally
 from ibdtool.tablespace.reader import Tablespace
-from parsers.checksum import ChecksumAlgo
-from parsers.constants import (
-    Algorithm,
-)
-from parsers.identity import Identity, identify
-from parsers.page import PageInfo
-from parsers.rowformat import row_format
-from parsers.sdi import SDI_INDEX_ID, SdiEntry
-from parsers.space import SpaceFormat
-from parsers.vendor import Vendor
 
-if TYPE_CHECKING:  # parsers.keyring loads construct and cryptography: only with --keyring
-    from parsers.keyring import Keyring
-    from parsers.tabledef import TableDef
+if TYPE_CHECKING:  # ibdtool.parsers.keyring loads construct and cryptography: only with --keyring
+    from ibdtool.parsers.keyring import Keyring
+    from ibdtool.parsers.tabledef import TableDef
 
 MAX_LISTED_PAGES = 1000
 #: ROW_FORMAT=COMPRESSED leaf pages rebuilt for their real fill; more are sampled evenly (a
@@ -218,8 +218,8 @@ class InspectResult:
 
     @property
     def row_format(self) -> str | None:
-        """One row format for the tablespace (:mod:`parsers.rowformat`); None for spaces that
-        hold many tables or none (system, undo, temporary, the dictionary)."""
+        """One row format for the tablespace (:mod:`ibdtool.parsers.rowformat`); None for spaces
+        that hold many tables or none (system, undo, temporary, the dictionary)."""
         if self.kind in ("system", "undo", "temporary", "dictionary"):
             return None
         declared = self.sdi.row_format if self.sdi else self.index_names.row_format
@@ -525,7 +525,8 @@ def zip_fill_summary(
 ) -> ZipFillSummary:
     """Rebuild the zip leaf pages ``leaves`` (an even sample of ``limit`` when there are more)
     and average their fills (see :class:`ZipFillSummary`)."""
-    from parsers.zip_page import ZipPageError, decompress_zip_page, zip_fill  # zip files only
+    # zip files only
+    from ibdtool.parsers.zip_page import ZipPageError, decompress_zip_page, zip_fill
 
     n = len(leaves)
     picked = [leaves[i * n // limit] for i in range(limit)] if n > limit else list(leaves)

@@ -4,15 +4,15 @@ A scan of a large file spends its time on a few kinds of page: all-zero ones, pl
 a good crc32 or full_crc32 checksum, full_crc32 page-compressed images with a good CRC-32C
 (§3.2, §6.6) and MariaDB classic page_compressed zlib images whose inner page verifies (§3.1).
 Those are tallied here from one chunk read at a time (into one reused buffer), without a
-:class:`~parsers.page.PageInfo` per page: the plain ones with their headers unpacked together
-and their CRCs mapped over memoryviews (:mod:`parsers.pagecolumns`), the full_crc32 compressed
-ones with their CRCs mapped the same way and only the header of the page inside inflated
-(:data:`parsers.page.HEADER_PREFIX` bytes through the codec registry,
+:class:`~ibdtool.parsers.page.PageInfo` per page: the plain ones with their headers unpacked
+together and their CRCs mapped over memoryviews (:mod:`ibdtool.parsers.pagecolumns`), the full_crc32
+compressed ones with their CRCs mapped the same way and only the header of the page inside inflated
+(:data:`ibdtool.parsers.page.HEADER_PREFIX` bytes through the codec registry,
 :func:`compressed_headers`), the classic ones inflated whole, once, since their checksum is
 inside (:func:`classic_pages`); the headers of a chunk's compressed pages are then unpacked
 together too. Every other page — damaged, encrypted, MySQL compressed, classic with another
 algorithm, zip, innodb-checksummed, a page number that does not match, a doublewrite copy —
-goes through :func:`parsers.page.decode_page` as before, so the tally is exactly the
+goes through :func:`ibdtool.parsers.page.decode_page` as before, so the tally is exactly the
 decoder's (the tests compare both on every sample and corpus file, damaged copies too). Holes
 are counted by :mod:`ibdtool.tablespace.inspect` without reading them; this takes the runs that hold
 data.
@@ -26,12 +26,10 @@ from itertools import compress, repeat
 from operator import add, and_, not_, or_
 from typing import TYPE_CHECKING, NamedTuple
 
-from ibdtool.tablespace.checksum import classic_inner
-from ibdtool.tablespace.reader import Tablespace
-from parsers._structs_gen import FIL_HEADER_FAST
-from parsers.checksum import ChecksumAlgo
-from parsers.codecs import FCRC32_LENGTH_BYTE, CodecError, codec_for
-from parsers.constants import (
+from ibdtool.parsers._structs_gen import FIL_HEADER_FAST
+from ibdtool.parsers.checksum import ChecksumAlgo
+from ibdtool.parsers.codecs import FCRC32_LENGTH_BYTE, CodecError, codec_for
+from ibdtool.parsers.constants import (
     FIL_PAGE_COMPRESS_FCRC32_MARKER,
     FIL_PAGE_PAGE_COMPRESSED,
     Algorithm,
@@ -39,10 +37,10 @@ from parsers.constants import (
     index_types,
     page_type_name,
 )
-from parsers.crc32c_fast import crc32c
-from parsers.envelope import MARIADB_FCRC32_PAYLOAD, fcrc32_payload_end, fcrc32_stored_size
-from parsers.page import HEADER_PREFIX, index_fills
-from parsers.pagecolumns import (
+from ibdtool.parsers.crc32c_fast import crc32c
+from ibdtool.parsers.envelope import MARIADB_FCRC32_PAYLOAD, fcrc32_payload_end, fcrc32_stored_size
+from ibdtool.parsers.page import HEADER_PREFIX, index_fills
+from ibdtool.parsers.pagecolumns import (
     INDEX_FIELDS,
     PREFIX_BYTES,
     columns,
@@ -51,7 +49,9 @@ from parsers.pagecolumns import (
     prefix_columns,
     verdict_fields,
 )
-from parsers.sdi import SDI_INDEX_ID
+from ibdtool.parsers.sdi import SDI_INDEX_ID
+from ibdtool.tablespace.checksum import classic_inner
+from ibdtool.tablespace.reader import Tablespace
 
 if TYPE_CHECKING:
     from ibdtool.tablespace.page_tally import PageTally
@@ -112,7 +112,8 @@ def tally_run(
         count = len(mv) // psize
         rest: Iterable[int] = range(count)
         if fcrc32 or crc32_plain:
-            # the plain pages of the chunk at once (parsers.pagecolumns), the rest page by page
+            # the plain pages of the chunk at once (ibdtool.parsers.pagecolumns), the rest page by
+            # page
             cols = columns(mv, psize, fcrc32, fields)
             good = plain_verified(mv, psize, n, fcrc32, cols)
             if dblwr:
@@ -190,9 +191,9 @@ def compressed_header(
 ) -> tuple[bytes, int, int] | None:
     """For the full_crc32 page-compressed image at ``off`` of ``mv`` (stored type ``ptype``)
     whose CRC-32C verifies: the first bytes of the page inside (``read_header``: the codec's
-    :meth:`~parsers.codecs.Codec.prefix_reader` for :data:`~parsers.page.HEADER_PREFIX`), the
-    image's stored size and the end of its payload (§3.2, §6.6); None for the decoder to say
-    what else it is."""
+    :meth:`~ibdtool.parsers.codecs.Codec.prefix_reader` for
+    :data:`~ibdtool.parsers.page.HEADER_PREFIX`), the image's stored size and the end of its payload
+    (§3.2, §6.6); None for the decoder to say what else it is."""
     if not ptype & FIL_PAGE_COMPRESS_FCRC32_MARKER:
         return None
     size = fcrc32_stored_size(ptype, psize)
@@ -239,10 +240,10 @@ def compressed_headers(
     dblwr: frozenset[int] | set[int] | None = None,
 ) -> CompressedHeaders:
     """:func:`compressed_header` for every page of the chunk ``mv`` at once (``cols``: its
-    :func:`~parsers.pagecolumns.columns` with the verdict fields): the CRC-32Cs in one
-    :func:`~parsers.pagecolumns.compressed_verified` call, the headers inflated one after the
-    other in C (``map``, no Python frame per page but the reader's) and unpacked together
-    (:func:`~parsers.pagecolumns.prefix_columns`). A page whose header does not inflate, or
+    :func:`~ibdtool.parsers.pagecolumns.columns` with the verdict fields): the CRC-32Cs in one
+    :func:`~ibdtool.parsers.pagecolumns.compressed_verified` call, the headers inflated one after
+    the other in C (``map``, no Python frame per page but the reader's) and unpacked together
+    (:func:`~ibdtool.parsers.pagecolumns.prefix_columns`). A page whose header does not inflate, or
     that is in ``dblwr``, is not ``ok``: the decoder says what it is."""
     count = len(cols["page_no"])
     ok = compressed_verified(mv, psize, first_page, cols)

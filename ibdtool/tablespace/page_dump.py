@@ -1,13 +1,13 @@
 """One page: its stored and decompressed bytes and every decoded field with its offset.
 
 What ``ibdtool page PATH N`` prints (like innodb_ruby's ``page-dump``) and what the TUI's page
-view shows and saves: the fields come from the page families of :mod:`parsers.pages` (the
+view shows and saves: the fields come from the page families of :mod:`ibdtool.parsers.pages` (the
 stored image's envelope, then the logical page's FIL frame and family), the bytes from
 :meth:`~ibdtool.tablespace.reader.Tablespace.page_with_data` (decrypted when the tablespace was
 opened with its key). The logical page of a ROW_FORMAT=COMPRESSED index page is the uncompressed
-page the server works on, rebuilt by :func:`parsers.zip_page.decompress_zip_page`, with its real
-fill (:func:`~parsers.zip_page.zip_fill`: live records, and the compressed image in use); a
-page that cannot be rebuilt keeps its stored image and says why (``rebuild_problem``).
+page the server works on, rebuilt by :func:`ibdtool.parsers.zip_page.decompress_zip_page`, with its
+real fill (:func:`~ibdtool.parsers.zip_page.zip_fill`: live records, and the compressed image in
+use); a page that cannot be rebuilt keeps its stored image and says why (``rebuild_problem``).
 :func:`save_page` writes a page's bytes to a new file in a directory, never through a link and
 never over an existing file.
 """
@@ -21,18 +21,18 @@ from pathlib import Path
 from typing import Any
 
 from ibdtool.fs import create_new
-from ibdtool.tablespace.reader import Tablespace
-from parsers.keyring import Keyring
-from parsers.page import PageInfo
-from parsers.pages import Layout, logical_layout, stored_layout
-from parsers.space import SpaceFormat
-from parsers.zip_page import (
+from ibdtool.parsers.keyring import Keyring
+from ibdtool.parsers.page import PageInfo
+from ibdtool.parsers.pages import Layout, logical_layout, stored_layout
+from ibdtool.parsers.space import SpaceFormat
+from ibdtool.parsers.zip_page import (
     ZipFill,
     ZipPageError,
     decompress_zip_page,
     is_zip_index_page,
     zip_fill,
 )
+from ibdtool.tablespace.reader import Tablespace
 
 
 @dataclass(frozen=True)

@@ -6,15 +6,15 @@ from collections.abc import Iterator, Sequence
 from typing import TYPE_CHECKING, Any
 
 from ibdtool.errors import InputError
+from ibdtool.parsers.constants import MARIADB_TYPE_NAMES, MYSQL_TYPE_NAMES
+from ibdtool.parsers.page import DOUBLEWRITE_NAME, ENCRYPTED_NAME, PageInfo
+from ibdtool.parsers.sdi import SDI_INDEX_ID
 from ibdtool.tablespace.inspect import index_names_of
 from ibdtool.tablespace.reader import Tablespace
-from parsers.constants import MARIADB_TYPE_NAMES, MYSQL_TYPE_NAMES
-from parsers.page import DOUBLEWRITE_NAME, ENCRYPTED_NAME, PageInfo
-from parsers.sdi import SDI_INDEX_ID
 
-if TYPE_CHECKING:  # parsers.keyring loads construct and cryptography: only with --keyring
-    from parsers.keyring import Keyring
-    from parsers.tabledef import TableDef
+if TYPE_CHECKING:  # ibdtool.parsers.keyring loads construct and cryptography: only with --keyring
+    from ibdtool.parsers.keyring import Keyring
+    from ibdtool.parsers.tabledef import TableDef
 
 KNOWN_TYPE_NAMES = sorted(
     set(MYSQL_TYPE_NAMES.values())

@@ -13,11 +13,11 @@ from array import array
 from collections import Counter
 from dataclasses import dataclass, field
 
-from parsers.checksum import ChecksumAlgo
-from parsers.constants import Algorithm
-from parsers.layout import align_up
-from parsers.page import PageInfo
-from parsers.sdi import SDI_INDEX_ID
+from ibdtool.parsers.checksum import ChecksumAlgo
+from ibdtool.parsers.constants import Algorithm
+from ibdtool.parsers.layout import align_up
+from ibdtool.parsers.page import PageInfo
+from ibdtool.parsers.sdi import SDI_INDEX_ID
 
 
 def unpunched_bytes(info: PageInfo, allocated_in_slot: int, block: int) -> int:

@@ -5,8 +5,8 @@ The rows are those of :func:`ibdtool.tablespace.page_rows.page_rows` encoded by
 pages a large file is made of — plain pages with a good crc32 or full_crc32 checksum, full_crc32
 page-compressed images with a good CRC-32C, MariaDB classic page_compressed zlib images whose inner
 page verifies, all-zero pages — are written from a template, their fields taken from the columns of
-a whole chunk (:mod:`parsers.pagecolumns`) or, for a compressed image, from the header of the
-page inside (a chunk at a time: :func:`ibdtool.tablespace.inspect_tally.compressed_headers`,
+a whole chunk (:mod:`ibdtool.parsers.pagecolumns`) or, for a compressed image, from the header of
+the page inside (a chunk at a time: :func:`ibdtool.tablespace.inspect_tally.compressed_headers`,
 :func:`ibdtool.tablespace.inspect_tally.classic_pages`); every other page (and every page of a
 tablespace opened with a key) goes through the decoder and
 :func:`~ibdtool.tablespace.page_rows.page_row`, as before.
@@ -26,21 +26,21 @@ from functools import partial
 from typing import TYPE_CHECKING
 
 from ibdtool.errors import InputError
+from ibdtool.parsers.checksum import ChecksumAlgo
+from ibdtool.parsers.codecs import codec_for
+from ibdtool.parsers.constants import Algorithm, Vendor, index_types, page_type_name
+from ibdtool.parsers.page import HEADER_PREFIX, index_fill
+from ibdtool.parsers.pagecolumns import INDEX_FIELDS, columns, plain_verified, verdict_fields
+from ibdtool.parsers.sdi import SDI_INDEX_ID
 from ibdtool.tablespace.inspect import index_names_of
 from ibdtool.tablespace.inspect_tally import CompressedHeaders, classic_pages, compressed_headers
 from ibdtool.tablespace.page_rows import page_row, parse_type_filter
 from ibdtool.tablespace.parallel import ordered_map
 from ibdtool.tablespace.reader import Tablespace
-from parsers.checksum import ChecksumAlgo
-from parsers.codecs import codec_for
-from parsers.constants import Algorithm, Vendor, index_types, page_type_name
-from parsers.page import HEADER_PREFIX, index_fill
-from parsers.pagecolumns import INDEX_FIELDS, columns, plain_verified, verdict_fields
-from parsers.sdi import SDI_INDEX_ID
 
-if TYPE_CHECKING:  # parsers.keyring loads construct and cryptography: only with --keyring
-    from parsers.keyring import Keyring
-    from parsers.tabledef import TableDef
+if TYPE_CHECKING:  # ibdtool.parsers.keyring loads construct and cryptography: only with --keyring
+    from ibdtool.parsers.keyring import Keyring
+    from ibdtool.parsers.tabledef import TableDef
 
 #: pages per block: one worker's unit of work, and what the parent holds at most per worker
 BLOCK_PAGES = 4096

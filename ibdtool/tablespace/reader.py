@@ -23,17 +23,17 @@ from typing import TYPE_CHECKING, Protocol
 
 from ibdtool.errors import InputError
 from ibdtool.fs import Allocation, PackedRanges, open_regular, read_allocation, scan_ranges
-from parsers.checksum import ChecksumAlgo
-from parsers.constants import FIL_PAGE_TYPE_XDES
-from parsers.page import DOUBLEWRITE_NAME, PageInfo, decode_page
-from parsers.sdi import SdiEntry, SdiError, read_sdi, read_zip_sdi
-from parsers.space import SpaceFormat, detect_format
-from parsers.vendor import Vendor
-from parsers.xdes import decode_descriptor_page
+from ibdtool.parsers.checksum import ChecksumAlgo
+from ibdtool.parsers.constants import FIL_PAGE_TYPE_XDES
+from ibdtool.parsers.page import DOUBLEWRITE_NAME, PageInfo, decode_page
+from ibdtool.parsers.sdi import SdiEntry, SdiError, read_sdi, read_zip_sdi
+from ibdtool.parsers.space import SpaceFormat, detect_format
+from ibdtool.parsers.vendor import Vendor
+from ibdtool.parsers.xdes import decode_descriptor_page
 
-if TYPE_CHECKING:  # parsers.keyring loads construct and cryptography: only with --keyring
+if TYPE_CHECKING:  # ibdtool.parsers.keyring loads construct and cryptography: only with --keyring
+    from ibdtool.parsers.keyring import Keyring
     from ibdtool.tablespace.decrypt import PageDecryptor
-    from parsers.keyring import Keyring
 
 CHUNK_BYTES = 4 << 20
 #: the most pages one run of :meth:`Tablespace.page_runs` spans (per-page arrays stay small)
@@ -116,8 +116,8 @@ class Tablespace:
         self.decryptor: PageDecryptor | None = None
         try:
             fmt = self.format
-            # ibdtool.tablespace.decrypt (parsers.crypt, the key checks) only for a file it may
-            # decrypt:
+            # ibdtool.tablespace.decrypt (ibdtool.parsers.crypt, the key checks) only for a file it
+            # may decrypt:
             # MySQL encryption info (the default master key needs no keyring), or MariaDB crypt
             # data that says encrypted and a key file; page_decryptor returns None otherwise
             if fmt.mysql_encryption is not None and keyring is None:
@@ -176,8 +176,8 @@ class Tablespace:
         None when there is none or it is not a .cfp."""
         data = self.read_sibling(self.path.with_suffix(".cfp"), 4096)
         if data is None:
-            return None  # parsers.keyring (construct, cryptography) only when there is one
-        from parsers.keyring import CFP_FILE, KeyringError, parse_cfp
+            return None  # ibdtool.parsers.keyring (construct, cryptography) only when there is one
+        from ibdtool.parsers.keyring import CFP_FILE, KeyringError, parse_cfp
 
         if len(data) != CFP_FILE.sizeof():
             return None
@@ -433,7 +433,7 @@ class Tablespace:
     ) -> Iterator[PageInfo]:
         """Every page in [start, stop), decoded lazily, reading a few MiB at a time;
         ``header_only``: inflate no more of a compressed page than its header where its
-        checksum does not need the page (:func:`parsers.page.decode_page`)."""
+        checksum does not need the page (:func:`ibdtool.parsers.page.decode_page`)."""
         for n, stored in self._stored_pages(start, stop):
             yield self._decode(stored, n, None, header_only)
 

@@ -30,6 +30,9 @@ from functools import partial
 from typing import Any
 
 from ibdtool.errors import InputError
+from ibdtool.parsers.constants import FIL_NULL
+from ibdtool.parsers.records import IndexReader, RecordsError
+from ibdtool.parsers.rowplan import PagePlan, compile_plan
 from ibdtool.tablespace.parallel import ordered_map
 from ibdtool.tablespace.reader import Tablespace
 from ibdtool.tablespace.records import (
@@ -41,9 +44,6 @@ from ibdtool.tablespace.records import (
     RecordEvent,
     RecordsRun,
 )
-from parsers.constants import FIL_NULL
-from parsers.records import IndexReader, RecordsError
-from parsers.rowplan import PagePlan, compile_plan
 
 #: leaf pages a process reads at a time (~5,000 rows of a plain table: a few hundred KB out)
 RUN_PAGES = 48

@@ -26,7 +26,7 @@ import re
 from collections.abc import Callable, Iterable, Iterator
 from typing import Any
 
-from parsers.tabledef import Column, Kind
+from ibdtool.parsers.tabledef import Column, Kind
 
 EXPORT_FORMATS = ("csv", "tsv", "sql")
 SQL_BATCH_BYTES = 1 << 20

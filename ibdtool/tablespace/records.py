@@ -21,16 +21,14 @@ from pathlib import Path
 from typing import Any, Union
 
 from ibdtool.errors import InputError
-from ibdtool.tablespace.reader import Tablespace
-from ibdtool.tablespace.schemas import index_names_by_order
-from parsers.cfg import CfgError, parse_cfg
-from parsers.constants import FIL_NULL, FIL_PAGE_INDEX
-from parsers.ddl import DdlError, parse_create_table
-from parsers.errors import ParseError
-from parsers.frm import MAX_FRM_SIZE, FrmError, parse_frm, refine_with_frm
-from parsers.instant_mariadb import core_null_bytes
-from parsers.keyring import Keyring
-from parsers.records import (
+from ibdtool.parsers.cfg import CfgError, parse_cfg
+from ibdtool.parsers.constants import FIL_NULL, FIL_PAGE_INDEX
+from ibdtool.parsers.ddl import DdlError, parse_create_table
+from ibdtool.parsers.errors import ParseError
+from ibdtool.parsers.frm import MAX_FRM_SIZE, FrmError, parse_frm, refine_with_frm
+from ibdtool.parsers.instant_mariadb import core_null_bytes
+from ibdtool.parsers.keyring import Keyring
+from ibdtool.parsers.records import (
     DEFAULT_EXTERN_LIMIT,
     FIL_PAGE_TYPE_INSTANT,
     IndexReader,
@@ -39,11 +37,13 @@ from parsers.records import (
     page_is_compact,
     raw_rows,
 )
-from parsers.rowplan import PagePlan
-from parsers.sdi_table import SdiTableError, table_from_sdi
-from parsers.tabledef import IndexDef, TableDef
-from parsers.vendor import Vendor
-from parsers.zip_page import ZipPageError, decompress_zip_page
+from ibdtool.parsers.rowplan import PagePlan
+from ibdtool.parsers.sdi_table import SdiTableError, table_from_sdi
+from ibdtool.parsers.tabledef import IndexDef, TableDef
+from ibdtool.parsers.vendor import Vendor
+from ibdtool.parsers.zip_page import ZipPageError, decompress_zip_page
+from ibdtool.tablespace.reader import Tablespace
+from ibdtool.tablespace.schemas import index_names_by_order
 
 MAX_LEAF_PAGES = 1 << 26
 NOT_LEAF = 0xFFFFFFFE  # in IndexPages.next_of: not a leaf page (FIL_NULL ends a chain)
@@ -52,7 +52,7 @@ NOT_LEAF = 0xFFFFFFFE  # in IndexPages.next_of: not a leaf page (FIL_NULL ends a
 @dataclass(slots=True)
 class FastRows:
     """The records of one leaf page read by the index's compiled plan
-    (:mod:`parsers.rowplan`): (delete-marked, values in :meth:`RecordsRun.column_names`
+    (:mod:`ibdtool.parsers.rowplan`): (delete-marked, values in :meth:`RecordsRun.column_names`
     order) each."""
 
     page: int
@@ -160,9 +160,9 @@ def definition_from_schema(sql: str) -> TableDef:
 
 def table_name_of(path: Path) -> tuple[str, str]:
     """(schema, table) of a file in a datadir, decoded from the servers' filename encoding
-    (:mod:`parsers.filename`): ``shop/t#P#p0.ibd`` → ("shop", "t"), ``shop/Bestell@1obersicht.ibd``
-    → ("shop", "Bestellübersicht")."""
-    from parsers.filename import decode, split_table_file
+    (:mod:`ibdtool.parsers.filename`): ``shop/t#P#p0.ibd`` → ("shop", "t"),
+    ``shop/Bestell@1obersicht.ibd`` → ("shop", "Bestellübersicht")."""
+    from ibdtool.parsers.filename import decode, split_table_file
 
     resolved = path.resolve()
     return decode(resolved.parent.name), split_table_file(resolved.stem).table
@@ -280,7 +280,7 @@ class RecordsRun:
             yield item
 
     def walk(self, plan: Callable[[IndexReader], PagePlan | None] | None = None) -> Iterator[Item]:
-        """:meth:`events`; with ``plan`` (:func:`parsers.rowplan.compile_plan`), the pages
+        """:meth:`events`; with ``plan`` (:func:`ibdtool.parsers.rowplan.compile_plan`), the pages
         after the first that the plan reads come as one :class:`FastRows` each."""
         src = PageSource(self.ts)
         name = self.index_name

@@ -24,10 +24,10 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from ibdtool.errors import InputError
+from ibdtool.parsers.ddl import DdlError, parse_create_tables
+from ibdtool.parsers.filename import split_table_file
+from ibdtool.parsers.tabledef import TableDef
 from ibdtool.tablespace.index_names import IndexNames
-from parsers.ddl import DdlError, parse_create_tables
-from parsers.filename import split_table_file
-from parsers.tabledef import TableDef
 
 MAX_SCHEMA_BYTES = 64 << 20
 

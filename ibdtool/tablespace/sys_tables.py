@@ -1,7 +1,7 @@
 """Table ids by table name from a system tablespace's SYS_TABLES (MariaDB, MySQL 5.x).
 
-Walks SYS_TABLES' clustered index (:mod:`parsers.sys_tables`): down the leftmost node pointers
-to the first leaf, then along the leaves. ``report`` uses it to tie a FULLTEXT index's
+Walks SYS_TABLES' clustered index (:mod:`ibdtool.parsers.sys_tables`): down the leftmost node
+pointers to the first leaf, then along the leaves. ``report`` uses it to tie a FULLTEXT index's
 ``FTS_<table id>_…`` tablespaces to their table where no SDI names the id.
 """
 
@@ -10,9 +10,8 @@ from __future__ import annotations
 from pathlib import Path
 
 from ibdtool.errors import InputError
-from ibdtool.tablespace.reader import Tablespace
-from parsers.errors import ParseError
-from parsers.sys_tables import (
+from ibdtool.parsers.errors import ParseError
+from ibdtool.parsers.sys_tables import (
     DICT_HDR_PAGE_NO,
     first_child,
     leaf_rows,
@@ -20,6 +19,7 @@ from parsers.sys_tables import (
     page_level,
     tables_root,
 )
+from ibdtool.tablespace.reader import Tablespace
 
 MAX_DEPTH = 16  # a B-tree of InnoDB is never this deep: a loop in a damaged file
 

@@ -6,8 +6,8 @@ the two images a page view shows. :func:`stored_layout` lays out the image as th
 (FIL header, then the compression envelope or the trailer; :mod:`.stored`), and
 :func:`logical_layout` the decompressed page: its FIL frame (:mod:`.fil`), then what the page's
 family declares, found through :data:`PAGE_FAMILIES` (:mod:`.logical`). Pure decoding: bytes and
-the :class:`~parsers.page.PageInfo` of :func:`~parsers.page.decode_page` in, frozen records
-(:mod:`.base`) out.
+the :class:`~ibdtool.parsers.page.PageInfo` of :func:`~ibdtool.parsers.page.decode_page` in, frozen
+records (:mod:`.base`) out.
 
 Families: :mod:`.index` (INDEX, RTREE, SDI, INSTANT), :mod:`.fsp` (FSP_HDR, XDES),
 :mod:`.inode` (INODE), :mod:`.blob` (BLOB, MySQL SDI_BLOB). Other types show their frame only.
@@ -21,15 +21,16 @@ The family contract — to add a page type, copy a family module (``blob.py`` is
 * ``layout(page, info, fmt) -> (groups, regions)``: the :class:`FieldGroup` list and the
   :class:`Region` list of the page body, between the FIL header and the trailer, which the
   caller adds; it must not raise on a damaged body (regions are clipped to the page);
-* every field's offset and size come from its construct declaration in :mod:`parsers.structs`
-  through :func:`~parsers.pages.base.spans` and :func:`~parsers.pages.base.field` — declare a
-  missing structure there first, citing its section;
+* every field's offset and size come from its construct declaration in
+  :mod:`ibdtool.parsers.structs` through :func:`~ibdtool.parsers.pages.base.spans` and
+  :func:`~ibdtool.parsers.pages.base.field` — declare a missing structure there first, citing its
+  section;
 * add the module to ``FAMILIES`` in :mod:`.logical` and a line to the list above.
 """
 
-from parsers.pages.base import REGION_NAMES, Field, FieldGroup, Layout, Region, region_at
-from parsers.pages.logical import PAGE_FAMILIES, logical_layout
-from parsers.pages.stored import stored_layout
+from ibdtool.parsers.pages.base import REGION_NAMES, Field, FieldGroup, Layout, Region, region_at
+from ibdtool.parsers.pages.logical import PAGE_FAMILIES, logical_layout
+from ibdtool.parsers.pages.stored import stored_layout
 
 __all__ = [
     "PAGE_FAMILIES",

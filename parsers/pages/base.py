@@ -3,7 +3,7 @@
 A :class:`Field` is one named on-disk field, a :class:`FieldGroup` one structure of the page, a
 :class:`Region` a labelled byte range of the hex dump, a :class:`Layout` all of them for one
 image. :func:`spans` reads each field's offset and size off its construct declaration in
-:mod:`parsers.structs`, so no family types an offset the declaration already knows.
+:mod:`ibdtool.parsers.structs`, so no family types an offset the declaration already knows.
 """
 
 from __future__ import annotations
@@ -13,10 +13,10 @@ from typing import Any, NamedTuple, Protocol
 
 from construct import Construct
 
-from parsers.constants import FIL_NULL
-from parsers.page import PageInfo
-from parsers.space import SpaceFormat
-from parsers.vendor import Vendor
+from ibdtool.parsers.constants import FIL_NULL
+from ibdtool.parsers.page import PageInfo
+from ibdtool.parsers.space import SpaceFormat
+from ibdtool.parsers.vendor import Vendor
 
 #: Region names, in the order a legend lists them.
 REGION_NAMES = (
@@ -81,7 +81,7 @@ Parts = tuple[list[FieldGroup], list[Region]]
 
 
 class Family(Protocol):
-    """The contract of a page-family module (see :mod:`parsers.pages`)."""
+    """The contract of a page-family module (see :mod:`ibdtool.parsers.pages`)."""
 
     def page_types(self, vendor: Vendor) -> frozenset[int]: ...
 

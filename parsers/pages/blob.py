@@ -6,12 +6,12 @@ Both chain pages through a LOB header at FIL_PAGE_DATA: the part length and the 
 
 from __future__ import annotations
 
-from parsers.constants import FIL_PAGE_DATA, FIL_PAGE_SDI_BLOB, FIL_PAGE_TYPE_BLOB
-from parsers.page import PageInfo
-from parsers.pages.base import FieldGroup, Parts, Region, field, page_ref, spans
-from parsers.space import SpaceFormat
-from parsers.structs import LobHeader
-from parsers.vendor import Vendor
+from ibdtool.parsers.constants import FIL_PAGE_DATA, FIL_PAGE_SDI_BLOB, FIL_PAGE_TYPE_BLOB
+from ibdtool.parsers.page import PageInfo
+from ibdtool.parsers.pages.base import FieldGroup, Parts, Region, field, page_ref, spans
+from ibdtool.parsers.space import SpaceFormat
+from ibdtool.parsers.structs import LobHeader
+from ibdtool.parsers.vendor import Vendor
 
 _AT = spans(LobHeader, FIL_PAGE_DATA)
 DATA_START = FIL_PAGE_DATA + LobHeader.sizeof()

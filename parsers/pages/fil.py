@@ -1,12 +1,12 @@
 """FIL header and trailer (§1.1, §1.2): the frame every page has, whatever its family.
 
-Not a page family itself: :mod:`parsers.pages.stored` and :mod:`parsers.pages.logical` frame
-every image with these groups.
+Not a page family itself: :mod:`ibdtool.parsers.pages.stored` and
+:mod:`ibdtool.parsers.pages.logical` frame every image with these groups.
 """
 
 from __future__ import annotations
 
-from parsers.constants import (
+from ibdtool.parsers.constants import (
     FIL_PAGE_COMPRESSED,
     FIL_PAGE_COMPRESSED_AND_ENCRYPTED,
     FIL_PAGE_DATA,
@@ -14,11 +14,11 @@ from parsers.constants import (
     FIL_PAGE_PAGE_COMPRESSED_ENCRYPTED,
     page_type_name,
 )
-from parsers.envelope import fcrc32_declared_size
-from parsers.page import PageInfo
-from parsers.pages.base import Field, FieldGroup, field, page_ref, spans
-from parsers.space import SpaceFormat
-from parsers.structs import FilHeader, FilTrailer
+from ibdtool.parsers.envelope import fcrc32_declared_size
+from ibdtool.parsers.page import PageInfo
+from ibdtool.parsers.pages.base import Field, FieldGroup, field, page_ref, spans
+from ibdtool.parsers.space import SpaceFormat
+from ibdtool.parsers.structs import FilHeader, FilTrailer
 
 HEADER = spans(FilHeader)
 TRAILER_SIZE = FilTrailer.sizeof()

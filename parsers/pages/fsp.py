@@ -7,13 +7,13 @@ the encryption info.
 
 from __future__ import annotations
 
-from parsers.constants import FIL_PAGE_TYPE_FSP_HDR, FIL_PAGE_TYPE_XDES
-from parsers.page import PageInfo
-from parsers.pages.base import FieldGroup, Parts, Region, field, flst, ranges, spans
-from parsers.space import SpaceFormat, sdi_offset, xdes_size
-from parsers.structs import FSP_HEADER_OFFSET, XDES_ARR_OFFSET, FspHeader, SdiHeader
-from parsers.vendor import Vendor
-from parsers.xdes import XDES_NOT_INITED, decode_descriptor_page
+from ibdtool.parsers.constants import FIL_PAGE_TYPE_FSP_HDR, FIL_PAGE_TYPE_XDES
+from ibdtool.parsers.page import PageInfo
+from ibdtool.parsers.pages.base import FieldGroup, Parts, Region, field, flst, ranges, spans
+from ibdtool.parsers.space import SpaceFormat, sdi_offset, xdes_size
+from ibdtool.parsers.structs import FSP_HEADER_OFFSET, XDES_ARR_OFFSET, FspHeader, SdiHeader
+from ibdtool.parsers.vendor import Vendor
+from ibdtool.parsers.xdes import XDES_NOT_INITED, decode_descriptor_page
 
 #: Where the FSP header's fields lie on page 0 (also read by the stored view of §3.2).
 FSP = spans(FspHeader, FSP_HEADER_OFFSET)

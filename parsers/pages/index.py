@@ -2,21 +2,21 @@
 
 The index page header and the two file-segment headers of a root, then the record heap, the
 free space and the page directory; on a ROW_FORMAT=COMPRESSED page as stored the zlib stream
-instead (the page rebuilt by :mod:`parsers.zip_page`, the server's uncompressed frame, is laid
-out like any compact page: it holds the infimum and supremum records where the stored image
+instead (the page rebuilt by :mod:`ibdtool.parsers.zip_page`, the server's uncompressed frame, is
+laid out like any compact page: it holds the infimum and supremum records where the stored image
 starts its stream).
 """
 
 from __future__ import annotations
 
-from parsers.compact_rec import PAGE_NEW_INFIMUM, PAGE_NEW_SUPREMUM
-from parsers.constants import FIL_PAGE_DATA, index_types
-from parsers.page import PAGE_NEW_SUPREMUM_END, PAGE_OLD_SUPREMUM_END, PageInfo
-from parsers.pages.base import NOWHERE, FieldGroup, Parts, Region, field, spans
-from parsers.sdi import SDI_INDEX_ID
-from parsers.space import SpaceFormat
-from parsers.structs import PAGE_DATA, PAGE_HEADER, IndexHeader
-from parsers.vendor import Vendor
+from ibdtool.parsers.compact_rec import PAGE_NEW_INFIMUM, PAGE_NEW_SUPREMUM
+from ibdtool.parsers.constants import FIL_PAGE_DATA, index_types
+from ibdtool.parsers.page import PAGE_NEW_SUPREMUM_END, PAGE_OLD_SUPREMUM_END, PageInfo
+from ibdtool.parsers.pages.base import NOWHERE, FieldGroup, Parts, Region, field, spans
+from ibdtool.parsers.sdi import SDI_INDEX_ID
+from ibdtool.parsers.space import SpaceFormat
+from ibdtool.parsers.structs import PAGE_DATA, PAGE_HEADER, IndexHeader
+from ibdtool.parsers.vendor import Vendor
 
 PAGE_DIR = 8  # the directory ends 8 bytes before the page end (§5.2)
 _DIRECTIONS = {1: "LEFT", 2: "RIGHT", 3: "SAME_REC", 4: "SAME_PAGE", 5: "NO_DIRECTION"}

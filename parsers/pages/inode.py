@@ -2,12 +2,12 @@
 
 from __future__ import annotations
 
-from parsers.constants import FIL_NULL, FIL_PAGE_DATA, FIL_PAGE_INODE
-from parsers.page import PageInfo
-from parsers.pages.base import FieldGroup, Parts, Region, ranges
-from parsers.space import SpaceFormat
-from parsers.structs import FSEG_ARR_OFFSET, FSEG_MAGIC_N_VALUE, inode_entry
-from parsers.vendor import Vendor
+from ibdtool.parsers.constants import FIL_NULL, FIL_PAGE_DATA, FIL_PAGE_INODE
+from ibdtool.parsers.page import PageInfo
+from ibdtool.parsers.pages.base import FieldGroup, Parts, Region, ranges
+from ibdtool.parsers.space import SpaceFormat
+from ibdtool.parsers.structs import FSEG_ARR_OFFSET, FSEG_MAGIC_N_VALUE, inode_entry
+from ibdtool.parsers.vendor import Vendor
 
 
 def page_types(vendor: Vendor) -> frozenset[int]:

@@ -9,13 +9,13 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 
-from parsers.constants import FIL_PAGE_DATA
-from parsers.page import PageInfo
-from parsers.pages import blob, fsp, index, inode
-from parsers.pages.base import Family, FieldGroup, Layout, Region, clip
-from parsers.pages.fil import TRAILER_SIZE, header_group, trailer_group
-from parsers.space import SpaceFormat
-from parsers.vendor import Vendor
+from ibdtool.parsers.constants import FIL_PAGE_DATA
+from ibdtool.parsers.page import PageInfo
+from ibdtool.parsers.pages import blob, fsp, index, inode
+from ibdtool.parsers.pages.base import Family, FieldGroup, Layout, Region, clip
+from ibdtool.parsers.pages.fil import TRAILER_SIZE, header_group, trailer_group
+from ibdtool.parsers.space import SpaceFormat
+from ibdtool.parsers.vendor import Vendor
 
 #: Every page family; a new one is added here.
 FAMILIES: tuple[Family, ...] = (index, fsp, inode, blob)

@@ -7,8 +7,8 @@ payload and padding, laid out as MySQL (§2.1), MariaDB classic (§3.1) or Maria
 
 from __future__ import annotations
 
-from parsers.codecs import FCRC32_LENGTH_BYTE, MARIADB_ALGORITHMS, MYSQL_ALGORITHMS
-from parsers.constants import (
+from ibdtool.parsers.codecs import FCRC32_LENGTH_BYTE, MARIADB_ALGORITHMS, MYSQL_ALGORITHMS
+from ibdtool.parsers.constants import (
     FIL_PAGE_COMPRESSED,
     FIL_PAGE_COMPRESSED_AND_ENCRYPTED,
     FIL_PAGE_DATA,
@@ -17,14 +17,24 @@ from parsers.constants import (
     Algorithm,
     page_type_name,
 )
-from parsers.envelope import fcrc32_declared_size, fcrc32_stored_size
-from parsers.page import PageInfo
-from parsers.pages.base import Field, FieldGroup, Layout, Parts, Region, Span, clip, field, spans
-from parsers.pages.fil import HEADER, TRAILER_SIZE, header_group, trailer_group
-from parsers.pages.fsp import FSP
-from parsers.pages.index import zip_regions
-from parsers.space import SpaceFormat
-from parsers.structs import (
+from ibdtool.parsers.envelope import fcrc32_declared_size, fcrc32_stored_size
+from ibdtool.parsers.page import PageInfo
+from ibdtool.parsers.pages.base import (
+    Field,
+    FieldGroup,
+    Layout,
+    Parts,
+    Region,
+    Span,
+    clip,
+    field,
+    spans,
+)
+from ibdtool.parsers.pages.fil import HEADER, TRAILER_SIZE, header_group, trailer_group
+from ibdtool.parsers.pages.fsp import FSP
+from ibdtool.parsers.pages.index import zip_regions
+from ibdtool.parsers.space import SpaceFormat
+from ibdtool.parsers.structs import (
     MARIADB_CLASSIC_COMP_OFFSET,
     MARIADB_CLASSIC_ENC_PAYLOAD,
     MARIADB_CLASSIC_PAYLOAD,
@@ -34,7 +44,7 @@ from parsers.structs import (
     MariaDBClassicEncCompHeader,
     MySQLCompressionMeta,
 )
-from parsers.vendor import Vendor
+from ibdtool.parsers.vendor import Vendor
 
 _MYSQL = spans(MySQLCompressionMeta, MYSQL_COMPRESSION_META_OFFSET)
 _CLASSIC = spans(MariaDBClassicCompHeader, MARIADB_CLASSIC_COMP_OFFSET)

@@ -6,8 +6,8 @@ from dataclasses import dataclass
 from functools import cache
 from pathlib import Path
 
+from ibdtool.parsers.space import sdi_offset
 from ibdtool.tablespace.reader import Tablespace
-from parsers.space import sdi_offset
 from tests.catalog import CORPUS, REPO
 
 #: name -> path; corpus files are under ../shared/corpus, samples/ files under the repo

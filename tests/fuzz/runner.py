@@ -207,8 +207,8 @@ def _alarm(seconds: float) -> Iterator[None]:
 
 
 def _sdi(path: Path) -> Any:
+    from ibdtool.parsers.sdi import ibd2sdi_shape
     from ibdtool.tablespace.reader import Tablespace
-    from parsers.sdi import ibd2sdi_shape
 
     with Tablespace(path) as ts:
         import json

@@ -7,7 +7,7 @@ user or a crash would:
   bytes, put through every text front end: the CLI's one-line error, ``checksum``'s line,
   ``pages`` text and CSV rows, ``records`` text and JSON lines, ``report`` in every format, a
   Rich table and progress line of the CLI (:class:`~ibdtool.cli.render.SafeConsole`) and what a
-  TUI widget is given (:func:`tui.shown.safe`, rendered by Rich as Textual does);
+  TUI widget is given (:func:`ibdtool.tui.shown.safe`, rendered by Rich as Textual does);
   whatever comes out must hold no raw control character (the oracle: Python's Unicode
   database, as in ``tests/test_terminal_escapes.py``) and JSON must keep the exact name.
 * ``journal``: a ``migrate --journal`` file (real lines, then truncated, flipped, nested,
@@ -206,7 +206,7 @@ def _names(path: Path) -> Any:
     from ibdtool.cli.render import PipeConsole, fitted, literal
     from ibdtool.present import json_shown, shown
     from ibdtool.tablespace import CheckResult
-    from tui.shown import safe
+    from ibdtool.tui.shown import safe
 
     name = path.read_bytes().decode("utf-8", "surrogateescape")
     _check("shown", shown(name), keep="")
@@ -221,7 +221,7 @@ def _names(path: Path) -> Any:
     widget = PipeConsole(file=io.StringIO(), width=120)  # as Textual renders what it is given
     widget.print(safe(name))
     widget.print(safe(Text(name)))
-    _check("tui.shown.safe", safe(name).plain, keep="")
+    _check("ibdtool.tui.shown.safe", safe(name).plain, keep="")
     # records: names escaped, values as JSON with the C1 and bidi left by JSON escaped
     line = f"{shown(name)}={json_shown(json.dumps(name, ensure_ascii=False))}"
     _check("records text", line, keep="")
@@ -385,7 +385,7 @@ def tui_on_name(name: str, root: Path) -> str | None:
         return None
 
     async def drive() -> str | None:
-        from tui.app import create_app
+        from ibdtool.tui.app import create_app
 
         app = create_app(root)
         async with app.run_test(size=(140, 40)) as pilot:

@@ -31,15 +31,15 @@ from textual.widgets import DataTable, Footer, Header, Static
 from textual.worker import get_current_worker
 
 from ibdtool.errors import IbdtoolError
+from ibdtool.parsers.filename import decode, table_label
 from ibdtool.present import human_bytes, shown
 from ibdtool.report import ScanOptions, Target, fulltext_owners, scan_one, walk_targets
-from parsers.filename import decode, table_label
-from tui.messages import RowsScanned, ScanFailed
-from tui.screens.prompt import PromptScreen
-from tui.shown import safe
+from ibdtool.tui.messages import RowsScanned, ScanFailed
+from ibdtool.tui.screens.prompt import PromptScreen
+from ibdtool.tui.shown import safe
 
 if TYPE_CHECKING:
-    from tui.appstate import AppState
+    from ibdtool.tui.appstate import AppState
 
 PROGRESS_INTERVAL = 0.1
 #: while files are still being listed, a redraw of the whole table at most this often
@@ -606,7 +606,7 @@ Every tablespace under the directory, grouped by folder (schema). Sizes come fro
         if key.startswith("folder:"):
             self.action_toggle_folder()
             return
-        from tui.screens.tablespace import TablespaceScreen
+        from ibdtool.tui.screens.tablespace import TablespaceScreen
 
         self.app.push_screen(TablespaceScreen(key))
 

@@ -10,13 +10,13 @@ from textual.binding import Binding, BindingType
 from textual.screen import Screen
 from textual.widgets import DataTable, Footer, Header, Static
 
-from tui.commandlog import LogEntry
-from tui.screens.browser import matches
-from tui.screens.prompt import PromptScreen
-from tui.shown import safe
+from ibdtool.tui.commandlog import LogEntry
+from ibdtool.tui.screens.browser import matches
+from ibdtool.tui.screens.prompt import PromptScreen
+from ibdtool.tui.shown import safe
 
 if TYPE_CHECKING:
-    from tui.appstate import AppState
+    from ibdtool.tui.appstate import AppState
 
 KIND_STYLES = {"file": "cyan", "sql": "magenta"}
 

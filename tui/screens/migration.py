@@ -41,11 +41,11 @@ from ibdtool.server import (
     build_plan,
     parse_target,
 )
-from tui.commandlog import LogEntry
-from tui.shown import safe
+from ibdtool.tui.commandlog import LogEntry
+from ibdtool.tui.shown import safe
 
 if TYPE_CHECKING:
-    from tui.appstate import AppState
+    from ibdtool.tui.appstate import AppState
 
 POLL = 0.2  # seconds between progress reads: at most five updates a second
 LOG_EVERY = 1.0  # seconds between progress lines in the migration log

@@ -2,8 +2,8 @@
 
 A thread worker reads the page with :func:`ibdtool.tablespace.page_dump.dump_page` (the stored
 bytes, the decoded page — a ROW_FORMAT=COMPRESSED index page rebuilt to the server's uncompressed
-frame — the engine's :class:`~parsers.page.PageInfo` and the field layouts of :mod:`parsers.pages`),
-as ``ibdtool page`` does; nothing here parses bytes itself.
+frame — the engine's :class:`~ibdtool.parsers.page.PageInfo` and the field layouts of
+:mod:`ibdtool.parsers.pages`), as ``ibdtool page`` does; nothing here parses bytes itself.
 """
 
 from __future__ import annotations
@@ -23,6 +23,10 @@ from textual.screen import Screen
 from textual.widgets import Footer, Header, Static
 
 from ibdtool.errors import IbdtoolError
+from ibdtool.parsers.page import PageInfo
+from ibdtool.parsers.pages import FieldGroup
+from ibdtool.parsers.space import SpaceFormat
+from ibdtool.parsers.zip_page import ZipFill
 from ibdtool.present import human_bytes, shown
 from ibdtool.tablespace import (
     PageDump,
@@ -32,18 +36,14 @@ from ibdtool.tablespace import (
     unpunched_bytes,
     zip_fill_text,
 )
-from parsers.page import PageInfo
-from parsers.pages import FieldGroup
-from parsers.space import SpaceFormat
-from parsers.zip_page import ZipFill
-from tui.messages import PageLoaded, ScanFailed
-from tui.pagemodel import PageMapModel
-from tui.screens.prompt import ask_page
-from tui.shown import safe
-from tui.widgets.hexdump import HexDump, region_legend
+from ibdtool.tui.messages import PageLoaded, ScanFailed
+from ibdtool.tui.pagemodel import PageMapModel
+from ibdtool.tui.screens.prompt import ask_page
+from ibdtool.tui.shown import safe
+from ibdtool.tui.widgets.hexdump import HexDump, region_legend
 
 if TYPE_CHECKING:
-    from tui.appstate import AppState
+    from ibdtool.tui.appstate import AppState
 
 
 class PageScreen(Screen[None]):

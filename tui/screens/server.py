@@ -22,19 +22,19 @@ from textual.screen import Screen
 from textual.widgets import DataTable, Footer, Header, Static
 
 from ibdtool.errors import IbdtoolError
+from ibdtool.parsers.vendor import Vendor
 from ibdtool.present import human_bytes, shown
 from ibdtool.server import ConnectionOptions, Server, TableInfo, list_tables
 from ibdtool.server import index_names as server_index_names
 from ibdtool.tablespace import IndexNames
-from parsers.vendor import Vendor
-from tui.commandlog import LogEntry
-from tui.screens.browser import matches
-from tui.screens.prompt import PromptScreen
-from tui.screens.targets import TargetScreen
-from tui.shown import safe
+from ibdtool.tui.commandlog import LogEntry
+from ibdtool.tui.screens.browser import matches
+from ibdtool.tui.screens.prompt import PromptScreen
+from ibdtool.tui.screens.targets import TargetScreen
+from ibdtool.tui.shown import safe
 
 if TYPE_CHECKING:
-    from tui.appstate import AppState
+    from ibdtool.tui.appstate import AppState
 
 COLUMNS = ("table", "file size", "allocated", "saved", "format", "pages on disk", "note")
 
@@ -218,7 +218,7 @@ prediction first; nothing runs before you confirm).
 
         def chosen(target: str | None) -> None:
             if target is not None:
-                from tui.screens.migration import MigrationScreen
+                from ibdtool.tui.screens.migration import MigrationScreen
 
                 self.app.push_screen(MigrationScreen(server, table, target), self._after)
 
@@ -244,7 +244,7 @@ prediction first; nothing runs before you confirm).
                 markup=False,
             )
             return
-        from tui.screens.tablespace import TablespaceScreen
+        from ibdtool.tui.screens.tablespace import TablespaceScreen
 
         server = self.server
         space = next(s.space for s in table.spaces if s.local_path == paths[0])

@@ -48,13 +48,13 @@ from ibdtool.present import (
     simulation_heading,
     us_text,
 )
-from tui.commandlog import Cancelled
-from tui.messages import SimulationFailed, SimulationFinished, SimulationProgress
-from tui.shown import safe
-from tui.widgets.barchart import bar
+from ibdtool.tui.commandlog import Cancelled
+from ibdtool.tui.messages import SimulationFailed, SimulationFinished, SimulationProgress
+from ibdtool.tui.shown import safe
+from ibdtool.tui.widgets.barchart import bar
 
 if TYPE_CHECKING:
-    from tui.appstate import AppState
+    from ibdtool.tui.appstate import AppState
 
 PROGRESS_INTERVAL = 0.1
 BAR_MIN, BAR_MAX = 8, 60

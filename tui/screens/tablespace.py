@@ -1,7 +1,7 @@
 """The tablespace view: the inspect summary and the page map of one file.
 
 A thread worker opens the file, reads its allocation (SEEK_DATA, FIEMAP) and posts
-:class:`~tui.messages.ScanStarted` at once, so the format, sizes and allocation map show
+:class:`~ibdtool.tui.messages.ScanStarted` at once, so the format, sizes and allocation map show
 before any page is decoded; then it runs :func:`ibdtool.tablespace.inspect.inspect_tablespace` with
 an ``on_page`` hook that fills the page map, checks for cancellation between pages and posts
 progress at most ten times a second. The finished :class:`~ibdtool.tablespace.inspect.InspectResult`
@@ -28,6 +28,7 @@ from textual.widgets import Footer, Header, ProgressBar, Static
 from textual.worker import Worker, get_current_worker
 
 from ibdtool.errors import IbdtoolError
+from ibdtool.parsers.page import PageInfo
 from ibdtool.present import disk_text, format_rows, human_bytes, inspect_rows, shown
 from ibdtool.tablespace import (
     IndexNames,
@@ -37,23 +38,22 @@ from ibdtool.tablespace import (
     index_names_of,
     inspect_tablespace,
 )
-from parsers.page import PageInfo
-from tui.commandlog import Cancelled
-from tui.messages import FileOpened, ScanFailed, ScanFinished, ScanProgress, ScanStarted
-from tui.pagemodel import MODE_TITLES, Mode, PageMapModel
-from tui.screens.prompt import PromptScreen, ask_page
-from tui.shown import safe
-from tui.widgets.legend import Legend
-from tui.widgets.pagemap import PageMap
+from ibdtool.tui.commandlog import Cancelled
+from ibdtool.tui.messages import FileOpened, ScanFailed, ScanFinished, ScanProgress, ScanStarted
+from ibdtool.tui.pagemodel import MODE_TITLES, Mode, PageMapModel
+from ibdtool.tui.screens.prompt import PromptScreen, ask_page
+from ibdtool.tui.shown import safe
+from ibdtool.tui.widgets.legend import Legend
+from ibdtool.tui.widgets.pagemap import PageMap
 
 if TYPE_CHECKING:
-    from tui.appstate import AppState
+    from ibdtool.tui.appstate import AppState
 
 PROGRESS_INTERVAL = 0.1  # seconds between progress messages: at most ~10 a second
 #: past 16 M pages (256 GiB of 16K pages) only the summary is made, holes counted without a
 #: read, so a 15 TiB sparse file costs seconds and no GiBs. Memory is no longer what limits the
-#: map (4 bytes a page, tui.pagemodel: 64 MiB here); time is: the map is filled by one Python
-#: call per page, pages in holes included (``inspect``'s ``on_page``), ~4 minutes for 16 M
+#: map (4 bytes a page, ibdtool.tui.pagemodel: 64 MiB here); time is: the map is filled by one
+#: Python call per page, pages in holes included (``inspect``'s ``on_page``), ~4 minutes for 16 M
 #: pages. Lifting the limit needs the scan to hand the map its hole runs whole.
 MAP_MAX_PAGES = 1 << 24
 MODES = list(Mode)
@@ -353,7 +353,7 @@ type, compression algorithm, stored size, allocation on disk or checksum.
         self.open_page(message.page)
 
     def open_page(self, page: int) -> None:
-        from tui.screens.page import PageScreen
+        from ibdtool.tui.screens.page import PageScreen
 
         if self.model is not None:
             self.app.push_screen(PageScreen(self.path, page, self.model))
@@ -373,7 +373,7 @@ type, compression algorithm, stored size, allocation on disk or checksum.
         self._show_cursor()
 
     def action_simulate(self) -> None:
-        from tui.screens.simulation import SimulationScreen
+        from ibdtool.tui.screens.simulation import SimulationScreen
 
         self.app.push_screen(SimulationScreen(self.path))
 

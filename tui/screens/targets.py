@@ -16,7 +16,7 @@ from textual.widgets import Label, OptionList
 from textual.widgets.option_list import Option
 
 from ibdtool.server import Server, TableInfo
-from tui.shown import safe
+from ibdtool.tui.shown import safe
 
 KEY_BLOCK_SIZES = (8, 4, 16, 2, 1)
 

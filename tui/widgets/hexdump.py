@@ -1,6 +1,6 @@
 """Hex dumps of a page's stored image and of its decoded page, side by side, coloured by region.
 
-The regions come from :mod:`parsers.pages` (FIL header, compression metadata, payload,
+The regions come from :mod:`ibdtool.parsers.pages` (FIL header, compression metadata, payload,
 padding, index header, records, directory…). Both dumps scroll together because they are one
 line-API widget; when the two images are the same bytes (an uncompressed page) one dump is
 shown, twice as wide. Bytes per line adapt to the width (a power of two, 4 to 32).
@@ -16,7 +16,7 @@ from textual.geometry import Size
 from textual.scroll_view import ScrollView
 from textual.strip import Strip
 
-from parsers.pages import REGION_NAMES, Region
+from ibdtool.parsers.pages import REGION_NAMES, Region
 
 #: the style of padding: every segment needs one (Textual's NO_COLOR filter reads
 #: ``style.color`` of each), and an empty one draws like none

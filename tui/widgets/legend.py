@@ -6,7 +6,7 @@ from rich.text import Text
 from textual.widgets import Static
 
 from ibdtool.present import shown
-from tui.pagemodel import MODE_TITLES, Category, Mode
+from ibdtool.tui.pagemodel import MODE_TITLES, Category, Mode
 
 
 class Legend(Static):

@@ -22,7 +22,7 @@ from textual.reactive import reactive
 from textual.scroll_view import ScrollView
 from textual.strip import Strip
 
-from tui.pagemodel import MIXED_GLYPH, UNSCANNED, Category, Mode, PageMapModel
+from ibdtool.tui.pagemodel import MIXED_GLYPH, UNSCANNED, Category, Mode, PageMapModel
 
 #: the style of padding: every segment needs one (Textual's NO_COLOR filter reads
 #: ``style.color`` of each), and an empty one draws like none

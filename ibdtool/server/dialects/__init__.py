@@ -2,7 +2,7 @@
 
 **A new server line = one file here.** Subclass :class:`~ibdtool.server.dialects.base.Dialect`
 (or the line it derives from, as :mod:`.percona` does :mod:`.mysql`), set ``name`` (the
-:class:`parsers.vendor.Vendor` whose file format it writes) and ``product`` (its label), and
+:class:`ibdtool.parsers.vendor.Vendor` whose file format it writes) and ``product`` (its label), and
 answer what differs from the base; then list it in :data:`DIALECTS`, before any line that would
 also claim it. The contract, each a method or property of the dialect:
 

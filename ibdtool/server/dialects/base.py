@@ -11,8 +11,8 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, ClassVar
 
+from ibdtool.parsers.vendor import Vendor
 from ibdtool.server.sql import TAG
-from parsers.vendor import Vendor
 
 if TYPE_CHECKING:
     from ibdtool.server.connection import Session

@@ -27,12 +27,12 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, ClassVar
 
+from ibdtool.parsers import codecs
+from ibdtool.parsers.vendor import Vendor
 from ibdtool.server import sql
 from ibdtool.server.dialects.base import TABLESPACE_COLUMNS, Dialect
 from ibdtool.server.sql import TAG
 from ibdtool.server.steps import Step
-from parsers import codecs
-from parsers.vendor import Vendor
 
 if TYPE_CHECKING:
     from ibdtool.server.steps import PlanSettings, Target
