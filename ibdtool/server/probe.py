@@ -360,11 +360,9 @@ def _prepare(server: Server, probe: Any) -> None:
     """The probe session: read-only, short metadata lock waits, statements the server stops."""
     probe.execute(sql.PROBE_READ_ONLY)
     probe.execute(sql.SET_LOCK_WAIT_TIMEOUT, (LOCK_WAIT_SECONDS,))
-    vendor = str(server.flavor.name)
-    limit = STATEMENT_SECONDS if vendor == "mariadb" else STATEMENT_SECONDS * 1000
     # an old server without the variable: the read timeout still bounds a statement
-    with contextlib.suppress(KeyError, ServerError):
-        probe.execute(sql.PROBE_MAX_STATEMENT_TIME[vendor], (limit,))
+    with contextlib.suppress(ServerError):
+        probe.execute(*server.flavor.statement_time_limit(STATEMENT_SECONDS))
 
 
 def _key(server: Server, schema: str, table: str) -> _Key:

@@ -174,10 +174,6 @@ PFS_STAGE = (
 
 PROBE_TAG = "/* ibdtool probe */"
 PROBE_READ_ONLY = f"{PROBE_TAG} SET SESSION TRANSACTION READ ONLY"
-PROBE_MAX_STATEMENT_TIME = {  # seconds a probe statement may run before the server stops it
-    "mariadb": f"{PROBE_TAG} SET SESSION max_statement_time = %s",
-    "mysql": f"{PROBE_TAG} SET SESSION max_execution_time = %s",  # milliseconds, SELECT only
-}
 PRIMARY_KEY_COLUMNS = (
     f"{TAG} SELECT s.COLUMN_NAME AS name, c.DATA_TYPE AS type "
     "FROM information_schema.STATISTICS s JOIN information_schema.COLUMNS c "

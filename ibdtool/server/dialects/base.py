@@ -248,6 +248,11 @@ class Dialect:
             "GROUP BY SPACE"
         )
 
+    def statement_time_limit(self, seconds: int) -> tuple[str, tuple[int]]:
+        """The statement (and its parameter) after which the server itself stops any statement
+        of this session running longer than ``seconds``: the workload probe's bound."""
+        raise NotImplementedError
+
     #: the global variables :meth:`flush_nudge` reads (and may set)
     nudge_variables: ClassVar[tuple[str, ...]] = ("innodb_max_dirty_pages_pct_lwm",)
 

@@ -54,6 +54,10 @@ class MariaDB(Dialect):
     def claims(cls, version: str, comment: str) -> bool:
         return "mariadb" in f"{version} {comment}".lower()
 
+    def statement_time_limit(self, seconds: int) -> tuple[str, tuple[int]]:
+        """``max_statement_time``, in seconds (10.1+; any statement)."""
+        return f"{sql.PROBE_TAG} SET SESSION max_statement_time = %s", (seconds,)
+
     @classmethod
     def version_numbers(cls, version: str, found: Version) -> Version:
         if version.startswith("5.5.5-"):  # the replication-compatible prefix

@@ -50,6 +50,11 @@ class MySQL(Dialect):
     def claims(cls, version: str, comment: str) -> bool:
         return True  # what is not another line is MySQL
 
+    def statement_time_limit(self, seconds: int) -> tuple[str, tuple[int]]:
+        """``max_execution_time``, in milliseconds (5.7.8+; SELECT only, which is all the
+        probe runs)."""
+        return f"{sql.PROBE_TAG} SET SESSION max_execution_time = %s", (seconds * 1000,)
+
     @property
     def catalog(self) -> str:
         return "mysql8" if self.data_dictionary else "mysql57"
