@@ -108,9 +108,12 @@ def recommendations(r: SimResult) -> list[Recommendation]:
             continue
         best = max(rows, key=lambda x: x.saving_pct)
         # as rebuilt, the saving includes the rebuild's own: compression must add to it,
-        # against the same file written uncompressed
+        # against the same file written uncompressed; a file compressed today must also beat
+        # today's allocation (recompressing it frees nothing the DBA has not already got)
         base = best.uncompressed
         gain = best.saving_pct if not base else 100.0 * (base - best.predicted) / base
+        if r.zip_source or r.current.get("compressed_pages"):
+            gain = min(gain, best.saving_pct)
         if gain <= NOTHING_PCT:
             why: Reason = (
                 "ntfs_unit"

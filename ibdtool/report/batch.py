@@ -708,7 +708,9 @@ def _share(progress: Callable[[float], None] | None) -> Callable[[int, int], Non
     report = progress
 
     def on_pages(done: int, total: int) -> None:
-        report(INSPECT_SHARE + (1 - INSPECT_SHARE) * done / max(1, total))
+        # the end is 1.0 exactly, whatever the float sum gives (seen: 1.0000000000000002)
+        share = min(1.0, done / total) if total > 0 else 1.0
+        report(1.0 if share >= 1.0 else INSPECT_SHARE + (1 - INSPECT_SHARE) * share)
 
     return on_pages
 
