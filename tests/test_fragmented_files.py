@@ -13,6 +13,7 @@ costs over 100 bytes; the packed ranges 16).
 from __future__ import annotations
 
 import os
+import sys
 import tracemalloc
 from collections.abc import Callable
 from pathlib import Path
@@ -155,6 +156,52 @@ def test_memory_per_extent_is_small_and_flat(
     assert per_extent < PER_EXTENT_BOUND, f"{name}: peaks {peaks}, {per_extent:.1f} B/extent"
 
 
+FAKE_SSH = Path(__file__).resolve().parent / "fuzz" / "fake_ssh.py"
+
+
+def _peak_over_ssh(direction: str, path: Path, out: Path) -> int:
+    """The peak of a copy over ssh of ``path`` to ``out`` (the real agent, run by
+    :mod:`tests.fuzz.fake_ssh` in its own process: what is measured is this end's, where
+    ibdtool runs): ``push`` to ``host:out``, ``pull`` from ``host:path`` to ``out``."""
+    from ibdtool.copy.local import CopyOptions
+    from ibdtool.copy.remote import AgentSession, Location, SshConfig, pull, push
+
+    session = AgentSession("db-x", SshConfig(command=(sys.executable, str(FAKE_SSH)))).open()
+    opts = CopyOptions(verify="data")
+    try:
+        if direction == "push":
+            return _peak(
+                lambda: push(session, str(path), Location("db-x", str(out)), opts, want_dir=False)
+            )
+        return _peak(
+            lambda: pull(session, Location("db-x", str(path)), str(out), opts, want_dir=False)
+        )
+    finally:
+        session.close()
+
+
+@pytest.mark.parametrize("direction", ["push", "pull"])
+def test_copy_over_ssh_memory_per_extent_is_small_and_flat(
+    direction: str, files: dict[int, Path]
+) -> None:
+    """A copy over ssh keeps its whole plan (it is sent to the other end) and every window's
+    place: packed, it grows no more per extent than a local copy; the copy reads back as the
+    source, byte for byte, with the same data map (SEEK_DATA/SEEK_HOLE walked here)."""
+    peaks = []
+    for n in (SMALL, LARGE):
+        runs = []
+        for _ in range(3):
+            out = files[n].with_name(files[n].stem + "-copy.ibd")
+            runs.append(_peak_over_ssh(direction, files[n], out))
+            assert out.read_bytes() == files[n].read_bytes()
+            assert seek_data_ranges(out) == seek_data_ranges(files[n])
+            out.unlink()
+        peaks.append(min(runs))
+    extents = [len(read_allocation(files[n]).data_ranges) for n in (SMALL, LARGE)]
+    per_extent = (peaks[1] - peaks[0]) / (extents[1] - extents[0])
+    assert per_extent < PER_EXTENT_BOUND, f"{direction}: peaks {peaks}, {per_extent:.1f} B/extent"
+
+
 def _repunch(path: Path) -> None:
     from ibdtool.copy.local import repunch_in_place
 
@@ -246,3 +293,29 @@ def test_packed_ranges_extend_is_add_one_by_one(
         one.add(start, end)
     many.extend([s for s, _ in pairs], [e for _, e in pairs])
     assert many == one and list(many) == list(one)
+
+
+def test_packed_plan_and_windows_read_as_the_lists_they_replace(files: dict[int, Path]) -> None:
+    """The wire form of a packed plan is the one a pair at a time makes (``RANGE.pack``,
+    zlib), it unpacks to the same ranges, and :class:`agent.Windows` cuts the windows
+    :func:`agent.iter_windows` cuts, at window sizes that split ranges and pieces."""
+    import struct
+    import zlib
+
+    from ibdtool.copy import agent
+
+    pairs = seek_data_ranges(files[SMALL])
+    size = files[SMALL].stat().st_size
+    wire = b"".join(struct.pack(">QQ", a, b) for a, b in pairs)
+    packed = agent.unpack_ranges(zlib.compress(wire), size, 4096)
+    assert list(packed) == pairs
+    assert zlib.decompress(agent.pack_ranges(packed)) == wire
+    assert agent.plan_crc(packed, size) == zlib.crc32(wire + struct.pack(">Q", size))
+    assert agent.plan_bytes(packed) == sum(b - a for a, b in pairs)
+    for window in (4096 * 3 + 512, 1 << 20, agent.choose_window(agent.plan_bytes(pairs))):
+        expected = [list(w) for w in agent.iter_windows(pairs, window)]
+        windows = agent.Windows(packed, window)
+        assert len(windows) == len(expected)
+        for index in (len(expected) - 1, 0, len(expected) // 2, 1):  # in any order
+            assert list(windows[index]) == expected[index]
+        assert [list(w) for w in windows] == expected

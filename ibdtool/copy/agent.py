@@ -61,7 +61,9 @@ import ctypes
 import ctypes.util
 import errno
 import fcntl
+import itertools
 import json
+import operator
 import os
 import re
 import stat
@@ -142,11 +144,13 @@ class ProtocolError(AgentError):
 
 
 def seek_data_ranges(fd, size):
-    """``[start, end)`` ranges holding data, by SEEK_DATA/SEEK_HOLE; all data if unsupported.
+    """``[start, end)`` ranges holding data, by SEEK_DATA/SEEK_HOLE, as :class:`Pieces` (16
+    bytes a range: a page-compressed file has one a page); all data if unsupported.
 
     The remote twin of ``ibdtool.fs.allocation.data_ranges`` (this file cannot import ibdtool).
     """
-    out = []  # type: list
+    out = Pieces()
+    starts, ends = out.starts, out.ends
     pos = 0
     while pos < size:
         try:
@@ -155,16 +159,17 @@ def seek_data_ranges(fd, size):
             if exc.errno == errno.ENXIO:
                 break
             if exc.errno == errno.EINVAL and pos == 0:
-                return [(0, size)] if size else []
+                return Pieces([(0, size)] if size else [])
             raise
         if start >= size:
             break
         end = min(os.lseek(fd, start, os.SEEK_HOLE), size)
         end = max(end, start + 1)
-        if out and start <= out[-1][1]:
-            out[-1] = (out[-1][0], max(out[-1][1], end))
+        if ends and start <= ends[-1]:
+            ends[-1] = max(ends[-1], end)
         else:
-            out.append((start, end))
+            starts.append(start)
+            ends.append(end)
         pos = end
     return out
 
@@ -182,12 +187,41 @@ def complement(ranges, size):
     return out
 
 
-def _packed(ranges):
-    return b"".join(RANGE.pack(a, b) for a, b in ranges)
+#: ranges packed or unpacked at a time: the wire form is never held whole beside the arrays
+RANGE_CHUNK = 1 << 10
+
+
+def _columns(ranges):
+    """``(starts, ends)`` of ``ranges``: the arrays of :class:`Pieces` (or of anything that
+    keeps them so, as ``ibdtool.fs.ranges.PackedRanges``), else made from the pairs."""
+    starts = getattr(ranges, "starts", None)
+    ends = getattr(ranges, "ends", None)
+    if isinstance(starts, array) and isinstance(ends, array):
+        return starts, ends
+    packed = Pieces(ranges)
+    return packed.starts, packed.ends
+
+
+def _packed_chunks(ranges):
+    """The wire form of ``ranges`` (:data:`RANGE` each: big-endian start, end), a chunk of
+    :data:`RANGE_CHUNK` ranges at a time."""
+    starts, ends = _columns(ranges)
+    for at in range(0, len(starts), RANGE_CHUNK):
+        s, e = starts[at : at + RANGE_CHUNK], ends[at : at + RANGE_CHUNK]
+        both = array("Q", bytes(16 * len(s)))
+        both[0::2] = s if s.typecode == "Q" else array("Q", s)
+        both[1::2] = e if e.typecode == "Q" else array("Q", e)
+        if sys.byteorder == "little":
+            both.byteswap()
+        yield both.tobytes()
 
 
 def pack_ranges(ranges):
-    return zlib.compress(_packed(ranges), 1)
+    """The range map's frame payload: the ranges' wire form, zlib-compressed as it is made."""
+    z = zlib.compressobj(1)
+    out = [z.compress(chunk) for chunk in _packed_chunks(ranges)]
+    out.append(z.flush())
+    return b"".join(out)
 
 
 def max_ranges(size, block):
@@ -211,19 +245,61 @@ def inflate(blob, cap, what):
 
 
 def unpack_ranges(blob, size, block=MIN_BLOCK):
-    """The ranges of a data map or plan of a ``size``-byte file, checked: each non-empty,
-    sorted, disjoint, inside the file, at most one a ``block``."""
-    raw = inflate(blob, max_ranges(size, block) * RANGE.size, "the range map")
-    if len(raw) % RANGE.size:
-        raise ProtocolError("the range map is not a whole number of ranges")
-    ranges = [RANGE.unpack_from(raw, i) for i in range(0, len(raw), RANGE.size)]
-    check_ranges(ranges, size)
-    return ranges
+    """The ranges of a data map or plan of a ``size``-byte file as :class:`Pieces`, checked:
+    each non-empty, sorted, disjoint, inside the file, at most one a ``block``. Inflated a
+    chunk at a time (never past the cap the file could legally need) straight into the
+    arrays: 16 bytes a range, whatever the wire held."""
+    cap = max_ranges(size, block) * RANGE.size
+    what = "the range map"
+    d = zlib.decompressobj()
+    out = Pieces()
+    held = 0
+    tail = blob
+    rest = b""
+    step = RANGE_CHUNK * RANGE.size
+    try:
+        while True:
+            raw = d.decompress(tail, step)
+            tail = d.unconsumed_tail
+            held += len(raw)
+            if held > cap:
+                raise ProtocolError(f"{what} inflates past the {cap} bytes it can hold")
+            if rest:
+                raw, rest = rest + raw, b""
+            whole = len(raw) // RANGE.size * RANGE.size
+            if whole:
+                both = array("Q", raw[:whole])
+                if sys.byteorder == "little":
+                    both.byteswap()
+                out.starts.extend(both[0::2])
+                out.ends.extend(both[1::2])
+            rest = raw[whole:]
+            if not tail and (d.eof or not raw):
+                break
+    except zlib.error:
+        raise ProtocolError(f"{what} is not zlib data") from None
+    if not d.eof:
+        raise ProtocolError(f"{what} is cut short")
+    if rest:
+        raise ProtocolError(f"{what} is not a whole number of ranges")
+    check_ranges(out, size)
+    return out
 
 
 def check_ranges(ranges, size):
+    """Each range non-empty, sorted after the one before, inside ``[0, size)``: else a
+    :class:`ProtocolError` naming the first that is not."""
+    starts, ends = _columns(ranges)
+    n = len(starts)
+    ok = not n or (
+        all(map(operator.lt, starts, ends))
+        and all(map(operator.le, ends, itertools.islice(starts, 1, None)))
+        and ends[-1] <= size
+    )
+    if ok:
+        return
     pos = 0
-    for start, end in ranges:
+    for start, end in zip(starts, ends):  # noqa: B905 (Python 3.6; same lengths)
         if not pos <= start < end <= size:
             raise ProtocolError(
                 f"the range map holds [{start}, {end}), not sorted, disjoint and inside the "
@@ -233,7 +309,10 @@ def check_ranges(ranges, size):
 
 
 def plan_crc(ranges, size):
-    return zlib.crc32(_packed(ranges) + struct.pack(">Q", size))
+    crc = 0
+    for chunk in _packed_chunks(ranges):
+        crc = zlib.crc32(chunk, crc)
+    return zlib.crc32(struct.pack(">Q", size), crc)
 
 
 def choose_window(plan_bytes):
@@ -310,7 +389,79 @@ def iter_windows(ranges, window):
 
 
 def plan_bytes(ranges):
+    starts = getattr(ranges, "starts", None)
+    if isinstance(starts, array):
+        return sum(ranges.ends) - sum(starts)
     return sum(end - start for start, end in ranges)
+
+
+class Windows:
+    """The windows :func:`iter_windows` cuts ``plan`` into, each made when it is read: only
+    where each window starts is kept (a few per GiB), never a second copy of the plan's
+    ranges. The last few windows read are kept (the one being received piece by piece, the
+    one being flushed). Reads like the list of :class:`Pieces` it replaces."""
+
+    KEEP = 3
+
+    def __init__(self, plan, window):
+        self.plan = plan
+        self.window = window
+        self._starts, self._ends = _columns(plan)
+        self._first = array("Q")  # per window: the index of the range it starts in
+        self._at = array("Q")  # per window: the byte it starts at
+        held = 0
+        for k, (start, end) in enumerate(zip(self._starts, self._ends)):  # noqa: B905
+            # the windows starting inside this range: at each multiple of ``window`` of the
+            # plan's bytes (as iter_windows cuts them)
+            first = -(-held // window) * window
+            for cut in range(first, held + end - start, window):
+                self._first.append(k)
+                self._at.append(start + cut - held)
+            held += end - start
+        self._kept = {}
+        self._lock = threading.Lock()
+
+    def __len__(self):
+        return len(self._first)
+
+    def __getitem__(self, index):
+        if isinstance(index, slice):
+            return [self[i] for i in range(*index.indices(len(self)))]
+        if index < 0:
+            index += len(self)
+        if not 0 <= index < len(self):
+            raise IndexError(index)
+        with self._lock:
+            pieces = self._kept.get(index)
+            if pieces is None:
+                pieces = self._make(index)
+                if len(self._kept) >= self.KEEP:
+                    del self._kept[max(self._kept, key=lambda i: abs(i - index))]
+                self._kept[index] = pieces
+            return pieces
+
+    def _make(self, index):
+        starts, ends, window = self._starts, self._ends, self.window
+        pieces = Pieces()
+        held = 0
+        k = self._first[index]
+        pos = self._at[index]
+        while k < len(starts) and held < window:
+            end = ends[k]
+            while pos < end and held < window:
+                stop = min(end, pos + PIECE, pos + (window - held))
+                pieces.starts.append(pos)
+                pieces.ends.append(stop)
+                held += stop - pos
+                pos = stop
+            k += 1
+            if k < len(starts):
+                pos = starts[k]
+        return pieces
+
+    def __iter__(self):
+        for index in range(len(self)):
+            yield self[index]
 
 
 # --- codecs --------------------------------------------------------------------------------------
@@ -728,7 +879,7 @@ class Destination:
         self.plan = []
         self.plan_crc = 0
         self.window = MIN_WINDOW
-        self.windows = []  # list of lists of pieces
+        self.windows = Windows(Pieces(), MIN_WINDOW)  # the plan's, cut by :meth:`prepare`
         self.verified = []  # CRC of each window verified so far
         self.notes = []
         self.punch_supported = True
@@ -787,7 +938,7 @@ class Destination:
         self.plan = plan
         self.window = window
         if streamed is None:
-            self.windows = list(iter_windows(plan, window))
+            self.windows = Windows(plan, window)
             self.plan_crc = plan_crc(plan, self.size)
             total = plan_bytes(plan)
         else:
@@ -1460,11 +1611,11 @@ def _serve_send(req, inp, out):
             if msg.get("op") not in ("sums", "stream"):
                 return
             plan = unpack_ranges(read_frame(inp, (b"M",))[1], src.size)
-            windows = list(iter_windows(plan, msg["window"]))
+            windows = Windows(plan, msg["window"])
             if msg["op"] == "stream":
                 break
             # --resume: the CRC-32 of each window the other end would keep, read again now
-            crcs = [src.window_crc(w) for w in windows[: msg["count"]]]
+            crcs = [src.window_crc(windows[i]) for i in range(min(msg["count"], len(windows)))]
             write_json(out, {"ok": True, "crcs": crcs})
         try:
             send_stream(

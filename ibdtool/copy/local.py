@@ -14,8 +14,9 @@ pages), so a local copy and ``--in-place`` never keep it: :func:`plan_stream` ma
 is consumed (generators all the way from the page scan), a first scan only sums it (bytes, CRC,
 where each MiB of it starts), and each window is made again from its mark when it is copied
 (:class:`StreamedPlan`); in place, a second scan punches what the first one counted. Memory
-is then a few windows' pieces, whatever the page count. The remote copy still builds the
-plan as a list (:func:`build_plan`): it sends it whole to the other end.
+is then a few windows' pieces, whatever the page count. The remote copy keeps the plan whole
+(:func:`build_plan`: it sends it to the other end), packed, 16 bytes a range, and cuts its
+windows when they are read (:class:`ibdtool.copy.agent.Windows`).
 
 Verification, per window of the plan: after ``fdatasync`` the window is read back and its
 CRC-32 compared with the source's (``verify="data"``); for a tablespace ``verify="full"`` also
@@ -43,9 +44,9 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, overload
 
 from ibdtool.copy import agent
-from ibdtool.copy.repunch import Needless, iter_needless, needless_ranges
+from ibdtool.copy.repunch import Needless, iter_needless
 from ibdtool.errors import ExitCode, IbdtoolError, InputError
-from ibdtool.fs import Allocation, lock_exclusive, read_allocation, users_of
+from ibdtool.fs import Allocation, PackedRanges, lock_exclusive, read_allocation, users_of
 from ibdtool.parsers.layout import align_up
 from ibdtool.tablespace import Tablespace
 
@@ -270,7 +271,7 @@ def iter_zero_blocks(
 
 @dataclass
 class Plan:
-    ranges: Ranges
+    ranges: PackedRanges
     data_ranges: int
     needless: Needless | None = None
     zero_block_bytes: int = 0
@@ -296,35 +297,28 @@ def build_plan(
     block: int,
     progress: ProgressFn | None = None,
 ) -> Plan:
-    """What to write: the data ranges minus needless zero pages/tails and zero blocks."""
-    plan = Plan(ranges=list(alloc.data_ranges), data_ranges=len(alloc.data_ranges))
-    drop: Ranges = []
-    if wants_repunch(path, repunch):
-        try:
-            with Tablespace(path) as ts:
-                plan.is_tablespace = True
-
-                plan.needless = needless_ranges(ts, alloc, scan_progress(progress, ts))
-        except InputError as exc:
-            if repunch:
-                raise
-            plan.notes.append(f"not re-punched: {exc.message}")
-        if plan.needless is not None:
-            drop = align_inward(plan.needless.ranges, block)
-    elif path.endswith(".ibd"):
-        plan.is_tablespace = is_tablespace(path)
-    if dig_holes:
-        rest = subtract(plan.ranges, drop)
-        total = agent.plan_bytes(rest)
-
-        def zscan(done: int) -> None:
-            if progress is not None:
-                progress(CopyProgress("zeros", done, total))
-
-        zeros = zero_blocks(source.read, rest, block, _accumulate(zscan))
-        plan.zero_block_bytes = agent.plan_bytes(zeros)
-        drop = union(drop, zeros)
-    plan.ranges = subtract(plan.ranges, drop)
+    """What to write: the data ranges minus needless zero pages/tails and zero blocks, kept
+    whole (a remote copy sends it) but packed: :func:`plan_stream` into :class:`PackedRanges`,
+    16 bytes a range, never a list of the needless ranges beside it."""
+    notes: list[str] = []
+    ts = tablespace_to_repunch(path, repunch, notes)
+    totals = PlanTotals()
+    try:
+        ranges = PackedRanges(
+            plan_stream(
+                ts, source, alloc, dig_holes=dig_holes, block=block, totals=totals,
+                progress=progress,
+            )
+        )  # fmt: skip
+    finally:
+        if ts is not None:
+            ts.close()
+    plan = Plan(ranges=ranges, data_ranges=len(alloc.data_ranges), notes=notes)
+    plan.needless = totals.needless if ts is not None else None
+    plan.zero_block_bytes = totals.zero_block_bytes
+    plan.is_tablespace = ts is not None or (
+        not wants_repunch(path, repunch) and path.endswith(".ibd") and is_tablespace(path)
+    )
     return plan
 
 

@@ -21,6 +21,7 @@ end verifies each window by reading it back after ``fdatasync`` and keeps a stat
 from __future__ import annotations
 
 import contextlib
+import heapq
 import os
 import queue
 import select
@@ -29,7 +30,7 @@ import subprocess
 import threading
 import time
 from collections import deque
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import IO, Any
@@ -45,17 +46,17 @@ from ibdtool.copy.local import (
     Ranges,
     Ticker,
     VerifyFailed,
-    align_inward,
     check_pages,
     is_tablespace,
+    iter_align_inward,
+    iter_zero_blocks,
     open_source,
     plan_for,
     scan_progress,
     source_in_use_note,
-    union,
     wants_repunch,
-    zero_blocks,
 )
+from ibdtool.copy.repunch import Needless, iter_needless
 from ibdtool.errors import IbdtoolError
 from ibdtool.fs import read_allocation
 
@@ -575,7 +576,7 @@ def _sums_from_source(
 
 
 def _start_after_sums(
-    session: AgentSession, windows: list[Ranges], ask: Callable[[int], list[int]]
+    session: AgentSession, windows: agent.Windows, ask: Callable[[int], list[int]]
 ) -> dict[str, Any]:
     """The receiver's answer to the plan: where to start. With --resume it first asks for
     the source's sums of the windows it would keep; ``ask(count)`` gives them."""
@@ -649,22 +650,24 @@ def push(
         except BaseException:
             session.send_json({"op": "skip"})
             raise
+        del alloc  # its data map (16 bytes a range) is in the plan now: not kept twice
         result.notes += plan.notes
         result.needless, result.zero_block_bytes = plan.needless, plan.zero_block_bytes
         result.data_ranges, result.plan_bytes, result.codec = plan.data_ranges, plan.bytes, codec
         window = agent.choose_window(plan.bytes)
-        windows = list(agent.iter_windows(plan.ranges, window))
+        windows = agent.Windows(plan.ranges, window)
         meter = _Meter(source.size, progress)
         try:
             session.send_json({"op": "plan", "window": window, "codec": codec})
             session.send_frame(b"M", agent.pack_ranges(plan.ranges))
             started = _start_after_sums(
-                session, windows, lambda n: [source.window_crc(w) for w in windows[:n]]
+                session, windows, lambda n: [source.window_crc(windows[i]) for i in range(n)]
             )
             result.notes += [agent.one_line(n) for n in started["notes"]]
             start = started["start"]
             result.windows = len(windows)
-            result.resumed_bytes = sum(agent.plan_bytes(w) for w in windows[:start])
+            # every window but the last holds exactly ``window`` bytes
+            result.resumed_bytes = min(plan.bytes, start * window)
 
             def on_window(msg: dict[str, Any]) -> None:
                 meter.dest_allocated = msg["allocated"]
@@ -746,7 +749,7 @@ def pull(
         result.notes += dest.notes
         result.codec, result.windows = codec, len(dest.windows)
         result.plan_bytes = agent.plan_bytes(ranges)
-        result.resumed_bytes = sum(agent.plan_bytes(w) for w in dest.windows[:start])
+        result.resumed_bytes = min(result.plan_bytes, start * window)
         session.send_json(_stream_request(window, start, codec, opts))
         session.send_frame(b"M", agent.pack_ranges(ranges))
 
@@ -798,31 +801,64 @@ def pull(
 def _repunch_received(
     dest: agent.Destination, opts: CopyOptions, result: CopyResult, progress: ProgressFn | None
 ) -> None:
-    """Pull: re-punch the received part file here, before it is sealed and renamed."""
-    from ibdtool.copy.repunch import needless_ranges
+    """Pull: re-punch the received part file here, before it is sealed and renamed. The
+    ranges to punch are made as they are punched (:func:`iter_needless`, the zero blocks of
+    the data ranges, merged in order): none is kept, whatever the page count."""
     from ibdtool.tablespace import Tablespace
 
-    drop: list[tuple[int, int]] = []
     alloc = read_allocation(dest.fd, with_extents=False)
+    block = dest.fs_block
+    zero_bytes = 0
+
+    def zeros() -> Iterator[tuple[int, int]]:
+        nonlocal zero_bytes
+        src = agent.Source(dest.part)
+        try:
+            for start, end in iter_zero_blocks(src.read, alloc.data_ranges, block, lambda n: None):
+                zero_bytes += end - start
+                yield start, end
+        finally:
+            src.close()
+
+    def punch(needless: Iterable[tuple[int, int]]) -> None:
+        drop = iter_align_inward(needless, block)
+        if opts.dig_holes:
+            drop = merged(heapq.merge(drop, zeros()))
+        dest.punch(drop)
+
+    punched = False
     if wants_repunch(dest.final, opts.repunch):
         try:
             with Tablespace(dest.part) as ts:
-                result.needless = needless_ranges(ts, alloc, scan_progress(progress, ts))
-            drop = align_inward(result.needless.ranges, dest.fs_block)
+                counts = Needless()
+                result.needless = counts
+                punch(iter_needless(ts, alloc, counts, scan_progress(progress, ts)))
+                punched = True
         except IbdtoolError as exc:
             if opts.repunch:
                 raise
+            result.needless = None
             result.notes.append(f"not re-punched: {exc.message}")
-    if opts.dig_holes:
-        src = agent.Source(dest.part)
-        try:
-            zeros = zero_blocks(src.read, list(alloc.data_ranges), dest.fs_block, lambda n: None)
-        finally:
-            src.close()
-        result.zero_block_bytes = agent.plan_bytes(zeros)
-        drop = union(drop, zeros)
-    if drop:
-        dest.punch(drop)
+    if not punched and opts.dig_holes:
+        zero_bytes = 0
+        punch(())
+    result.zero_block_bytes = zero_bytes
+
+
+def merged(ranges: Iterable[tuple[int, int]]) -> Iterator[tuple[int, int]]:
+    """Ranges sorted by their starts, with those that touch or overlap joined, as they come."""
+    held: tuple[int, int] | None = None
+    for start, end in ranges:
+        if end <= start:
+            continue
+        if held is not None and start <= held[1]:
+            held = (held[0], max(held[1], end))
+            continue
+        if held is not None:
+            yield held
+        held = (start, end)
+    if held is not None:
+        yield held
 
 
 def relay(
@@ -858,14 +894,14 @@ def relay(
     try:
         dst_session.send_json({"op": "plan", "window": window, "codec": codec})
         dst_session.send_frame(b"M", agent.pack_ranges(ranges))
-        windows = list(agent.iter_windows(ranges, window))
+        windows = agent.Windows(ranges, window)
         started = _start_after_sums(
             dst_session, windows, _sums_from_source(src_session, ranges, window)
         )
         start = started["start"]
         result.notes += [agent.one_line(n) for n in started["notes"]]
         result.windows = len(windows)
-        result.resumed_bytes = sum(agent.plan_bytes(w) for w in windows[:start])
+        result.resumed_bytes = min(result.plan_bytes, start * window)
         src_session.send_json(_stream_request(window, start, codec, opts))
         src_session.send_frame(b"M", agent.pack_ranges(ranges))
 
