@@ -159,9 +159,23 @@ def test_every_bmp_character_as_mariadb_encodes_it(mariadb: ThrowawayServer) -> 
 
 @pytest.mark.parametrize("named", SERVERS, indirect=True)
 def test_server_tables_shows_their_sizes(named: ThrowawayServer) -> None:
-    res = ibdtool("server", "tables", "--json", "--schema", SCHEMA, *conn_args(named))
-    assert res.returncode == 0, res.stderr
-    got = {t["table"]: t for t in json.loads(res.stdout) if "table" in t}
+    names = ", ".join(f"{q(SCHEMA)}.{q(t)}" for t in (*TABLES, PARTITIONED))
+    with named.connect() as conn, conn.cursor() as cur:
+        # the files held still while both read them: fresh tables' pages are still being
+        # written (seen: st_blocks grew by 96 KiB between the command and the test's stat)
+        cur.execute(f"FLUSH TABLES {names} FOR EXPORT")
+        try:
+            res = ibdtool("server", "tables", "--json", "--schema", SCHEMA, *conn_args(named))
+            assert res.returncode == 0, res.stderr
+            got = {t["table"]: t for t in json.loads(res.stdout) if "table" in t}
+            stats = {
+                sp["local_path"]: os.stat(sp["local_path"])
+                for t in got.values()
+                for sp in t.get("tablespaces") or []
+                if sp.get("local_path")
+            }
+        finally:
+            cur.execute("UNLOCK TABLES")
     assert set(TABLES) | {PARTITIONED} <= set(got)
     for name in (*TABLES, PARTITIONED):
         t = got[name]
@@ -170,7 +184,7 @@ def test_server_tables_shows_their_sizes(named: ThrowawayServer) -> None:
         assert len(t["tablespaces"]) == n_files
         for sp in t["tablespaces"]:
             # the file's own size (MySQL 8.0.15's catalog says 0 for non-ASCII names)
-            st = os.stat(sp["local_path"])
+            st = stats[sp["local_path"]]
             assert (sp["file_size"], sp["allocated_size"]) == (st.st_size, st.st_blocks * 512)
     parts = {sp["partition"] for sp in got[PARTITIONED]["tablespaces"]}
     assert parts == {f"{p}/{s}" for t, p, s in _catalog(named) if t == PARTITIONED}
