@@ -30,6 +30,7 @@ import pytest
 from tests.cli_runner import IBDTOOL as CLI_MODULE
 from tests.cli_runner import cli_env, run_ibdtool
 from tests.conftest import sparse_copy
+from tests.processes import children
 from tests.samples_manifest import sample
 
 REPO = Path(__file__).resolve().parents[1]
@@ -347,21 +348,6 @@ def test_remote_destination_exists_needs_force(sshd: ThrowawaySshd, tmp_path: Pa
 # --- interrupted, then resumed -------------------------------------------------------------------
 
 
-def _children(pid: int) -> list[int]:
-    out = []
-    for entry in Path("/proc").iterdir():
-        if not entry.name.isdigit():
-            continue
-        try:
-            stat = (entry / "stat").read_text()
-        except OSError:
-            continue
-        ppid = int(stat.rsplit(")", 1)[1].split()[1])
-        if ppid == pid:
-            out.append(int(entry.name))
-    return out
-
-
 def _comm(pid: int) -> str:
     try:
         return Path(f"/proc/{pid}/comm").read_text().strip()
@@ -406,7 +392,7 @@ def test_killed_ssh_leaves_no_final_file_and_resume_finishes(
     try:
         _wait_for(lambda: state.exists() and b'"windows": [' in state.read_bytes()
                   and state.read_bytes().count(b",") > 8)  # fmt: skip
-        ssh = [p for p in _children(proc.pid) if _comm(p) == "ssh"]
+        ssh = [p for p in children(proc.pid) if _comm(p) == "ssh"]
         assert len(ssh) == 1, ssh
         os.kill(ssh[0], signal.SIGKILL)
         _, err = proc.communicate(timeout=60)

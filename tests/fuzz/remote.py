@@ -40,6 +40,7 @@ from tests.fuzz.runner import (
     run_cli,
     traceback_detail,
 )
+from tests.processes import children
 
 FAKE_SSH = Path(__file__).with_name("fake_ssh.py")
 HOST = "fake"
@@ -224,19 +225,14 @@ def run_inprocess(entry: str, scene: Scene, hang_after: float = HANG_AFTER) -> R
 def live_ssh_children() -> list[int]:
     """The fake ssh processes this process started that are still running (zombies reaped by
     nobody count too): a session the engine gave up on must not outlive its run."""
-    me = str(os.getpid())
     found = []
-    for entry in os.scandir("/proc"):
-        if not entry.name.isdigit():
-            continue
+    for pid in children(os.getpid()):
         try:
-            stat_line = Path(entry.path, "stat").read_text()
-            cmdline = Path(entry.path, "cmdline").read_bytes()
+            cmdline = Path(f"/proc/{pid}/cmdline").read_bytes()
         except OSError:
             continue
-        ppid = stat_line.rsplit(")", 1)[1].split()[1]
-        if ppid == me and FAKE_SSH.name.encode() in cmdline:
-            found.append(int(entry.name))
+        if FAKE_SSH.name.encode() in cmdline:
+            found.append(pid)
     return found
 
 
