@@ -22,13 +22,13 @@ from ibdtool.copy import agent
 from ibdtool.errors import InputError
 from ibdtool.server.journal import Journal
 from tests.cli_runner import cli_env, run_ibdtool
+from tests.processes import children
 from tests.test_copy_local import ibdtool
 from tests.test_copy_remote import (
     HOST,
     IBDTOOL,
     ThrowawaySshd,
     _agent_running,
-    _children,
     _comm,
     _make_sparse_file,
     _wait_for,
@@ -258,7 +258,7 @@ def test_remote_resume_recopies_an_earlier_window_that_changed(
     )
     try:
         _wait_for(lambda: _windows_recorded(state) >= 3)
-        ssh = [p for p in _children(proc.pid) if _comm(p) == "ssh"]
+        ssh = [p for p in children(proc.pid) if _comm(p) == "ssh"]
         assert len(ssh) == 1, ssh
         os.kill(ssh[0], signal.SIGKILL)
         proc.communicate(timeout=60)
