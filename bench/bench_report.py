@@ -184,7 +184,9 @@ def fleet_rows(files: int, remote_files: int, before: str, formats: list[str]) -
     sys.path.insert(0, str(Path(__file__).parent))
     from bench_issue24 import before_tree
 
-    trees = [("before", before_tree(before)), ("after", REPO)]
+    trees = [("after", REPO)]
+    if before != "none":
+        trees.insert(0, ("before", before_tree(before)))
     rows = []
     load = [f"{os.getloadavg()[0]:.1f}"]
     for count, remote in ((files, False), (remote_files, True)):
@@ -233,7 +235,11 @@ def main() -> None:
         "--fleet-remote", type=int, default=0, help="issue 24: files read over fake ssh"
     )
     parser.add_argument("--fleet-formats", default="json", help="issue 24: formats, a,b")
-    parser.add_argument("--before", default="main", help="issue 24: the tree to compare with")
+    parser.add_argument(
+        "--before",
+        default="main",
+        help="issue 24: the tree to compare with ('none': this tree only)",
+    )
     args = parser.parse_args()
     if args.fleet or args.fleet_remote:
         body = fleet_rows(args.fleet, args.fleet_remote, args.before, args.fleet_formats.split(","))
