@@ -32,6 +32,11 @@ if [ "${#missing[@]}" -gt 0 ]; then
 fi
 
 python=${PYTHON:-python3}
+# setuptools prints a notice on every editable install of a layout other than src/ ("be careful
+# with folders in your working directory with the same name as your package"): here that folder
+# is the checkout being installed, by design (docs/layout.md, "Installed names"), so the notice
+# says nothing to act on. Only that notice is silenced; every other warning still shows.
+export PYTHONWARNINGS="ignore:Editable installation:UserWarning"
 [ -x .venv/bin/python ] || "$python" -m venv .venv
 .venv/bin/python -m pip install -q --upgrade pip
 if [ "$want_test" -eq 1 ]; then
