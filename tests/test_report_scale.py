@@ -131,6 +131,53 @@ def test_a_long_table_in_chunks_is_the_table_in_one_piece(
     assert one.getvalue().count("\n") > len(old["tablespaces"])
 
 
+#: cells a plain line must pad as Rich does, or leave to Rich: wide East Asian letters, a
+#: combining accent and a zero-width joiner (Rich counts neither), escaped controls, empty cells
+AWKWARD = ["Bestellübersicht", "注文一覧", "cafe\u0301", "a\u200db", "\\x1b[2J", "", "x" * 30]
+
+
+def test_a_long_table_on_a_pipe_is_rich_s_table_line_for_line(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """On a pipe, the rows between the first and the last are written as plain lines, not
+    rendered by Rich: the output must still be Rich's own table, byte for byte, and most
+    rows must have taken the plain path (else this test would prove nothing)."""
+    from rich.text import Text
+
+    import ibdtool.cli.fit as fit
+    from ibdtool.cli import render
+    from ibdtool.cli.fit import Col
+
+    monkeypatch.setattr(fit, "table_width", lambda: None)
+    cols = [Col("name", "Name", 0), Col("size", "Size", 1, numeric=True), Col("note", "Note", 2)]
+    texts = [
+        [AWKWARD[n % len(AWKWARD)], f"{n * 7919 % 100_003:,}", AWKWARD[n * 3 % len(AWKWARD)]]
+        for n in range(200)
+    ]
+
+    def style(row: int, key: str, value: str) -> Any:
+        return Text(value, style="red") if key == "note" and row % 5 == 0 else value
+
+    def console(out: io.StringIO) -> PipeConsole:
+        return PipeConsole(width=10_000, highlight=False, soft_wrap=False, file=out)
+
+    plain_lines = 0
+    add = render._PlainRows.add
+
+    def counted(self: Any, line: str) -> None:
+        nonlocal plain_lines
+        plain_lines += 1
+        add(self, line)
+
+    monkeypatch.setattr(render._PlainRows, "add", counted)
+    one = io.StringIO()
+    console(one).print(render.fitted("T", cols, texts, False, style))
+    chunked = io.StringIO()
+    render.print_fitted(console(chunked), "T", cols, texts, False, style, chunk=16)
+    assert chunked.getvalue() == one.getvalue()
+    assert plain_lines > len(texts) // 2  # the non-printable cells went to Rich, the rest not
+
+
 def test_the_command_prints_the_old_paths_rows_and_totals(trees: list[Path]) -> None:
     old, _ = both_docs(trees)
     proc = run_ibdtool("report", *trees, "--format", "json")

@@ -218,15 +218,15 @@ def print_fitted(
         w if w is not None else max([cell_len(name), *(widest_line(r[i]) for r in texts)])
         for i, name, w in zip(fit.shown, fit.titles, given, strict=True)
     ]
-    for start in range(0, len(texts), chunk):
-        first, last = start == 0, start + chunk >= len(texts)
-        part = texts[start : start + chunk]
+
+    def rich_rows(start: int, stop: int) -> None:
+        first, last = start == 0, stop >= len(texts)
         table = _fitted_table(
             title if first else None,
             cols,
             fit,
             widths,
-            part,
+            texts[start:stop],
             start,
             style,
             caption=last,
@@ -241,7 +241,66 @@ def print_fitted(
         if not first:
             del lines[0]  # the top edge
         con.file.write("\n".join(lines))
+
+    if con.is_terminal or any(w is not None for w in given):
+        for start in range(0, len(texts), chunk):
+            rich_rows(start, start + chunk)
+    else:
+        # a pipe or a file at natural widths: no colour, no wrapping, so a row is its cells
+        # padded as Rich pads them; Rich draws the first row (title, header, top edge) and the
+        # last (bottom edge, caption), and any row a plain line could not show as Rich would
+        rich_rows(0, 1)
+        plain = _PlainRows([(i, cols[i].numeric) for i in fit.shown], widths)
+        for n in range(1, len(texts) - 1):
+            line = plain.line(texts[n])
+            if line is None:
+                con.file.write(plain.flush())
+                rich_rows(n, n + 1)
+                continue
+            plain.add(line)
+            if plain.full(chunk):
+                con.file.write(plain.flush())
+        con.file.write(plain.flush())
+        rich_rows(len(texts) - 1, len(texts))
     con.file.flush()
+
+
+class _PlainRows:
+    """The body rows of a :data:`box.SIMPLE_HEAD` table (``pad_edge=False``) as Rich writes
+    them when it draws no colour and wraps nothing: an edge space, the cells justified to
+    their columns' widths three spaces apart, an edge space. Rich's own measure of a cell
+    (:func:`rich.cells.cell_len`) pads it; a cell Rich would treat otherwise (not printable,
+    or wider than its column) is left to Rich (``line`` returns None)."""
+
+    def __init__(self, shown: Sequence[tuple[int, bool]], widths: Sequence[int]) -> None:
+        from rich.cells import cell_len as rich_len
+
+        self._len = rich_len
+        self._cols = [(i, numeric, w) for (i, numeric), w in zip(shown, widths, strict=True)]
+        self._lines: list[str] = []
+
+    def line(self, row: Sequence[str]) -> str | None:
+        cells = []
+        for i, numeric, width in self._cols:
+            value = row[i]
+            if not value.isprintable():
+                return None
+            pad = width - self._len(value)
+            if pad < 0:
+                return None
+            cells.append(" " * pad + value if numeric else value + " " * pad)
+        return " " + "   ".join(cells) + " "
+
+    def add(self, line: str) -> None:
+        self._lines.append(line)
+
+    def full(self, chunk: int) -> bool:
+        return len(self._lines) >= chunk
+
+    def flush(self) -> str:
+        text = "".join(line + "\n" for line in self._lines)
+        self._lines.clear()
+        return text
 
 
 def err() -> Console:
