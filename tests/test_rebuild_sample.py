@@ -37,7 +37,7 @@ def test_sampled_interval_holds_the_exact_count(name: str) -> None:
         exact = plan_rebuild(ts, sample_above=None)
         assert exact.written_ci is None and exact.leaves_read is None  # every page read
         for seed in (1, 2, 3, 4, 5):
-            sampled = plan_rebuild(ts, sample_above=0, sample_leaves=16, seed=seed)
+            sampled = plan_rebuild(ts, sample_above=0, sample_leaves=16, seed=seed, target=None)
             assert sampled.written_ci is not None and sampled.leaves_read is not None
             read, leaves = sampled.leaves_read
             assert read < leaves, sampled.leaves_read  # a sample, not every leaf
@@ -63,3 +63,32 @@ def test_small_file_keeps_the_exact_plan() -> None:
         exact = plan_rebuild(ts, sample_above=None)
     assert default.written_ci is None
     assert (default.data_pages, default.n_pages) == (exact.data_pages, exact.n_pages)
+
+
+@pytest.mark.parametrize("name", FILES[:3])
+def test_plan_reads_leaves_until_its_target(name: str) -> None:
+    """With a target, a first sample too small to meet it is grown: more leaves are read, the
+    count of pages written is then known within the target (or every leaf was read), and the
+    interval still holds the exact plan's count."""
+    path = CORPUS / name
+    if not path.exists():
+        pytest.skip(f"{name} is not in the corpus here")
+    with Tablespace(path) as ts:
+        exact = plan_rebuild(ts, sample_above=None)
+        for seed in (1, 2, 3):
+            first = plan_rebuild(ts, sample_above=0, sample_leaves=8, seed=seed, target=None)
+            assert first.leaves_read and first.written_ci
+            low, high = first.written_ci
+            # a tenth of a page of these files: the first sample misses it (its bounds are
+            # whole pages, each index's rounded out)
+            target = 0.002
+            assert max(first.data_pages - low, high - first.data_pages) >= 1
+            grown = plan_rebuild(ts, sample_above=0, sample_leaves=8, seed=seed, target=target)
+            assert grown.leaves_read and grown.written_ci
+            assert grown.leaves_read[0] > first.leaves_read[0]
+            low, high = grown.written_ci
+            half = max(grown.data_pages - low, high - grown.data_pages)
+            # within the target, give or take the rounding of each index's bounds
+            read, leaves = grown.leaves_read
+            assert half <= target * grown.data_pages + 2 or read == leaves, (half, target)
+            assert low <= exact.data_pages <= high

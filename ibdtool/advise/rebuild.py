@@ -33,7 +33,9 @@ scan (:func:`ibdtool.tablespace.header_pages`), and of each index with more leav
 share of :data:`SAMPLE_LEAVES` a random sample of leaves is read. Its rebuilt leaf count is the
 leaves' estimated live record bytes (with their directory share) over what a packed page holds
 (the sampled leaves' records packed back to back by the bulk-load rule), with a 95% interval
-from the spread of both; the rebuilt leaves are synthesised from those packed pages.
+from the spread of both; the indexes' intervals combine in quadrature, and more leaves are
+read until the whole is within :data:`PLAN_TARGET`. The rebuilt leaves are synthesised from
+those packed pages.
 """
 
 from __future__ import annotations
@@ -74,8 +76,15 @@ if TYPE_CHECKING:
 #: index pages above which the plan samples leaves (at most, every page is read: exact): about
 #: 1 s of reading on a quiet machine, 3 s on a loaded one
 SAMPLE_ABOVE_PAGES = 4096
-#: leaf pages a sampled plan reads, shared among the indexes by their leaves
+#: leaf pages a sampled plan reads first, shared among the indexes by their leaves
 SAMPLE_LEAVES = 2048
+#: the relative half width (95%) a sampled plan's count of pages written is read to: more
+#: leaves are read while it is wider (the codecs' sampling takes the rest of the ±1%,
+#: combined in quadrature: 0.6² + 0.8² = 1)
+PLAN_TARGET = 0.006
+#: the most leaf pages a sampled plan reads, whatever its target (about 4 s of reading on a
+#: loaded machine)
+MAX_SAMPLE_LEAVES = 12288
 #: the least a sampled index reads, and the node pages read for their mean size
 MIN_INDEX_SAMPLE = 64
 Z95 = 1.959963984540054
@@ -540,10 +549,14 @@ def plan_rebuild(
     sample_above: int | None = SAMPLE_ABOVE_PAGES,
     sample_leaves: int = SAMPLE_LEAVES,
     seed: int = 1,
+    target: float | None = PLAN_TARGET,
 ) -> RebuiltImage:
     """Plan the file a rebuild writes (module doc): every index page of ``ts`` read once, or
     (more than ``sample_above`` index pages; None: never) each index's leaves sampled,
-    ``sample_leaves`` of them in all, drawn with ``seed``.
+    ``sample_leaves`` of them in all, drawn with ``seed``; then, while the count of pages
+    written is known to less than ``target`` (relative 95% half width; None: the first sample
+    is the plan's), more leaves of the indexes whose count is least sure
+    (:func:`_sized_samples`), at most :data:`MAX_SAMPLE_LEAVES` in all.
 
     ``vendor``: the server that will rebuild (the file's own by default): MariaDB resets the
     transaction ids. Raises :class:`InputError` for a file with no index page."""
@@ -570,17 +583,28 @@ def plan_rebuild(
     all_leaves = sum(len(levels.get(0, ())) for levels in by_index.values())
     rng = random.Random(seed)
     leaves_read = 0
+    read: dict[int, tuple[int, array[int]]] = {}  # a sampled leaf's live records' sizes
+    drawn: dict[int, list[int]] = {}  # a sampled index's leaves in random order
+    take: dict[int, int] = {}  # and how many of them the plan reads
+    for index_id in sorted(by_index) if found is not None else ():
+        leaves = by_index[index_id].get(0, set())
+        share = round(sample_leaves * len(leaves) / max(1, all_leaves))
+        share = max(min(MIN_INDEX_SAMPLE, sample_leaves), share)
+        if len(leaves) > share:
+            drawn[index_id] = rng.sample(sorted(leaves), len(leaves))  # every prefix a sample
+            take[index_id] = share
+    if drawn and target is not None:
+        take = _sized_samples(ts, by_index, drawn, take, read, len(kept), clustered_id,
+                              fill_factor, target)  # fmt: skip
     for index_id in sorted(by_index):
         levels = by_index[index_id]
         clustered = index_id == clustered_id
         reserve = reserved_space(psize, clustered, fill_factor)
         leaves = levels.get(0, set())
-        share = round(sample_leaves * len(leaves) / max(1, all_leaves))
-        share = max(min(MIN_INDEX_SAMPLE, sample_leaves), share)
-        sampled = found is not None and len(leaves) > share
+        sampled = index_id in drawn
         if sampled:
-            chosen = sorted(rng.sample(sorted(leaves), share))
-            leaf = _plan_stream(ts, chosen)
+            share = take[index_id]
+            leaf = _plan_stream(ts, sorted(drawn[index_id][:share]), read)
             leaves_read += share
         else:
             first = leftmost.get((index_id, 0), min(leaves, default=0))
@@ -653,8 +677,9 @@ def plan_rebuild(
         notes,
     )
     if any(p.synth is not None for p in plans):
-        low_segs = [x for b in bounds for x in b[0]]
-        high_segs = [x for b in bounds for x in b[1]]
+        # the indexes' samples are independent: their errors add in quadrature, not bound to
+        # bound; each index's segments are moved by its share of the combined deviation
+        low_segs, high_segs = _combined_bounds(segments, bounds)
         image.written_ci = (fixed + sum(low_segs), fixed + sum(high_segs))
         image.n_pages_ci = (
             max(_file_pages(low_segs, fixed, psize, vendor), image.written_ci[0]),
@@ -739,6 +764,81 @@ def _classify_by_headers(ts: Tablespace) -> _Found:
     return kept, by_index, leftmost
 
 
+def _sized_samples(
+    ts: Tablespace,
+    by_index: dict[int, dict[int, set[int]]],
+    drawn: dict[int, list[int]],
+    take: dict[int, int],
+    read: dict[int, tuple[int, array[int]]],
+    fixed: int,
+    clustered_id: int,
+    fill_factor: int,
+    target: float,
+) -> dict[int, int]:
+    """How many of each sampled index's ``drawn`` leaves to read so that the pages written
+    are known within ``target`` (relative 95% half width), from the first ``take``: each
+    round reads the sampled leaves, estimates each index's leaf pages and their half width
+    (:func:`_sampled_leaf_pages`), combines the indexes' half widths in quadrature, and grows
+    every index that adds to it by the square of how far the whole is off (a half width
+    falls as one over the root of the leaves read; the rule of three's, as one over them),
+    until the target is met, every leaf is read, or :data:`MAX_SAMPLE_LEAVES` are."""
+    psize = ts.logical_size
+    take = dict(take)
+    for _round in range(4):
+        halves: dict[int, float] = {}
+        pages = float(fixed)
+        for index_id, levels in by_index.items():
+            if index_id not in drawn:
+                pages += len(levels.get(0, ())) + sum(len(p) for lv, p in levels.items() if lv)
+                continue
+            reserve = reserved_space(psize, index_id == clustered_id, fill_factor)
+            leaf = _plan_stream(ts, sorted(drawn[index_id][: take[index_id]]), read)
+            counts = list(pack(iter(leaf.sizes), psize, reserve))
+            population = len(drawn[index_id])
+            est, rel, _synth = _sampled_leaf_pages(leaf, counts, population, psize, reserve)
+            halves[index_id] = est * rel
+            pages += est + sum(len(p) for lv, p in levels.items() if lv)
+        whole = math.sqrt(sum(h * h for h in halves.values())) / max(1.0, pages)
+        room = MAX_SAMPLE_LEAVES - sum(take.values())
+        if whole <= target or room <= 0:
+            break
+        grow = min(16.0, (whole / target) ** 2 * 1.1)
+        wanted = {
+            i: min(len(drawn[i]), math.ceil(take[i] * grow)) - take[i]
+            for i, h in halves.items()
+            if h * h >= sum(x * x for x in halves.values()) / (4 * len(halves))
+        }
+        more = sum(wanted.values())
+        if more <= 0:
+            break
+        scale = min(1.0, room / more)
+        for i, w in wanted.items():
+            take[i] += int(w * scale)
+    return take
+
+
+def _combined_bounds(
+    segments: list[int], bounds: list[tuple[list[int], list[int]]]
+) -> tuple[list[int], list[int]]:
+    """The segments' pages at the low and the high end of the plan's 95% interval: each
+    index's own interval (``bounds``: its segments at its low and high ends) is that of an
+    independent estimate, so the whole's half width is the root of the sum of their squares;
+    each index's segments are moved by their share of it (the same share of their own
+    deviation for all)."""
+    nominal = segments
+    low = [x for b in bounds for x in b[0]]
+    high = [x for b in bounds for x in b[1]]
+    out: list[list[int]] = []
+    for end in (low, high):
+        devs = [e - n for e, n in zip(end, nominal, strict=True)]
+        per_index = [devs[i] + devs[i + 1] for i in range(0, len(devs), 2)]
+        linear = sum(abs(d) for d in per_index)
+        combined = math.sqrt(sum(d * d for d in per_index))
+        share = combined / linear if linear else 1.0
+        out.append([n + round(d * share) for n, d in zip(nominal, devs, strict=True)])
+    return out[0], out[1]
+
+
 def _upper_levels(below: int, ptr: int, psize: int, reserve: int) -> tuple[list[int], list[int]]:
     """The pages of each level above ``below`` leaves (a node pointer for each page below,
     ``ptr`` bytes each), and each of their pages' record counts."""
@@ -803,15 +903,23 @@ def rebuilt_allocation(path: str | os.PathLike[str], keyring: Keyring | None = N
         return plan_rebuild(ts).uncompressed()
 
 
-def _plan_stream(ts: Tablespace, pages: list[int]) -> _Stream:
+def _plan_stream(
+    ts: Tablespace, pages: list[int], read: dict[int, tuple[int, array[int]]] | None = None
+) -> _Stream:
     """The level's live records counted and sized page by page in one read of each page (the
-    sizes, in key order, are what :func:`pack` takes)."""
+    sizes, in key order, are what :func:`pack` takes); ``read``: pages already sized, and
+    where to keep those sized now."""
     counts: list[int] = []
     sizes = array("I")
     for no in pages:
-        spans = _live(_image(ts, no))
-        counts.append(len(spans))
-        sizes.extend(sp.end - sp.start for sp in spans)
+        got = read.get(no) if read is not None else None
+        if got is None:
+            spans = _live(_image(ts, no))
+            got = (len(spans), array("I", (sp.end - sp.start for sp in spans)))
+            if read is not None:
+                read[no] = got
+        counts.append(got[0])
+        sizes.extend(got[1])
     stream = _Stream(pages, counts, records=sum(counts))
     stream.sizes = sizes
     stream.sizes_total = sum(sizes)

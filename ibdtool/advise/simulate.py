@@ -33,6 +33,7 @@ from ibdtool.advise.cpu_cost import CLOCK, Cost, CostRun, measure
 from ibdtool.advise.cpu_cost import MAX_PAGES as MAX_COST_PAGES
 from ibdtool.advise.estimate import Estimate
 from ibdtool.advise.rebuild import (
+    PLAN_TARGET,
     SAMPLE_ABOVE_PAGES,
     SAMPLE_LEAVES,
     RebuiltImage,
@@ -986,6 +987,7 @@ def simulate_path(
     as_rebuilt: bool = True,
     plan_sample_above: int | None = SAMPLE_ABOVE_PAGES,
     plan_sample_leaves: int = SAMPLE_LEAVES,
+    plan_target: float | None = PLAN_TARGET,
 ) -> SimResult:
     """Simulate every scenario × block size on ``path`` (see module doc).
 
@@ -995,8 +997,11 @@ def simulate_path(
     server leaves it, each interval widened by the model's own error. ``as_rebuilt=False``
     simulates the pages as they are (what punching holes alone would do). The rebuild is
     planned from a sample of the leaves when the file has more than ``plan_sample_above``
-    index pages (not with ``full``; None: never), ``plan_sample_leaves`` leaves in all, its
-    page count's interval carried into every prediction.
+    index pages (not with ``full``; None: never), ``plan_sample_leaves`` leaves first, then
+    more until its count of pages written is within ``plan_target`` (relative; None: the
+    first sample is the plan), its page count's interval combined with each codec's
+    sampling interval in quadrature (independent estimates of a product's factors); the
+    codecs are then sampled to what is left of the ±1% (:func:`_codec_target`).
 
     ``row_compressed=False`` skips the ROW_FORMAT=COMPRESSED what-if (``row_compressed`` is
     then empty), which costs several deflates per index page (``ibdtool report`` does this).
@@ -1027,6 +1032,7 @@ def simulate_path(
                     sample_above=None if full else plan_sample_above,
                     sample_leaves=plan_sample_leaves,
                     seed=seed,
+                    target=plan_target,
                 )
             except InputError:  # no index page: nothing a rebuild would repack
                 notes.append("no index page to rebuild: the file simulated as it is")
@@ -1076,8 +1082,9 @@ def simulate_path(
         with scan:
             if adaptive:
                 assert isinstance(page_nos, list)
+                distinct = image.distinct_pages if image is not None else None
                 acc, per_scenario, page_nos, unsettled = _adaptive(
-                    scan, page_nos, cfg, n_pages, budget
+                    scan, page_nos, cfg, n_pages, budget, _codec_target(image), distinct
                 )
                 if unsettled:
                     widest = max(unsettled.values())
@@ -1219,7 +1226,13 @@ def _rebuilt_total(
     the never-written rest of its extents (:func:`_zero_page_cost`), the interval widened by
     the model's error: :attr:`RebuiltImage.model_pages` pages at the mean cost either way,
     and for a MySQL file, whose never-written pages are allocated, an extent of them either
-    way (MySQL's file size rule is the model's least sure part)."""
+    way (MySQL's file size rule is the model's least sure part).
+
+    The allocation is the pages written times their mean cost: of a sampled plan, two
+    independent estimates (the plan's count from its sample of leaves, the mean from the
+    codec's sample of pages), so their 95% half widths add in quadrature (the delta method
+    for a product), each side apart; the model's error, a third independent one stated as
+    a 95% half width, too."""
     psize = image.page_size
     rest = (image.n_pages - image.data_pages) * _zero_page_cost(s, b, psize)
     mean = predicted / data_pages if data_pages else 0.0
@@ -1227,15 +1240,34 @@ def _rebuilt_total(
     if s.server is Vendor.MYSQL and image.vendor is Vendor.MYSQL:
         err += image.size_error_pages * _zero_page_cost(s, b, psize)
     low, high = (float(x) for x in ci or (predicted, predicted))
+    below, above = [predicted - low, err], [high - predicted, err]
     if image.written_ci is not None and image.n_pages_ci is not None:
         # a sampled plan: the pages written and the file's size at their interval's bounds
         zero = _zero_page_cost(s, b, psize)
         nominal = predicted + rest
+        plan_below = plan_above = 0.0
         for written, size in zip(image.written_ci, image.n_pages_ci, strict=True):
             other = mean * written + (size - written) * zero
-            low += min(0.0, other - nominal)
-            high += max(0.0, other - nominal)
-    return predicted + rest, (max(round(mean), round(low + rest - err)), round(high + rest + err))
+            plan_below = max(plan_below, nominal - other)
+            plan_above = max(plan_above, other - nominal)
+        below.append(plan_below)
+        above.append(plan_above)
+    total = predicted + rest
+    low = total - math.sqrt(sum(x * x for x in below))
+    high = total + math.sqrt(sum(x * x for x in above))
+    return total, (max(round(mean), round(low)), round(high))
+
+
+def _codec_target(image: RebuiltImage | None) -> float:
+    """The relative half width each codec is sampled to: ±1%, less the share a sampled
+    plan's count of pages takes (they add in quadrature, :func:`_rebuilt_total`), never
+    below half of it."""
+    t = TARGET_REL_HALF_WIDTH
+    if image is None or image.written_ci is None or not image.data_pages:
+        return t
+    lo, hi = image.written_ci
+    plan = max(image.data_pages - lo, hi - image.data_pages) / image.data_pages
+    return max(t / 2, math.sqrt(max(0.0, t * t - plan * plan)))
 
 
 def _two_stage(
@@ -1381,34 +1413,66 @@ def _half_width(
     return mean, Z95 * population * math.sqrt(var / n) * fpc
 
 
-def _pages_needed(total: float, total_sq: float, n: int, population: int, cap: float) -> int:
-    """Pages for a ±1% 95% interval, from a sample of ``n`` (finite population corrected;
-    the rule of three's when every page so far cost the same, :func:`_half_width`)."""
+def _pages_needed(
+    total: float,
+    total_sq: float,
+    n: int,
+    population: int,
+    cap: float,
+    target: float = TARGET_REL_HALF_WIDTH,
+    distinct: int | None = None,
+) -> int:
+    """Pages for a ``target`` (relative) 95% half width, from a sample of ``n`` (finite
+    population corrected; the rule of three's when every page so far cost the same,
+    :func:`_half_width`). Of a sampled plan's pages (``distinct``, :func:`_two_stage`): no
+    correction, and no more than the distinct pages (more would repeat them)."""
     mean = total / n
     if mean <= 0:
         return n
     var = max(0.0, (total_sq - n * mean * mean) / (n - 1)) if n > 1 else 0.0
     if var <= 0.0:
-        n0 = 3 * max(mean, cap - mean) / mean / TARGET_REL_HALF_WIDTH
+        n0 = 3 * max(mean, cap - mean) / mean / target
     else:
-        n0 = (Z95 * math.sqrt(var) / mean / TARGET_REL_HALF_WIDTH) ** 2
+        n0 = (Z95 * math.sqrt(var) / mean / target) ** 2
+    if distinct is not None:
+        return min(math.ceil(n0), max(n, distinct))
     return math.ceil(n0 / (1 + (n0 - 1) / population))
 
 
+def _sample_half(
+    total: float, total_sq: float, n: int, population: int, cap: float, distinct: int | None
+) -> tuple[float, float]:
+    """(mean, half width on the total): :func:`_half_width`, or for the pages of a sampled
+    plan drawn from ``distinct`` pages, :func:`_two_stage`'s."""
+    if distinct is None:
+        return _half_width(total, total_sq, n, population, cap)
+    _predicted, ci = _two_stage(total, total_sq, n, population, distinct, cap)
+    mean = total / n if n else 0.0
+    return mean, (ci[1] - ci[0]) / 2 if ci else 0.0
+
+
 def _adaptive(
-    scan: _Scan | _RebuiltScan, order: list[int], cfg: SimConfig, n_pages: int, budget: float
+    scan: _Scan | _RebuiltScan,
+    order: list[int],
+    cfg: SimConfig,
+    n_pages: int,
+    budget: float,
+    target: float = TARGET_REL_HALF_WIDTH,
+    distinct: int | None = None,
 ) -> tuple[Accumulator, dict[Scenario, int], list[int], dict[Scenario, float]]:
-    """Sample each scenario until its interval (at every block size) is within ±1% of its
-    prediction. Scenario s measures the first ``per[s]`` pages of ``order`` (a random
-    permutation of page numbers): a first round of :data:`PILOT_PAGES` for all (the
-    ROW_FORMAT=COMPRESSED what-if on its first :data:`ADAPTIVE_ZIP_PAGES`), then rounds sized
-    per scenario from its spread (pages needed) and its cost (seconds a page, measured), so a
-    slow codec whose pages vary little stops early and a fast one goes on. The rounds stop
-    when every interval is within ±1% or ``budget`` seconds have passed since the first round
+    """Sample each scenario until its interval (at every block size) is within ``target``
+    (±1%; less when a sampled rebuild plan takes part of it) of its prediction (the pages of
+    a sampled plan, drawn from ``distinct`` pages: :func:`_two_stage`'s interval). Scenario
+    s measures the first ``per[s]`` pages of ``order`` (a random permutation of page
+    numbers): a first round of :data:`PILOT_PAGES` for all (the ROW_FORMAT=COMPRESSED
+    what-if on its first :data:`ADAPTIVE_ZIP_PAGES`), then rounds sized per scenario from
+    its spread (pages needed) and its cost (seconds a page, measured), so a slow codec whose
+    pages vary little stops early and a fast one goes on. The rounds stop when every
+    interval is within ``target`` or ``budget`` seconds have passed since the first round
     (the time left goes to the cheapest first); a scenario for which the rest of the file
     costs less than half its share of the time left takes it all (exact). Returns the
     settled sums, each scenario's pages, the pages scanned (sorted) and the scenarios left
-    wider than ±1% with their relative half widths."""
+    wider than ``target`` with their relative half widths."""
     acc = Accumulator()
     per: dict[Scenario, int] = dict.fromkeys(cfg.scenarios, 0)
     goal: dict[Scenario, int] = dict.fromkeys(cfg.scenarios, min(len(order), PILOT_PAGES))
@@ -1439,12 +1503,15 @@ def _adaptive(
             worst, need = 0.0, n
             for b in cfg.blocks:
                 total, total_sq = acc.cost.get((s, b), [0.0, 0.0])
-                mean, half = _half_width(total, total_sq, n, n_pages, cfg.page_size)
+                mean, half = _sample_half(total, total_sq, n, n_pages, cfg.page_size, distinct)
                 predicted = mean * n_pages
                 worst = max(worst, half / predicted if predicted > 0 else 0.0)
-                need = max(need, _pages_needed(total, total_sq, n, n_pages, cfg.page_size))
+                need = max(
+                    need,
+                    _pages_needed(total, total_sq, n, n_pages, cfg.page_size, target, distinct),
+                )
             rel[s] = worst
-            if worst > TARGET_REL_HALF_WIDTH and n < len(order):
+            if worst > target and n < len(order) and need > n:
                 # 10% over the estimate (it comes from a sample too), growth capped
                 needed[s] = min(len(order), math.ceil(need * 1.1), n * ROUND_GROWTH) - n
         if start is None:
@@ -1473,7 +1540,7 @@ def _adaptive(
         if not grew:
             break
     taken = max(per.values(), default=0)
-    unsettled = {s: rel[s] for s in cfg.scenarios if rel.get(s, 0.0) > TARGET_REL_HALF_WIDTH}
+    unsettled = {s: rel[s] for s in cfg.scenarios if rel.get(s, 0.0) > target}
     return acc, per, sorted(order[:taken]), unsettled
 
 

@@ -541,7 +541,7 @@ def checksum(
     "--plan-sample-leaves",
     type=click.IntRange(min=2),
     hidden=True,
-    help="Leaf pages a sampled rebuild plan reads (tests and benches).",
+    help="Leaf pages a sampled rebuild plan reads, no more (tests and benches).",
 )
 @keyring_options
 def simulate(
@@ -582,8 +582,9 @@ def simulate(
     plan: dict[str, Any] = {}  # the rebuild plan's sampling, when a test or bench sets it
     if plan_sample_above is not None:
         plan["plan_sample_above"] = plan_sample_above
-    if plan_sample_leaves is not None:
+    if plan_sample_leaves is not None:  # that many leaves, not grown to a target
         plan["plan_sample_leaves"] = plan_sample_leaves
+        plan["plan_target"] = None
 
     def one(path: str) -> Any:
         with progress_for(f"simulate {path}", enabled=not (as_json or as_csv)) as bar:
