@@ -12,6 +12,8 @@ the time: not much less (too narrow), and not every time (padded).
 
 from __future__ import annotations
 
+import random
+from dataclasses import replace
 from pathlib import Path
 
 import pytest
@@ -88,3 +90,61 @@ def test_sampled_intervals_cover_the_exact_answer() -> None:
     # 95% intervals: about 95%; the figures of one run share its sample, so allow some spread
     assert 0.90 <= rate <= 0.995, rate
     assert held_printed >= held  # the printed interval holds the model's error too
+
+
+#: real files of a hundred pages or more (4K pages), and of forty (16K)
+CONTROL_FILES = [
+    REPO / "samples/mariadb/p4k-plain.ibd",
+    CORPUS / "mariadb-10.11/p4k-plain-1000rows.ibd",
+    CORPUS / "mysql-made/mysql8015-t_plain_1k.ibd",
+    CORPUS / "mariadb-10.11/p16k-crc32_pc_zlib-1000rows.ibd",
+]
+
+
+def test_control_variate_intervals_cover_the_exact_answer() -> None:
+    """The default run's slow codecs are estimated from fewer pages of their own with a fast
+    codec measured on more (:func:`ibdtool.advise.simulate._controlled`): built here as the
+    default run builds it (the fast codecs on a random order's first half, the slow ones on
+    its first sixth), its intervals must hold the full scan's figure about 95% of the time,
+    and be narrower than the slow codec's own sample's."""
+    files = [f for f in CONTROL_FILES if f.exists()]
+    if len(files) < 2:
+        pytest.skip("the corpus is not here")
+    fast = sim.parse_algorithms(["mariadb:zlib", "zstd:1"])
+    slow = sim.parse_algorithms(["mariadb:lzma", "mariadb:bzip2"])
+    blocks = sim.parse_block_sizes(["1024", "4096"])
+    figures = held = narrower = 0
+    for path in files:
+        with Tablespace(path) as ts:
+            n_pages = ts.n_pages
+            psize = ts.logical_size
+            cfg = sim.SimConfig((*fast, *slow), tuple(blocks), psize, zip_every=0)
+            exact = sim.scan_pages(ts, range(n_pages), cfg)  # the second computation
+            exact.settle(cfg)
+            n1, n2 = n_pages // 2, max(16, n_pages // 6)
+            per = {**dict.fromkeys(fast, n1), **dict.fromkeys(slow, n2)}
+            for seed in SEEDS:
+                order = random.Random(seed).sample(range(n_pages), n_pages)
+                acc = sim.Accumulator()
+                for who, part in ((cfg.scenarios, order[:n2]), (tuple(fast), order[n2:n1])):
+                    pcfg = replace(cfg, scenarios=who, per_page=True)
+                    got = sim.scan_pages(ts, sorted(part), pcfg)
+                    got.settle(pcfg)
+                    acc.merge(got)
+                for s in slow:
+                    for b in blocks:
+                        c = sim._controlled(acc, s, b, per, n_pages, None, psize)
+                        if c is None:
+                            continue  # no spread on these pages: the plain interval serves
+                        total, total_sq = acc.cost[(s, b)]
+                        _mean, plain = sim._half_width(total, total_sq, n2, n_pages, psize)
+                        half = sim.Z95 * n_pages * c.var**0.5
+                        figures += 1
+                        held += abs(c.mean * n_pages - exact.cost[(s, b)][0]) <= half
+                        narrower += half < plain
+    rate = held / figures
+    print(f"control variate intervals: {held}/{figures} = {rate:.3f}, narrower {narrower}")
+    assert figures >= 150, figures
+    assert rate >= 0.90, rate
+    assert narrower == figures  # used only where it narrows the interval
+    assert held < figures  # not padded

@@ -24,6 +24,7 @@ import random
 import threading
 import time
 import zlib
+from array import array
 from bisect import bisect_right
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass, field, replace
@@ -337,6 +338,16 @@ class Accumulator:
     stored: StoredTally | None = None
     #: seconds spent in each scenario's codec (what a page of it costs the adaptive sample)
     seconds: dict[Scenario, float] = field(default_factory=dict)
+    #: each page's payload length per scenario, (page numbers, lengths; -2: an all-zero page),
+    #: kept when :attr:`SimConfig.per_page` asks (the default run's control variates,
+    #: :func:`_controlled`)
+    pages_of: dict[Scenario, tuple[array[int], array[int]]] = field(default_factory=dict)
+
+    def page_record(self, s: Scenario) -> tuple[array[int], array[int]]:
+        got = self.pages_of.get(s)
+        if got is None:
+            got = self.pages_of[s] = (array("q"), array("q"))
+        return got
 
     def add_cost(self, key: tuple[Scenario, BlockSpec], value: float) -> None:
         slot = self.cost.setdefault(key, [0.0, 0.0])
@@ -386,6 +397,10 @@ class Accumulator:
             slot[1] += s2
         self.zip_index_pages += other.zip_index_pages
         self.zip_n += other.zip_n
+        for sc, (pages, lengths) in other.pages_of.items():
+            mine_p, mine_l = self.page_record(sc)
+            mine_p.extend(pages)
+            mine_l.extend(lengths)
         for sc, t in other.seconds.items():
             self.seconds[sc] = self.seconds.get(sc, 0.0) + t
         if other.stored is not None:
@@ -408,6 +423,21 @@ class SimConfig:
     zip_every: int = 1
     #: tally the stored pages for the current state too (a full scan: it reads every page)
     tally_stored: bool = False
+    #: keep each page's payload length per scenario (:attr:`Accumulator.pages_of`)
+    per_page: bool = False
+
+
+#: :attr:`Accumulator.pages_of`'s length for an all-zero page (-1: a page stored plain)
+ZERO_PAGE = -2
+
+
+def _page_cost(s: Scenario, b: BlockSpec, psize: int, length: int) -> int:
+    """What a page whose payload is ``length`` bytes allocates (as :meth:`Accumulator.settle`
+    counts it; -1: stored plain, :data:`ZERO_PAGE`: all zeros)."""
+    if length == ZERO_PAGE:
+        return _zero_page_cost(s, b, psize)
+    stored = None if length < 0 else s.stored_size(length, psize, b.size)
+    return b.allocated(stored if stored is not None else psize, psize)
 
 
 def _zero_page_cost(s: Scenario, b: BlockSpec, psize: int) -> int:
@@ -422,6 +452,11 @@ def measure_zero_pages(first: int, end: int, cfg: SimConfig, acc: Accumulator) -
     a file's holes cost nothing to read and must cost nothing per page to count."""
     count = end - first
     acc.n += count
+    if cfg.per_page:
+        for s in cfg.scenarios:
+            pages, lengths = acc.page_record(s)
+            pages.extend(range(first, end))
+            lengths.extend(itertools.repeat(ZERO_PAGE, count))
     for s in cfg.scenarios:
         for b in cfg.blocks:
             cost = _zero_page_cost(s, b, cfg.page_size)
@@ -480,6 +515,7 @@ class _Meter:
         ]
         spent = [0.0] * len(plans)  # seconds in each scenario's codec
         clock = time.perf_counter
+        record = [acc.page_record(s) for s, *_ in self.plans] if cfg.per_page else None
         seen = compressed_pages = 0
         for page, page_no in pages:
             ptype = page[24] << 8 | page[25]
@@ -498,6 +534,9 @@ class _Meter:
                     spent[i] += clock() - t0
                     compressed = True
                 hist[length] = hist.get(length, 0) + 1
+                if record is not None:
+                    record[i][0].append(page_no)
+                    record[i][1].append(length)
             compressed_pages += compressed
             if every > 0 and page_no % every == 0:
                 acc.zip_n += 1
@@ -1067,6 +1106,7 @@ def simulate_path(
             cfg,
             zip_every=zip_every if row_compressed else 0,
             tally_stored=full and image is None,
+            per_page=adaptive,
         )
         jobs = jobs or os.cpu_count() or 1
         if threading.current_thread() is not threading.main_thread():
@@ -1118,16 +1158,23 @@ def simulate_path(
     where = filesystem_of(path)
     drop_rate, rate_source = rate_for(where)
     results: list[ScenarioResult] = []
+    controlled: dict[Scenario, Scenario] = {}  # the scenarios estimated with a control variate
     for s in cfg.scenarios:
         for b in cfg.blocks:
             total, total_sq = acc.cost.get((s, b), [0.0, 0.0])
             n = per_scenario.get(s, 0)
-            if image is not None and image.distinct_pages is not None:
-                predicted, ci = _two_stage(
-                    total, total_sq, n, n_pages, image.distinct_pages, cfg.page_size
-                )
+            distinct = image.distinct_pages if image is not None else None
+            if distinct is not None:
+                predicted, ci = _two_stage(total, total_sq, n, n_pages, distinct, cfg.page_size)
             else:
                 predicted, ci = _estimate(total, total_sq, n, n_pages, full, cfg.page_size)
+            c = _controlled(acc, s, b, per_scenario, n_pages, distinct, cfg.page_size)
+            if c is not None and ci is not None:
+                half = Z95 * n_pages * math.sqrt(c.var)
+                if half < (ci[1] - ci[0]) / 2:
+                    predicted = round(c.mean * n_pages)
+                    ci = (max(0, round(predicted - half)), round(predicted + half))
+                    controlled.setdefault(s, c.aux)
             holes = acc.holes.get((s, b), 0) * n_pages / n if n else 0
             extents, extents_ci = _extents_after(
                 acc.holes.get((s, b), 0), n, n_pages, full or n >= n_pages, logical_size
@@ -1167,6 +1214,12 @@ def simulate_path(
                     plain,
                 )
             )
+    if controlled:
+        notes.append(
+            "estimated from fewer pages of their own with a codec measured on more as a control "
+            "variate (two-phase regression): "
+            + ", ".join(f"{s.label} by {a.label}" for s, a in controlled.items())
+        )
     zips: list[ZipResult] = []
     for kbs in KEY_BLOCK_SIZES if row_compressed else ():
         if kbs > cfg.page_size:
@@ -1451,6 +1504,103 @@ def _sample_half(
     return mean, (ci[1] - ci[0]) / 2 if ci else 0.0
 
 
+@dataclass(frozen=True)
+class _Controlled:
+    """A scenario's mean cost a page by the regression estimator on another scenario measured
+    on more pages (a two-phase sample: the other's pages hold this one's, both a prefix of
+    one random order): the fast codecs' costs follow the slow ones' page by page, so the
+    slow ones' means are known from fewer of their own pages."""
+
+    mean: float
+    var: float  # the variance of ``mean``
+    sy2: float  # the scenario's own spread, and what is left of it after the regression
+    se2: float
+    n1: int  # the other scenario's pages
+    aux: Scenario
+
+
+def _inv(n: int, population: int, distinct: int | None) -> float:
+    """1/n with the finite population correction, or (pages of a sampled plan) 1/n up to the
+    ``distinct`` pages they are drawn from (:func:`_two_stage`)."""
+    if distinct is not None:
+        return 1 / max(1, min(n, distinct))
+    return max(0.0, 1 / n - 1 / population)
+
+
+def _controlled(
+    acc: Accumulator,
+    s: Scenario,
+    b: BlockSpec,
+    per: dict[Scenario, int],
+    population: int,
+    distinct: int | None,
+    psize: int,
+) -> _Controlled | None:
+    """``s``'s mean cost by the two-phase regression estimator (Cochran, Sampling
+    Techniques, 12.7) on the scenario, measured on more pages than ``s``, that leaves the
+    least variance: ``ȳ₂ + β(x̄₁ - x̄₂)``, of variance ``S²y/n₁ + S²e(1/n₂ - 1/n₁)`` (``e``
+    the residuals of the regression of ``s``'s costs on the other's over ``s``'s pages).
+    None when no scenario has more pages, the pages are too few, or the regression would
+    not narrow the interval."""
+    n2 = per.get(s, 0)
+    got = acc.pages_of.get(s)
+    if n2 < 16 or got is None or len(got[0]) != n2:
+        return None
+    pages, lengths = got
+    memo: dict[tuple[Scenario, int], int] = {}
+
+    def cost(sc: Scenario, length: int) -> int:
+        c = memo.get((sc, length))
+        if c is None:
+            c = memo[(sc, length)] = _page_cost(sc, b, psize, length)
+        return c
+
+    y = [cost(s, ln) for ln in lengths]
+    ybar = sum(y) / n2
+    syy = sum((v - ybar) ** 2 for v in y)
+    if syy <= 0:
+        return None  # no spread to explain: the plain interval's rule of three holds
+    sy2 = syy / (n2 - 1)
+    best: _Controlled | None = None
+    for a, n1 in per.items():
+        other = acc.pages_of.get(a)
+        if a == s or n1 <= n2 or other is None or len(other[0]) != n1:
+            continue
+        of = dict(zip(other[0], other[1], strict=True))
+        try:
+            x = [cost(a, of[p]) for p in pages]
+        except KeyError:
+            continue  # not nested (never in one run)
+        xbar = sum(x) / n2
+        sxx = sum((v - xbar) ** 2 for v in x)
+        if sxx <= 0:
+            continue
+        sxy = sum((u - xbar) * (v - ybar) for u, v in zip(x, y, strict=True))
+        beta = sxy / sxx
+        se2 = max(0.0, (syy - beta * sxy) / (n2 - 2))
+        total = acc.cost.get((a, b), [0.0, 0.0])[0]
+        mean = ybar + beta * (total / n1 - xbar)
+        inv1 = _inv(n1, population, distinct)
+        var = sy2 * inv1 + se2 * max(0.0, _inv(n2, population, distinct) - inv1)
+        if best is None or var < best.var:
+            best = _Controlled(mean, var, sy2, se2, n1, a)
+    if best is None or best.var >= sy2 * _inv(n2, population, distinct) or best.mean <= 0:
+        return None
+    return best
+
+
+def _controlled_needed(c: _Controlled, target: float, population: int, distinct: int | None) -> int:
+    """Pages of the scenario for a ``target`` relative half width with ``c``'s regression
+    (the other scenario's pages as they are): 0 when its own pages cannot get there."""
+    room = (target * c.mean / Z95) ** 2 - c.sy2 * _inv(c.n1, population, distinct)
+    if room <= 0 or c.se2 <= 0:
+        return 0 if room <= 0 else 16
+    inv = room / c.se2 + _inv(c.n1, population, distinct)
+    if distinct is not None:
+        return math.ceil(1 / inv)
+    return math.ceil(1 / (inv + 1 / population))
+
+
 def _adaptive(
     scan: _Scan | _RebuiltScan,
     order: list[int],
@@ -1505,11 +1655,16 @@ def _adaptive(
                 total, total_sq = acc.cost.get((s, b), [0.0, 0.0])
                 mean, half = _sample_half(total, total_sq, n, n_pages, cfg.page_size, distinct)
                 predicted = mean * n_pages
-                worst = max(worst, half / predicted if predicted > 0 else 0.0)
-                need = max(
-                    need,
-                    _pages_needed(total, total_sq, n, n_pages, cfg.page_size, target, distinct),
-                )
+                rel_b = half / predicted if predicted > 0 else 0.0
+                need_b = _pages_needed(total, total_sq, n, n_pages, cfg.page_size, target, distinct)
+                c = _controlled(acc, s, b, per, n_pages, distinct, cfg.page_size)
+                if c is not None:  # a faster codec's pages as a control variate
+                    rel_b = min(rel_b, Z95 * math.sqrt(c.var) / c.mean)
+                    need_c = _controlled_needed(c, target, n_pages, distinct)
+                    if need_c:
+                        need_b = min(need_b, need_c)
+                worst = max(worst, rel_b)
+                need = max(need, need_b)
             rel[s] = worst
             if worst > target and n < len(order) and need > n:
                 # 10% over the estimate (it comes from a sample too), growth capped
