@@ -1122,17 +1122,21 @@ def simulate_path(
         with scan:
             if adaptive:
                 assert isinstance(page_nos, list)
-                distinct = image.distinct_pages if image is not None else None
+                target = _codec_target(image)
                 acc, per_scenario, page_nos, unsettled = _adaptive(
-                    scan, page_nos, cfg, n_pages, budget, _codec_target(image), distinct
+                    scan, page_nos, cfg, n_pages, budget, target, stage_one(image)
                 )
                 if unsettled:
                     widest = max(unsettled.values())
-                    rest = "; the others ±1%" if len(unsettled) < len(cfg.scenarios) else ""
+                    rest = (
+                        f"; the others ±{100 * target:.2g}%"
+                        if len(unsettled) < len(cfg.scenarios)
+                        else ""
+                    )
                     notes.append(
                         f"sampled for {budget:g}s: {', '.join(x.label for x in unsettled)} "
-                        f"within ±{100 * widest:.1f}%{rest} (--sample N or --full for "
-                        "tighter intervals)"
+                        f"within ±{100 * widest:.2g}%{rest} (the sampling's share of the "
+                        "interval; --sample N or --full for tighter intervals)"
                     )
             else:
                 acc = scan.run(page_nos, cfg, len(page_nos))
@@ -1163,12 +1167,12 @@ def simulate_path(
         for b in cfg.blocks:
             total, total_sq = acc.cost.get((s, b), [0.0, 0.0])
             n = per_scenario.get(s, 0)
-            distinct = image.distinct_pages if image is not None else None
-            if distinct is not None:
-                predicted, ci = _two_stage(total, total_sq, n, n_pages, distinct, cfg.page_size)
+            stage1 = stage_one(image)
+            if stage1 is not None:
+                predicted, ci = _two_stage(total, total_sq, n, n_pages, stage1, cfg.page_size)
             else:
                 predicted, ci = _estimate(total, total_sq, n, n_pages, full, cfg.page_size)
-            c = _controlled(acc, s, b, per_scenario, n_pages, distinct, cfg.page_size)
+            c = _controlled(acc, s, b, per_scenario, n_pages, stage1, cfg.page_size)
             if c is not None and ci is not None:
                 half = Z95 * n_pages * math.sqrt(c.var)
                 if half < (ci[1] - ci[0]) / 2:
@@ -1312,34 +1316,56 @@ def _rebuilt_total(
 
 
 def _codec_target(image: RebuiltImage | None) -> float:
-    """The relative half width each codec is sampled to: ±1%, less the share a sampled
-    plan's count of pages takes (they add in quadrature, :func:`_rebuilt_total`), never
-    below half of it."""
+    """The relative half width each codec is sampled to: ±1% printed, less the shares a
+    sampled plan's count of pages and the rebuild model's error take (all three add in
+    quadrature, :func:`_rebuilt_total`), never below half of it (a small file's model error
+    alone may reach ±1%)."""
     t = TARGET_REL_HALF_WIDTH
-    if image is None or image.written_ci is None or not image.data_pages:
+    if image is None or not image.data_pages:
         return t
-    lo, hi = image.written_ci
-    plan = max(image.data_pages - lo, hi - image.data_pages) / image.data_pages
-    return max(t / 2, math.sqrt(max(0.0, t * t - plan * plan)))
+    model = image.model_pages / image.data_pages
+    plan = 0.0
+    if image.written_ci is not None:
+        lo, hi = image.written_ci
+        plan = max(image.data_pages - lo, hi - image.data_pages) / image.data_pages
+    return max(t / 2, math.sqrt(max(0.0, t * t - plan * plan - model * model)))
+
+
+def stage_one(image: RebuiltImage | None) -> float | None:
+    """The first stage's share of the variance of a mean over a sampled plan's pages, per unit
+    of the pages' variance (:func:`_two_stage`): ``(1 - f)/D``, its ``D`` distinct pages
+    synthesised from a fraction ``f`` of the leaves; None: an exact plan (or none)."""
+    if image is None or image.distinct_pages is None or not image.leaves_read:
+        return None
+    read, leaves = image.leaves_read
+    return max(0.0, 1 - read / max(1, leaves)) / max(1, image.distinct_pages)
+
+
+def _inv(n: int, population: int, stage1: float | None) -> float:
+    """The variance of a mean of ``n`` pages per unit of the pages' variance: ``1/n`` finite
+    population corrected, plus a sampled plan's first stage (:func:`stage_one`)."""
+    return max(0.0, 1 / max(1, n) - 1 / population) + (stage1 or 0.0)
 
 
 def _two_stage(
-    total: float, total_sq: float, n: int, population: int, distinct: int, cap: float
+    total: float, total_sq: float, n: int, population: int, stage1: float, cap: float
 ) -> tuple[int, tuple[int, int] | None]:
-    """:func:`_estimate` for the pages of a sampled rebuild plan: they are drawn from
-    ``distinct`` pages, themselves a sample of the ``population`` written, so no finite
-    population correction, and at most ``distinct`` of the ``n`` pages count as seen."""
+    """:func:`_estimate` for the pages of a sampled rebuild plan, a two-stage sample: the
+    plan's distinct pages stand for the ``population`` written (first stage, ``stage1``:
+    :func:`stage_one`), and ``n`` of the image's pages are compressed (second stage, finite
+    population corrected); the variance of the mean is the pages' times the sum of both
+    (:func:`_inv`), so pages beyond the distinct ones narrow the interval less and less."""
     if n == 0:
         return 0, None
     mean = total / n
-    seen = min(n, distinct)
-    if seen < 2:
+    if n < 2:
         return round(mean * population), (0, round(cap * population))
+    inv = _inv(n, population, stage1)
     var = max(0.0, (total_sq - n * mean * mean) / (n - 1))
-    if var <= 0.0:
-        half = population * 3 / seen * max(mean, cap - mean)
+    if var <= 0.0:  # the rule of three, 3 pages in 1/inv
+        half = population * 3 * inv * max(mean, cap - mean)
     else:
-        half = Z95 * population * math.sqrt(var / seen)
+        half = Z95 * population * math.sqrt(var * inv)
     predicted = mean * population
     return round(predicted), (max(0, round(predicted - half)), round(predicted + half))
 
@@ -1473,12 +1499,13 @@ def _pages_needed(
     population: int,
     cap: float,
     target: float = TARGET_REL_HALF_WIDTH,
-    distinct: int | None = None,
+    stage1: float | None = None,
 ) -> int:
     """Pages for a ``target`` (relative) 95% half width, from a sample of ``n`` (finite
     population corrected; the rule of three's when every page so far cost the same,
-    :func:`_half_width`). Of a sampled plan's pages (``distinct``, :func:`_two_stage`): no
-    correction, and no more than the distinct pages (more would repeat them)."""
+    :func:`_half_width`). Of a sampled plan's pages (``stage1``, :func:`_two_stage`): what
+    the first stage leaves of the target, or when it leaves nothing, the pages whose share
+    equals the first stage's (more would narrow the interval little)."""
     mean = total / n
     if mean <= 0:
         return n
@@ -1487,19 +1514,20 @@ def _pages_needed(
         n0 = 3 * max(mean, cap - mean) / mean / target
     else:
         n0 = (Z95 * math.sqrt(var) / mean / target) ** 2
-    if distinct is not None:
-        return min(math.ceil(n0), max(n, distinct))
+    if stage1:
+        room = 1 / n0 - stage1 + 1 / population  # 1/n0: the variance allowed, as a 1/n
+        return min(population, math.ceil(1 / room) if room > 0 else math.ceil(1 / stage1))
     return math.ceil(n0 / (1 + (n0 - 1) / population))
 
 
 def _sample_half(
-    total: float, total_sq: float, n: int, population: int, cap: float, distinct: int | None
+    total: float, total_sq: float, n: int, population: int, cap: float, stage1: float | None
 ) -> tuple[float, float]:
     """(mean, half width on the total): :func:`_half_width`, or for the pages of a sampled
-    plan drawn from ``distinct`` pages, :func:`_two_stage`'s."""
-    if distinct is None:
+    plan (``stage1``), :func:`_two_stage`'s."""
+    if stage1 is None:
         return _half_width(total, total_sq, n, population, cap)
-    _predicted, ci = _two_stage(total, total_sq, n, population, distinct, cap)
+    _predicted, ci = _two_stage(total, total_sq, n, population, stage1, cap)
     mean = total / n if n else 0.0
     return mean, (ci[1] - ci[0]) / 2 if ci else 0.0
 
@@ -1519,27 +1547,21 @@ class _Controlled:
     aux: Scenario
 
 
-def _inv(n: int, population: int, distinct: int | None) -> float:
-    """1/n with the finite population correction, or (pages of a sampled plan) 1/n up to the
-    ``distinct`` pages they are drawn from (:func:`_two_stage`)."""
-    if distinct is not None:
-        return 1 / max(1, min(n, distinct))
-    return max(0.0, 1 / n - 1 / population)
-
-
 def _controlled(
     acc: Accumulator,
     s: Scenario,
     b: BlockSpec,
     per: dict[Scenario, int],
     population: int,
-    distinct: int | None,
+    stage1: float | None,
     psize: int,
 ) -> _Controlled | None:
     """``s``'s mean cost by the two-phase regression estimator (Cochran, Sampling
     Techniques, 12.7) on the scenario, measured on more pages than ``s``, that leaves the
     least variance: ``ȳ₂ + β(x̄₁ - x̄₂)``, of variance ``S²y/n₁ + S²e(1/n₂ - 1/n₁)`` (``e``
-    the residuals of the regression of ``s``'s costs on the other's over ``s``'s pages).
+    the residuals of the regression of ``s``'s costs on the other's over ``s``'s pages;
+    finite population corrected, and a sampled plan's first stage added to the first term,
+    :func:`_inv`).
     None when no scenario has more pages, the pages are too few, or the regression would
     not narrow the interval."""
     n2 = per.get(s, 0)
@@ -1580,24 +1602,23 @@ def _controlled(
         se2 = max(0.0, (syy - beta * sxy) / (n2 - 2))
         total = acc.cost.get((a, b), [0.0, 0.0])[0]
         mean = ybar + beta * (total / n1 - xbar)
-        inv1 = _inv(n1, population, distinct)
-        var = sy2 * inv1 + se2 * max(0.0, _inv(n2, population, distinct) - inv1)
+        inv1 = _inv(n1, population, stage1)
+        var = sy2 * inv1 + se2 * max(0.0, _inv(n2, population, stage1) - inv1)
         if best is None or var < best.var:
             best = _Controlled(mean, var, sy2, se2, n1, a)
-    if best is None or best.var >= sy2 * _inv(n2, population, distinct) or best.mean <= 0:
+    if best is None or best.var >= sy2 * _inv(n2, population, stage1) or best.mean <= 0:
         return None
     return best
 
 
-def _controlled_needed(c: _Controlled, target: float, population: int, distinct: int | None) -> int:
+def _controlled_needed(c: _Controlled, target: float, population: int, stage1: float | None) -> int:
     """Pages of the scenario for a ``target`` relative half width with ``c``'s regression
     (the other scenario's pages as they are): 0 when its own pages cannot get there."""
-    room = (target * c.mean / Z95) ** 2 - c.sy2 * _inv(c.n1, population, distinct)
+    inv1 = _inv(c.n1, population, stage1)
+    room = (target * c.mean / Z95) ** 2 - c.sy2 * inv1
     if room <= 0 or c.se2 <= 0:
         return 0 if room <= 0 else 16
-    inv = room / c.se2 + _inv(c.n1, population, distinct)
-    if distinct is not None:
-        return math.ceil(1 / inv)
+    inv = room / c.se2 + inv1 - (stage1 or 0.0)  # what 1/n - 1/N may be
     return math.ceil(1 / (inv + 1 / population))
 
 
@@ -1608,11 +1629,11 @@ def _adaptive(
     n_pages: int,
     budget: float,
     target: float = TARGET_REL_HALF_WIDTH,
-    distinct: int | None = None,
+    stage1: float | None = None,
 ) -> tuple[Accumulator, dict[Scenario, int], list[int], dict[Scenario, float]]:
     """Sample each scenario until its interval (at every block size) is within ``target``
     (±1%; less when a sampled rebuild plan takes part of it) of its prediction (the pages of
-    a sampled plan, drawn from ``distinct`` pages: :func:`_two_stage`'s interval). Scenario
+    a sampled plan, a two-stage sample: :func:`_two_stage`'s interval). Scenario
     s measures the first ``per[s]`` pages of ``order`` (a random permutation of page
     numbers): a first round of :data:`PILOT_PAGES` for all (the ROW_FORMAT=COMPRESSED
     what-if on its first :data:`ADAPTIVE_ZIP_PAGES`), then rounds sized per scenario from
@@ -1653,14 +1674,14 @@ def _adaptive(
             worst, need = 0.0, n
             for b in cfg.blocks:
                 total, total_sq = acc.cost.get((s, b), [0.0, 0.0])
-                mean, half = _sample_half(total, total_sq, n, n_pages, cfg.page_size, distinct)
+                mean, half = _sample_half(total, total_sq, n, n_pages, cfg.page_size, stage1)
                 predicted = mean * n_pages
                 rel_b = half / predicted if predicted > 0 else 0.0
-                need_b = _pages_needed(total, total_sq, n, n_pages, cfg.page_size, target, distinct)
-                c = _controlled(acc, s, b, per, n_pages, distinct, cfg.page_size)
+                need_b = _pages_needed(total, total_sq, n, n_pages, cfg.page_size, target, stage1)
+                c = _controlled(acc, s, b, per, n_pages, stage1, cfg.page_size)
                 if c is not None:  # a faster codec's pages as a control variate
                     rel_b = min(rel_b, Z95 * math.sqrt(c.var) / c.mean)
-                    need_c = _controlled_needed(c, target, n_pages, distinct)
+                    need_c = _controlled_needed(c, target, n_pages, stage1)
                     if need_c:
                         need_b = min(need_b, need_c)
                 worst = max(worst, rel_b)
@@ -1684,8 +1705,8 @@ def _adaptive(
             more = needed[s]
             share = left / (len(waiting) - i)
             rest = len(order) - per[s]
-            if rest * cost[s] <= share / 2:
-                more = rest  # the whole of it costs little more: exact, not ±1%
+            if stage1 is None and rest * cost[s] <= share / 2:
+                more = rest  # the whole costs little more: exact (a sampled plan never is)
             elif more * cost[s] > share:
                 more = int(share / cost[s]) if cost[s] > 0 else more
             left -= more * cost[s]
