@@ -346,7 +346,7 @@ class Accumulator:
     def page_record(self, s: Scenario) -> tuple[array[int], array[int]]:
         got = self.pages_of.get(s)
         if got is None:
-            got = self.pages_of[s] = (array("q"), array("q"))
+            got = self.pages_of[s] = (array("I"), array("i"))  # 8 bytes a page
         return got
 
     def add_cost(self, key: tuple[Scenario, BlockSpec], value: float) -> None:
@@ -1124,7 +1124,7 @@ def simulate_path(
                 assert isinstance(page_nos, list)
                 target = _codec_target(image)
                 acc, per_scenario, page_nos, unsettled = _adaptive(
-                    scan, page_nos, cfg, n_pages, budget, target, stage_one(image)
+                    scan, page_nos, cfg, n_pages, budget, target, _stage_one(image)
                 )
                 if unsettled:
                     widest = max(unsettled.values())
@@ -1163,16 +1163,17 @@ def simulate_path(
     drop_rate, rate_source = rate_for(where)
     results: list[ScenarioResult] = []
     controlled: dict[Scenario, Scenario] = {}  # the scenarios estimated with a control variate
+    index: dict[Scenario, dict[int, int]] = {}
     for s in cfg.scenarios:
         for b in cfg.blocks:
             total, total_sq = acc.cost.get((s, b), [0.0, 0.0])
             n = per_scenario.get(s, 0)
-            stage1 = stage_one(image)
+            stage1 = _stage_one(image)
             if stage1 is not None:
                 predicted, ci = _two_stage(total, total_sq, n, n_pages, stage1, cfg.page_size)
             else:
                 predicted, ci = _estimate(total, total_sq, n, n_pages, full, cfg.page_size)
-            c = _controlled(acc, s, b, per_scenario, n_pages, stage1, cfg.page_size)
+            c = _controlled(acc, s, b, per_scenario, n_pages, stage1, cfg.page_size, index)
             if c is not None and ci is not None:
                 half = Z95 * n_pages * math.sqrt(c.var)
                 if half < (ci[1] - ci[0]) / 2:
@@ -1331,7 +1332,7 @@ def _codec_target(image: RebuiltImage | None) -> float:
     return max(t / 2, math.sqrt(max(0.0, t * t - plan * plan - model * model)))
 
 
-def stage_one(image: RebuiltImage | None) -> float | None:
+def _stage_one(image: RebuiltImage | None) -> float | None:
     """The first stage's share of the variance of a mean over a sampled plan's pages, per unit
     of the pages' variance (:func:`_two_stage`): ``(1 - f)/D``, its ``D`` distinct pages
     synthesised from a fraction ``f`` of the leaves; None: an exact plan (or none)."""
@@ -1555,6 +1556,7 @@ def _controlled(
     population: int,
     stage1: float | None,
     psize: int,
+    index: dict[Scenario, dict[int, int]] | None = None,
 ) -> _Controlled | None:
     """``s``'s mean cost by the two-phase regression estimator (Cochran, Sampling
     Techniques, 12.7) on the scenario, measured on more pages than ``s``, that leaves the
@@ -1563,7 +1565,8 @@ def _controlled(
     finite population corrected, and a sampled plan's first stage added to the first term,
     :func:`_inv`).
     None when no scenario has more pages, the pages are too few, or the regression would
-    not narrow the interval."""
+    not narrow the interval. ``index``: each scenario's lengths by page, made once for all
+    the scenarios and block sizes of a round (kept in it as they are made)."""
     n2 = per.get(s, 0)
     got = acc.pages_of.get(s)
     if n2 < 16 or got is None or len(got[0]) != n2:
@@ -1588,7 +1591,11 @@ def _controlled(
         other = acc.pages_of.get(a)
         if a == s or n1 <= n2 or other is None or len(other[0]) != n1:
             continue
-        of = dict(zip(other[0], other[1], strict=True))
+        of = index.get(a) if index is not None else None
+        if of is None:
+            of = dict(zip(other[0], other[1], strict=True))
+            if index is not None:
+                index[a] = of
         try:
             x = [cost(a, of[p]) for p in pages]
         except KeyError:
@@ -1669,6 +1676,7 @@ def _adaptive(
         for s in cfg.scenarios:
             per[s] = max(per[s], goal[s])
         needed: dict[Scenario, int] = {}
+        index: dict[Scenario, dict[int, int]] = {}  # the pages' lengths, for this round
         for s in cfg.scenarios:
             n = per[s]
             worst, need = 0.0, n
@@ -1678,7 +1686,7 @@ def _adaptive(
                 predicted = mean * n_pages
                 rel_b = half / predicted if predicted > 0 else 0.0
                 need_b = _pages_needed(total, total_sq, n, n_pages, cfg.page_size, target, stage1)
-                c = _controlled(acc, s, b, per, n_pages, stage1, cfg.page_size)
+                c = _controlled(acc, s, b, per, n_pages, stage1, cfg.page_size, index)
                 if c is not None:  # a faster codec's pages as a control variate
                     rel_b = min(rel_b, Z95 * math.sqrt(c.var) / c.mean)
                     need_c = _controlled_needed(c, target, n_pages, stage1)
