@@ -1163,7 +1163,8 @@ def simulate_path(
     drop_rate, rate_source = rate_for(where)
     results: list[ScenarioResult] = []
     controlled: dict[Scenario, Scenario] = {}  # the scenarios estimated with a control variate
-    index: dict[Scenario, dict[int, int]] = {}
+    index = _PageIndex(acc)
+    ctarget = _codec_target(image)
     for s in cfg.scenarios:
         for b in cfg.blocks:
             total, total_sq = acc.cost.get((s, b), [0.0, 0.0])
@@ -1173,7 +1174,9 @@ def simulate_path(
                 predicted, ci = _two_stage(total, total_sq, n, n_pages, stage1, cfg.page_size)
             else:
                 predicted, ci = _estimate(total, total_sq, n, n_pages, full, cfg.page_size)
-            c = _controlled(acc, s, b, per_scenario, n_pages, stage1, cfg.page_size, index)
+            c = None
+            if ci is not None and ci[1] - ci[0] > 2 * ctarget * predicted:
+                c = _controlled(acc, s, b, per_scenario, n_pages, stage1, cfg.page_size, index)
             if c is not None and ci is not None:
                 half = Z95 * n_pages * math.sqrt(c.var)
                 if half < (ci[1] - ci[0]) / 2:
@@ -1548,6 +1551,69 @@ class _Controlled:
     aux: Scenario
 
 
+class _PageIndex:
+    """The pages' payload lengths of a round's :attr:`Accumulator.pages_of`, as
+    :func:`_controlled` looks them up for every scenario and block size: each scenario's
+    lengths by page, the histogram of its lengths, and for a pair of scenarios the histogram
+    of the pairs of lengths on the first one's pages; each made once, when first asked for."""
+
+    def __init__(
+        self,
+        acc: Accumulator,
+        costs: dict[tuple[Scenario, BlockSpec], dict[int, int]] | None = None,
+    ) -> None:
+        self.acc = acc
+        self.hists: dict[Scenario, list[tuple[int, int]]] = {}
+        self.pairs: dict[tuple[Scenario, Scenario], list[tuple[int, int, int]] | None] = {}
+        self.by_page: dict[Scenario, dict[int, int]] = {}
+        #: each scenario's and block size's cost of a page by its length (kept across
+        #: rounds: it depends on the length alone)
+        self.costs = {} if costs is None else costs
+
+    def cost_of(self, s: Scenario, b: BlockSpec, psize: int) -> Callable[[int], int]:
+        """The cost of a page of ``s`` at ``b`` from its length (:func:`_page_cost`, each
+        length worked out once)."""
+        memo = self.costs.setdefault((s, b), {})
+
+        def cost(length: int) -> int:
+            c = memo.get(length)
+            if c is None:
+                c = memo[length] = _page_cost(s, b, psize, length)
+            return c
+
+        return cost
+
+    def hist(self, s: Scenario) -> list[tuple[int, int]]:
+        got = self.hists.get(s)
+        if got is None:
+            counts: dict[int, int] = {}
+            for ln in self.acc.pages_of[s][1]:
+                counts[ln] = counts.get(ln, 0) + 1
+            got = self.hists[s] = list(counts.items())
+        return got
+
+    def pair_hist(self, s: Scenario, a: Scenario) -> list[tuple[int, int, int]] | None:
+        """(``a``'s length, ``s``'s length, pages) over ``s``'s pages; None: ``a`` was not
+        measured on all of them."""
+        if (s, a) in self.pairs:
+            return self.pairs[(s, a)]
+        of = self.by_page.get(a)
+        if of is None:
+            pages, lengths = self.acc.pages_of[a]
+            of = self.by_page[a] = dict(zip(pages, lengths, strict=True))
+        counts: dict[tuple[int, int], int] = {}
+        got: list[tuple[int, int, int]] | None
+        try:
+            for p, ln in zip(*self.acc.pages_of[s], strict=True):
+                key = (of[p], ln)
+                counts[key] = counts.get(key, 0) + 1
+            got = [(x, y, c) for (x, y), c in counts.items()]
+        except KeyError:
+            got = None  # not nested (never in one run)
+        self.pairs[(s, a)] = got
+        return got
+
+
 def _controlled(
     acc: Accumulator,
     s: Scenario,
@@ -1556,55 +1622,52 @@ def _controlled(
     population: int,
     stage1: float | None,
     psize: int,
-    index: dict[Scenario, dict[int, int]] | None = None,
+    index: _PageIndex | None = None,
 ) -> _Controlled | None:
     """``s``'s mean cost by the two-phase regression estimator (Cochran, Sampling
     Techniques, 12.7) on the scenario, measured on more pages than ``s``, that leaves the
     least variance: ``ȳ₂ + β(x̄₁ - x̄₂)``, of variance ``S²y/n₁ + S²e(1/n₂ - 1/n₁)`` (``e``
     the residuals of the regression of ``s``'s costs on the other's over ``s``'s pages;
     finite population corrected, and a sampled plan's first stage added to the first term,
-    :func:`_inv`).
+    :func:`_inv`). Looked for among the :data:`AUX_CANDIDATES` measured on the most pages.
     None when no scenario has more pages, the pages are too few, or the regression would
-    not narrow the interval. ``index``: each scenario's lengths by page, made once for all
-    the scenarios and block sizes of a round (kept in it as they are made)."""
+    not narrow the interval. ``index``: the round's :class:`_PageIndex` (one is made)."""
     n2 = per.get(s, 0)
     got = acc.pages_of.get(s)
     if n2 < 16 or got is None or len(got[0]) != n2:
         return None
-    pages, lengths = got
-    memo: dict[tuple[Scenario, int], int] = {}
-
-    def cost(sc: Scenario, length: int) -> int:
-        c = memo.get((sc, length))
-        if c is None:
-            c = memo[(sc, length)] = _page_cost(sc, b, psize, length)
-        return c
-
-    y = [cost(s, ln) for ln in lengths]
-    ybar = sum(y) / n2
-    syy = sum((v - ybar) ** 2 for v in y)
-    if syy <= 0:
+    index = index or _PageIndex(acc)
+    ycost = index.cost_of(s, b, psize)
+    sy = syy = 0.0
+    for ln, k in index.hist(s):
+        v = ycost(ln)
+        sy += k * v
+        syy += k * v * v
+    ybar = sy / n2
+    syy -= sy * ybar  # the sum of squares about the mean
+    if syy <= 1e-9 * max(1.0, sy * ybar):
         return None  # no spread to explain: the plain interval's rule of three holds
     sy2 = syy / (n2 - 1)
     best: _Controlled | None = None
-    for a, n1 in per.items():
+    for a, n1 in sorted(per.items(), key=lambda kv: -kv[1])[:AUX_CANDIDATES]:
         other = acc.pages_of.get(a)
         if a == s or n1 <= n2 or other is None or len(other[0]) != n1:
             continue
-        of = index.get(a) if index is not None else None
-        if of is None:
-            of = dict(zip(other[0], other[1], strict=True))
-            if index is not None:
-                index[a] = of
-        try:
-            x = [cost(a, of[p]) for p in pages]
-        except KeyError:
-            continue  # not nested (never in one run)
-        xbar = sum(x) / n2
-        sxx = sum((v - xbar) ** 2 for v in x)
-        if sxx <= 0:
+        pairs = index.pair_hist(s, a)
+        if pairs is None:
             continue
-        sxy = sum((u - xbar) * (v - ybar) for u, v in zip(x, y, strict=True))
+        xcost = index.cost_of(a, b, psize)
+        sx = sxx = sxy = 0.0
+        for xl, yl, k in pairs:
+            u = xcost(xl)
+            sx += k * u
+            sxx += k * u * u
+            sxy += k * u * ycost(yl)
+        xbar = sx / n2
+        sxx -= sx * xbar
+        sxy -= sx * ybar
+        if sxx <= 1e-9 * max(1.0, sx * xbar):
+            continue
         beta = sxy / sxx
         se2 = max(0.0, (syy - beta * sxy) / (n2 - 2))
         total = acc.cost.get((a, b), [0.0, 0.0])[0]
@@ -1616,6 +1679,10 @@ def _controlled(
     if best is None or best.var >= sy2 * _inv(n2, population, stage1) or best.mean <= 0:
         return None
     return best
+
+
+#: the scenarios a control variate is looked for among (those measured on the most pages)
+AUX_CANDIDATES = 3
 
 
 def _controlled_needed(c: _Controlled, target: float, population: int, stage1: float | None) -> int:
@@ -1658,6 +1725,7 @@ def _adaptive(
     start: float | None = None  # the budget runs from the end of the first round
     rel: dict[Scenario, float] = {}
     jobs = max(1, scan.jobs)
+    costs: dict[tuple[Scenario, BlockSpec], dict[int, int]] = {}  # a page's, by its length
     while True:
         # the pieces of the order between every scenario's pages and its goal, each scanned
         # once for the scenarios that reach over it (and the what-if on its first pages)
@@ -1676,7 +1744,7 @@ def _adaptive(
         for s in cfg.scenarios:
             per[s] = max(per[s], goal[s])
         needed: dict[Scenario, int] = {}
-        index: dict[Scenario, dict[int, int]] = {}  # the pages' lengths, for this round
+        index = _PageIndex(acc, costs)  # the pages' lengths, for this round
         for s in cfg.scenarios:
             n = per[s]
             worst, need = 0.0, n
@@ -1686,7 +1754,9 @@ def _adaptive(
                 predicted = mean * n_pages
                 rel_b = half / predicted if predicted > 0 else 0.0
                 need_b = _pages_needed(total, total_sq, n, n_pages, cfg.page_size, target, stage1)
-                c = _controlled(acc, s, b, per, n_pages, stage1, cfg.page_size, index)
+                c = None
+                if rel_b > target:  # only where its own pages fall short
+                    c = _controlled(acc, s, b, per, n_pages, stage1, cfg.page_size, index)
                 if c is not None:  # a faster codec's pages as a control variate
                     rel_b = min(rel_b, Z95 * math.sqrt(c.var) / c.mean)
                     need_c = _controlled_needed(c, target, n_pages, stage1)
