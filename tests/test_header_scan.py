@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import dataclasses
 import json
+import os
 from pathlib import Path
 
 import pytest
@@ -120,6 +121,9 @@ def _damaged(src: Path, tmp_path: Path, flipped: tuple[int | None, ...]) -> tupl
         "mariadb/p16k-pc_lz4.ibd",
         "mariadb/p16k-crc32_plain.ibd",  # crc32
         "mariadb/p16k-crc32_pc_zlib.ibd",  # classic compressed (inspect_tally.classic_pages)
+        "mysql80/zlib.ibd",  # MySQL type 14 (classic_pages too)
+        "mysql57/lz4.ibd",
+        "mysql80/mixed_zlib_lz4.ibd",
     ],
 )
 def test_inline_tally_sees_damage(rel: str, tmp_path: Path) -> None:
@@ -128,6 +132,52 @@ def test_inline_tally_sees_damage(rel: str, tmp_path: Path) -> None:
     inline, decoded = _tallies(path)
     assert inline == decoded
     assert len(inline["problems"]) >= 3  # type: ignore[arg-type]
+
+
+def _sparse(src: Path, dst: Path) -> Path:
+    """``src`` written to ``dst`` block by block, the all-zero blocks left as holes (what
+    ``fallocate --dig-holes`` leaves): one data range a compressed page."""
+    data = src.read_bytes()
+    block = os.statvfs(dst.parent).f_bsize
+    zero = bytes(block)
+    with dst.open("wb") as f:
+        for off in range(0, len(data), block):
+            if data[off : off + block] != zero:
+                f.seek(off)
+                f.write(data[off : off + block])
+        f.truncate(len(data))
+        os.fsync(f.fileno())
+    return dst
+
+
+@pytest.mark.parametrize(
+    "rel",
+    ["mysql80/zlib.ibd", "mysql57/zlib.ibd", "mysql80/mixed_zlib_lz4.ibd", "mysql57/lz4.ibd"],
+)
+def test_inner_checksum_images_fragmented_match_the_decoder(rel: str, tmp_path: Path) -> None:
+    """MySQL type-14 images (inflated whole by inspect_tally.classic_pages, their checksum
+    being the inner page's) in a file of one extent a compressed page, whole and damaged: the
+    inline tally is the decoder's, and those images did take the inline path."""
+    path = _sparse(SAMPLES / rel, tmp_path / "sparse.ibd")
+    damaged, _n = _damaged(path, tmp_path, flipped=(2, None))
+    sparse_damaged = _sparse(damaged, tmp_path / "sparse-damaged.ibd")
+    for p in (path, sparse_damaged):
+        inline, decoded = _tallies(p)
+        assert inline == decoded
+        assert inline["data_ranges"] > inline["pages"] // 2  # type: ignore[operator]
+    with Tablespace(path) as ts:
+        decoded_pages = []
+        real = ts._decode
+
+        def counting(*args: object, **kw: object) -> object:
+            decoded_pages.append(args[1])
+            return real(*args, **kw)  # type: ignore[arg-type]
+
+        ts._decode = counting  # type: ignore[method-assign]
+        result = inspect_tablespace(ts, jobs=1, with_sdi=False)
+    compressed = result.pages - result.compression.get("none", 0)
+    assert compressed > 10
+    assert len(decoded_pages) < result.pages - compressed  # the images were not decoded
 
 
 def _bad_streams_good_crcs(rel: str, tmp_path: Path) -> tuple[Path, int]:

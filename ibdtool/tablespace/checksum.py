@@ -30,7 +30,7 @@ from ibdtool.parsers.constants import (
     Vendor,
 )
 from ibdtool.parsers.crc32c_fast import crc32c
-from ibdtool.parsers.envelope import Kind, fcrc32_stored_size, read_envelope
+from ibdtool.parsers.envelope import Checksum, Kind, fcrc32_stored_size, read_envelope
 from ibdtool.parsers.inflate import inflate
 from ibdtool.parsers.pagecolumns import (
     columns,
@@ -75,16 +75,21 @@ _HEAD = struct.Struct(">II12xIH")
 ScanPart = tuple[Counter[str], list[int], int, int]
 
 
+#: page-compressed images whose checksum is the page's inside (:func:`classic_inner`)
+_INNER_KINDS = frozenset({Kind.MARIADB_COMPRESSED, Kind.MYSQL_COMPRESSED})
+
+
 def classic_inner(
     image: memoryview, fmt: SpaceFormat, logical: int
-) -> tuple[bytes, int, int] | None:
-    """The page inside a MariaDB classic compressed image (§3.1), the image's stored size and
-    its payload's length, when that page verifies by crc32, untorn; None sends it to the
-    decoder, which says what else it is (the checksum is the inner page's: the image is
-    inflated whole)."""
+) -> tuple[bytes, int, int, str] | None:
+    """The page inside a MariaDB classic compressed image (§3.1) or a MySQL type-14 image
+    (§2.1), the image's stored size and its payload's length, when that page verifies by
+    crc32, untorn, and its algorithm's name; None sends it to the decoder, which says what
+    else it is (the checksum is the inner page's: the image is inflated whole)."""
     env = read_envelope(image, fmt)
     if (
-        env.kind is not Kind.MARIADB_COMPRESSED
+        env.kind not in _INNER_KINDS
+        or env.checksum is not Checksum.INNER
         or env.problem is not None
         or env.encrypted
         or env.stored_size is None
@@ -102,7 +107,7 @@ def classic_inner(
         and page[20:24] == page[logical - 4 : logical]
         and chk == crc32c(page[4:26]) ^ crc32c(page[38 : logical - 8])
     ):
-        return page, env.stored_size, env.payload_length
+        return page, env.stored_size, env.payload_length, env.algorithm.value
     return None
 
 

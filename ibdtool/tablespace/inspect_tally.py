@@ -1,21 +1,22 @@
 """``inspect``'s inline path: the common pages tallied straight from their stored bytes.
 
-A scan of a large file spends its time on a few kinds of page: all-zero ones, plain pages with
-a good crc32 or full_crc32 checksum, full_crc32 page-compressed images with a good CRC-32C
-(§3.2, §6.6) and MariaDB classic page_compressed zlib images whose inner page verifies (§3.1).
-Those are tallied here from one chunk read at a time (into one reused buffer), without a
-:class:`~ibdtool.parsers.page.PageInfo` per page: the plain ones with their headers unpacked
-together and their CRCs mapped over memoryviews (:mod:`ibdtool.parsers.pagecolumns`), the full_crc32
-compressed ones with their CRCs mapped the same way and only the header of the page inside inflated
+A scan of a large file spends its time on a few kinds of page: all-zero ones, plain pages with a
+good crc32 or full_crc32 checksum, full_crc32 page-compressed images with a good CRC-32C (§3.2,
+§6.6), MariaDB classic page_compressed zlib images (§3.1) and MySQL type-14 images (§2.1) whose
+inner page verifies. Those are tallied here from one chunk read at a time (into one reused
+buffer), without a :class:`~ibdtool.parsers.page.PageInfo` per page: the plain ones with their
+headers unpacked together and their CRCs mapped over memoryviews
+(:mod:`ibdtool.parsers.pagecolumns`), the full_crc32 compressed ones with their CRCs mapped the
+same way and only the header of the page inside inflated
 (:data:`ibdtool.parsers.page.HEADER_PREFIX` bytes through the codec registry,
-:func:`compressed_headers`), the classic ones inflated whole, once, since their checksum is
-inside (:func:`classic_pages`); the headers of a chunk's compressed pages are then unpacked
-together too. Every other page — damaged, encrypted, MySQL compressed, classic with another
-algorithm, zip, innodb-checksummed, a page number that does not match, a doublewrite copy —
-goes through :func:`ibdtool.parsers.page.decode_page` as before, so the tally is exactly the
-decoder's (the tests compare both on every sample and corpus file, damaged copies too). Holes
-are counted by :mod:`ibdtool.tablespace.inspect` without reading them; this takes the runs that hold
-data.
+:func:`compressed_headers`), the classic and MySQL ones inflated whole, once, since their
+checksum is inside (:func:`classic_pages`); the headers of a chunk's compressed pages are then
+unpacked together too. Every other page — damaged, encrypted, MySQL compressed and encrypted,
+classic with another algorithm, zip, innodb-checksummed, a page number that does not match, a
+doublewrite copy — goes through :func:`ibdtool.parsers.page.decode_page` as before, so the tally
+is exactly the decoder's (the tests compare both on every sample and corpus file, damaged copies
+too). Holes are counted by :mod:`ibdtool.tablespace.inspect` without reading them; this takes
+the runs that hold data.
 """
 
 from __future__ import annotations
@@ -31,6 +32,7 @@ from ibdtool.parsers.checksum import ChecksumAlgo
 from ibdtool.parsers.codecs import FCRC32_LENGTH_BYTE, CodecError, codec_for
 from ibdtool.parsers.constants import (
     FIL_PAGE_COMPRESS_FCRC32_MARKER,
+    FIL_PAGE_COMPRESSED,
     FIL_PAGE_PAGE_COMPRESSED,
     Algorithm,
     Vendor,
@@ -92,9 +94,12 @@ def tally_run(
     none_name = Algorithm.NONE.value
     ok_name = ChecksumAlgo.FULL_CRC32.value if fcrc32 else ChecksumAlgo.CRC32.value
     fill_sum = 0.0
-    n_plain = n_empty = n_comp = n_classic = 0
-    # MariaDB classic page_compressed images (§3.1): a crc32 tablespace of MariaDB's
-    classic = crc32_plain and vendor is not Vendor.MYSQL
+    n_plain = n_empty = n_comp = 0
+    #: algorithm name -> images of :func:`classic_pages` tallied
+    n_classic: Counter[str] = Counter()
+    # images whose checksum is the inner page's: MariaDB classic page_compressed (§3.1) and
+    # MySQL type 14 (§2.1), in a crc32 tablespace
+    classic = crc32_plain
     fields = (*verdict_fields(fcrc32), *INDEX_FIELDS)
 
     def take(got: CompressedHeaders, at: int, stored: tuple[int, ...]) -> float:
@@ -137,8 +142,8 @@ def tally_run(
                 got = classic_pages(ts, mv, n, cols, good, dblwr)
             if got is not None:
                 n_got = got.ok.count(True)
-                if classic:
-                    n_classic += n_got
+                if got.algorithms is not None:
+                    n_classic.update(compress(got.algorithms, got.ok))
                 else:
                     n_comp += n_got
                 fill_sum += take(got, n - first, cols["page_type"])
@@ -175,10 +180,11 @@ def tally_run(
         comp[none_name] = comp.get(none_name, 0) + n_plain
     if n_comp:
         comp[algo_name] = comp.get(algo_name, 0) + n_comp
-    if n_classic:  # zlib alone (classic_pages): its name as the decoder gives it
-        comp[Algorithm.ZLIB.value] = comp.get(Algorithm.ZLIB.value, 0) + n_classic
-    if n_plain or n_comp or n_classic:
-        chk[ok_name] = chk.get(ok_name, 0) + n_plain + n_comp + n_classic
+    for name, c in n_classic.items():  # each image's algorithm, named as the decoder does
+        comp[name] = comp.get(name, 0) + c
+    n_inner = sum(n_classic.values())
+    if n_plain or n_comp or n_inner:
+        chk[ok_name] = chk.get(ok_name, 0) + n_plain + n_comp + n_inner
 
 
 def compressed_header(
@@ -223,6 +229,9 @@ class CompressedHeaders(NamedTuple):
     #: the length of its compressed payload, as the decoder's ``compressed_size`` gives it
     #: (0 where not ``ok``)
     payload: list[int]
+    #: :func:`classic_pages`: each image's algorithm name ("" where not ``ok``); None for
+    #: full_crc32 images, all of the tablespace's one algorithm
+    algorithms: list[str] | None = None
 
 
 #: what :func:`compressed_headers` unpacks from the page inside
@@ -287,32 +296,40 @@ def classic_pages(
     good: list[bool],
     dblwr: frozenset[int] | set[int] | None = None,
 ) -> CompressedHeaders:
-    """The MariaDB classic page_compressed zlib images of the chunk ``mv`` (pages not already
-    ``good``): each inflated whole, once (its checksum is the inner page's, §3.1), through
+    """The page-compressed images of the chunk ``mv`` whose checksum is the inner page's
+    (pages not already ``good``): MariaDB classic page_compressed zlib images (§3.1) and MySQL
+    type-14 images (§2.1, zlib or lz4), each inflated whole, once, through
     :func:`ibdtool.tablespace.checksum.classic_inner`, and the header of the page inside unpacked
     with the others'. Other algorithms, damage, wrong page numbers and ``dblwr`` pages are not
     ``ok``: the decoder says what they are."""
     psize, logical, fmt = ts.physical_size, ts.logical_size, ts.format
+    # the envelope's reading of the type word (ibdtool.parsers.envelope.read_envelope)
+    mariadb = fmt.vendor is not Vendor.MYSQL
     count = len(good)
     ok = [False] * count
     heads = [_NO_HEAD] * count
     sizes = [0] * count
     payload = [0] * count
+    algorithms = [""] * count
     ptype, page_no = cols["page_type"], cols["page_no"]
     for k in compress(range(count), map(not_, good)):
         n = first_page + k
-        if ptype[k] != FIL_PAGE_PAGE_COMPRESSED or page_no[k] != n or (dblwr and n in dblwr):
+        t = ptype[k]
+        if page_no[k] != n or (dblwr and n in dblwr):
             continue
         off = k * psize
-        if mv[off + 26 : off + 34] != _ZLIB_ID:  # FIL_PAGE_COMP_ALGO: zlib (§3.1)
+        if t == FIL_PAGE_PAGE_COMPRESSED and mariadb:
+            if mv[off + 26 : off + 34] != _ZLIB_ID:  # FIL_PAGE_COMP_ALGO: zlib (§3.1)
+                continue
+        elif t != FIL_PAGE_COMPRESSED:
             continue
         got = classic_inner(mv[off : off + psize], fmt, logical)
         if got is not None:
             ok[k] = True
             heads[k] = got[0][:PREFIX_BYTES]
-            sizes[k], payload[k] = got[1], got[2]
+            sizes[k], payload[k], algorithms[k] = got[1], got[2], got[3]
     head_cols = prefix_columns(b"".join(heads), HEADER_FIELDS)
-    return CompressedHeaders(ok, head_cols, sizes, payload)
+    return CompressedHeaders(ok, head_cols, sizes, payload, algorithms)
 
 
 _ZLIB_ID = (1).to_bytes(8, "big")

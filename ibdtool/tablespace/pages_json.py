@@ -1,12 +1,13 @@
 """``pages --json`` at scan speed: JSON lines written from the stored bytes, split over cores.
 
 The rows are those of :func:`ibdtool.tablespace.page_rows.page_rows` encoded by
-``json.JSONEncoder``, byte for byte (the tests compare both on every sample and corpus file). The
-pages a large file is made of — plain pages with a good crc32 or full_crc32 checksum, full_crc32
-page-compressed images with a good CRC-32C, MariaDB classic page_compressed zlib images whose inner
-page verifies, all-zero pages — are written from a template, their fields taken from the columns of
-a whole chunk (:mod:`ibdtool.parsers.pagecolumns`) or, for a compressed image, from the header of
-the page inside (a chunk at a time: :func:`ibdtool.tablespace.inspect_tally.compressed_headers`,
+``json.JSONEncoder``, byte for byte (the tests compare both on every sample and corpus file).
+The pages a large file is made of — plain pages with a good crc32 or full_crc32 checksum,
+full_crc32 page-compressed images with a good CRC-32C, MariaDB classic page_compressed zlib
+images and MySQL type-14 images whose inner page verifies, all-zero pages — are written from a
+template, their fields taken from the columns of a whole chunk
+(:mod:`ibdtool.parsers.pagecolumns`) or, for a compressed image, from the header of the page
+inside (a chunk at a time: :func:`ibdtool.tablespace.inspect_tally.compressed_headers`,
 :func:`ibdtool.tablespace.inspect_tally.classic_pages`); every other page (and every page of a
 tablespace opened with a key) goes through the decoder and
 :func:`~ibdtool.tablespace.page_rows.page_row`, as before.
@@ -28,7 +29,7 @@ from typing import TYPE_CHECKING
 from ibdtool.errors import InputError
 from ibdtool.parsers.checksum import ChecksumAlgo
 from ibdtool.parsers.codecs import codec_for
-from ibdtool.parsers.constants import Algorithm, Vendor, index_types, page_type_name
+from ibdtool.parsers.constants import Algorithm, index_types, page_type_name
 from ibdtool.parsers.page import HEADER_PREFIX, index_fill
 from ibdtool.parsers.pagecolumns import INDEX_FIELDS, columns, plain_verified, verdict_fields
 from ibdtool.parsers.sdi import SDI_INDEX_ID
@@ -154,9 +155,11 @@ def _data_run(ctx: _Context, first: int, end: int, per_page: Sequence[int], out:
     decompress_head: Callable[..., bytes] | None = None
     if inline and algorithm is not None and algorithm is not Algorithm.NONE:
         decompress_head = codec_for(algorithm).prefix_reader(HEADER_PREFIX, logical)
-    # MariaDB classic page_compressed zlib images (§3.1): inflated whole (inspect_tally)
-    classic = inline and crc32_plain and vendor is not Vendor.MYSQL
+    # MariaDB classic page_compressed zlib images (§3.1) and MySQL type-14 images (§2.1):
+    # inflated whole (inspect_tally.classic_pages), each named by its own algorithm
+    classic = inline and crc32_plain
     algo_json = _encode(algorithm.value if algorithm is not None else Algorithm.ZLIB.value)
+    algo_names: dict[str, str] = {}
     none_json = _encode(Algorithm.NONE.value)
     chk_json = _encode((ChecksumAlgo.FULL_CRC32 if fcrc32 else ChecksumAlgo.CRC32).value)
     names = ctx.names
@@ -207,6 +210,9 @@ def _data_run(ctx: _Context, first: int, end: int, per_page: Sequence[int], out:
                 heads, algo, payload, size = cols, none_json, "null", "null"
             elif comp is not None and comp.ok[k]:  # a compressed image: the inflated header
                 heads, algo = comp.heads, algo_json
+                if comp.algorithms is not None:
+                    a = comp.algorithms[k]
+                    algo = algo_names.get(a) or algo_names.setdefault(a, _encode(a))
                 payload, size = comp.payload[k], comp.sizes[k]
             else:
                 heads = None
