@@ -74,6 +74,52 @@ def test_mount_is_findmnts(tmp_path: Path) -> None:
     assert m.discard == ("discard" in fs_opts.split(","))
 
 
+def _findmnt_target(path: Path) -> str:
+    """The mount point of ``path`` (one of them listed twice when mounted over itself)."""
+    return subprocess.run(
+        ["findmnt", "-n", "-o", "TARGET", "-T", str(path)],
+        capture_output=True,
+        text=True,
+        check=True,
+    ).stdout.split()[-1]
+
+
+def test_filesystem_of_is_findmnts_for_links_and_repeats(tmp_path: Path) -> None:
+    """:func:`extents.filesystem_of` caches by device and folder: files, a link to a file on
+    another mount and a linked folder, each asked twice (the second from the cache), name the
+    mount ``findmnt`` gives for the resolved path."""
+    other_root = Path("/dev/shm")
+    if not other_root.is_dir() or _findmnt_target(other_root) == _findmnt_target(tmp_path):
+        pytest.skip("no second mount (/dev/shm) to link to")
+    other = Path(
+        subprocess.run(
+            ["mktemp", "-d", "-p", str(other_root)], capture_output=True, text=True
+        ).stdout.strip()
+    )
+    try:
+        (other / "far.ibd").write_bytes(b"x")
+        (tmp_path / "db").mkdir()
+        (tmp_path / "db" / "near.ibd").write_bytes(b"x")
+        (tmp_path / "db" / "link.ibd").symlink_to(other / "far.ibd")
+        (tmp_path / "linked").symlink_to(other)
+        paths = [
+            tmp_path / "db" / "near.ibd",
+            tmp_path / "db" / "link.ibd",
+            tmp_path / "linked" / "far.ibd",
+            other / "far.ibd",
+        ]
+        for _ in range(2):
+            for p in paths:
+                where = extents.filesystem_of(p)
+                assert where.mount is not None
+                assert where.mount.mount_point == _findmnt_target(p.resolve()), p
+        assert extents.filesystem_of(paths[1]).mount != extents.filesystem_of(paths[0]).mount
+    finally:
+        for f in other.iterdir():
+            f.unlink()
+        other.rmdir()
+
+
 def test_device_discard_is_lsblks(tmp_path: Path) -> None:
     m = mount_of(tmp_path)
     assert m is not None

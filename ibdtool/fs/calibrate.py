@@ -28,7 +28,7 @@ import os
 import time
 from collections.abc import Callable, Iterator
 from dataclasses import asdict, dataclass
-from functools import cache
+from functools import cache, lru_cache
 from pathlib import Path
 from typing import Any
 
@@ -111,13 +111,24 @@ class Calibration:
 def state_dir() -> Path:
     """``$XDG_STATE_HOME/ibdtool`` (an absolute XDG_STATE_HOME only, as the spec says), else
     ``~/.local/state/ibdtool``."""
-    xdg = os.environ.get("XDG_STATE_HOME", "")
+    return _state_dir(os.environ.get("XDG_STATE_HOME", ""), os.environ.get("HOME"))
+
+
+@lru_cache(maxsize=8)
+def _state_dir(xdg: str, home: str | None) -> Path:
+    """:func:`state_dir` for these variables (a report asks once a file: no Path built each
+    time)."""
     base = Path(xdg) if xdg and os.path.isabs(xdg) else Path.home() / ".local" / "state"
     return base / "ibdtool"
 
 
 def state_path() -> Path:
-    return state_dir() / STATE_NAME
+    return _state_path(os.environ.get("XDG_STATE_HOME", ""), os.environ.get("HOME"))
+
+
+@lru_cache(maxsize=8)
+def _state_path(xdg: str, home: str | None) -> Path:
+    return _state_dir(xdg, home) / STATE_NAME
 
 
 def _bad(path: Path, why: str) -> InputError:

@@ -22,6 +22,7 @@ nothing here can know tomorrow's load. Extents are FIEMAP records counted one by
 from __future__ import annotations
 
 import os
+import stat
 from dataclasses import dataclass, replace
 from functools import lru_cache
 from typing import Any
@@ -96,13 +97,32 @@ def _where_by_device(st_dev: int, path: str) -> Where:
     return Where(mount, None if mount is None else discard_max_bytes(mount.device))
 
 
+#: (st_dev, absolute folder as given) -> its mount: :func:`filesystem_of` without a
+#: ``realpath`` per file
+_BY_FOLDER: dict[tuple[int, str], Where] = {}
+_BY_FOLDER_MAX = 4096
+
+
 def filesystem_of(path: str | os.PathLike[str]) -> Where:
-    """The mount holding ``path`` (cached per device: a report asks for every file)."""
+    """The mount holding ``path`` (cached per device and folder: a report asks for every file,
+    and resolving each one's path, ``realpath``, cost more than all the rest)."""
+    name = os.fspath(path)
     try:
-        st_dev = os.stat(path).st_dev
+        st = os.lstat(name)
+        if stat.S_ISLNK(st.st_mode):  # the link's target decides: resolved each time
+            st_dev = os.stat(name).st_dev
+            return _where_by_device(st_dev, os.path.dirname(os.path.realpath(name)) or "/")
     except OSError:
         return Where(None, None)
-    return _where_by_device(st_dev, os.path.dirname(os.path.realpath(path)) or "/")
+    key = (st.st_dev, os.path.dirname(os.path.abspath(name)))
+    where = _BY_FOLDER.get(key)
+    if where is None:
+        if len(_BY_FOLDER) >= _BY_FOLDER_MAX:
+            _BY_FOLDER.clear()
+        where = _BY_FOLDER[key] = _where_by_device(
+            st.st_dev, os.path.dirname(os.path.realpath(name)) or "/"
+        )
+    return where
 
 
 def builtin_rate(w: Where) -> Rate | None:
