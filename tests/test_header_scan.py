@@ -121,6 +121,7 @@ def _damaged(src: Path, tmp_path: Path, flipped: tuple[int | None, ...]) -> tupl
         "mariadb/p16k-pc_lz4.ibd",
         "mariadb/p16k-crc32_plain.ibd",  # crc32
         "mariadb/p16k-crc32_pc_zlib.ibd",  # classic compressed (inspect_tally.classic_pages)
+        "mariadb/p16k-crc32_pc_lz4.ibd",  # classic, another algorithm
         "mysql80/zlib.ibd",  # MySQL type 14 (classic_pages too)
         "mysql57/lz4.ibd",
         "mysql80/mixed_zlib_lz4.ibd",

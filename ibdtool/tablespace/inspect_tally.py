@@ -2,7 +2,7 @@
 
 A scan of a large file spends its time on a few kinds of page: all-zero ones, plain pages with a
 good crc32 or full_crc32 checksum, full_crc32 page-compressed images with a good CRC-32C (§3.2,
-§6.6), MariaDB classic page_compressed zlib images (§3.1) and MySQL type-14 images (§2.1) whose
+§6.6), MariaDB classic page_compressed images (§3.1) and MySQL type-14 images (§2.1) whose
 inner page verifies. Those are tallied here from one chunk read at a time (into one reused
 buffer), without a :class:`~ibdtool.parsers.page.PageInfo` per page: the plain ones with their
 headers unpacked together and their CRCs mapped over memoryviews
@@ -12,7 +12,7 @@ same way and only the header of the page inside inflated
 :func:`compressed_headers`), the classic and MySQL ones inflated whole, once, since their
 checksum is inside (:func:`classic_pages`); the headers of a chunk's compressed pages are then
 unpacked together too. Every other page — damaged, encrypted, MySQL compressed and encrypted,
-classic with another algorithm, zip, innodb-checksummed, a page number that does not match, a
+those whose codec is not installed, zip, innodb-checksummed, a page number that does not match, a
 doublewrite copy — goes through :func:`ibdtool.parsers.page.decode_page` as before, so the tally
 is exactly the decoder's (the tests compare both on every sample and corpus file, damaged copies
 too). Holes are counted by :mod:`ibdtool.tablespace.inspect` without reading them; this takes
@@ -297,11 +297,11 @@ def classic_pages(
     dblwr: frozenset[int] | set[int] | None = None,
 ) -> CompressedHeaders:
     """The page-compressed images of the chunk ``mv`` whose checksum is the inner page's
-    (pages not already ``good``): MariaDB classic page_compressed zlib images (§3.1) and MySQL
-    type-14 images (§2.1, zlib or lz4), each inflated whole, once, through
+    (pages not already ``good``): MariaDB classic page_compressed images (§3.1) and MySQL
+    type-14 images (§2.1), each inflated whole, once, through
     :func:`ibdtool.tablespace.checksum.classic_inner`, and the header of the page inside unpacked
-    with the others'. Other algorithms, damage, wrong page numbers and ``dblwr`` pages are not
-    ``ok``: the decoder says what they are."""
+    with the others'; each named by its own algorithm. Codecs not installed, damage, wrong page
+    numbers and ``dblwr`` pages are not ``ok``: the decoder says what they are."""
     psize, logical, fmt = ts.physical_size, ts.logical_size, ts.format
     # the envelope's reading of the type word (ibdtool.parsers.envelope.read_envelope)
     mariadb = fmt.vendor is not Vendor.MYSQL
@@ -318,10 +318,7 @@ def classic_pages(
         if page_no[k] != n or (dblwr and n in dblwr):
             continue
         off = k * psize
-        if t == FIL_PAGE_PAGE_COMPRESSED and mariadb:
-            if mv[off + 26 : off + 34] != _ZLIB_ID:  # FIL_PAGE_COMP_ALGO: zlib (§3.1)
-                continue
-        elif t != FIL_PAGE_COMPRESSED:
+        if t != FIL_PAGE_COMPRESSED and (t != FIL_PAGE_PAGE_COMPRESSED or not mariadb):
             continue
         got = classic_inner(mv[off : off + psize], fmt, logical)
         if got is not None:
@@ -330,9 +327,6 @@ def classic_pages(
             sizes[k], payload[k], algorithms[k] = got[1], got[2], got[3]
     head_cols = prefix_columns(b"".join(heads), HEADER_FIELDS)
     return CompressedHeaders(ok, head_cols, sizes, payload, algorithms)
-
-
-_ZLIB_ID = (1).to_bytes(8, "big")
 
 
 def _tally_images(

@@ -3,7 +3,7 @@
 The rows are those of :func:`ibdtool.tablespace.page_rows.page_rows` encoded by
 ``json.JSONEncoder``, byte for byte (the tests compare both on every sample and corpus file).
 The pages a large file is made of — plain pages with a good crc32 or full_crc32 checksum,
-full_crc32 page-compressed images with a good CRC-32C, MariaDB classic page_compressed zlib
+full_crc32 page-compressed images with a good CRC-32C, MariaDB classic page_compressed
 images and MySQL type-14 images whose inner page verifies, all-zero pages — are written from a
 template, their fields taken from the columns of a whole chunk
 (:mod:`ibdtool.parsers.pagecolumns`) or, for a compressed image, from the header of the page
@@ -155,7 +155,7 @@ def _data_run(ctx: _Context, first: int, end: int, per_page: Sequence[int], out:
     decompress_head: Callable[..., bytes] | None = None
     if inline and algorithm is not None and algorithm is not Algorithm.NONE:
         decompress_head = codec_for(algorithm).prefix_reader(HEADER_PREFIX, logical)
-    # MariaDB classic page_compressed zlib images (§3.1) and MySQL type-14 images (§2.1):
+    # MariaDB classic page_compressed images (§3.1) and MySQL type-14 images (§2.1):
     # inflated whole (inspect_tally.classic_pages), each named by its own algorithm
     classic = inline and crc32_plain
     algo_json = _encode(algorithm.value if algorithm is not None else Algorithm.ZLIB.value)
