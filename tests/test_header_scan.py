@@ -31,7 +31,7 @@ from ibdtool.parsers.page import logical_image
 from ibdtool.tablespace import pages_json as pagejson
 from ibdtool.tablespace.checksum import check_file
 from ibdtool.tablespace.header_pages import header_pages
-from ibdtool.tablespace.inspect import inspect_tablespace
+from ibdtool.tablespace.inspect import InspectResult, inspect_tablespace
 from ibdtool.tablespace.page_rows import read_page_rows
 from ibdtool.tablespace.pages_json import json_lines
 from ibdtool.tablespace.reader import Tablespace
@@ -125,6 +125,9 @@ def _damaged(src: Path, tmp_path: Path, flipped: tuple[int | None, ...]) -> tupl
         "mysql80/zlib.ibd",  # MySQL type 14 (classic_pages too)
         "mysql57/lz4.ibd",
         "mysql80/mixed_zlib_lz4.ibd",
+        "mariadb/p16k-rc_kbs8.ibd",  # ROW_FORMAT=COMPRESSED (inspect_tally.zip_verified)
+        "mysql80/kbs8.ibd",
+        "mysql57/kbs4.ibd",
     ],
 )
 def test_inline_tally_sees_damage(rel: str, tmp_path: Path) -> None:
@@ -179,6 +182,39 @@ def test_inner_checksum_images_fragmented_match_the_decoder(rel: str, tmp_path: 
     compressed = result.pages - result.compression.get("none", 0)
     assert compressed > 10
     assert len(decoded_pages) < result.pages - compressed  # the images were not decoded
+
+
+def _decoded(ts: Tablespace) -> tuple[InspectResult, list[int]]:
+    """inspect's result of ``ts`` and the pages it handed to the decoder."""
+    decoded_pages: list[int] = []
+    real = ts._decode
+
+    def counting(*args: object, **kw: object) -> object:
+        decoded_pages.append(args[1])  # type: ignore[arg-type]
+        return real(*args, **kw)  # type: ignore[arg-type]
+
+    ts._decode = counting  # type: ignore[method-assign]
+    return inspect_tablespace(ts, jobs=1), decoded_pages
+
+
+@pytest.mark.parametrize(
+    "rel", ["mariadb/p16k-rc_kbs8.ibd", "mariadb/p16k-rc_kbs1.ibd", "mysql80/kbs8.ibd"]
+)
+def test_zip_pages_inline_match_the_decoder(rel: str, tmp_path: Path) -> None:
+    """ROW_FORMAT=COMPRESSED pages tallied inline (their zip crc32 and stream), written sparse
+    and damaged, give the decoder's result, zip fill (the leaves, in page order) included;
+    and the inline path did take the index pages."""
+    path = _sparse(SAMPLES / rel, tmp_path / "sparse.ibd")
+    damaged, _n = _damaged(path, tmp_path, flipped=(2, None))
+    for p in (path, damaged):
+        with Tablespace(p) as ts:
+            inline = inspect_tablespace(ts, jobs=1).to_json()
+            decoded = inspect_tablespace(ts, jobs=1, on_page=lambda _info: None).to_json()
+        assert inline == decoded
+        assert inline["zip_fill"]["leaf_pages"] > 0  # type: ignore[index]
+    with Tablespace(path) as ts:
+        result, decoded_pages = _decoded(ts)
+    assert sum(result.index_pages.values()) > len(decoded_pages)
 
 
 def _bad_streams_good_crcs(rel: str, tmp_path: Path) -> tuple[Path, int]:

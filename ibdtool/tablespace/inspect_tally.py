@@ -21,6 +21,7 @@ the runs that hold data.
 
 from __future__ import annotations
 
+from array import array
 from collections import Counter
 from collections.abc import Callable, Iterable, Sequence
 from itertools import compress, repeat
@@ -28,20 +29,27 @@ from operator import add, and_, not_, or_
 from typing import TYPE_CHECKING, NamedTuple
 
 from ibdtool.parsers._structs_gen import FIL_HEADER_FAST
-from ibdtool.parsers.checksum import ChecksumAlgo
+from ibdtool.parsers.checksum import ChecksumAlgo, zip_crc32
 from ibdtool.parsers.codecs import FCRC32_LENGTH_BYTE, CodecError, codec_for
 from ibdtool.parsers.constants import (
     FIL_PAGE_COMPRESS_FCRC32_MARKER,
     FIL_PAGE_COMPRESSED,
     FIL_PAGE_PAGE_COMPRESSED,
+    FIL_PAGE_RTREE,
     Algorithm,
     Vendor,
     index_types,
     page_type_name,
 )
 from ibdtool.parsers.crc32c_fast import crc32c
-from ibdtool.parsers.envelope import MARIADB_FCRC32_PAYLOAD, fcrc32_payload_end, fcrc32_stored_size
-from ibdtool.parsers.page import HEADER_PREFIX, index_fills
+from ibdtool.parsers.envelope import (
+    MARIADB_FCRC32_PAYLOAD,
+    Kind,
+    fcrc32_payload_end,
+    fcrc32_stored_size,
+    read_envelope,
+)
+from ibdtool.parsers.page import HEADER_PREFIX, index_fills, zip_stream_length
 from ibdtool.parsers.pagecolumns import (
     INDEX_FIELDS,
     PREFIX_BYTES,
@@ -101,6 +109,9 @@ def tally_run(
     # MySQL type 14 (§2.1), in a crc32 tablespace
     classic = crc32_plain
     fields = (*verdict_fields(fcrc32), *INDEX_FIELDS)
+    # ROW_FORMAT=COMPRESSED pages (§7): their zip checksum, the stream of index pages inflated
+    zip_plain = fmt.zip and not fcrc32
+    n_zip = leaves_from = 0
 
     def take(got: CompressedHeaders, at: int, stored: tuple[int, ...]) -> float:
         """Tally a chunk's compressed images that gave their header (``got``; ``at``: the
@@ -151,6 +162,22 @@ def tally_run(
                 if passed + n_got == count:
                     continue
             rest = compress(range(count), map(not_, good))
+        elif zip_plain:
+            leaves_from = len(tally.zip_leaves)
+            cols = columns(mv, psize, False, _ZIP_FIELDS)
+            good = zip_verified(ts, mv, n, cols, dblwr)
+            passed = good.count(True)
+            if passed:
+                n_zip += passed
+                fill_sum += _tally_plain(
+                    tally, cols, good, n - first, per_page, free, idx_types, logical
+                )
+                _zip_leaves(tally, cols, good, n, n - first, free, idx_types)
+                _count_types(tally, cols["page_type"], good, names, vendor)
+                stored_types.update(compress(cols["page_type"], good))
+            if passed == count:
+                continue
+            rest = compress(range(count), map(not_, good))
         for i in rest:
             page_no = n + i
             off = i * psize
@@ -170,6 +197,10 @@ def tally_run(
                 continue
             info = ts._decode(mv[off : off + psize], page_no, None, True)
             tally.add(info, allocated, block, bool(is_free))
+        if zip_plain and len(tally.zip_leaves) > leaves_from + 1:
+            # the decoder's leaves came after the inline ones: page order, as a whole pass gives
+            tail = sorted(tally.zip_leaves[leaves_from:])
+            tally.zip_leaves[leaves_from:] = array("I", tail)
     tally.fill_sum += fill_sum
     if n_empty:
         types["ALLOCATED"] = types.get("ALLOCATED", 0) + n_empty
@@ -185,6 +216,75 @@ def tally_run(
     n_inner = sum(n_classic.values())
     if n_plain or n_comp or n_inner:
         chk[ok_name] = chk.get(ok_name, 0) + n_plain + n_comp + n_inner
+    if n_zip:
+        comp[none_name] = comp.get(none_name, 0) + n_zip
+        zip_name = ChecksumAlgo.ZIP_CRC32.value
+        chk[zip_name] = chk.get(zip_name, 0) + n_zip
+
+
+#: the columns :func:`zip_verified` and the index tally read of a zip page
+_ZIP_FIELDS = ("checksum", "page_no", "page_type", *INDEX_FIELDS)
+
+
+def zip_verified(
+    ts: Tablespace,
+    mv: memoryview,
+    first_page: int,
+    cols: dict[str, tuple[int, ...]],
+    dblwr: frozenset[int] | set[int] | None = None,
+) -> list[bool]:
+    """Per page of the chunk ``mv`` of a ROW_FORMAT=COMPRESSED tablespace: is it exactly what
+    :func:`ibdtool.parsers.page.decode_page` calls a valid, unencrypted zip page with this page
+    number and no problem? Its envelope a plain zip slot, a non-zero stored checksum equal to
+    the zip crc32 (§6.5), and, for an index page, a zlib stream that inflates
+    (:func:`ibdtool.parsers.page.zip_stream_length`, as the decoder does). Every other page
+    (zero, innodb or legacy checksums, damage, encryption, R-tree pages, a doublewrite copy)
+    is for the decoder."""
+    psize, logical, fmt = ts.physical_size, ts.logical_size, ts.format
+    idx_types = index_types(fmt.vendor)
+    count = len(cols["page_no"])
+    ok = [False] * count
+    stored, page_no, ptype = cols["checksum"], cols["page_no"], cols["page_type"]
+    for k in range(count):
+        n = first_page + k
+        if not stored[k] or page_no[k] != n or (dblwr and n in dblwr):
+            continue
+        off = k * psize
+        page = mv[off : off + psize]
+        if stored[k] != zip_crc32(page, psize):
+            continue
+        env = read_envelope(page, fmt)
+        if env.kind is not Kind.ZIP or env.encrypted or env.problem is not None:
+            continue
+        t = ptype[k]
+        if t == FIL_PAGE_RTREE:
+            continue  # its stream's length decides whether it is a leaf kept: the decoder's
+        if t in idx_types and zip_stream_length(page, psize, logical) is None:
+            continue  # the decoder names the problem
+        ok[k] = True
+    return ok
+
+
+def _zip_leaves(
+    tally: PageTally,
+    cols: dict[str, tuple[int, ...]],
+    good: list[bool],
+    first_page: int,
+    at: int,
+    free: bytearray,
+    idx_types: frozenset[int],
+) -> None:
+    """The zip leaf pages of the table's indexes among a chunk's inline pages (``good``), for
+    :func:`ibdtool.tablespace.inspect.zip_fill_summary`: as :meth:`PageTally.add` keeps them."""
+    ptype, level, index_id = cols["page_type"], cols["level"], cols["index_id"]
+    for k in compress(range(len(good)), good):
+        if (
+            ptype[k] in idx_types
+            and not level[k]
+            and index_id[k] != SDI_INDEX_ID
+            and not free[at + k]
+        ):
+            tally.zip_leaves.append(first_page + k)
 
 
 def compressed_header(
