@@ -268,7 +268,12 @@ def compress(algorithm: Algorithm, data: bytes, level: int | None = None) -> byt
 def zlib_inflate(data: bytes | memoryview, limit: int) -> tuple[bytes, int | None]:
     """Inflate the zlib stream at the start of ``data``, letting at most ``limit`` bytes out:
     its output and the input bytes it took, None when it does not end within ``data``.
-    CodecError when it is broken or would inflate to more than ``limit``."""
+    CodecError when it is broken or would inflate to more than ``limit``. libdeflate takes
+    the streams that inflate cleanly (:func:`ibdtool.parsers.syslibs.deflate_zlib_stream`);
+    zlib every other, for the verdict and its words."""
+    fast = syslibs.deflate_zlib_stream(data, limit)
+    if fast is not None:
+        return fast
     d = zlib.decompressobj()
     body = bytes(data)
     try:

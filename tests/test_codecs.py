@@ -350,3 +350,111 @@ def test_mysql_zlib_pages_inflate_as_the_codec_does() -> None:
                     errors += isinstance(want, str)
                 seen += 1
     assert seen > 50 and errors > 5
+
+
+def _zlib_stream_reference(data: bytes, limit: int) -> tuple[bytes, int | None] | str:
+    """``codecs.zlib_inflate`` as it was before libdeflate: zlib alone."""
+    d = zlib.decompressobj()
+    try:
+        out = d.decompress(data, limit + 1)
+    except zlib.error as exc:
+        return f"zlib: {exc}"
+    if len(out) > limit:
+        return f"zlib stream inflates to more than {limit} bytes"
+    return out, len(data) - len(d.unused_data) if d.eof else None
+
+
+def _stream_ours(data: bytes, limit: int) -> tuple[bytes, int | None] | str:
+    try:
+        return codecs.zlib_inflate(data, limit)
+    except codecs.CodecError as exc:
+        return str(exc)
+
+
+def _zip_streams() -> list[tuple[bytes, int]]:
+    """(the bytes from PAGE_DATA to the page end, 2 × the logical page) of every
+    ROW_FORMAT=COMPRESSED index page of the samples and the corpus: what
+    ``zip_stream_length`` inflates."""
+    from ibdtool.errors import InputError
+    from ibdtool.tablespace.reader import Tablespace
+    from tests.catalog import load_catalog
+    from tests.conftest import SAMPLES
+
+    files = sorted(SAMPLES.rglob("*.ibd")) + [e.path for e in load_catalog() if e.path.is_file()]
+    out: list[tuple[bytes, int]] = []
+    for path in files:
+        try:
+            with Tablespace(path) as ts:
+                if not ts.format.zip or ts.format.full_crc32:
+                    continue
+                psize, logical = ts.physical_size, ts.logical_size
+        except InputError:
+            continue
+        data = path.read_bytes()
+        for off in range(0, len(data) - psize + 1, psize):
+            p = data[off : off + psize]
+            if typ(p) in (17855, 17853) and any(p[94:]):  # INDEX, SDI
+                out.append((p[94:], 2 * logical))
+    return out
+
+
+def test_libdeflate_inflates_every_zip_stream_as_zlib_does() -> None:
+    """Every zip page stream of the samples and the corpus, whole and damaged (cut, a byte
+    flipped, a wrong Adler-32, a 32 KiB or a 1 KiB window declared, a preset dictionary asked
+    for, a limit below its length): the same output and bytes taken, or the same error in
+    the same words, as zlib alone; and libdeflate took the clean ones."""
+    streams = _zip_streams()
+    assert len(streams) > 100
+    fast = 0
+    for k, (body, limit) in enumerate(streams):
+        fast += syslibs.deflate_zlib_stream(body, limit) is not None
+        whole = _zlib_stream_reference(body, limit)
+        assert not isinstance(whole, str) and whole[1] is not None, k
+        used = whole[1]
+        flipped = bytearray(body)
+        flipped[used // 2] ^= 0x10
+        adler = bytearray(body)
+        adler[used - 1] ^= 0x01
+        variants = [
+            (body, limit),
+            (body[:used], limit),  # nothing after the stream
+            (body[: used // 2], limit),  # cut short
+            (bytes(flipped), limit),
+            (bytes(adler), limit),
+            (bytes([0x78, 0x9C]) + body[2:], limit),  # 32 KiB window: another FCHECK too
+            (bytes([0x28]) + body[1:], limit),  # CINFO 2: a 1 KiB window
+            (bytes([body[0], body[1] | 0x20]) + body[2:], limit),  # FDICT
+            (body, max(1, len(whole[0]) - 1)),  # more than the limit
+            (body, len(whole[0])),  # exactly the limit
+        ]
+        for data, want in variants:
+            assert _stream_ours(data, want) == _zlib_stream_reference(data, want), (k, want)
+    assert fast == len(streams)
+
+
+def test_libdeflate_inflates_sdi_records_as_zlib_does() -> None:
+    """The SDI records of MySQL 8 samples (zlib streams of their JSON) come out of
+    ``zlib_stream`` as zlib alone gives them."""
+    from ibdtool.parsers import sdi
+    from tests.conftest import SAMPLES
+
+    seen: list[tuple[bytes, int]] = []
+    real = sdi.zlib_stream
+
+    def spy(data: bytes | memoryview, limit: int) -> tuple[bytes, int]:
+        seen.append((bytes(data), limit))
+        return real(data, limit)
+
+    from ibdtool.tablespace.reader import Tablespace
+
+    sdi.zlib_stream = spy  # type: ignore[assignment]
+    try:
+        for path in sorted(SAMPLES.glob("mysql80/*.ibd")):
+            with Tablespace(path) as ts:
+                ts.sdi()
+    finally:
+        sdi.zlib_stream = real
+    assert len(seen) > 10
+    for data, limit in seen:
+        assert _stream_ours(data, limit) == _zlib_stream_reference(data, limit)
+        assert syslibs.deflate_zlib_stream(data, limit) is not None
