@@ -228,6 +228,12 @@ def deflate_zlib_page(data: bytes | memoryview, size: int) -> tuple[bytes, int] 
     return ctypes.string_at(out, size), counts[0]
 
 
+#: the largest output :func:`deflate_zlib_stream` takes a buffer for (kept per thread): a zip
+#: page's stream is at most two pages, an SDI record tens of KiB; a record that says it is
+#: larger (a hostile length included) is zlib's, which allocates only what it inflates
+STREAM_LIMIT_MAX = 1 << 20
+
+
 def deflate_zlib_stream(data: bytes | memoryview, limit: int) -> tuple[bytes, int] | None:
     """A zlib stream at the start of ``data`` that ends within it and inflates to at most
     ``limit`` bytes, through libdeflate: its output and the input bytes it took (as zlib counts
@@ -235,11 +241,14 @@ def deflate_zlib_stream(data: bytes | memoryview, limit: int) -> tuple[bytes, in
     records, whose length is not known before. None for anything else — no library, a preset
     dictionary, a stream that is broken, longer than ``limit`` or does not end, or whose output
     is longer than its own window (zlib, inflating with a window of the header's size, could
-    refuse a distance libdeflate takes) — for zlib to judge and word."""
+    refuse a distance libdeflate takes), a limit above :data:`STREAM_LIMIT_MAX` — for zlib to
+    judge and word."""
     import ctypes
 
     lib = libdeflate()
-    if lib is None or len(data) < 2 or limit <= 0 or data[0] & 0x0F != 8 or data[1] & 0x20:
+    if lib is None or len(data) < 2 or not 0 < limit <= STREAM_LIMIT_MAX:
+        return None
+    if data[0] & 0x0F != 8 or data[1] & 0x20:  # not deflate, or a preset dictionary
         return None
     window = 1 << ((data[0] >> 4) + 8)
     made = _local.__dict__.get("libdeflate_stream")

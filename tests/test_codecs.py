@@ -458,3 +458,21 @@ def test_libdeflate_inflates_sdi_records_as_zlib_does() -> None:
     for data, limit in seen:
         assert _stream_ours(data, limit) == _zlib_stream_reference(data, limit)
         assert syslibs.deflate_zlib_stream(data, limit) is not None
+
+
+def test_libdeflate_streams_keep_no_buffer_for_a_claimed_length() -> None:
+    """A stream whose caller allows more than ``STREAM_LIMIT_MAX`` (an SDI record's length
+    comes from the file) goes to zlib, which allocates only what it inflates: the thread's
+    libdeflate buffer never grows to what a hostile header claims."""
+    body = zlib.compress(b"x" * 1000)
+    big = syslibs.STREAM_LIMIT_MAX + 1
+    assert syslibs.deflate_zlib_stream(body, big) is None
+    assert codecs.zlib_inflate(body, big) == (b"x" * 1000, len(body))
+    tracemalloc.start()
+    try:
+        codecs.zlib_inflate(body, 1 << 30)
+        peak = tracemalloc.get_traced_memory()[1]
+    finally:
+        tracemalloc.stop()
+    assert peak < 1 << 20
+    assert syslibs.deflate_zlib_stream(body, 4096) == (b"x" * 1000, len(body))
