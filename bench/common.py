@@ -101,9 +101,9 @@ def append_results(title: str, body: str) -> None:
     stamp = dt.datetime.now(dt.UTC).strftime("%Y-%m-%d %H:%M UTC")
     text = RESULTS.read_text() if RESULTS.exists() else "# Benchmark results\n"
     section = f"\n## {title} ({stamp})\n\nMachine: {machine()}\n\n{body.strip()}\n"
-    # replace an earlier section with the same title
-    pattern = re.compile(rf"\n## {re.escape(title)} \(.*?(?=\n## |\Z)", re.S)
-    text = pattern.sub("", text)
+    # appended, never replacing an earlier run's section: RESULTS.md is the record of every
+    # run (before and after, loaded and quiet) and the analysis written under a section is
+    # not the script's to delete
     RESULTS.write_text(text.rstrip() + "\n" + section)
 
 
