@@ -21,8 +21,9 @@ import importlib
 import importlib.util
 import threading
 import zlib
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from functools import cache
+from itertools import repeat
 from typing import Any
 
 from ibdtool.parsers import syslibs
@@ -109,6 +110,12 @@ class Impl:
         that method."""
         return None
 
+    def prefix_batch(self, n: int, name: str) -> Callable[[Sequence[Any]], list[bytes]] | None:
+        """A direct ``[data, ...] -> [first n bytes, ...]`` for the codec ``name`` that raises
+        :class:`CodecError` when any one of them does not give ``n`` bytes (the caller then
+        asks :meth:`prefix_reader` page by page which), or None when there is none."""
+        return None
+
 
 class Zlib(Impl):
     takes_buffers = True
@@ -147,6 +154,23 @@ class Zlib(Impl):
             return out
 
         return read
+
+    def prefix_batch(self, n: int, name: str) -> Callable[[Sequence[Any]], list[bytes]] | None:
+        # one decompressor per stream, made and called by ``map`` in C: no Python frame a
+        # page (a scan inflates the header of every page of a page-compressed file)
+        new, error, wbits = zlib.decompressobj, zlib.error, zlib.MAX_WBITS
+        inflate = type(new()).decompress
+
+        def read_all(datas: Sequence[Any]) -> list[bytes]:
+            try:
+                outs = list(map(inflate, map(new, repeat(wbits, len(datas))), datas, repeat(n)))
+            except (error, ValueError, TypeError) as exc:  # what partial_decompress catches
+                raise CodecError(f"{name}: {exc}") from None
+            if outs and min(map(len, outs)) < n:
+                raise CodecError(f"{name} gave fewer bytes than {n} for a page")
+            return outs
+
+        return read_all
 
 
 class Lz4(Impl):

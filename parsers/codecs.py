@@ -17,7 +17,7 @@ zlib/lzma/bzip2 tolerate trailing padding after end-of-stream, as the servers re
 from __future__ import annotations
 
 import zlib
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
 from functools import partial
 from typing import Final
@@ -123,6 +123,23 @@ class Codec:
         if direct is not None:
             return direct
         return partial(self.partial_decompress, n=n, limit=limit)
+
+    def prefix_batch(
+        self, n: int, limit: int = UNIV_PAGE_SIZE_MAX
+    ) -> Callable[[Sequence[bytes | memoryview]], list[bytes]]:
+        """:meth:`prefix_reader` of many payloads at once: ``[data, ...] -> [first n bytes,
+        ...]``, the same bytes; :class:`CodecError` when any one fails (then ask
+        :meth:`prefix_reader` page by page which, and why). zlib's makes no Python call per
+        payload."""
+        direct = self.impl.prefix_batch(n, self.name)
+        if direct is not None:
+            return direct
+        one = self.prefix_reader(n, limit)
+
+        def read_all(datas: Sequence[bytes | memoryview]) -> list[bytes]:
+            return list(map(one, datas))
+
+        return read_all
 
 
 CODECS: tuple[Codec, ...] = (

@@ -20,10 +20,12 @@ problem; every other page (zero, compressed, encrypted, zip, damaged, innodb-che
 from __future__ import annotations
 
 import struct
+from collections import deque
 from collections.abc import Iterable, Sequence
 from functools import cache
 from itertools import compress, repeat
-from operator import and_, eq, is_not, not_, xor
+from operator import add, and_, eq, is_not, itemgetter, mul, not_, xor
+from typing import TypeVar
 
 from ibdtool.parsers._structs_gen import (
     FIL_HEADER_FIELDS,
@@ -61,6 +63,8 @@ PREFIX_BYTES = PAGE_DATA
 _LOW32 = 0xFFFFFFFF
 _U32 = struct.Struct(">I")
 _MARKER = FIL_PAGE_COMPRESS_FCRC32_MARKER
+_FIRST = itemgetter(0)
+T = TypeVar("T")
 
 #: the columns every verdict needs: FIL header names, the trailer's with a ``trailer_`` prefix
 #: (``FilTrailer``, or ``FullCrc32Trailer`` in a full_crc32 tablespace)
@@ -153,6 +157,27 @@ def _slices(psize: int, count: int, start: int, end_back: int) -> tuple[slice, .
     return tuple(slice(k * psize + start, (k + 1) * psize - end_back) for k in range(count))
 
 
+def scatter(count: int, where: Iterable[int], values: Iterable[T], fill: T) -> list[T]:
+    """A list of ``count`` items, ``fill`` but at the indexes ``where`` (in order), which take
+    ``values`` one after the other: the per-page verdicts of the pages a chunk's cheap checks
+    kept, set by ``map`` (no Python step per page)."""
+    out = [fill] * count
+    deque(map(out.__setitem__, where, values), maxlen=0)
+    return out
+
+
+def _verdicts(count: int, cheap: list[bool], crc_ok: Iterable[bool]) -> list[bool]:
+    """Per page: ``cheap`` and, for the pages ``cheap`` kept, their value of ``crc_ok``."""
+    if cheap.count(True) == count:
+        return list(crc_ok)
+    return scatter(count, compress(range(count), cheap), crc_ok, False)
+
+
+def _numbers_ok(page_no: tuple[int, ...], first_page: int) -> bool:
+    """Is every page of the chunk at its own page number?"""
+    return page_no == tuple(range(first_page, first_page + len(page_no)))
+
+
 def plain_verified(
     chunk: memoryview,
     psize: int,
@@ -162,46 +187,94 @@ def plain_verified(
 ) -> list[bool]:
     """Per page of ``chunk`` (pages ``first_page``…; ``cols`` from :func:`columns` with at
     least :func:`verdict_fields`): is it a plain page whose crc32 (``full_crc32``: full_crc32)
-    checksum verifies, untorn, unencrypted, at its own page number? (See the module doc.)"""
+    checksum verifies, untorn, unencrypted, at its own page number? (See the module doc.)
+
+    The cheap checks are first made on the whole chunk at once (a tuple comparison per
+    column): a chunk of plain pages passes them all and only its CRCs are computed, page by
+    page in C; a chunk where any page fails one is checked page by page, still in C."""
     count = len(cols["page_no"])
-    numbers_ok = map(eq, cols["page_no"], range(first_page, first_page + count))
     chk, ptype = cols["checksum"], cols["page_type"]
-    lsn_ok = map(eq, map(_LOW32.__and__, cols["lsn"]), cols["trailer_lsn_low"])
-    checks: tuple[Iterable[object], ...]
+    lsn_low = tuple(map(_LOW32.__and__, cols["lsn"]))
+    trailer_lsn = cols["trailer_lsn_low"]
+    cheap: list[bool]
     if full_crc32:
         # §3.2 / §6.6: key version 0 (not encrypted), no compression marker, CRC-32C of all but
         # the last 4 bytes stored in them (0 is never a stored checksum)
-        if all(map(_MARKER.__and__, ptype)):
+        markers = tuple(map(_MARKER.__and__, ptype))
+        if all(markers):
             return [False] * count  # all compressed: no plain page to look for
         stored = cols["trailer_crc32c"]
-        checks = (
-            numbers_ok,
-            map(not_, chk),
-            map(not_, map(_MARKER.__and__, ptype)),
-            lsn_ok,
-            stored,
-        )
-        cheap = list(map(all, zip(*checks, strict=True)))
+        if (
+            not any(chk)
+            and not any(markers)
+            and all(stored)
+            and lsn_low == trailer_lsn
+            and _numbers_ok(cols["page_no"], first_page)
+        ):
+            cheap = [True] * count
+        else:
+            checks: tuple[Iterable[object], ...] = (
+                map(eq, cols["page_no"], range(first_page, first_page + count)),
+                map(not_, chk),
+                map(not_, markers),
+                map(eq, lsn_low, trailer_lsn),
+                stored,
+            )
+            cheap = list(map(all, zip(*checks, strict=True)))
         slices = compress(_slices(psize, count, 0, 4), cheap)
         crc_ok = map(eq, compress(stored, cheap), map(crc32c, map(chunk.__getitem__, slices)))
     else:
         # §6.1: crc32 of [4, 26) xor crc32 of [38, end - 8), at 0 and in the trailer
-        if all(map(SPECIAL_TYPES.__contains__, ptype)):
+        special = tuple(map(SPECIAL_TYPES.__contains__, ptype))
+        if all(special):
             return [False] * count
-        checks = (
-            numbers_ok,
-            chk,
-            map(not_, map(SPECIAL_TYPES.__contains__, ptype)),
-            map(eq, chk, cols["trailer_old_checksum"]),
-            lsn_ok,
-        )
-        cheap = list(map(all, zip(*checks, strict=True)))
+        if (
+            all(chk)
+            and not any(special)
+            and chk == cols["trailer_old_checksum"]
+            and lsn_low == trailer_lsn
+            and _numbers_ok(cols["page_no"], first_page)
+        ):
+            cheap = [True] * count
+        else:
+            checks = (
+                map(eq, cols["page_no"], range(first_page, first_page + count)),
+                chk,
+                map(not_, special),
+                map(eq, chk, cols["trailer_old_checksum"]),
+                map(eq, lsn_low, trailer_lsn),
+            )
+            cheap = list(map(all, zip(*checks, strict=True)))
         get = chunk.__getitem__
         head = map(crc32c, map(get, compress(_slices(psize, count, 4, psize - 26), cheap)))
         body = map(crc32c, map(get, compress(_slices(psize, count, 38, 8), cheap)))
         crc_ok = map(eq, compress(chk, cheap), map(xor, head, body))
     # the CRCs only of the pages that passed the rest: a compressed file costs no CRC here
-    return [passed and next(crc_ok) for passed in cheap]
+    return _verdicts(count, cheap, crc_ok)
+
+
+class _StoredSizes(dict[int, "int | None"]):
+    """:func:`~ibdtool.parsers.envelope.fcrc32_stored_size` of each stored page type, for one
+    physical page size, worked out once per distinct type (a file holds a few dozen)."""
+
+    def __init__(self, psize: int) -> None:
+        super().__init__()
+        self.psize = psize
+
+    def __missing__(self, ptype: int) -> int | None:
+        size = self[ptype] = fcrc32_stored_size(ptype, self.psize)
+        return size
+
+
+@cache
+def _stored_sizes(psize: int) -> _StoredSizes:
+    return _StoredSizes(psize)
+
+
+def stored_sizes(ptypes: Iterable[int], psize: int) -> list[int | None]:
+    """:func:`~ibdtool.parsers.envelope.fcrc32_stored_size` of every page type of ``ptypes``
+    (a dictionary lookup each, in C)."""
+    return list(map(_stored_sizes(psize).__getitem__, ptypes))
 
 
 def compressed_verified(
@@ -214,23 +287,45 @@ def compressed_verified(
     :func:`plain_verified`): is it a page-compressed image, unencrypted, at its own page
     number, whose CRC-32C (over the image, in its last 4 bytes, §3.2 / §6.6) verifies? That
     is the whole verdict of such a page: nothing to inflate for ``checksum``."""
+    return compressed_sized(chunk, psize, first_page, cols)[0]
+
+
+def compressed_sized(
+    chunk: memoryview,
+    psize: int,
+    first_page: int,
+    cols: dict[str, tuple[int, ...]],
+) -> tuple[list[bool], list[int | None]]:
+    """:func:`compressed_verified`, and every page's image size as its type gives it
+    (:func:`stored_sizes`; None where the type holds none)."""
     count = len(cols["page_no"])
     ptype = cols["page_type"]
-    sizes = list(map(fcrc32_stored_size, ptype, repeat(psize)))
-    checks = (
-        map(eq, cols["page_no"], range(first_page, first_page + count)),
-        map(not_, cols["checksum"]),
-        map(_MARKER.__and__, ptype),
-        map(is_not, sizes, repeat(None)),
-    )
-    cheap = list(map(all, zip(*checks, strict=True)))
-    starts = [k * psize for k in compress(range(count), cheap)]
-    kept = [size or 0 for size in compress(sizes, cheap)]  # None is never kept
-    ends = [start + size - 4 for start, size in zip(starts, kept, strict=True)]
-    stored = [v for (v,) in map(_U32.unpack_from, repeat(chunk), ends)]
+    sizes = stored_sizes(ptype, psize)
+    cheap: list[bool]
+    if (
+        None not in sizes
+        and not any(cols["checksum"])
+        and all(map(_MARKER.__and__, ptype))
+        and _numbers_ok(cols["page_no"], first_page)
+    ):
+        cheap = [True] * count
+        starts: Iterable[int] = range(0, count * psize, psize)
+        kept: Iterable[int] = sizes  # type: ignore[assignment]  # no None: checked above
+    else:
+        checks = (
+            map(eq, cols["page_no"], range(first_page, first_page + count)),
+            map(not_, cols["checksum"]),
+            map(_MARKER.__and__, ptype),
+            map(is_not, sizes, repeat(None)),
+        )
+        cheap = list(map(all, zip(*checks, strict=True)))
+        starts = list(map(mul, compress(range(count), cheap), repeat(psize)))
+        kept = compress(sizes, cheap)  # type: ignore[arg-type]  # None is never kept
+    ends = list(map(add, starts, map(add, kept, repeat(-4))))
+    stored = list(map(_FIRST, map(_U32.unpack_from, repeat(chunk), ends)))
     crcs = map(crc32c, map(chunk.__getitem__, map(slice, starts, ends)))
     crc_ok = map(and_, map(bool, stored), map(eq, stored, crcs))
-    return [passed and next(crc_ok) for passed in cheap]
+    return _verdicts(count, cheap, crc_ok), sizes
 
 
 def select(col: Sequence[int], mask: Sequence[bool]) -> list[int]:

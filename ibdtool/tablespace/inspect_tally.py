@@ -25,7 +25,7 @@ from array import array
 from collections import Counter
 from collections.abc import Callable, Iterable, Sequence
 from itertools import compress, repeat
-from operator import add, and_, not_, or_
+from operator import add, and_, floordiv, mul, neg, not_, or_, sub
 from typing import TYPE_CHECKING, NamedTuple
 
 from ibdtool.parsers._structs_gen import FIL_HEADER_FAST
@@ -54,9 +54,10 @@ from ibdtool.parsers.pagecolumns import (
     INDEX_FIELDS,
     PREFIX_BYTES,
     columns,
-    compressed_verified,
+    compressed_sized,
     plain_verified,
     prefix_columns,
+    scatter,
     verdict_fields,
 )
 from ibdtool.parsers.sdi import SDI_INDEX_ID
@@ -90,8 +91,10 @@ def tally_run(
     idx_types = index_types(vendor)
     algorithm = fmt.fcrc32_algorithm if fcrc32 else None
     partial: Callable[..., bytes] | None = None
+    read_all: Callable[[Sequence[bytes | memoryview]], list[bytes]] | None = None
     if algorithm is not None and algorithm is not Algorithm.NONE:
         partial = codec_for(algorithm).prefix_reader(HEADER_PREFIX, logical)
+        read_all = codec_for(algorithm).prefix_batch(HEADER_PREFIX, logical)
     algo_name = algorithm.value if algorithm is not None else ""
     dblwr = ts.doublewrite_pages
     zero = bytes(psize)
@@ -148,7 +151,7 @@ def tally_run(
             # headers; classic: each inflated whole, its checksum being inside)
             got: CompressedHeaders | None = None
             if partial is not None and algorithm is not None:
-                got = compressed_headers(mv, psize, n, cols, partial, algorithm, dblwr)
+                got = compressed_headers(mv, psize, n, cols, partial, algorithm, dblwr, read_all)
             elif classic:
                 got = classic_pages(ts, mv, n, cols, good, dblwr)
             if got is not None:
@@ -347,43 +350,52 @@ def compressed_headers(
     read_header: Callable[[memoryview], bytes],
     algorithm: Algorithm,
     dblwr: frozenset[int] | set[int] | None = None,
+    read_all: Callable[[Sequence[bytes | memoryview]], list[bytes]] | None = None,
 ) -> CompressedHeaders:
     """:func:`compressed_header` for every page of the chunk ``mv`` at once (``cols``: its
     :func:`~ibdtool.parsers.pagecolumns.columns` with the verdict fields): the CRC-32Cs in one
-    :func:`~ibdtool.parsers.pagecolumns.compressed_verified` call, the headers inflated one after
-    the other in C (``map``, no Python frame per page but the reader's) and unpacked together
-    (:func:`~ibdtool.parsers.pagecolumns.prefix_columns`). A page whose header does not inflate, or
-    that is in ``dblwr``, is not ``ok``: the decoder says what it is."""
+    :func:`~ibdtool.parsers.pagecolumns.compressed_sized` call, the headers inflated in one
+    call of ``read_all`` (the codec's :meth:`~ibdtool.parsers.codecs.Codec.prefix_batch`; by
+    default ``read_header`` mapped over them) and unpacked together
+    (:func:`~ibdtool.parsers.pagecolumns.prefix_columns`): columns throughout, no Python step
+    per page. A page whose header does not inflate, or that is in ``dblwr``, is not ``ok``: the
+    decoder says what it is."""
     count = len(cols["page_no"])
-    ok = compressed_verified(mv, psize, first_page, cols)
+    ok, type_sizes = compressed_sized(mv, psize, first_page, cols)
     if dblwr:
         ok = [g and first_page + k not in dblwr for k, g in enumerate(ok)]
-    where = list(compress(range(count), ok))
-    # compressed_verified took only the pages whose size is valid: never None here
-    sizes: list[int] = list(map(fcrc32_stored_size, compress(cols["page_type"], ok), repeat(psize)))  # type: ignore[arg-type]
+    every = ok.count(True) == count
+    where: Sequence[int] = range(count) if every else list(compress(range(count), ok))
+    # compressed_sized took only the pages whose size is valid: never None here
+    sizes: list[int] = type_sizes if every else list(compress(type_sizes, ok))  # type: ignore[assignment, arg-type]
     if algorithm in FCRC32_LENGTH_BYTE:
         pages = (mv[k * psize : (k + 1) * psize] for k in where)
         ends = list(map(fcrc32_payload_end, pages, sizes, repeat(algorithm)))
     else:
         ends = sizes  # the whole image: the codec stops at its end of stream (§3.2)
-    starts = [k * psize for k in where]
+    starts = list(map(mul, where, repeat(psize)))
     spans = map(slice, map(add, starts, repeat(MARIADB_FCRC32_PAYLOAD)), map(add, starts, ends))
+    payloads = list(map(mv.__getitem__, spans))
     try:
-        got = list(map(read_header, map(mv.__getitem__, spans)))
+        got = read_all(payloads) if read_all is not None else list(map(read_header, payloads))
     except CodecError:  # one page that does not inflate: the chunk's again, page by page
         got = []
-        for k, start, end in zip(where, starts, ends, strict=True):
+        for k, data in zip(where, payloads, strict=True):
             try:
-                got.append(read_header(mv[start + MARIADB_FCRC32_PAYLOAD : start + end]))
+                got.append(read_header(data))
             except CodecError:
                 ok[k] = False
                 got.append(_NO_HEAD)
-    heads = [_NO_HEAD] * count
-    all_sizes, payload = [0] * count, [0] * count
-    for k, head, size, end in zip(where, got, sizes, ends, strict=True):
-        if ok[k]:
-            heads[k], all_sizes[k] = head[:PREFIX_BYTES], size
-            payload[k] = end - MARIADB_FCRC32_PAYLOAD
+        every = False
+    payload_sizes = list(map(add, ends, repeat(-MARIADB_FCRC32_PAYLOAD)))
+    if every:  # the common chunk: every header came out, each HEADER_PREFIX (PREFIX_BYTES) long
+        heads, all_sizes, payload = got, sizes, payload_sizes
+    else:
+        taken = list(compress(where, map(ok.__getitem__, where)))
+        kept = list(map(ok.__getitem__, where))
+        heads = scatter(count, taken, compress(got, kept), _NO_HEAD)
+        all_sizes = scatter(count, taken, compress(sizes, kept), 0)
+        payload = scatter(count, taken, compress(payload_sizes, kept), 0)
     head_cols = prefix_columns(b"".join(heads), HEADER_FIELDS)
     return CompressedHeaders(ok, head_cols, all_sizes, payload)
 
@@ -433,15 +445,18 @@ def _tally_images(
     tally: PageTally, got: CompressedHeaders, at: int, per_page: Sequence[int], block: int
 ) -> None:
     """The stored sizes of a chunk's compressed images (``got``): their sum, and the slots
-    holding more than the image needs (not punched)."""
+    holding more than the image needs (not punched), column by column."""
+    count = len(got.ok)
     tally.compressed_bytes += sum(got.sizes)
-    for k in compress(range(len(got.ok)), got.ok):
-        size = got.sizes[k]
-        allocated = per_page[at + k]
-        ideal = -(-size // block) * block
-        if allocated > ideal:
-            tally.unpunched_pages += 1
-            tally.unpunched_bytes += allocated - ideal
+    sizes: Iterable[int] = got.sizes
+    held: Iterable[int] = per_page[at : at + count]
+    if got.ok.count(True) != count:
+        sizes, held = compress(sizes, got.ok), compress(held, got.ok)
+    # the image's size rounded up to whole blocks: -(-size // block) * block
+    ideal = map(mul, map(floordiv, map(neg, sizes), repeat(block)), repeat(-block))
+    over = list(filter((0).__lt__, map(sub, held, ideal)))
+    tally.unpunched_pages += len(over)
+    tally.unpunched_bytes += sum(over)
 
 
 def _count_types(

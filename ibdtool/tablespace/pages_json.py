@@ -153,8 +153,10 @@ def _data_run(ctx: _Context, first: int, end: int, per_page: Sequence[int], out:
     dblwr = ts.doublewrite_pages
     algorithm = fmt.fcrc32_algorithm if fcrc32 else None
     decompress_head: Callable[..., bytes] | None = None
+    read_all: Callable[[Sequence[bytes | memoryview]], list[bytes]] | None = None
     if inline and algorithm is not None and algorithm is not Algorithm.NONE:
         decompress_head = codec_for(algorithm).prefix_reader(HEADER_PREFIX, logical)
+        read_all = codec_for(algorithm).prefix_batch(HEADER_PREFIX, logical)
     # MariaDB classic page_compressed images (§3.1) and MySQL type-14 images (§2.1):
     # inflated whole (inspect_tally.classic_pages), each named by its own algorithm
     classic = inline and crc32_plain
@@ -197,7 +199,9 @@ def _data_run(ctx: _Context, first: int, end: int, per_page: Sequence[int], out:
             if dblwr:
                 good = [g and n + k not in dblwr for k, g in enumerate(good)]
             if decompress_head is not None and algorithm is not None and not all(good):
-                comp = compressed_headers(mv, psize, n, cols, decompress_head, algorithm, dblwr)
+                comp = compressed_headers(
+                    mv, psize, n, cols, decompress_head, algorithm, dblwr, read_all
+                )
             elif classic and not all(good):
                 comp = classic_pages(ts, mv, n, cols, good, dblwr)
         payload: int | str  # the payload and image sizes, "null" for a plain page
