@@ -22,6 +22,7 @@ from __future__ import annotations
 
 import os
 from collections import Counter
+from collections.abc import Sequence
 from dataclasses import dataclass
 from enum import StrEnum
 
@@ -153,6 +154,8 @@ _UNPACK = {
 MAX_LEVEL_CODE = 15  # 4 bits: codes 2..15 are levels 0..13, the last also every deeper one
 #: pages whose allocation codes are filled at once (bounds the temporary per-page array)
 _ALLOC_WINDOW = 1 << 20
+#: pages whose allocated bytes the scan looks up at once (4 bytes each while held)
+_HELD_WINDOW = 4096
 
 
 class PageMapModel:
@@ -187,6 +190,9 @@ class PageMapModel:
         self._index = bytearray(n_pages)
         self._cl = bytearray(n_pages)  # compression | level << 4
         self._acr = bytearray(n_pages)  # allocation | checksum << 2 | ratio << 5 (HOLE is 0)
+        #: the scan's window of allocated bytes per page (:meth:`_held`)
+        self._held_base = 0
+        self._held_pages: Sequence[int] = ()
         self._fill_allocation()
 
     def _fill_allocation(self) -> None:
@@ -248,11 +254,22 @@ class PageMapModel:
             level_code = 2 + level
         self._cl[n] = comp | level_code << 4
         if allocation != HOLE and info.is_compressed:
-            held = self.physical_size if allocation == FULL else self.allocated_at(n)
+            held = self.physical_size if allocation == FULL else self._held(n)
             if unpunched_bytes(info, held, self.fs_block_size):
                 allocation = UNPUNCHED
         self._acr[n] = allocation | check << 2 | ratio << 5
         self.scanned = n + 1
+
+    def _held(self, page: int) -> int:
+        """:meth:`allocated_at` for the scan, which asks in page order: the allocation of
+        :data:`_HELD_WINDOW` pages worked out at once (a page-compressed file has a data range
+        a page, and one lookup of the ranges per page was most of the cost of its map)."""
+        base, held = self._held_base, self._held_pages
+        if not base <= page < base + len(held):
+            count = min(_HELD_WINDOW, self.n_pages - page)
+            held = self._held_pages = self.alloc.per_page_allocated(self.physical_size, count, page)
+            base = self._held_base = page
+        return held[page - base]
 
     # --- per page, on demand --------------------------------------------------------------
 
