@@ -35,6 +35,7 @@ from ibdtool.fs.allocation import (
     read_allocation,
     scan_ranges,
 )
+from ibdtool.fs.ranges import PackedRanges
 from ibdtool.tablespace.reader import Tablespace
 from tests.catalog import load_catalog
 from tests.conftest import SAMPLES
@@ -564,3 +565,40 @@ def test_scan_ranges_of_a_file_without_data(ext4_dir: Path) -> None:
         assert scan_ranges(fd, 0, 64 * PAGE) == []
     finally:
         os.close(fd)
+
+
+def _per_page_by_bytes(ranges: list[tuple[int, int]], psize: int, n: int, first: int) -> list[int]:
+    """Each page's data bytes, range by range and page by page (the second computation)."""
+    out = []
+    for page in range(first, first + n):
+        lo, hi = page * psize, (page + 1) * psize
+        out.append(sum(max(0, min(e, hi) - max(s, lo)) for s, e in ranges))
+    return out
+
+
+@pytest.mark.parametrize("seed", range(40))
+def test_per_page_allocated_is_each_pages_bytes(seed: int) -> None:
+    """Ranges inside one page (a page-compressed file), two in one page, ranges over many
+    pages and window edges that cut ranges: each page's bytes as counted one by one."""
+    rng = random.Random(seed)
+    psize = rng.choice([1024, 4096, 16384])
+    block = rng.choice([512, 1024])
+    pages = rng.randrange(1, 60)
+    ranges: list[tuple[int, int]] = []
+    pos = rng.randrange(0, 3) * block
+    while pos < pages * psize:
+        length = rng.choice([block, 2 * block, psize, 3 * psize + block, 7 * block])
+        end = min(pos + length, pages * psize)
+        ranges.append((pos, end))
+        pos = (
+            end + rng.choice([block, 2 * block, psize + block, 2 * psize])
+            if end < pages * psize
+            else end
+        )
+    alloc = Allocation(pages * psize, 0, block, PackedRanges(ranges), None, None)
+    assert list(alloc.data_ranges) == ranges  # disjoint, not touching: kept as given
+    for _ in range(10):
+        first = rng.randrange(0, pages)
+        n = rng.randrange(0, pages - first + 3)
+        got = alloc.per_page_allocated(psize, n, first)
+        assert list(got) == _per_page_by_bytes(ranges, psize, n, first), (first, n)
