@@ -38,12 +38,14 @@ benches (``bench_startup.py``, ``bench_report.py``).
 from __future__ import annotations
 
 import argparse
+import os
 import shutil
 import subprocess
 import sys
 import tempfile
 import time
 from collections.abc import Callable
+from dataclasses import replace
 from pathlib import Path
 
 from bench_issue14 import CLASSIC, FCRC32, PLAIN, checksum_row, report_row
@@ -252,9 +254,27 @@ def extent_rows(
     ]
 
 
+def with_before(row: Row, tree: Path, label: str) -> Row:
+    """``row`` with, before each of its ibdtool commands but the anchor, the same command run
+    by ``tree`` (its packages first on the path, no goal of its own): before and after in
+    the same run, interleaved with the anchor (an extent row's anchor, the dense file, is run
+    by this tree alone)."""
+    out: list[Contender] = row.contenders[:1]
+    ours = (tuple(IBDTOOL), (sys.executable, "-c", TUI_SCAN))
+    env = {**os.environ, "PYTHONPATH": str(tree)}
+    for c in row.contenders[1:]:
+        cmd = c.cmd
+        if isinstance(cmd, list) and any(tuple(cmd[: len(o)]) == o for o in ours):
+            was = replace(c, label=f"{c.label} ({label})", goal=None, env=env, walls=[], cpus=[])
+            out.append(was)
+        out.append(c)
+    row.contenders = out
+    return row
+
+
 def memory_line(row: Row, extents: int) -> str:
     """Peak RSS of one more run of each side, and the bytes an extent costs."""
-    a, b = row.contenders[0], row.contenders[1]
+    a, b = row.contenders[0], row.contenders[-1]
     ra = peak_rss_kib(a.cmd, a.before)  # type: ignore[arg-type]
     rb = peak_rss_kib(b.cmd, b.before)  # type: ignore[arg-type]
     per = (rb - ra) * 1024 / extents
@@ -270,7 +290,16 @@ def main() -> None:
     ap.add_argument("--repeat", type=int, default=3)
     ap.add_argument("--keep", action="store_true", help="keep the extents files")
     ap.add_argument("--no-write", action="store_true", help="print only, leave RESULTS.md")
+    ap.add_argument(
+        "--before", help="a commit whose ibdtool runs beside this tree's (a git worktree of it)"
+    )
     args = ap.parse_args()
+    before: tuple[Path, str] | None = None
+    if args.before:
+        from bench_issue24 import before_tree
+
+        tree = before_tree(args.before)
+        before = (tree, f"before: {tree.name.rsplit('-', 1)[-1]}")
     innochecksum = shutil.which("innochecksum")
     if innochecksum is None:
         raise SystemExit("innochecksum not found (Debian: mariadb-server)")
@@ -295,6 +324,8 @@ def main() -> None:
                 for path in files.values():
                     warm(path)
                 for row in make():
+                    if before is not None:
+                        with_before(row, *before)
                     print(f"{row.name} …", file=sys.stderr, flush=True)
                     done.append(run_row(row, args.repeat))
                     print(*row.verdicts, sep="\n", file=sys.stderr, flush=True)
@@ -328,6 +359,8 @@ def main() -> None:
                 if not wanted(key):
                     continue
                 row = make()
+                if before is not None:
+                    with_before(row, *before)
                 warm(punched)
                 warm(dense)
                 print(f"{row.name} …", file=sys.stderr, flush=True)
