@@ -5,24 +5,22 @@ per page. :func:`header_pages` yields the very records the decoder gives — the
 field by field, on every sample and corpus file — but builds those of the common pages from
 the stored bytes: plain pages whose crc32 or full_crc32 checksum verifies from the columns of
 a whole chunk (:mod:`ibdtool.parsers.pagecolumns`), full_crc32 page-compressed images whose CRC-32C
-verifies from the header of the page inside
-(:func:`ibdtool.tablespace.inspect_tally.compressed_header`). Every other page (zero, damaged,
+verifies from the header of the page inside, a chunk's at once
+(:func:`ibdtool.tablespace.inspect_tally.compressed_headers`). Every other page (zero, damaged,
 encrypted, classic compressed, zip, a doublewrite copy) and every page of a tablespace opened with a
 key goes through :func:`ibdtool.parsers.page.decode_page`.
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Sequence
 
-from ibdtool.parsers._structs_gen import FIL_HEADER_FAST
 from ibdtool.parsers.checksum import ChecksumAlgo
 from ibdtool.parsers.codecs import codec_for
 from ibdtool.parsers.constants import Algorithm, index_types, page_type_name
-from ibdtool.parsers.envelope import MARIADB_FCRC32_PAYLOAD
-from ibdtool.parsers.page import HEADER_PREFIX, IndexStats, PageInfo, index_fill, index_stats
+from ibdtool.parsers.page import HEADER_PREFIX, IndexStats, PageInfo, index_fill
 from ibdtool.parsers.pagecolumns import INDEX_FIELDS, columns, plain_verified, verdict_fields
-from ibdtool.tablespace.inspect_tally import compressed_header
+from ibdtool.tablespace.inspect_tally import CompressedHeaders, compressed_headers
 from ibdtool.tablespace.reader import Tablespace
 
 _FIELDS = ("prev", "next", "space_id")
@@ -49,6 +47,23 @@ def header_pages(ts: Tablespace, start: int = 0, stop: int | None = None) -> Ite
 scan_page_headers = header_pages
 
 
+def _index_of(cols: dict[str, tuple[int, ...]], k: int, logical: int) -> IndexStats:
+    """The index page header of page ``k`` of a chunk's columns, as :func:`index_stats`
+    reads it from the page."""
+    n_heap, heap_top, garbage = cols["n_heap"][k], cols["heap_top"][k], cols["garbage"][k]
+    data_size, fill = index_fill(n_heap, heap_top, garbage, logical)
+    return IndexStats(
+        index_id=cols["index_id"][k],
+        level=cols["level"][k],
+        n_recs=cols["n_recs"][k],
+        compact=bool(n_heap & 0x8000),
+        heap_top=heap_top,
+        garbage=garbage,
+        data_size=data_size,
+        fill=fill,
+    )
+
+
 def _data_run(ts: Tablespace, first: int, end: int) -> Iterator[PageInfo]:
     fmt = ts.format
     psize = ts.physical_size
@@ -59,17 +74,23 @@ def _data_run(ts: Tablespace, first: int, end: int) -> Iterator[PageInfo]:
     dblwr = ts.doublewrite_pages
     algorithm = fmt.fcrc32_algorithm if fcrc32 else None
     read_header: Callable[[memoryview], bytes] | None = None
+    read_all: Callable[[Sequence[bytes | memoryview]], list[bytes]] | None = None
     if algorithm is not None and algorithm is not Algorithm.NONE:
         read_header = codec_for(algorithm).prefix_reader(HEADER_PREFIX, logical)
+        read_all = codec_for(algorithm).prefix_batch(HEADER_PREFIX, logical)
     ok_algo = ChecksumAlgo.FULL_CRC32 if fcrc32 else ChecksumAlgo.CRC32
     none = Algorithm.NONE
     names: dict[int, str] = {}
     fields = (*verdict_fields(fcrc32), *_FIELDS, *INDEX_FIELDS)
-    head = FIL_HEADER_FAST.unpack_from
     for n, mv in ts.read_chunks(first, end):
         count = len(mv) // psize
         cols = columns(mv, psize, fcrc32, fields)
         good = plain_verified(mv, psize, n, fcrc32, cols)
+        # the chunk's full_crc32 compressed images at once: CRCs, then their headers inflated
+        # (inspect_tally.compressed_headers; doublewrite copies are left to the decoder)
+        comp: CompressedHeaders | None = None
+        if read_header is not None and algorithm is not None and not all(good):
+            comp = compressed_headers(mv, psize, n, cols, read_header, algorithm, dblwr, read_all)
         for k in range(count):
             page_no = n + k
             if dblwr and page_no in dblwr:
@@ -80,24 +101,6 @@ def _data_run(ts: Tablespace, first: int, end: int) -> Iterator[PageInfo]:
                 name = names.get(ptype)
                 if name is None:
                     name = names[ptype] = page_type_name(ptype, vendor)
-                index: IndexStats | None = None
-                if ptype in idx_types:
-                    n_heap, heap_top, garbage = (
-                        cols["n_heap"][k],
-                        cols["heap_top"][k],
-                        cols["garbage"][k],
-                    )
-                    data_size, fill = index_fill(n_heap, heap_top, garbage, logical)
-                    index = IndexStats(
-                        index_id=cols["index_id"][k],
-                        level=cols["level"][k],
-                        n_recs=cols["n_recs"][k],
-                        compact=bool(n_heap & 0x8000),
-                        heap_top=heap_top,
-                        garbage=garbage,
-                        data_size=data_size,
-                        fill=fill,
-                    )
                 yield PageInfo(
                     page_no=page_no,
                     stored_page_no=page_no,
@@ -113,37 +116,30 @@ def _data_run(ts: Tablespace, first: int, end: int) -> Iterator[PageInfo]:
                     space_id=cols["space_id"][k],
                     prev=cols["prev"][k],
                     next=cols["next"][k],
-                    index=index,
+                    index=_index_of(cols, k, logical) if ptype in idx_types else None,
                 )
                 continue
-            off = k * psize
-            got = None
-            if read_header is not None:
-                chk, stored_no, prev, nxt, lsn, ptype, _f, space_id = head(mv, off)
-                if stored_no == page_no and not chk:
-                    got = compressed_header(mv, off, psize, ptype, read_header, algorithm)  # type: ignore[arg-type]
-            if got is None:
-                yield ts._decode(mv[off : off + psize], page_no, None, True)
+            if comp is None or not comp.ok[k]:
+                yield ts._decode(mv[k * psize : (k + 1) * psize], page_no, None, True)
                 continue
-            inner, size, stop_at = got
-            real_type = int.from_bytes(inner[24:26], "big")
+            real_type = comp.heads["page_type"][k]
             name = names.get(real_type)
             if name is None:
                 name = names[real_type] = page_type_name(real_type, vendor)
             yield PageInfo(
                 page_no=page_no,
                 stored_page_no=page_no,
-                stored_type=ptype,
+                stored_type=cols["page_type"][k],
                 real_type=real_type,
                 type_name=name,
                 compression=algorithm,  # type: ignore[arg-type]
-                compressed_size=stop_at - MARIADB_FCRC32_PAYLOAD,
-                stored_size=size,
+                compressed_size=comp.payload[k],
+                stored_size=comp.sizes[k],
                 checksum_valid=True,
                 checksum_algo=ok_algo,
-                lsn=lsn,
-                space_id=space_id,
-                prev=prev,
-                next=nxt,
-                index=index_stats(inner, logical) if real_type in idx_types else None,
+                lsn=cols["lsn"][k],
+                space_id=cols["space_id"][k],
+                prev=cols["prev"][k],
+                next=cols["next"][k],
+                index=_index_of(comp.heads, k, logical) if real_type in idx_types else None,
             )
