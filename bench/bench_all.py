@@ -265,8 +265,10 @@ def with_before(row: Row, tree: Path, label: str) -> Row:
     for c in row.contenders[1:]:
         cmd = c.cmd
         if isinstance(cmd, list) and any(tuple(cmd[: len(o)]) == o for o in ours):
-            was = replace(c, label=f"{c.label} ({label})", goal=None, env=env, walls=[], cpus=[])
-            out.append(was)
+            # run in the tree: ``-m`` and ``-c`` put the working directory first on the path,
+            # before PYTHONPATH (the files are named by absolute paths)
+            was = replace(c, label=f"{c.label} ({label})", goal=None, env=env, cwd=str(tree))
+            out.append(replace(was, walls=[], cpus=[]))
         out.append(c)
     row.contenders = out
     return row
