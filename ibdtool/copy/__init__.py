@@ -15,12 +15,15 @@ from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
     from ibdtool.copy.agent import (
+        CODEC_IDS,
         FRAME,
+        PIECE,
         AgentError,
         Codec,
         Interrupted,
         ProtocolError,
         available_codecs,
+        batch_table,
         decode_batch,
         one_line,
         parse_json,
@@ -52,7 +55,8 @@ else:
         __name__,
         {
             "agent": (
-                "AgentError Codec FRAME Interrupted ProtocolError available_codecs decode_batch "
+                "AgentError CODEC_IDS Codec FRAME Interrupted PIECE ProtocolError "
+                "available_codecs batch_table decode_batch "
                 "one_line parse_json read_json resolve_destination unpack_ranges"
             ),
             "local": "CopyFailed CopyOptions VERIFY_MODES copy_local repunch_in_place",

@@ -29,14 +29,18 @@ does not exist there; the other hosts go on.
 from __future__ import annotations
 
 import contextlib
+import json
 import queue
 import threading
+from collections import deque
 from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
 from ibdtool.copy import (
+    CODEC_IDS,
     FRAME,
+    PIECE,
     AgentError,
     AgentSession,
     Codec,
@@ -44,6 +48,7 @@ from ibdtool.copy import (
     ProtocolError,
     SshConfig,
     available_codecs,
+    batch_table,
     check_reply,
     decode_batch,
     one_line,
@@ -64,6 +69,20 @@ MAX_PARALLEL_HOSTS = 32
 #: files up to this size are fetched whole and decoded in a worker process; bigger ones are
 #: decoded by their host's thread as they are read (never held whole)
 FETCH_WHOLE_BYTES = 16 << 20
+#: ``fetch`` requests a host's thread keeps sent ahead of the reply it reads, and their bytes
+#: at most: the agent reads the next request while its last reply is on the way, so a file costs
+#: no round trip. Requests are small and bounded, so they never fill the pipe to the agent while
+#: it waits for us to read its replies (no deadlock).
+FETCH_AHEAD = 8
+FETCH_AHEAD_BYTES = 16 << 10
+
+
+def siblings(path: str) -> list[tuple[str, int]]:
+    """The ``.cfg`` and ``.cfp`` beside a tablespace, as the decoder asks for them: path, the
+    most bytes read."""
+    here = Path(path)
+    return [(str(cfg_path(here)), MAX_CFG_BYTES), (str(here.with_suffix(".cfp")), 4096)]
+
 
 Row = dict[str, Any]
 
@@ -141,23 +160,136 @@ class RemoteHost:
 
     def request(self, msg: dict[str, Any], shape: str) -> dict[str, Any]:
         """Send ``msg`` and read its answer, checked to be of ``shape``
-        (:mod:`ibdtool.agent_replies`); a failure the agent reports is returned as ``{"ok":
+        (:mod:`ibdtool.copy.replies`); a failure the agent reports is returned as ``{"ok":
         False, "error": one line}``, not raised."""
         try:
             self.session.send_json(msg)
-            reply = read_json(self.session.stdout)
-            error = reply_failure(reply)
-            if error is not None:
-                return {"ok": False, "error": error}
-            return check_reply(shape, reply)
+        except OSError:
+            raise self.lost() from None
+        return self.request_reply(shape)
+
+    def frame(self, kinds: tuple[bytes, ...]) -> tuple[bytes, bytes]:
+        try:
+            return self.session.recv_frame(kinds)
         except ProtocolError as exc:
             raise self.lied(exc) from None
         except (OSError, AgentError, Interrupted):
             raise self.lost() from None
 
-    def frame(self, kinds: tuple[bytes, ...]) -> tuple[bytes, bytes]:
+    def fetch_request(self, path: str) -> bytes:
+        """The ``fetch`` request of ``path`` (a control message's payload, for :meth:`send`;
+        :meth:`fetched` reads the answer)."""
+        msg = {
+            "op": "fetch",
+            "path": path,
+            "max": FETCH_WHOLE_BYTES,
+            "codec": self.codec,
+            "siblings": siblings(path),
+        }
+        return json.dumps(msg).encode()
+
+    def send(self, request: bytes) -> None:
         try:
-            return self.session.recv_frame(kinds)
+            self.session.send_frame(b"J", request)
+        except OSError:
+            raise self.lost() from None
+
+    def fetched(self, path: str) -> FetchedFile | None:
+        """The answer to :meth:`fetch_request` of ``path``: the file with its data as sent (checked
+        but not inflated), or None when it is larger than asked (it grew since the listing). A
+        failure the agent reports (no such file, not a regular file, a read error):
+        :class:`InputError`; a lie: :class:`~ibdtool.report.batch.SourceLost`."""
+        reply = self.request_reply("fetch")
+        if not reply["ok"]:
+            raise InputError(reply["error"])
+        size: int = reply["size"]
+        if not reply["whole"]:
+            return None
+        try:
+            if size > FETCH_WHOLE_BYTES:
+                raise ProtocolError(f"a file of {size} bytes sent whole (asked at most "
+                                    f"{FETCH_WHOLE_BYTES})")  # fmt: skip
+            check_reply("fetched", reply)
+            lengths = reply["siblings"]
+            beside = siblings(path)
+            if len(lengths) != len(beside) or any(
+                n is not None and n > limit for n, (_, limit) in zip(lengths, beside, strict=True)
+            ):
+                raise ProtocolError("sizes of the files beside it that do not fit the request")
+            _, blob = self.frame((b"M",))
+            block = min(reply["fs_block"], 4096)  # SEEK_DATA: at most a range a block
+            ranges = unpack_ranges(blob, size, block)
+            frames = self._data_frames(size, len(ranges))
+            read: dict[str, bytes | None] = {}
+            for (where, _), n in zip(beside, lengths, strict=True):
+                data = None
+                if n is not None:
+                    _, data = self.frame((b"R",))
+                    if len(data) != n:
+                        raise ProtocolError(f"a file of {len(data)} bytes said to be {n}")
+                read[where] = data
+        except ProtocolError as exc:
+            raise self.lied(exc) from None
+        counts = reply["fiemap"]
+        extents, unwritten, runs, unwritten_bytes = counts if counts else (None,) * 4
+        allocation = Allocation(
+            st_size=size,
+            allocated=reply["allocated"],
+            fs_block_size=reply["fs_block"],
+            data_ranges=PackedRanges(ranges),
+            extents=extents,
+            unwritten_extents=unwritten,
+            contiguous_runs=runs,
+            unwritten_bytes=unwritten_bytes,
+        )
+        return FetchedFile(self.host, path, size, allocation, self.codec, frames, read)
+
+    def _data_frames(self, size: int, ranges: int) -> list[bytes]:
+        """The ``D`` frames of a whole file up to its ``E``, as sent: each one's table checked
+        (pieces in order inside the file, the codec agreed, a body no larger than its bytes),
+        their bytes together bounded by the file's (a hostile agent cannot make us hold more
+        than its size and the tables its ranges need). A failure it reports instead:
+        :class:`InputError`."""
+        budget = size + 64 * (ranges + size // PIECE + 2)
+        agreed = (0, CODEC_IDS[self.codec])
+        frames: list[bytes] = []
+        held = pos = 0
+        while True:
+            kind, payload = self.frame((b"D", b"E", b"J"))
+            if kind == b"E":
+                if payload:
+                    raise ProtocolError("an end frame with a payload")
+                return frames
+            if kind == b"J":
+                error = reply_failure(parse_json(payload))
+                if error is None:
+                    raise ProtocolError("a control message inside the data")
+                raise InputError(error)
+            held += len(payload) + 64
+            if held > budget:
+                raise ProtocolError(f"more than the {budget} bytes a file of {size} can send")
+            cid, raw_len, table, body = batch_table(payload)
+            if cid not in agreed:
+                raise ProtocolError(f"the stream uses codec {cid}, not the one agreed")
+            if len(payload) - body > raw_len:
+                raise ProtocolError("a data frame larger than the bytes it holds")
+            for at, n in table:
+                if not pos <= at <= at + n <= size:
+                    raise ProtocolError(
+                        f"a piece at byte {at} outside the bytes {pos} to {size} asked for"
+                    )
+                pos = at + n
+            self.received += len(payload) + FRAME.size
+            frames.append(payload)
+
+    def request_reply(self, shape: str) -> dict[str, Any]:
+        """The next answer, checked to be of ``shape`` as :meth:`request` does."""
+        try:
+            reply = read_json(self.session.stdout)
+            error = reply_failure(reply)
+            if error is not None:
+                return {"ok": False, "error": error}
+            return check_reply(shape, reply)
         except ProtocolError as exc:
             raise self.lied(exc) from None
         except (OSError, AgentError, Interrupted):
@@ -287,23 +419,55 @@ class RemoteFile:
 
 class FetchedFile:
     """A remote file fetched whole (a :class:`FileSource` held in memory): what a worker
-    process decodes, with no connection of its own. Its siblings are the ``.cfg`` and ``.cfp``
+    process decodes, with no connection of its own. It travels as the agent sent it: the
+    ``D`` frames' payloads (their tables checked by :meth:`RemoteHost.fetched`, their bytes
+    still compressed: a quarter of the file's to hand to the worker) and the range map;
+    :meth:`load` inflates them where it is decoded. Its siblings are the ``.cfg`` and ``.cfp``
     the decoder asks for (:func:`ibdtool.tablespace.index_names.from_cfg`,
     :meth:`Tablespace._sibling_cfp`), fetched with the same limits."""
 
-    def __init__(self, remote: RemoteFile) -> None:
-        self.path = remote.path
-        self.size = remote.size
-        self._allocation = remote.allocation(True)
-        self.data = remote.read(0, remote.size)
-        here = Path(remote.path)
-        self.siblings = {
-            (str(p), limit): remote.read_sibling(p, limit)
-            for p, limit in ((cfg_path(here), MAX_CFG_BYTES), (here.with_suffix(".cfp"), 4096))
-        }
+    def __init__(
+        self,
+        host: str,
+        path: str,
+        size: int,
+        allocation: Allocation,
+        codec: str,
+        frames: list[bytes],
+        siblings: dict[str, bytes | None],
+    ) -> None:
+        self.host = host
+        self.path = path
+        self.size = size
+        self._allocation = allocation
+        self.codec = codec
+        self.frames = frames
+        self.siblings = siblings
+        self._data: memoryview | None = None
+
+    def __getstate__(self) -> dict[str, Any]:
+        return {**self.__dict__, "_data": None}
+
+    def load(self) -> None:
+        """The file's bytes from its frames (holes: zeros), once. A frame that does not
+        inflate to what its table says: :class:`InputError` naming the host."""
+        if self._data is not None:
+            return
+        buf = bytearray(self.size)
+        codec = Codec(self.codec)
+        try:
+            for payload in self.frames:
+                for at, data in decode_batch(payload, codec):
+                    buf[at : at + len(data)] = data
+        except ProtocolError as exc:
+            raise InputError(f"{self.host}: {exc}") from None
+        self.frames = []
+        self._data = memoryview(buf)
 
     def read(self, offset: int, length: int) -> bytes:
-        return self.data[offset : offset + length]
+        self.load()
+        assert self._data is not None
+        return bytes(self._data[offset : offset + length])
 
     def current_size(self) -> int:
         return self.size
@@ -312,7 +476,8 @@ class FetchedFile:
         return self._allocation
 
     def read_sibling(self, path: Path, limit: int) -> bytes | None:
-        return self.siblings.get((str(path), limit))
+        data = self.siblings.get(str(path))
+        return None if data is None else data[:limit]
 
     def close(self) -> None:
         pass
@@ -366,7 +531,9 @@ def scan_host(
     """Every row of ``host``'s ``paths`` through ``emit``, each tagged with ``host``; what
     fails for the host or one of its paths is one error row. ``fetch``: small files go to
     ``emit`` fetched (:data:`Fetched`), for :func:`decode_item` elsewhere.
-    ``on_listed(files, bytes)`` as each path's listing arrives."""
+    ``on_listed(files, bytes)`` as each path's listing arrives. Without ``fetch`` (the
+    reference the fetched path is tested against) each file is read a range at a time and
+    decoded by this thread, as a large file always is."""
     remote = RemoteHost(host, cfg)
     try:
         remote.open()
@@ -388,25 +555,69 @@ def scan_host(
             seen.update(t.path for t in targets)
             if on_listed is not None:
                 on_listed(len(targets), sum(t.size for t in targets))
+            if fetch:
+                _fetch_all(remote, targets, opts, emit)
+                continue
             for t in targets:
-                sizes = remote.sizes.get(t.path)
-                if fetch and not t.error and t.size <= FETCH_WHOLE_BYTES:
-                    try:
-                        with contextlib.closing(remote.file(t.path)) as rf:
-                            fetched = FetchedFile(rf)
-                    except InputError as exc:  # as scan_one makes it of the same failure
-                        row = rp.error_row(t, exc.message, local=False)
-                    else:
-                        emit((host, t, fetched, opts, sizes))
-                        continue
-                else:
-                    row = rp.scan_one(t, opts, source=remote.file)
-                emit({"host": host, **_sized(row, sizes)})
+                row = rp.scan_one(t, opts, source=remote.file)
+                emit({"host": host, **_sized(row, remote.sizes.get(t.path))})
     except rp.SourceLost as exc:
         remote.session.kill()
         emit(host_error_row(host, paths, exc.message))
     finally:
         remote.close()
+
+
+def _fetch_all(
+    remote: RemoteHost, targets: list[rp.Target], opts: rp.ScanOptions, emit: Callable[[Item], None]
+) -> None:
+    """Each of ``targets`` through ``emit``: a file of up to :data:`FETCH_WHOLE_BYTES` fetched
+    whole (:data:`Fetched`), with up to :data:`FETCH_AHEAD` requests in flight; a larger one
+    (or one that grew past it since the listing), once the answers in flight are read, decoded
+    by this thread as it is read; a file that cannot be read, its error row."""
+    host = remote.host
+    flight: deque[tuple[rp.Target, int]] = deque()
+    grew: list[rp.Target] = []
+    flying = 0
+
+    def land() -> None:
+        nonlocal flying
+        t, n = flight.popleft()
+        flying -= n
+        sizes = remote.sizes.get(t.path)
+        try:
+            fetched = remote.fetched(t.path)
+        except InputError as exc:  # as scan_one makes it of the same failure
+            emit({"host": host, **_sized(rp.error_row(t, exc.message, local=False), sizes)})
+            return
+        if fetched is None:
+            grew.append(t)
+        else:
+            emit((host, t, fetched, opts, sizes))
+
+    def scan(t: rp.Target) -> None:
+        row = rp.scan_one(t, opts, source=remote.file)
+        emit({"host": host, **_sized(row, remote.sizes.get(t.path))})
+
+    for t in targets:
+        if t.error:
+            scan(t)  # its error row
+        elif t.size <= FETCH_WHOLE_BYTES:
+            request = remote.fetch_request(t.path)
+            n = len(request)
+            while flight and (len(flight) >= FETCH_AHEAD or flying + n > FETCH_AHEAD_BYTES):
+                land()
+            remote.send(request)
+            flight.append((t, n))
+            flying += n
+        else:
+            while flight:
+                land()
+            scan(t)
+    while flight:
+        land()
+    for t in grew:
+        scan(t)
 
 
 _DONE = object()
@@ -431,7 +642,7 @@ def scan_fleet(
     def work(host: str, paths: list[str]) -> None:
         with slots:
             try:
-                scan_host(host, paths, cfg, opts, items.put, on_listed, fetch=workers > 1)
+                scan_host(host, paths, cfg, opts, items.put, on_listed, fetch=True)
             except Exception as exc:  # a bug must not hang the report or lose the others
                 items.put(host_error_row(host, paths, f"unexpected {type(exc).__name__}: {exc}"))
             finally:
