@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import json
 import os
+import struct
 from pathlib import Path
 from typing import Any
 
@@ -40,6 +41,11 @@ def _raw(kind: str, nth: int, payload: bytes) -> dict[str, Any]:
 
 def _pack(kind: str, nth: int, at: int, fmt: str, value: int) -> dict[str, Any]:
     return {"kind": kind, "nth": nth, "op": "pack", "at": at, "fmt": fmt, "value": value}
+
+
+def _one_byte_at(offset: int) -> str:
+    """A well-formed ``D`` payload: one piece of 1 byte at ``offset``, sent raw."""
+    return (struct.pack(">IBI", 1, 0, 1) + struct.pack(">QI", offset, 1) + b"x").hex()
 
 
 @pytest.fixture
@@ -161,7 +167,8 @@ def test_push_to_a_lying_remote(case: str, scene: Scene) -> None:
 
 # --- report host:path ---------------------------------------------------------------------------
 
-#: J 2 answers ``walk``, J 3 ``open`` (M 1 its data map), then ``read``: D frames and E
+#: J 2 answers ``walk``, J 3 ``fetch`` (then M 1 its data map, its D frames and E, an R frame a
+#: sibling file read: none here)
 REPORT_LIES = {
     "walk: files not a list": [_set("J", 2, ["files"], 5)],
     "walk: a file entry a number": [_set("J", 2, ["files", 0], 7)],
@@ -169,6 +176,46 @@ REPORT_LIES = {
     "walk: root missing": [{"kind": "J", "nth": 2, "op": "del", "path": ["root"]}],
     "walk: unlisted of numbers": [_set("J", 2, ["unlisted"], [[1, 2, 3]])],
     "walk: nested 100,000 deep": [{"kind": "J", "nth": 2, "op": "deep", "n": 100_000, "obj": 1}],
+    "fetch: size negative": [_set("J", 3, ["size"], -1)],
+    "fetch: whole a string": [_set("J", 3, ["whole"], "yes")],
+    "fetch: sent whole past the size asked": [_set("J", 3, ["size"], 2**40)],
+    "fetch: fiemap too short": [_set("J", 3, ["fiemap"], [1])],
+    "fetch: block size zero": [_set("J", 3, ["fs_block"], 0)],
+    "fetch: siblings not a list": [_set("J", 3, ["siblings"], 5)],
+    "fetch: one sibling": [_set("J", 3, ["siblings"], [None])],
+    "fetch: a sibling larger than asked": [_set("J", 3, ["siblings"], [None, 5000])],
+    "fetch: range map a zlib bomb": [{"kind": "M", "nth": 1, "op": "bomb", "n": 1 << 30}],
+    "fetch: ranges past the end": [
+        {"kind": "M", "nth": 1, "op": "ranges", "ranges": [[0, 2**62]]}
+    ],
+    "fetch: more pieces than bytes": [_pack("D", 1, 0, ">I", 2**32 - 1)],
+    "fetch: a piece outside the file": [_pack("D", 1, 9, ">Q", 2**40)],
+    "fetch: a codec not agreed": [_pack("D", 1, 4, ">B", 7)],
+    "fetch: a zlib bomb": [{"kind": "D", "nth": 1, "op": "body_bomb", "n": 1 << 30}],
+    "fetch: frame declares 4 GiB": [{"kind": "D", "nth": 1, "op": "length", "value": 2**32 - 1}],
+    "fetch: a piece before the last": [
+        {"kind": "E", "nth": 1, "op": "insert", "as": "D", "hex": _one_byte_at(0)}
+    ],
+    "fetch: error not a string": [
+        {"kind": "E", "nth": 1, "op": "insert", "as": "J", "hex": b"[1]".hex()}
+    ],
+    "fetch: a failure inside the data": [
+        {"kind": "E", "nth": 1, "op": "insert", "as": "J",
+         "hex": b'{"ok": false, "error": "disk on fire"}'.hex()}
+    ],
+}  # fmt: skip
+
+
+@pytest.mark.parametrize("case", sorted(REPORT_LIES))
+def test_report_of_a_lying_remote(case: str, scene: Scene) -> None:
+    detail = _clean_error("report", scene, REPORT_LIES[case])
+    assert f"{HOST}: " in detail, detail
+
+
+#: the same, file by file a range at a time (``open``, ``read``: a file larger than a fetch, or
+#: :func:`ibdtool.report.remote.scan_host` without ``fetch``): J 3 answers ``open`` (M 1 its
+#: data map), then ``read``: D frames and E
+RANGE_LIES = {
     "open: size negative": [_set("J", 3, ["size"], -1)],
     "open: handle a string": [_set("J", 3, ["handle"], "x")],
     "open: fiemap too short": [_set("J", 3, ["fiemap"], [1])],
@@ -184,10 +231,11 @@ REPORT_LIES = {
 }
 
 
-@pytest.mark.parametrize("case", sorted(REPORT_LIES))
-def test_report_of_a_lying_remote(case: str, scene: Scene) -> None:
-    detail = _clean_error("report", scene, REPORT_LIES[case])
-    assert f"{HOST}: " in detail, detail
+@pytest.mark.parametrize("case", sorted(RANGE_LIES))
+def test_report_a_range_at_a_time_of_a_lying_remote(case: str, scene: Scene) -> None:
+    run = with_rules(RANGE_LIES[case], lambda: run_inprocess("report", scene, fetch=False))
+    assert run.outcome is Outcome.CLEAN_ERROR, run.describe()
+    assert run.detail.startswith(f"{HOST}: "), run.detail
 
 
 def test_honest_fake_remote_copies_and_reports(scene: Scene) -> None:

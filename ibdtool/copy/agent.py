@@ -1855,6 +1855,17 @@ def _read_small(path, limit):
         src.close()
 
 
+_CODECS = {}  # type: dict
+
+
+def _codec(name):
+    """The :class:`Codec` ``name``, made once (a fetch a file: its compressor made anew each
+    time cost as much as the rest of the request)."""
+    if name not in _CODECS:
+        _CODECS[name] = Codec(name)
+    return _CODECS[name]
+
+
 def _serve_fetch(req, out):
     """A small file whole, in one reply: its allocation facts (as ``open``) and the sizes of
     the small files asked for beside it (``siblings``: ``[path, max]`` each; null for one that
@@ -1881,7 +1892,7 @@ def _serve_fetch(req, out):
                          "allocated": src.st.st_blocks * 512, "fs_block": block,
                          "fiemap": counts, "siblings": lengths})  # fmt: skip
         write_frame(out, b"M", pack_ranges(ranges))
-        _send_data(out, src, ranges, 0, src.size, Codec(req.get("codec", "none")))
+        _send_data(out, src, ranges, 0, src.size, _codec(req.get("codec", "none")))
         for data in siblings:
             if data is not None:
                 write_frame(out, b"R", data)

@@ -176,17 +176,18 @@ class RemoteHost:
         except (OSError, AgentError, Interrupted):
             raise self.lost() from None
 
-    def fetch_request(self, path: str) -> bytes:
-        """The ``fetch`` request of ``path`` (a control message's payload, for :meth:`send`;
-        :meth:`fetched` reads the answer)."""
+    def fetch_request(self, path: str) -> tuple[bytes, list[tuple[str, int]]]:
+        """The ``fetch`` request of ``path`` (a control message's payload, for :meth:`send`)
+        and the files beside it it asks for (:func:`siblings`, for :meth:`fetched`)."""
+        beside = siblings(path)
         msg = {
             "op": "fetch",
             "path": path,
             "max": FETCH_WHOLE_BYTES,
             "codec": self.codec,
-            "siblings": siblings(path),
+            "siblings": beside,
         }
-        return json.dumps(msg).encode()
+        return json.dumps(msg).encode(), beside
 
     def send(self, request: bytes) -> None:
         try:
@@ -194,11 +195,12 @@ class RemoteHost:
         except OSError:
             raise self.lost() from None
 
-    def fetched(self, path: str) -> FetchedFile | None:
-        """The answer to :meth:`fetch_request` of ``path``: the file with its data as sent (checked
-        but not inflated), or None when it is larger than asked (it grew since the listing). A
-        failure the agent reports (no such file, not a regular file, a read error):
-        :class:`InputError`; a lie: :class:`~ibdtool.report.batch.SourceLost`."""
+    def fetched(self, path: str, beside: list[tuple[str, int]]) -> FetchedFile | None:
+        """The answer to :meth:`fetch_request` of ``path`` (which asked for ``beside``): the
+        file with its data as sent (checked but not inflated), or None when it is larger than
+        asked (it grew since the listing). A failure the agent reports (no such file, not a
+        regular file, a read error): :class:`InputError`; a lie:
+        :class:`~ibdtool.report.batch.SourceLost`."""
         reply = self.request_reply("fetch")
         if not reply["ok"]:
             raise InputError(reply["error"])
@@ -211,7 +213,6 @@ class RemoteHost:
                                     f"{FETCH_WHOLE_BYTES})")  # fmt: skip
             check_reply("fetched", reply)
             lengths = reply["siblings"]
-            beside = siblings(path)
             if len(lengths) != len(beside) or any(
                 n is not None and n > limit for n, (_, limit) in zip(lengths, beside, strict=True)
             ):
@@ -576,17 +577,17 @@ def _fetch_all(
     (or one that grew past it since the listing), once the answers in flight are read, decoded
     by this thread as it is read; a file that cannot be read, its error row."""
     host = remote.host
-    flight: deque[tuple[rp.Target, int]] = deque()
+    flight: deque[tuple[rp.Target, list[tuple[str, int]], int]] = deque()
     grew: list[rp.Target] = []
     flying = 0
 
     def land() -> None:
         nonlocal flying
-        t, n = flight.popleft()
+        t, beside, n = flight.popleft()
         flying -= n
         sizes = remote.sizes.get(t.path)
         try:
-            fetched = remote.fetched(t.path)
+            fetched = remote.fetched(t.path, beside)
         except InputError as exc:  # as scan_one makes it of the same failure
             emit({"host": host, **_sized(rp.error_row(t, exc.message, local=False), sizes)})
             return
@@ -603,12 +604,12 @@ def _fetch_all(
         if t.error:
             scan(t)  # its error row
         elif t.size <= FETCH_WHOLE_BYTES:
-            request = remote.fetch_request(t.path)
+            request, beside = remote.fetch_request(t.path)
             n = len(request)
             while flight and (len(flight) >= FETCH_AHEAD or flying + n > FETCH_AHEAD_BYTES):
                 land()
             remote.send(request)
-            flight.append((t, n))
+            flight.append((t, beside, n))
             flying += n
         else:
             while flight:

@@ -153,8 +153,10 @@ def cli_args(entry: str, scene: Scene) -> tuple[tuple[str, ...], str]:
     return ("report", *ssh, "--format", "jsonl"), f"{HOST}:{scene.remote}"
 
 
-def _inprocess(entry: str, scene: Scene) -> None:
-    """The entry point's engine in this process, as the CLI calls it; raises what it raises."""
+def _inprocess(entry: str, scene: Scene, fetch: bool = True) -> None:
+    """The entry point's engine in this process, as the CLI calls it; raises what it raises.
+    ``report``: small files fetched whole and decoded here (``fetch``, as the CLI does), or
+    read a range at a time (the path of a large file)."""
     from ibdtool.copy import CopyOptions
     from ibdtool.copy import remote as rc
     from ibdtool.errors import IbdtoolError
@@ -163,14 +165,20 @@ def _inprocess(entry: str, scene: Scene) -> None:
 
     cfg = rc.SshConfig((sys.executable, str(FAKE_SSH)))
     if entry == "report":
-        rows: list[dict[str, Any]] = []
-        fleet.scan_host(HOST, [str(scene.remote)], cfg, rp.ScanOptions(), rows.append)
+        items: list[Any] = []
+        opts = rp.ScanOptions()
+        fleet.scan_host(HOST, [str(scene.remote)], cfg, opts, items.append, fetch=fetch)
+        rows = [fleet.decode_item(item)[1] for item in items]
         for row in rows:
             error = row.get("error") or ""
-            if row.get("kind") == "host" and re.search(r"unexpected \w+:", error):
-                raise AssertionError(f"a bug reported as a host row: {error}")
+            if re.search(r"unexpected \w+:", error):
+                raise AssertionError(f"a bug reported as a row: {error}")
             if row.get("kind") == "host":
                 raise IbdtoolError(error)
+        for row in rows:  # a file that could not be read: the CLI exits 2 with its line
+            error = row.get("error") or ""
+            if error:
+                raise IbdtoolError(error if error.startswith(f"{HOST}:") else f"{HOST}: {error}")
         return
     sessions = rc.Sessions(cfg)
     try:
@@ -186,8 +194,11 @@ def _inprocess(entry: str, scene: Scene) -> None:
         sessions.close()
 
 
-def run_inprocess(entry: str, scene: Scene, hang_after: float = HANG_AFTER) -> Run:
-    """One entry point against the remote as the rules in the environment make it."""
+def run_inprocess(
+    entry: str, scene: Scene, hang_after: float = HANG_AFTER, fetch: bool = True
+) -> Run:
+    """One entry point against the remote as the rules in the environment make it
+    (``fetch``: see :func:`_inprocess`)."""
     from ibdtool.errors import ExitCode, IbdtoolError
 
     start = time.process_time()
@@ -196,7 +207,7 @@ def run_inprocess(entry: str, scene: Scene, hang_after: float = HANG_AFTER) -> R
     before = set(live_ssh_children())
     try:
         with _alarm(hang_after):
-            _inprocess(entry, scene)
+            _inprocess(entry, scene, fetch)
     except IbdtoolError as exc:
         outcome, detail = Outcome.CLEAN_ERROR, exc.message
         if exc.exit_code != ExitCode.BAD_INPUT or not _one_line_naming_host(exc.message):
@@ -286,7 +297,8 @@ _KEYS: tuple[list[Any], ...] = tuple(
         ("identity", "ino"), "dest", "free", "start", "notes", ("notes", 0), "window", "done",
         "bytes_written", "root", "dir", "datadir", "files", ("files", 0), ("files", 0, 0),
         ("files", 0, 1), ("files", 0, 2), "unlisted", "handle", "fiemap", ("fiemap", 0),
-        ("fiemap", 3), "sums", "crcs", ("crcs", 0),
+        ("fiemap", 3), "sums", "crcs", ("crcs", 0), "whole", "siblings", ("siblings", 0),
+        ("siblings", 1),
     )
 )  # fmt: skip
 _BAD_JSON: tuple[bytes, ...] = (
