@@ -280,3 +280,83 @@ def test_host_path_shows_the_local_reports_bar_on_a_terminal(
     assert (tmp_path / "report.json").read_bytes().count(b'"path": ') == files
     text = screen.decode("utf-8", "replace")
     assert f"{files}/{files} files" in text, text[-2000:]
+
+
+def fragmented_tree(root: Path) -> Path:
+    """Every sample tablespace (sparse, with its ``.cfg``) in a schema folder, and two made
+    of one extent a page: a plain file with the last 4 KiB of every page but the first left a
+    hole, and one with every other page a hole."""
+    from tests.conftest import sparse_copy
+    from tests.samples_manifest import SAMPLES
+
+    shop = root / "shop"
+    shop.mkdir(parents=True)
+    for ibd in sorted(SAMPLES.glob("*/*.ibd")):
+        name = f"{ibd.parent.name}_{ibd.stem}"
+        sparse_copy(ibd, shop / f"{name}.ibd")
+        if ibd.with_suffix(".cfg").exists():
+            (shop / f"{name}.cfg").write_bytes(ibd.with_suffix(".cfg").read_bytes())
+    data = (SAMPLES / "mysql80" / "plain.ibd").read_bytes()
+    pages = len(data) // 16384
+    written = {
+        "tails": [(0, 16384)] + [(i * 16384, i * 16384 + 12288) for i in range(1, pages)],
+        "every_other": [(i * 16384, (i + 1) * 16384) for i in range(0, pages, 2)],
+    }
+    for name, pieces in written.items():
+        with (shop / f"{name}.ibd").open("wb") as f:
+            f.truncate(len(data))
+            for lo, hi in pieces:
+                f.seek(lo)
+                f.write(data[lo:hi])
+            os.fsync(f.fileno())
+    return root
+
+
+def test_fetched_files_give_the_rows_read_a_range_at_a_time(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A file fetched whole (``fetch``: its facts, data map, data and ``.cfg`` in one reply,
+    several requests in flight, inflated after a round trip through pickle as a worker gets
+    it) decodes to the row the reference path gives (``open`` and ``read`` a range at a time,
+    decoded as read): every sample and two files of one extent a page. With the fetch limit
+    lowered, the larger files are read a range at a time between the fetches, and a file that
+    grows past it after the listing is read so too."""
+    import pickle
+
+    from ibdtool.copy.remote import SshConfig
+    from ibdtool.report import remote as fleet
+
+    tree = fragmented_tree(tmp_path / "datadir")
+    cfg = SshConfig((sys.executable, str(REPO / "tests" / "fuzz" / "fake_ssh.py")))
+    opts = ScanOptions()
+
+    def rows(fetch: bool, on_listed: Any = None) -> tuple[dict[str, dict[str, Any]], int]:
+        items: list[Any] = []
+        fleet.scan_host("h", [str(tree)], cfg, opts, items.append, on_listed, fetch=fetch)
+        fetched = [pickle.loads(pickle.dumps(i)) for i in items if not isinstance(i, dict)]
+        out = [fleet.decode_item(i)[1] for i in items if isinstance(i, dict)]
+        out += [fleet.decode_item(i)[1] for i in fetched]
+        assert all(r["kind"] != "host" for r in out), out
+        return {r["path"]: r for r in out}, len(fetched)
+
+    files = len(list(tree.glob("shop/*.ibd")))
+    reference, _ = rows(fetch=False)
+    assert len(reference) == files and not any(r["error"] for r in reference.values())
+    assert any(r["extents"] and r["extents"] >= 20 for r in reference.values())
+    assert any(r["checksum"]["invalid"] for r in reference.values())  # the punched tails
+    whole, fetched = rows(fetch=True)
+    assert fetched == files
+    assert whole == reference
+
+    grower = tree / "shop" / "every_other.ibd"
+    limit = os.stat(grower).st_size
+    monkeypatch.setattr(fleet, "FETCH_WHOLE_BYTES", limit)
+
+    def grow(_files: int, _bytes: int) -> None:  # after the listing, before the reads
+        os.truncate(grower, limit + 16384 * 4)
+
+    mixed, fetched = rows(fetch=True, on_listed=grow)
+    assert 0 < fetched < files - 1
+    reference, _ = rows(fetch=False)
+    assert mixed == reference
+    assert mixed[str(grower)]["logical_size"] == limit + 16384 * 4
