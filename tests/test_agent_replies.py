@@ -274,3 +274,36 @@ def test_a_failed_session_leaves_no_ssh_running(case: str, scene: Scene) -> None
     run = with_rules(rules, lambda: run_inprocess(entry, scene))
     assert run.outcome is Outcome.CLEAN_ERROR, run.describe()
     assert set(live_ssh_children()) - before == set()
+
+
+def test_a_fetch_holds_no_more_than_its_file_whatever_the_remote_sends(scene: Scene) -> None:
+    """Data frames each well-formed (pieces in order, inside the file, raw) but holding 13
+    bytes a byte of the file: the host's thread stops holding them once they pass the file's
+    size and the tables its ranges need, before the 5 MB they add up to (tracemalloc); each
+    frame's table is checked without a Python object a piece (1.9 MB for one frame here)."""
+    import tracemalloc
+
+    pieces, frames = 1 << 14, 24
+    size = scene.source.stat().st_size
+    assert frames * pieces < size and frames * pieces * 13 > 8 * size
+    # the first data frame replaced by the spray (its pieces from byte 0 on)
+    rules = [
+        {"kind": "D", "nth": 1, "op": "spray", "first": 0, "frames": frames, "pieces": pieces},
+        {"kind": "D", "nth": 1, "op": "drop"},
+    ]
+
+    def peak_of(rules: list[dict[str, Any]]) -> tuple[Any, int]:
+        tracemalloc.start()
+        try:
+            run = with_rules(rules, lambda: run_inprocess("report", scene))
+            return run, tracemalloc.get_traced_memory()[1]
+        finally:
+            tracemalloc.stop()
+
+    honest, _ = peak_of([])  # the modules imported, the caches filled
+    assert honest.outcome is Outcome.OK, honest.describe()
+    honest, honest_peak = peak_of([])
+    run, peak = peak_of(rules)
+    assert run.outcome is Outcome.CLEAN_ERROR, run.describe()
+    assert run.detail.startswith(f"{HOST}: more than the "), run.detail
+    assert peak < honest_peak + 2 * size, (peak, honest_peak)

@@ -16,14 +16,16 @@ from typing import TYPE_CHECKING
 if TYPE_CHECKING:
     from ibdtool.copy.agent import (
         CODEC_IDS,
+        DATA_HEAD,
+        DATA_PIECE,
         FRAME,
+        MAX_PIECES,
         PIECE,
         AgentError,
         Codec,
         Interrupted,
         ProtocolError,
         available_codecs,
-        batch_table,
         decode_batch,
         one_line,
         parse_json,
@@ -55,8 +57,8 @@ else:
         __name__,
         {
             "agent": (
-                "AgentError CODEC_IDS Codec FRAME Interrupted PIECE ProtocolError "
-                "available_codecs batch_table decode_batch "
+                "AgentError CODEC_IDS Codec DATA_HEAD DATA_PIECE FRAME Interrupted MAX_PIECES "
+                "PIECE ProtocolError available_codecs decode_batch "
                 "one_line parse_json read_json resolve_destination unpack_ranges"
             ),
             "local": "CopyFailed CopyOptions VERIFY_MODES copy_local repunch_in_place",

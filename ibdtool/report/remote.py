@@ -39,7 +39,10 @@ from typing import Any
 
 from ibdtool.copy import (
     CODEC_IDS,
+    DATA_HEAD,
+    DATA_PIECE,
     FRAME,
+    MAX_PIECES,
     PIECE,
     AgentError,
     AgentSession,
@@ -48,7 +51,6 @@ from ibdtool.copy import (
     ProtocolError,
     SshConfig,
     available_codecs,
-    batch_table,
     check_reply,
     decode_batch,
     one_line,
@@ -269,17 +271,7 @@ class RemoteHost:
             held += len(payload) + 64
             if held > budget:
                 raise ProtocolError(f"more than the {budget} bytes a file of {size} can send")
-            cid, raw_len, table, body = batch_table(payload)
-            if cid not in agreed:
-                raise ProtocolError(f"the stream uses codec {cid}, not the one agreed")
-            if len(payload) - body > raw_len:
-                raise ProtocolError("a data frame larger than the bytes it holds")
-            for at, n in table:
-                if not pos <= at <= at + n <= size:
-                    raise ProtocolError(
-                        f"a piece at byte {at} outside the bytes {pos} to {size} asked for"
-                    )
-                pos = at + n
+            pos = _check_batch(payload, agreed, pos, size)
             self.received += len(payload) + FRAME.size
             frames.append(payload)
 
@@ -482,6 +474,33 @@ class FetchedFile:
 
     def close(self) -> None:
         pass
+
+
+def _check_batch(payload: bytes, agreed: tuple[int, ...], pos: int, size: int) -> int:
+    """Where the pieces of the ``D`` frame ``payload`` end: its head and table checked as
+    :func:`~ibdtool.copy.agent.batch_table` does (at least a piece, none empty, the lengths
+    adding up to its raw bytes), and besides: the codec one of ``agreed``, a body no larger
+    than its raw bytes, each piece after ``pos`` and inside the ``size`` bytes of the file.
+    Read straight from the bytes: no object a piece (a frame may hold 65,536)."""
+    if len(payload) < DATA_HEAD.size:
+        raise ProtocolError("a data frame shorter than its head")
+    count, cid, raw_len = DATA_HEAD.unpack_from(payload)
+    body = DATA_HEAD.size + count * DATA_PIECE.size
+    if not 0 < count <= min(MAX_PIECES, raw_len) or body > len(payload):
+        raise ProtocolError(f"a data frame of {count} pieces and {raw_len} bytes")
+    if cid not in agreed:
+        raise ProtocolError(f"the stream uses codec {cid}, not the one agreed")
+    if len(payload) - body > raw_len:
+        raise ProtocolError("a data frame larger than the bytes it holds")
+    total = 0
+    for at, n in DATA_PIECE.iter_unpack(memoryview(payload)[DATA_HEAD.size : body]):
+        if not n or not pos <= at <= at + n <= size:
+            raise ProtocolError(f"a piece at byte {at} outside the bytes {pos} to {size} asked for")
+        pos = at + n
+        total += n
+    if total != raw_len:
+        raise ProtocolError("a data frame whose pieces do not add up to its bytes")
+    return pos
 
 
 def _sized(row: Row, sizes: tuple[int | None, int | None] | None) -> Row:

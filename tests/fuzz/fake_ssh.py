@@ -21,6 +21,8 @@ that kind the agent writes (``"nth": 0``: every one). Operations:
 * ``pack``: ``at``, ``fmt`` (a struct format), ``value``: packed into the payload at ``at``
   (a piece's offset, a window's index, a batch's declared length).
 * ``flip``: xor ``0xff`` into the byte at ``at`` (modulo the payload's length).
+* ``spray``: ``frames`` ``D`` frames sent before this one, each of ``pieces`` one-byte raw
+  pieces one after the other from byte ``first`` on (well-formed, 13 bytes a byte of the file).
 * ``length``: the frame's header declares ``value`` bytes, whatever follows.
 * ``drop``: the frame is not sent; ``end``: the stream stops after it (``before``: instead of
   it); ``insert``: a frame ``{"as": kind, "hex": payload}`` is sent before this one.
@@ -139,6 +141,9 @@ class Mutating:
             elif op == "insert":
                 extra = bytes.fromhex(rule["hex"])
                 self.out.write(FRAME.pack(rule["as"].encode(), len(extra)) + extra)
+            elif op == "spray":
+                for extra in _spray(rule["first"], rule["frames"], rule["pieces"]):
+                    self.out.write(FRAME.pack(b"D", len(extra)) + extra)
             elif op == "end":
                 if rule.get("before"):
                     self._stop()
@@ -151,6 +156,16 @@ class Mutating:
     def _stop(self):
         self.out.flush()
         os._exit(0)
+
+
+def _spray(first, frames, pieces):
+    """``frames`` well-formed raw ``D`` payloads of ``pieces`` one-byte pieces each, one after
+    the other from byte ``first`` on: 13 bytes on the wire for each byte of the file."""
+    at = first
+    for _ in range(frames):
+        table = b"".join(struct.pack(">QI", at + i, 1) for i in range(pieces))
+        yield struct.pack(">IBI", pieces, 0, pieces) + table + b"x" * pieces
+        at += pieces
 
 
 def _bomb(n):
