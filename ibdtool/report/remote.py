@@ -51,6 +51,7 @@ from ibdtool.copy import (
     ProtocolError,
     SshConfig,
     available_codecs,
+    batch_table,
     check_reply,
     decode_batch,
     one_line,
@@ -436,31 +437,47 @@ class FetchedFile:
         self.codec = codec
         self.frames = frames
         self.siblings = siblings
-        self._data: memoryview | None = None
+        self._data: bytes | None = None
 
     def __getstate__(self) -> dict[str, Any]:
         return {**self.__dict__, "_data": None}
 
     def load(self) -> None:
         """The file's bytes from its frames (holes: zeros), once. A frame that does not
-        inflate to what its table says: :class:`InputError` naming the host."""
+        inflate to what its table says: :class:`InputError` naming the host. A file with no
+        hole (the pieces one run from byte 0 to its end) is its inflated frames as they are,
+        joined (one frame: no copy at all); else they are laid into a zero-filled buffer."""
         if self._data is not None:
             return
-        buf = bytearray(self.size)
-        codec = Codec(self.codec)
+        codec = _codec(self.codec)
+        inflated = []
+        run = 0  # the pieces so far are one run from byte 0 to here (-1: they are not)
         try:
             for payload in self.frames:
-                for at, data in decode_batch(payload, codec):
-                    buf[at : at + len(data)] = data
+                cid, raw_len, table, body = batch_table(payload)
+                raw = codec.decode(cid, memoryview(payload)[body:], raw_len)
+                inflated.append((table, raw if type(raw) is bytes else bytes(raw)))
+                for at, n in table:
+                    run = at + n if at == run else -1
         except ProtocolError as exc:
             raise InputError(f"{self.host}: {exc}") from None
         self.frames = []
-        self._data = memoryview(buf)
+        if run == self.size:
+            self._data = inflated[0][1] if len(inflated) == 1 else b"".join(r for _, r in inflated)
+            return
+        buf = bytearray(self.size)
+        for table, raw in inflated:
+            view = memoryview(raw)
+            pos = 0
+            for at, n in table:
+                buf[at : at + n] = view[pos : pos + n]
+                pos += n
+        self._data = bytes(buf)
 
     def read(self, offset: int, length: int) -> bytes:
         self.load()
         assert self._data is not None
-        return bytes(self._data[offset : offset + length])
+        return self._data[offset : offset + length]
 
     def current_size(self) -> int:
         return self.size
@@ -474,6 +491,16 @@ class FetchedFile:
 
     def close(self) -> None:
         pass
+
+
+_CODECS: dict[str, Codec] = {}
+
+
+def _codec(name: str) -> Codec:
+    """The :class:`Codec` ``name`` of this process, made once."""
+    if name not in _CODECS:
+        _CODECS[name] = Codec(name)
+    return _CODECS[name]
 
 
 def _check_batch(payload: bytes, agreed: tuple[int, ...], pos: int, size: int) -> int:
