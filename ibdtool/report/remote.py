@@ -15,11 +15,14 @@ checksum verdicts need every byte of every page, and a compressed page's type ne
 
 Hosts are scanned in parallel, one thread each (at most ``parallel`` at once); a host's files
 one after the other. A host's thread only talks to its agent: a file of up to
-:data:`FETCH_WHOLE_BYTES` is fetched whole (its data ranges, allocation facts and the ``.cfg``
-and ``.cfp`` beside it, :class:`FetchedFile`) and its pages decoded in a pool of worker
-processes, one per core as for a local report (:class:`ibdtool.workers.WorkerPool`); a bigger
-file is read and decoded by the thread as it goes, a range at a time. At most a few fetched
-files wait for a worker (a bounded queue), so memory does not grow with the files listed.
+:data:`FETCH_WHOLE_BYTES` is fetched whole by one request (``fetch``: its allocation facts, data
+ranges and the ``.cfg`` and ``.cfp`` beside it in one reply, :class:`FetchedFile`), up to
+:data:`FETCH_AHEAD` requests in flight, and its pages decoded in a pool of worker processes,
+one per core as for a local report (:class:`ibdtool.workers.WorkerPool`), its data handed over
+as the agent compressed it and inflated there; a bigger file is read and decoded by the thread
+as it goes, a range at a time (``open``, ``read``). At most a few fetched files wait for a
+worker (a bounded queue), so memory does not grow with the files listed; a fetched file's
+frames are held no further than its size (:meth:`RemoteHost.fetched`).
 
 A host that cannot be reached, whose agent does not start or whose
 connection breaks is one row (``kind`` ``host``, ``error`` saying why), and so is a path that
