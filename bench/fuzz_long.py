@@ -24,7 +24,9 @@ re-planned. The last result, with counts per class, replaces its section of RESU
 ``--remote`` runs the agent's replies instead (issue 20): ``copy HOST:PATH`` (pull), ``copy
 FILE HOST:DIR/`` (push) and ``report HOST:PATH`` in turn against the real agent behind
 ``tests/fuzz/fake_ssh.py``, its frames changed by seeded rules (:mod:`tests.fuzz.remote`), each
-run in-process and every ``--sample-every``-th also through the CLI; a run that wrote outside
+run in-process and every ``--sample-every``-th also through the CLI (in-process, every other
+``report`` input reads its file a range at a time, the path of a large file, the others fetch
+it whole); a run that wrote outside
 the destination or gave a special mode bit counts as a traceback. Its result goes to the
 subsection "agent replies" of "Issue 20: fuzzing the new entry points".
 """
@@ -276,7 +278,10 @@ def remote_worker(seed: int, count: int, sample_every: int, first: int) -> None:
     for n in range(count):
         entry = ENTRIES[(first + n) % len(ENTRIES)]
         rules = random_rules(entry, RandomChooser(random.Random(f"{seed}:{first + n}")))
-        story = json.dumps({"entry": entry, "rules": rules})
+        # every other report input read a range at a time (a large file's path), the others
+        # fetched whole (a small file's, as the CLI runs reach them)
+        fetch = (first + n) // len(ENTRIES) % 2 == 0
+        story = json.dumps({"entry": entry, "rules": rules, "fetch": fetch})
         try:
             current.write_text(story + "\n")
             scene.reset()
@@ -284,7 +289,7 @@ def remote_worker(seed: int, count: int, sample_every: int, first: int) -> None:
             report(n)
             print(f"harness: cannot write the input: {exc}", file=sys.stderr, flush=True)
             os._exit(HARNESS_FAULT)
-        run = with_rules(rules, functools.partial(run_inprocess, entry, scene))
+        run = with_rules(rules, functools.partial(run_inprocess, entry, scene, fetch=fetch))
         outcome = run.outcome
         grown = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024 - baseline
         if outcome.good and grown > RSS_LIMIT:

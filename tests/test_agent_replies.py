@@ -307,3 +307,17 @@ def test_a_fetch_holds_no_more_than_its_file_whatever_the_remote_sends(scene: Sc
     assert run.outcome is Outcome.CLEAN_ERROR, run.describe()
     assert run.detail.startswith(f"{HOST}: more than the "), run.detail
     assert peak < honest_peak + 2 * size, (peak, honest_peak)
+
+
+@pytest.mark.parametrize("fetch", [True, False], ids=["fetched", "a range at a time"])
+def test_a_remote_that_stops_answering_mid_file_is_dropped_in_one_line(
+    fetch: bool, scene: Scene, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The end of a file's data never comes: after the idle limit the session is dropped and
+    the host's row says so (the file being read closed on a dropped session: no bug row, as
+    fuzz seed 24100 found a range at a time)."""
+    monkeypatch.setenv("IBDTOOL_AGENT_IDLE", "1.5")
+    rules = [{"kind": "E", "nth": 1, "op": "drop"}]
+    run = with_rules(rules, lambda: run_inprocess("report", scene, fetch=fetch))
+    assert run.outcome is Outcome.CLEAN_ERROR, run.describe()
+    assert run.detail == f"{HOST}: no answer for 2 s; dropped", run.detail

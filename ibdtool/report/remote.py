@@ -170,7 +170,7 @@ class RemoteHost:
         False, "error": one line}``, not raised."""
         try:
             self.session.send_json(msg)
-        except OSError:
+        except (OSError, ValueError):  # ValueError: its stdin closed (dropped)
             raise self.lost() from None
         return self.request_reply(shape)
 
@@ -198,7 +198,7 @@ class RemoteHost:
     def send(self, request: bytes) -> None:
         try:
             self.session.send_frame(b"J", request)
-        except OSError:
+        except (OSError, ValueError):
             raise self.lost() from None
 
     def fetched(self, path: str, beside: list[tuple[str, int]]) -> FetchedFile | None:
@@ -362,7 +362,7 @@ class RemoteFile:
                 {"op": "read", "handle": self.handle, "start": offset, "end": end,
                  "codec": host.codec}
             )  # fmt: skip
-        except OSError:
+        except (OSError, ValueError):
             raise host.lost() from None
         pos = offset  # pieces come in order, each after the one before: bounded work
         while True:
@@ -410,7 +410,7 @@ class RemoteFile:
         return data
 
     def close(self) -> None:
-        with contextlib.suppress(OSError):  # the next request says the connection broke
+        with contextlib.suppress(OSError, ValueError):  # the next request says it broke
             self.host.session.send_json({"op": "close", "handle": self.handle})
 
 
