@@ -196,6 +196,8 @@ REPORT_LIES = {
     "fetch: a piece before the last": [
         {"kind": "E", "nth": 1, "op": "insert", "as": "D", "hex": _one_byte_at(0)}
     ],
+    # the table honest, the compressed bytes cut: found where the file is inflated (a worker)
+    "fetch: data cut short": [{"kind": "D", "nth": 1, "op": "cut", "at": 2000}],
     "fetch: error not a string": [
         {"kind": "E", "nth": 1, "op": "insert", "as": "J", "hex": b"[1]".hex()}
     ],
