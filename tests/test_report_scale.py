@@ -192,8 +192,9 @@ def test_host_path_decodes_in_worker_processes_and_gives_the_local_rows(
     trees: list[Path],
 ) -> None:
     """Over the real agent (fake ssh: the agent runs here), rows decoded on two worker
-    processes equal the rows the host's thread decodes as it reads (``--jobs 1``, the path
-    of before) and a local report's (but the DROP cost a remote row leaves unknown); a
+    processes equal the rows decoded in the main process (``--jobs 1``) and a local report's
+    (but the DROP cost a remote row leaves unknown; the range-at-a-time path is compared in
+    :func:`test_fetched_files_give_the_rows_read_a_range_at_a_time`); a
     worker killed on one file (the pool's test hook) makes only that file's row an error:
     the pages were decoded in a worker process, not in the host's thread."""
     fake = f"{sys.executable} {REPO / 'tests' / 'fuzz' / 'fake_ssh.py'}"
