@@ -312,7 +312,7 @@ class RemoteHost:
             p = Path(fpath)
             server_level = reply["datadir"] and (not reply["dir"] or str(p.parent) == root)
             targets.append(rp.classify(p, server_level, size))
-            self.sizes[str(p)] = (logical, allocated)
+            self.sizes[targets[-1].path] = (logical, allocated)  # the target's own string
         for where, why in reply["unlisted"]:
             targets.append(rp.unlisted_target(Path(where), one_line(why)))
         return targets
