@@ -88,6 +88,7 @@ STATE_SUFFIX = ".json"
 FREE_SPACE_SLACK = 1 << 20
 STATE_MAX_BYTES = 16 << 20
 KERNEL_COPY_MIN = 512 << 10  # smaller pieces: pread/pwrite beat copy_file_range
+COALESCE_GAP = 64 << 10  # small pieces at most this far apart are read with one pread
 MAX_PIECES = 1 << 16  # pieces in one D frame: a frame is sent once it holds this many
 MIN_BLOCK = 512  # the smallest filesystem block: a data map has at most one range per block
 #: mode bits a copy takes from its source: never setuid, setgid, sticky or world-writable
@@ -1171,34 +1172,62 @@ class Destination:
         return crc
 
     def copy_pieces(self, src_fd, pieces, crc=None):
-        """:meth:`copy_from` for each of ``pieces``, the small ones in one tight loop (one
-        pread and one pwrite each, no call per piece: a page-compressed file has a piece a
-        page); returns ``(crc, bytes copied)``."""
+        """:meth:`copy_from` for each of ``pieces``, the small ones in one tight loop: a run
+        of small pieces close together (a page-compressed file has a piece a page, its zero
+        tail between them) is read with one pread of at most :data:`PIECE` bytes, then each
+        piece written with its own pwrite (the gaps stay holes); returns ``(crc, bytes
+        copied)``."""
         pread, pwrite, crc32 = os.pread, os.pwrite, zlib.crc32
         fd = self.fd
         copied = 0
-        for start, end in pieces:
-            n = end - start
-            copied += n
-            if n >= KERNEL_COPY_MIN:
+        if not isinstance(pieces, Pieces):
+            pieces = Pieces(pieces)
+        starts, ends = pieces.starts, pieces.ends
+        count = len(starts)
+        i = 0
+        while i < count:
+            start, end = starts[i], ends[i]
+            if end - start >= KERNEL_COPY_MIN:
+                copied += end - start
                 crc = self.copy_from(src_fd, start, end, crc)
+                i += 1
                 continue
+            j = i + 1  # pieces i..j-1 are read together
+            last = end
+            while (
+                j < count
+                and ends[j] - start <= PIECE
+                and starts[j] - last <= COALESCE_GAP
+                and ends[j] - starts[j] < KERNEL_COPY_MIN
+            ):
+                last = ends[j]
+                j += 1
             try:
-                data = pread(src_fd, n, start)
+                data = pread(src_fd, last - start, start)
             except OSError as exc:
                 raise AgentError(describe_oserror(self.final, exc)) from None
-            if len(data) != n:  # short: the careful loop copies it again from its start
-                crc = self.copy_from(src_fd, start, end, crc)
+            if len(data) != last - start:  # short: the careful loop copies each again
+                for k in range(i, j):
+                    copied += ends[k] - starts[k]
+                    crc = self.copy_from(src_fd, starts[k], ends[k], crc)
+                i = j
                 continue
-            if crc is not None:
-                crc = crc32(data, crc)
-            try:
-                done = pwrite(fd, data, start)
-            except OSError as exc:
-                raise self._oserror(exc) from None
-            self.bytes_written += done
-            if done < n:
-                self.write(start + done, memoryview(data)[done:])
+            view = memoryview(data)
+            for k in range(i, j):
+                at, stop = starts[k], ends[k]
+                n = stop - at
+                chunk = view[at - start : stop - start]
+                if crc is not None:
+                    crc = crc32(chunk, crc)
+                try:
+                    done = pwrite(fd, chunk, at)
+                except OSError as exc:
+                    raise self._oserror(exc) from None
+                self.bytes_written += done
+                if done < n:
+                    self.write(at + done, chunk[done:])
+                copied += n
+            i = j
         return crc, copied
 
     def _copy_in_kernel(self, src_fd, start, end):

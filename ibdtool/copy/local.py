@@ -41,10 +41,10 @@ import zlib
 from array import array
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any, overload
+from typing import TYPE_CHECKING, Any, cast, overload
 
 from ibdtool.copy import agent
-from ibdtool.copy.repunch import Needless, iter_needless
+from ibdtool.copy.repunch import Needless, iter_needless, kept_pieces, needless_of, page_keeps
 from ibdtool.errors import ExitCode, IbdtoolError, InputError
 from ibdtool.fs import Allocation, PackedRanges, lock_exclusive, read_allocation, users_of
 from ibdtool.parsers.layout import align_up
@@ -348,13 +348,23 @@ def plan_stream(
     totals: PlanTotals,
     progress: ProgressFn | None = None,
     start: int = 0,
+    keeps: array[int] | None = None,
 ) -> Iterator[tuple[int, int]]:
     """The ranges of :func:`build_plan` (``ts``: the tablespace to re-punch, or None), made
-    as they are consumed: memory does not grow with the page count. Each call scans again.
-    ``start`` (a multiple of ``block`` and of the page size) skips what lies before it."""
+    as they are consumed: memory does not grow with the page count. Each call scans again,
+    unless ``keeps`` (:func:`ibdtool.copy.repunch.page_keeps` of ``ts``, 2 bytes a page)
+    gives what the scan found: the plan is then made from it, page by page
+    (:func:`ibdtool.copy.repunch.kept_pieces` where pages are whole blocks and no zero block
+    is dug), with no header read. ``start`` (a multiple of ``block`` and of the page size)
+    skips what lies before it."""
     data: Iterable[tuple[int, int]] = alloc.data_ranges_from(start) if start else alloc.data_ranges
     drop: Iterable[tuple[int, int]] = ()
-    if ts is not None:
+    if ts is not None and keeps is not None:
+        psize = ts.physical_size
+        if not dig_holes and psize % block == 0:
+            return kept_pieces(keeps, psize, block, data)
+        drop = iter_align_inward(needless_of(keeps, psize, start // psize), block)
+    elif ts is not None:
         scan = iter_needless(
             ts, alloc, totals.needless, scan_progress(progress, ts), start // ts.physical_size
         )
@@ -364,8 +374,9 @@ def plan_stream(
         return rest
     # the zero blocks of the rest (a second scan of it, side by side) come out of it too
     twin = plan_stream(
-        ts, source, alloc, dig_holes=False, block=block, totals=PlanTotals(), start=start
-    )
+        ts, source, alloc, dig_holes=False, block=block, totals=PlanTotals(), start=start,
+        keeps=keeps,
+    )  # fmt: skip
     total = alloc.data_bytes
 
     def zscan(done: int) -> None:
@@ -399,12 +410,17 @@ class StreamedPlan:
         block: int,
         progress: ProgressFn | None,
     ) -> None:
+        self.totals = PlanTotals()
+        # the one header scan: what it found is kept a page in 2 bytes, and the plan (its
+        # sum, then each window) is made from that
+        keeps = None
+        if ts is not None:
+            keeps = page_keeps(ts, alloc, self.totals.needless, scan_progress(progress, ts))
         self._make = lambda start, totals, report: plan_stream(
             ts, source, alloc, dig_holes=dig_holes, block=block, totals=totals,
-            progress=report, start=start,
+            progress=report, start=start, keeps=keeps,
         )  # fmt: skip
         self._unit = math.lcm(block, ts.physical_size if ts is not None else 1)
-        self.totals = PlanTotals()
         marks = array("q")  # file offset of every PIECE-th byte of the plan
         crc = held = 0
         for start, end in self._make(0, self.totals, progress):
@@ -428,12 +444,33 @@ class StreamedPlan:
             if pieces is None:
                 at = self._starts[index]
                 ranges = self._make(at // self._unit * self._unit, PlanTotals(), None)
-                clipped = ((max(s, at), e) for s, e in ranges if e > at)
-                pieces = next(agent.iter_windows(clipped, self.window))
+                pieces = _first_window(ranges, at, self.window)
                 if len(self._kept) >= self.KEEP:
                     del self._kept[min(self._kept)]
                 self._kept[index] = pieces
             return pieces
+
+
+def _first_window(ranges: Iterable[tuple[int, int]], at: int, window: int) -> Ranges:
+    """The first window :func:`agent.iter_windows` cuts from ``ranges`` clipped at ``at``,
+    made in one loop (a piece a page on a compressed file: no generator stage a piece)."""
+    pieces = agent.Pieces()
+    starts, ends = pieces.starts, pieces.ends
+    piece = agent.PIECE
+    held = 0
+    for start, end in ranges:
+        if end <= at:
+            continue
+        pos = max(start, at)
+        while pos < end:
+            stop = min(end, pos + piece, pos + window - held)
+            starts.append(pos)
+            ends.append(stop)
+            held += stop - pos
+            pos = stop
+            if held >= window:
+                return cast(Ranges, pieces)
+    return cast(Ranges, pieces)
 
 
 class _Windows(Sequence[Ranges]):
@@ -826,20 +863,32 @@ def _punch_streamed(
     confirm: Callable[[InPlaceResult], bool] | None,
     progress: ProgressFn | None,
 ) -> None:
-    """Two scans, neither keeping a range: one counts what would be punched (for the
-    preview), the other punches it, each range read back as zeros right after (``verify``).
-    Both find the same ranges: punching only zero bytes changes nothing a scan reads. Without
-    ``confirm`` there is no preview to show: the one scan punches (half the header reads)."""
+    """One scan of the headers (:func:`ibdtool.copy.repunch.page_keeps`, 2 bytes a page),
+    then what it found is counted for the preview (``confirm``) and punched, each range read
+    back as zeros right after (``verify``). Where pages are whole blocks and no zero block is
+    dug, the ranges punched are the needless ranges themselves, block-aligned: each lies in a
+    wholly allocated slot, so the plan's complement less the file's holes is exactly them,
+    and no range algebra runs (a call a range, as ``fallocate -d`` makes)."""
     block = alloc.fs_block_size
+    totals = PlanTotals()
+    keeps = None
+    psize = 0
+    if ts is not None:
+        psize = ts.physical_size
+        keeps = page_keeps(ts, alloc, totals.needless, scan_progress(progress, ts))
+    direct = keeps is not None and not dig_holes and psize % block == 0
 
-    def punches(totals: PlanTotals, report: ProgressFn | None) -> Iterator[tuple[int, int]]:
+    def punches(counts: PlanTotals, report: ProgressFn | None) -> Iterator[tuple[int, int]]:
+        if direct:
+            assert keeps is not None
+            return iter_align_inward(needless_of(keeps, psize), block)
         plan = plan_stream(
-            ts, source, alloc, dig_holes=dig_holes, block=block, totals=totals, progress=report
-        )
+            ts, source, alloc, dig_holes=dig_holes, block=block, totals=counts,
+            progress=report, keeps=keeps,
+        )  # fmt: skip
         holes = iter_align_inward(iter_complement(plan, st.st_size), block)
         return iter_subtract(holes, alloc.iter_hole_ranges())
 
-    totals = PlanTotals()
     if confirm is not None:
         result.punched_bytes = sum(end - start for start, end in punches(totals, progress))
         _preview_totals(result, totals, ts)
@@ -849,15 +898,20 @@ def _punch_streamed(
             return
         if not confirm(result):
             raise CopyFailed(f"{path}: not changed (not confirmed)")
-        totals = PlanTotals()
+        totals = PlanTotals(needless=totals.needless)  # the zero blocks are counted again
     _same_file_or_fail(path, st)
     punched = 0
-    for start, end in punches(totals, _as_punching(progress)):
-        if not agent.punch_hole(fd, start, end - start):
+    tick = progress if direct else None
+    due = Ticker()
+    punch = agent.punch_hole
+    for start, end in punches(totals, None if direct else _as_punching(progress)):
+        if not punch(fd, start, end - start):
             raise CopyFailed(f"{path}: the filesystem cannot punch holes")
         if verify != "none":
             _verify_zeros(path, fd, [(start, end)])
         punched += end - start
+        if tick is not None and due():
+            tick(CopyProgress("punch", end, st.st_size))
     if confirm is None:
         result.punched_bytes = punched
         _preview_totals(result, totals, ts)

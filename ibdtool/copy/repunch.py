@@ -26,7 +26,8 @@ size, i.e. down to ``align_up(image, block)`` as the server does.
 from __future__ import annotations
 
 import os
-from collections.abc import Callable, Iterator
+from array import array
+from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass, field
 
 from ibdtool.fs import Allocation
@@ -250,6 +251,82 @@ def _iter_scan(
             out.pages_scanned = done
             if progress is not None:
                 progress(done, total)
+    if held_end > held_start:
+        yield held_start, held_end
+
+
+def page_keeps(
+    ts: Tablespace,
+    alloc: Allocation | None,
+    counts: Needless,
+    progress: Callable[[int, int], None] | None = None,
+) -> array[int]:
+    """:func:`iter_needless` of the whole file, kept as what it leaves of each page: per page,
+    the bytes from its slot's start that are not needless (the page size: all of them), 2
+    bytes a page (4 for 64 KiB pages), where the ranges would take 16 or more. One scan
+    gives it; :func:`needless_of` and :func:`kept_pieces` then make the plan from it as often
+    as asked, without reading a header again (a copy cuts its windows from it)."""
+    psize = ts.physical_size
+    keeps = array("H" if psize <= 0xFFFF else "I", [psize]) * ts.n_pages
+    for start, end in iter_needless(ts, alloc, counts, progress):
+        first, last = start // psize, end // psize  # a needless range ends at a slot's end
+        keeps[first] = start - first * psize
+        for page in range(first + 1, last):
+            keeps[page] = 0
+    return keeps
+
+
+def needless_of(keeps: array[int], psize: int, first_page: int = 0) -> Iterator[tuple[int, int]]:
+    """The ranges :func:`iter_needless` found, sorted and merged, made again from
+    :func:`page_keeps`, from ``first_page`` on (a range reaching back before it is cut at
+    its start, as there)."""
+    held_start = held_end = -1
+    for page in range(first_page, len(keeps)):
+        keep = keeps[page]
+        if keep == psize:
+            continue
+        base = page * psize
+        if held_end != base + keep:
+            if held_end > held_start:
+                yield held_start, held_end
+            held_start = base + keep
+        held_end = base + psize
+    if held_end > held_start:
+        yield held_start, held_end
+
+
+def kept_pieces(
+    keeps: array[int], psize: int, block: int, data: Iterable[tuple[int, int]]
+) -> Iterator[tuple[int, int]]:
+    """The ``data`` ranges less the needless bytes of :func:`page_keeps` each shrunk to whole
+    ``block``s, merged: what ``iter_subtract(data, iter_align_inward(needless_of(keeps),
+    block))`` gives, one step a page instead of a generator stage a range. Only for a
+    ``psize`` that is a multiple of ``block`` (each page's needless tail then ends on a
+    block boundary and is freed from ``align_up(keep, block)``, merged or not)."""
+    if psize % block:
+        raise ValueError("kept_pieces needs whole blocks a page")
+    n = len(keeps)
+    held_start = held_end = -1
+    for start, end in data:
+        pos = start
+        page = start // psize
+        while pos < end:
+            slot = page * psize
+            if page >= n:  # past the pages (a file cut short of a whole page): all kept
+                stop = slot = end
+            else:
+                keep = keeps[page]
+                stop = slot + (keep if keep == psize else -(-keep // block) * block)
+                if stop > end:
+                    stop = end
+            if stop > pos:
+                if held_end != pos:
+                    if held_end > held_start:
+                        yield held_start, held_end
+                    held_start = pos
+                held_end = stop
+            pos = slot + psize
+            page += 1
     if held_end > held_start:
         yield held_start, held_end
 
