@@ -299,16 +299,18 @@ def build_plan(
 ) -> Plan:
     """What to write: the data ranges minus needless zero pages/tails and zero blocks, kept
     whole (a remote copy sends it) but packed: :func:`plan_stream` into :class:`PackedRanges`,
-    16 bytes a range, never a list of the needless ranges beside it."""
+    16 bytes a range, never a list of the needless ranges beside it; the data map itself
+    where nothing is left out (:func:`packed_unless_same`)."""
     notes: list[str] = []
     ts = tablespace_to_repunch(path, repunch, notes)
     totals = PlanTotals()
     try:
-        ranges = PackedRanges(
+        ranges = packed_unless_same(
             plan_stream(
                 ts, source, alloc, dig_holes=dig_holes, block=block, totals=totals,
                 progress=progress,
-            )
+            ),
+            alloc.data_ranges,
         )  # fmt: skip
     finally:
         if ts is not None:
@@ -320,6 +322,32 @@ def build_plan(
         not wants_repunch(path, repunch) and path.endswith(".ibd") and is_tablespace(path)
     )
     return plan
+
+
+def packed_unless_same(stream: Iterable[tuple[int, int]], data: PackedRanges) -> PackedRanges:
+    """``stream`` (sorted, disjoint, merged) packed, or ``data`` itself when it holds the same
+    ranges: the plan of a file that kept its holes (punched by its server, one range a page)
+    is its data map, and is then not held twice. A second map is started only at the first
+    range that differs, from the ones before it."""
+    starts, ends = data.starts, data.ends
+    n = len(starts)
+    k = 0
+    it = iter(stream)
+    for start, end in it:
+        if k < n and starts[k] == start and ends[k] == end:
+            k += 1
+            continue
+        out = PackedRanges()
+        out.extend(starts[:k], ends[:k])
+        out.add(start, end)
+        for pair in it:
+            out.add(*pair)
+        return out
+    if k == n:
+        return data
+    out = PackedRanges()
+    out.extend(starts[:k], ends[:k])
+    return out
 
 
 def scan_progress(progress: ProgressFn | None, ts: Tablespace) -> Callable[[int, int], None] | None:
@@ -879,9 +907,9 @@ def _punch_streamed(
     direct = keeps is not None and not dig_holes and psize % block == 0
 
     def punches(counts: PlanTotals, report: ProgressFn | None) -> Iterator[tuple[int, int]]:
-        if direct:
+        if direct:  # aligned in the punch loop
             assert keeps is not None
-            return iter_align_inward(needless_of(keeps, psize), block)
+            return needless_of(keeps, psize)
         plan = plan_stream(
             ts, source, alloc, dig_holes=dig_holes, block=block, totals=counts,
             progress=report, keeps=keeps,
@@ -903,12 +931,21 @@ def _punch_streamed(
     punched = 0
     tick = progress if direct else None
     due = Ticker()
-    punch = agent.punch_hole
+    punch, lseek, check = agent.punch_hole, os.lseek, verify != "none"
     for start, end in punches(totals, None if direct else _as_punching(progress)):
+        if direct:
+            start = -(-start // block) * block
+            if end <= start:
+                continue
         if not punch(fd, start, end - start):
             raise CopyFailed(f"{path}: the filesystem cannot punch holes")
-        if verify != "none":
-            _verify_zeros(path, fd, [(start, end)])
+        if check:  # _verify_zeros, its first look inlined: a punched range is a hole
+            try:
+                data = lseek(fd, start, os.SEEK_DATA)
+            except OSError:
+                data = start
+            if data < end:
+                _verify_zeros(path, fd, [(start, end)])
         punched += end - start
         if tick is not None and due():
             tick(CopyProgress("punch", end, st.st_size))
