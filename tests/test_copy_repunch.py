@@ -337,3 +337,143 @@ def test_fcrc32_stored_size_is_the_envelopes(rel: str) -> None:
             fast = fcrc32_stored_size(int.from_bytes(page[24:26], "big"), psize)
             assert fast == read_envelope(page, ts.format).stored_size, n
         assert seen or "plain" in rel
+
+
+# --- the one-scan plan (page_keeps) against the scan made again --------------------------------
+
+
+def _source_of(path: Path, kind: str, tmp_path: Path) -> Path:
+    """``path`` as a copy finds it: densified (cat), as its server punched it (one extent a
+    page: only the images are data), or a densified file of many pages with every 7th all
+    zeros (zero pages merge with the tail before them)."""
+    from tests.test_copy_local import densify
+    from tests.test_copy_remote import synced_sparse_copy
+
+    if kind == "dense":
+        return densify(path, tmp_path / "dense.ibd")
+    if kind == "punched":
+        return synced_sparse_copy(path, tmp_path / "punched.ibd")
+    return _many_pages(path, tmp_path / "many.ibd", 600)
+
+
+@pytest.mark.parametrize("kind", ["dense", "punched", "zero-pages"])
+@pytest.mark.parametrize("rel", sorted(CASES))
+def test_plan_from_page_keeps_equals_the_scanned_one(rel: str, kind: str, tmp_path: Path) -> None:
+    """The plan a local copy and ``--in-place`` now make from one scan kept a page in 2 bytes
+    (:func:`repunch.page_keeps`; :func:`repunch.kept_pieces` where pages are whole blocks)
+    is range for range the plan the header scan gives when it runs again for each use
+    (``plan_stream`` without ``keeps``, the reference): on real files densified, punched as
+    their server left them and with zero pages; for blocks smaller than a page, equal to it
+    and larger (the range algebra then), with and without zero blocks dug, from the file's
+    start and from inside it (a window remade); the counts agree too."""
+    from ibdtool.copy.local import PlanTotals, open_source, plan_stream
+    from ibdtool.fs.allocation import read_allocation
+
+    if kind == "zero-pages" and CASES[rel] != CASES["mysql80/zlib.ibd"]:
+        pytest.skip("_many_pages is made of 16K pages")
+    src = _source_of(sample(rel), kind, tmp_path)
+    source = open_source(str(src))
+    try:
+        alloc = read_allocation(source.fd, with_extents=False)
+        with Tablespace(str(src)) as ts:
+            psize = ts.physical_size
+            counts = repunch.Needless()
+            keeps = repunch.page_keeps(ts, alloc, counts)
+            assert keeps.itemsize * len(keeps) <= 4 * ts.n_pages
+            scanned = repunch.Needless()
+            assert list(repunch.needless_of(keeps, psize)) == list(
+                repunch.iter_needless(ts, alloc, scanned)
+            )
+            assert counts == scanned
+            differs = 0
+            for block, dig in ((512, False), (4096, False), (4096, True), (2 * psize, False)):
+                unit = max(block, psize)
+                for start in (0, unit, (ts.n_pages // 2) * psize // unit * unit):
+
+                    def plan(k: object, b: int = block, d: bool = dig, s: int = start) -> list:
+                        return list(
+                            plan_stream(
+                                ts, source, alloc, dig_holes=d, block=b, totals=PlanTotals(),
+                                start=s, keeps=k,  # type: ignore[arg-type]
+                            )
+                        )  # fmt: skip
+
+                    reference = plan(None)
+                    assert plan(keeps) == reference, (block, dig, start)
+                    differs += reference != list(alloc.data_ranges_from(start))
+            if kind != "punched" and counts.bytes:
+                assert differs  # the plan left something out: the comparison has teeth
+    finally:
+        source.close()
+
+
+@pytest.mark.parametrize(
+    "rel", ["mysql80/zlib.ibd", "mariadb/p16k-crc32_pc_lzma.ibd", "mariadb/p64k-pc_zlib.ibd"]
+)
+def test_in_place_direct_punches_equal_the_listed_plan(rel: str, tmp_path: Path) -> None:
+    """``--in-place --repunch`` punches the aligned needless ranges straight from the page
+    array (no range algebra): the holes it leaves (SEEK_DATA/SEEK_HOLE, and the blocks
+    FIEMAP maps) are those the remote copy's listed plan (:func:`build_plan`, the scan run
+    as the reference) calls for, and the file reads back the same, byte for byte."""
+    from ibdtool.copy import agent
+    from ibdtool.copy.local import align_inward, build_plan, open_source, repunch_in_place
+    from ibdtool.fs.allocation import read_allocation
+    from tests.test_copy_local import densify
+    from tests.test_copy_remote import seek_data_ranges
+
+    dense = densify(sample(rel), tmp_path / "dense.ibd")
+    data = dense.read_bytes()
+    block = os.statvfs(dense).f_bsize
+    source = open_source(str(dense))
+    try:
+        alloc = read_allocation(source.fd, with_extents=False)
+        plan = build_plan(str(dense), source, alloc, repunch=True, dig_holes=False, block=block)
+    finally:
+        source.close()
+    holes = align_inward(agent.complement(plan.ranges, len(data)), block)
+    expected = agent.complement(holes, len(data))
+    res = repunch_in_place(str(dense), verify="data", confirm=None)
+    assert dense.read_bytes() == data
+    assert seek_data_ranges(dense) == expected
+    assert res.punched_bytes == sum(e - s for s, e in holes)
+    fd = os.open(dense, os.O_RDONLY)
+    try:
+        mapped: list[tuple[int, int]] = []
+        for logical, _physical, length, _flags in agent._fiemap(fd, 0, agent._TO_EOF):
+            end = min(logical + length, len(data))
+            if mapped and mapped[-1][1] == logical:
+                mapped[-1] = (mapped[-1][0], end)
+            else:
+                mapped.append((logical, end))
+    except agent._NoFiemap:
+        pytest.skip("no FIEMAP here")
+    finally:
+        os.close(fd)
+    assert mapped == expected
+
+
+def test_packed_unless_same_is_the_packed_stream() -> None:
+    """A plan that equals the data map is the data map itself (one map held, not two);
+    any other is what packing the stream gives (a second computation: PackedRanges)."""
+    import random
+
+    from ibdtool.copy.local import packed_unless_same
+    from ibdtool.fs import PackedRanges
+
+    rng = random.Random(24)
+    for _ in range(300):
+        pos, pairs = 0, []
+        for _ in range(rng.randrange(0, 30)):
+            start = pos + rng.randrange(1, 50)
+            pos = start + rng.randrange(1, 50)
+            pairs.append((start, pos))
+        data = PackedRanges(pairs)
+        plan = [p for p in pairs if rng.random() < 0.9]
+        if plan and rng.random() < 0.3:
+            s, e = plan[-1]
+            plan[-1] = (s, e - 1) if e - s > 1 else (s, e)
+        if rng.random() < 0.2:
+            plan.append((pos + 5, pos + 9))
+        got = packed_unless_same(iter(plan), data)
+        assert got == PackedRanges(plan)
+        assert (got is data) == (plan == pairs)

@@ -918,7 +918,10 @@ def _punch_streamed(
         return iter_subtract(holes, alloc.iter_hole_ranges())
 
     if confirm is not None:
-        result.punched_bytes = sum(end - start for start, end in punches(totals, progress))
+        preview = punches(totals, progress)
+        if direct:  # aligned here as the punch loop aligns them
+            preview = iter_align_inward(preview, block)
+        result.punched_bytes = sum(end - start for start, end in preview)
         _preview_totals(result, totals, ts)
         if not result.punched_bytes:
             result.allocated_after = alloc.allocated
