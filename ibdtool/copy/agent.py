@@ -1307,6 +1307,15 @@ class Destination:
     def allocated(self):
         return os.fstat(self.fd).st_blocks * 512 if self.fd >= 0 else 0
 
+    def drop_plan(self):
+        """Once every window is received: keep of the plan only what :meth:`seal` needs
+        (how many windows there were, and the last one: the holes after it are punched
+        there). A pull re-punches the received file next, reading its data map: the plan
+        beside it would be a second map of a page-compressed file (16 bytes a range)."""
+        self.wait_checkpoints()
+        self.windows = _LastWindow(self.windows)  # type: ignore[assignment]
+        self.plan = []
+
     def _allocated_holes(self, holes):
         """The parts of ``holes`` that hold blocks, after the window's fdatasync. The part
         file starts empty and only the plan's pieces are written, so on most filesystems
@@ -1424,6 +1433,24 @@ class Destination:
 
 
 # --- streaming -----------------------------------------------------------------------------------
+
+
+class _LastWindow:
+    """What :meth:`Destination.drop_plan` keeps of the windows: their count and the last."""
+
+    def __init__(self, windows):
+        self.count = len(windows)
+        self.last = windows[self.count - 1] if self.count else Pieces()
+
+    def __len__(self):
+        return self.count
+
+    def __getitem__(self, index):
+        if index < 0:
+            index += self.count
+        if index != self.count - 1:
+            raise IndexError(f"window {index} was dropped with the plan")
+        return self.last
 
 
 class RateLimit:

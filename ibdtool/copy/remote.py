@@ -760,6 +760,8 @@ def pull(
             session.stdout, dest, agent.Codec(codec), on_window=on_window, progress=meter.piece
         )
         result.bytes_read, result.bytes_sent = meter.read, meter.sent
+        dest.drop_plan()  # the re-punch reads the part's data map: one map held, not two
+        del ranges
         _repunch_received(dest, opts, result, progress)
         result.dest_allocated = dest.seal()
         result.notes += [n for n in dest.notes if n not in result.notes]
