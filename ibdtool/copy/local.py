@@ -10,11 +10,12 @@ The file lives under a temporary name in the destination directory until it is f
 verified and renamed (:class:`ibdtool.copy.agent.Destination`, shared with the remote end).
 
 The plan of a densified compressed tablespace has one range a page (64M for 1 TiB of 16 KiB
-pages), so a local copy and ``--in-place`` never keep it: :func:`plan_stream` makes it as it
-is consumed (generators all the way from the page scan), a first scan only sums it (bytes, CRC,
-where each MiB of it starts), and each window is made again from its mark when it is copied
-(:class:`StreamedPlan`); in place, a second scan punches what the first one counted. Memory
-is then a few windows' pieces, whatever the page count. The remote copy keeps the plan whole
+pages), so a local copy and ``--in-place`` never keep it as ranges: the page headers are
+scanned once into what each page keeps (:func:`ibdtool.copy.repunch.page_keeps`, 2 bytes a
+page), and :func:`plan_stream` makes the plan from that as it is consumed: a first pass only
+sums it (bytes, CRC, where each MiB of it starts), and each window is made again from its
+mark when it is copied (:class:`StreamedPlan`); in place, the aligned needless ranges are
+punched straight from it. Memory is then the page array and a few windows' pieces. The remote copy keeps the plan whole
 (:func:`build_plan`: it sends it to the other end), packed, 16 bytes a range, and cuts its
 windows when they are read (:class:`ibdtool.copy.agent.Windows`).
 
@@ -422,9 +423,10 @@ def plan_stream(
 
 class StreamedPlan:
     """A local copy's plan kept as the means to remake it (:func:`plan_stream`), for
-    :meth:`ibdtool.copy.agent.Destination.prepare`: one summing scan gives its bytes, its
-    CRC and where each :data:`agent.PIECE` of it starts; :attr:`windows` then remakes a
-    window's pieces from there when asked (the last few are kept)."""
+    :meth:`ibdtool.copy.agent.Destination.prepare`: one header scan (kept a page in 2
+    bytes: :func:`ibdtool.copy.repunch.page_keeps`), then one summing pass gives its bytes,
+    its CRC and where each :data:`agent.PIECE` of it starts; :attr:`windows` then remakes a
+    window's pieces from there when asked (the last few are kept), without a header read."""
 
     KEEP = 3  # the window being copied, the one being flushed, the one before it
 
