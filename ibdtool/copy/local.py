@@ -15,9 +15,9 @@ scanned once into what each page keeps (:func:`ibdtool.copy.repunch.page_keeps`,
 page), and :func:`plan_stream` makes the plan from that as it is consumed: a first pass only
 sums it (bytes, CRC, where each MiB of it starts), and each window is made again from its
 mark when it is copied (:class:`StreamedPlan`); in place, the aligned needless ranges are
-punched straight from it. Memory is then the page array and a few windows' pieces. The remote copy keeps the plan whole
-(:func:`build_plan`: it sends it to the other end), packed, 16 bytes a range, and cuts its
-windows when they are read (:class:`ibdtool.copy.agent.Windows`).
+punched straight from it. Memory is then the page array and a few windows' pieces. The
+remote copy keeps the plan whole (:func:`build_plan`: it sends it to the other end), packed,
+16 bytes a range, and cuts its windows when they are read (:class:`ibdtool.copy.agent.Windows`).
 
 Verification, per window of the plan: after ``fdatasync`` the window is read back and its
 CRC-32 compared with the source's (``verify="data"``); for a tablespace ``verify="full"`` also
