@@ -836,8 +836,8 @@ def repunch_in_place(
     progress: ProgressFn | None = None,
 ) -> InPlaceResult:
     """Punch the needless zero ranges of ``path`` itself, after :func:`refuse_if_in_use` and
-    ``confirm(preview)`` (None: nothing to ask, ``--yes``: one scan that punches as it goes,
-    no preview scan before it). The file reads back byte for byte the same afterwards."""
+    ``confirm(preview)`` (None: nothing to ask, ``--yes``); the page headers are scanned once
+    either way. The file reads back byte for byte the same afterwards."""
     t0 = time.monotonic()
     try:  # never through a link the data directory's owner may have planted
         fd = os.open(path, os.O_RDWR | os.O_CLOEXEC | os.O_NOFOLLOW | os.O_NONBLOCK)
