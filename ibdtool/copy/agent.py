@@ -1836,9 +1836,9 @@ def _serve_walk(req, out):
 _OPEN = {}  # type: dict
 
 
-def _serve_open(req, out):
-    """Open a file read-only (a FIFO or device is refused); its allocation facts and data map."""
-    src = Source(os.path.expanduser(req["path"]))
+def _allocation_facts(src, req):
+    """An open file's data map, filesystem block and FIEMAP counts (none unless asked), as
+    ``open`` and ``fetch`` send them; an OSError is the :class:`AgentError` naming the file."""
     try:
         ranges = src.data_ranges()
         try:
@@ -1847,8 +1847,18 @@ def _serve_open(req, out):
             block = src.st.st_blksize
         counts = fiemap_counts(src.fd) if req.get("extents", True) else None
     except OSError as exc:
-        src.close()
         raise AgentError(describe_oserror(src.path, exc)) from None
+    return ranges, block, counts
+
+
+def _serve_open(req, out):
+    """Open a file read-only (a FIFO or device is refused); its allocation facts and data map."""
+    src = Source(os.path.expanduser(req["path"]))
+    try:
+        ranges, block, counts = _allocation_facts(src, req)
+    except AgentError:
+        src.close()
+        raise
     handle = max(_OPEN, default=0) + 1
     _OPEN[handle] = (src, ranges)
     allocated = src.st.st_blocks * 512
@@ -1933,15 +1943,7 @@ def _serve_fetch(req, out):
         if src.size > int(req["max"]):
             write_json(out, {"ok": True, "whole": False, "size": src.size})
             return
-        try:
-            ranges = src.data_ranges()
-            try:
-                block = os.fstatvfs(src.fd).f_bsize or src.st.st_blksize
-            except OSError:
-                block = src.st.st_blksize
-            counts = fiemap_counts(src.fd) if req.get("extents", True) else None
-        except OSError as exc:
-            raise AgentError(describe_oserror(src.path, exc)) from None
+        ranges, block, counts = _allocation_facts(src, req)
         siblings = [_read_small(path, int(limit)) for path, limit in req.get("siblings", [])]
         lengths = [None if s is None else len(s) for s in siblings]
         write_json(out, {"ok": True, "whole": True, "size": src.size,

@@ -134,6 +134,23 @@ def host_error_row(host: str, paths: list[str], message: str) -> Row:
     }
 
 
+def reply_allocation(reply: dict[str, Any], size: int, ranges: Any) -> Allocation:
+    """The :class:`Allocation` an ``open`` or ``fetch`` reply (checked) and its data map (the
+    agent's packed ranges) give."""
+    counts = reply["fiemap"]
+    extents, unwritten, runs, unwritten_bytes = counts if counts else (None,) * 4
+    return Allocation(
+        st_size=size,
+        allocated=reply["allocated"],
+        fs_block_size=reply["fs_block"],
+        data_ranges=PackedRanges(ranges),
+        extents=extents,
+        unwritten_extents=unwritten,
+        contiguous_runs=runs,
+        unwritten_bytes=unwritten_bytes,
+    )
+
+
 class RemoteHost:
     """The agent on one host: lists tablespaces and opens :class:`RemoteFile`\\ s."""
 
@@ -237,18 +254,7 @@ class RemoteHost:
                 read[where] = data
         except ProtocolError as exc:
             raise self.lied(exc) from None
-        counts = reply["fiemap"]
-        extents, unwritten, runs, unwritten_bytes = counts if counts else (None,) * 4
-        allocation = Allocation(
-            st_size=size,
-            allocated=reply["allocated"],
-            fs_block_size=reply["fs_block"],
-            data_ranges=PackedRanges(ranges),
-            extents=extents,
-            unwritten_extents=unwritten,
-            contiguous_runs=runs,
-            unwritten_bytes=unwritten_bytes,
-        )
+        allocation = reply_allocation(reply, size, ranges)
         return FetchedFile(self.host, path, size, allocation, self.codec, frames, read)
 
     def _data_frames(self, size: int, ranges: int) -> list[bytes]:
@@ -333,22 +339,11 @@ class RemoteFile:
         _, blob = host.frame((b"M",))
         self.handle = reply["handle"]
         self.size = reply["size"]
-        counts = reply["fiemap"]
-        extents, unwritten, runs, unwritten_bytes = counts if counts else (None,) * 4
         try:  # SEEK_DATA finds data a block at a time: at most a range a block (4 KiB at most)
             ranges = unpack_ranges(blob, self.size, min(reply["fs_block"], 4096))
         except ProtocolError as exc:
             raise host.lied(exc) from None
-        self._allocation = Allocation(
-            st_size=self.size,
-            allocated=reply["allocated"],
-            fs_block_size=reply["fs_block"],
-            data_ranges=PackedRanges(ranges),
-            extents=extents,
-            unwritten_extents=unwritten,
-            contiguous_runs=runs,
-            unwritten_bytes=unwritten_bytes,
-        )
+        self._allocation = reply_allocation(reply, self.size, ranges)
         self._codec = Codec(host.codec)
 
     def read(self, offset: int, length: int) -> bytes:
