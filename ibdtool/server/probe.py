@@ -73,6 +73,11 @@ STATEMENT_SECONDS = 2  # the server stops a probe statement that runs longer
 LOCK_WAIT_SECONDS = 2  # a probe read waits no longer than this for the table's metadata lock
 
 
+#: pauses before asking performance_schema again for a statement it has not recorded yet
+#: (then none: a statement still missing keeps its client-side time only)
+HISTORY_WAITS: tuple[float | None, ...] = (0.001, 0.005, 0.02, None)
+
+
 @dataclass(frozen=True)
 class ProbeSettings:
     """How much the probe reads, and how gently."""
@@ -515,10 +520,16 @@ class _Window:
         statements of each thread: read after each)."""
         if not self.history:
             return read
-        rows = self._try(self._history) or []
-        mine = [r for r in rows if sql.PROBE_TAG in str(r.get("sql_text") or "")]
-        if rows:
-            self.last_event = max(int(r["event_id"]) for r in rows)
+        # the server sends a statement's result before it records the statement's end in its
+        # history: a read that comes first finds nothing yet, so it asks again, briefly
+        for wait in HISTORY_WAITS:
+            rows = self._try(self._history) or []
+            mine = [r for r in rows if sql.PROBE_TAG in str(r.get("sql_text") or "")]
+            if rows:
+                self.last_event = max(int(r["event_id"]) for r in rows)
+            if mine or wait is None:
+                break
+            time.sleep(wait)
         if len(mine) != 1 or mine[0].get("timer_wait") is None:
             return read
         return Read(
