@@ -20,9 +20,11 @@ from __future__ import annotations
 import contextlib
 import json
 import os
+import re
 import socket
 import subprocess
 import tempfile
+import time
 from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
@@ -477,3 +479,14 @@ def assert_progress(events: list[Any], migration: Any, source: str) -> None:
         assert result.verifications and all(v.ok for v in result.verifications), result.message
     else:
         assert result.status == "done" and result.verified, result.message
+
+
+def wait_for_purge(srv: servers.ThrowawayServer, timeout: float = 60) -> None:
+    """Let purge empty the history, so that deleted rows become free-list records."""
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        status = str(srv.query("SHOW ENGINE INNODB STATUS")[0][2])
+        m = re.search(r"History list length (\d+)", status)
+        if m and int(m.group(1)) == 0:
+            return
+        time.sleep(0.5)

@@ -15,7 +15,6 @@ from __future__ import annotations
 import json
 import random
 import re
-import time
 import zlib
 from collections.abc import Iterator
 from dataclasses import dataclass
@@ -49,6 +48,7 @@ from tests.catalog import load_catalog
 from tests.cli_runner import run_ibdtool
 from tests.conftest import corpus_file
 from tests.samples_manifest import manifest, sample
+from tests.server_fixtures import wait_for_purge
 
 PAGE_DIR = 8
 
@@ -278,17 +278,6 @@ def _load(srv: ThrowawayServer) -> None:
             conn.commit()
 
 
-def _wait_for_purge(srv: ThrowawayServer, timeout: float = 60) -> None:
-    """Let purge empty the history, so that deleted rows become free-list records."""
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        status = str(srv.query("SHOW ENGINE INNODB STATUS")[0][2])
-        m = re.search(r"History list length (\d+)", status)
-        if m and int(m.group(1)) == 0:
-            return
-        time.sleep(0.5)
-
-
 @dataclass
 class Snapshot:
     files: dict[str, bytes]
@@ -484,7 +473,7 @@ def test_zip_pages_match_the_server(
 ) -> None:
     srv: ThrowawayServer = request.getfixturevalue(flavor)
     _load(srv)
-    _wait_for_purge(srv)
+    wait_for_purge(srv)
     snap = _snapshot(srv)
     for t in ("z8", "z4"):
         _check_inspect_zip_fill(snap, t, tmp_path)
