@@ -23,7 +23,7 @@ from __future__ import annotations
 import threading
 from collections.abc import Callable
 from functools import cache
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
     import ctypes
@@ -195,6 +195,30 @@ def libdeflate() -> ctypes.CDLL | None:
 _CMF_32K = 0x78
 
 
+def _decompressor(lib: Any, key: str, size: int) -> tuple[Any, Any, Any, int, int] | None:
+    """This thread's libdeflate decompressor kept under ``key``, with an output buffer of at
+    least ``size`` bytes and the two ``size_t`` counts ``libdeflate_zlib_decompress_ex`` fills
+    (their addresses beside): made once, the buffer grown when asked for more. None when
+    libdeflate cannot allocate one."""
+    import ctypes
+
+    made = _local.__dict__.get(key)
+    if made is None or len(made[1]) < size:
+        dec = made[0] if made is not None else lib.libdeflate_alloc_decompressor()
+        if not dec:
+            return None
+        counts = (ctypes.c_size_t * 2)()
+        at = ctypes.addressof(counts)
+        made = _local.__dict__[key] = (
+            dec,
+            ctypes.create_string_buffer(size),
+            counts,
+            at,
+            at + ctypes.sizeof(ctypes.c_size_t),
+        )
+    return made
+
+
 def deflate_zlib_page(data: bytes | memoryview, size: int) -> tuple[bytes, int] | None:
     """A zlib stream that inflates to exactly ``size`` bytes, through libdeflate (3× faster
     than zlib on a 16K page): its output and the input bytes it took (header and Adler-32
@@ -206,20 +230,9 @@ def deflate_zlib_page(data: bytes | memoryview, size: int) -> tuple[bytes, int] 
     lib = libdeflate()
     if lib is None or not data or data[0] != _CMF_32K or size <= 0:
         return None
-    made = _local.__dict__.get("libdeflate")
-    if made is None or len(made[1]) < size:
-        dec = made[0] if made is not None else lib.libdeflate_alloc_decompressor()
-        if not dec:
-            return None
-        counts = (ctypes.c_size_t * 2)()
-        at = ctypes.addressof(counts)
-        made = _local.__dict__["libdeflate"] = (
-            dec,
-            ctypes.create_string_buffer(size),
-            counts,
-            at,
-            at + ctypes.sizeof(ctypes.c_size_t),
-        )
+    made = _decompressor(lib, "libdeflate", size)
+    if made is None:
+        return None
     dec, out, counts, in_at, out_at = made
     src = data if isinstance(data, bytes) else bytes(data)
     rc = lib.libdeflate_zlib_decompress_ex(dec, src, len(src), out, size, in_at, out_at)
@@ -251,20 +264,9 @@ def deflate_zlib_stream(data: bytes | memoryview, limit: int) -> tuple[bytes, in
     if data[0] & 0x0F != 8 or data[1] & 0x20:  # not deflate, or a preset dictionary
         return None
     window = 1 << ((data[0] >> 4) + 8)
-    made = _local.__dict__.get("libdeflate_stream")
-    if made is None or len(made[1]) < limit:
-        dec = made[0] if made is not None else lib.libdeflate_alloc_decompressor()
-        if not dec:
-            return None
-        counts = (ctypes.c_size_t * 2)()
-        at = ctypes.addressof(counts)
-        made = _local.__dict__["libdeflate_stream"] = (
-            dec,
-            ctypes.create_string_buffer(limit),
-            counts,
-            at,
-            at + ctypes.sizeof(ctypes.c_size_t),
-        )
+    made = _decompressor(lib, "libdeflate_stream", limit)
+    if made is None:
+        return None
     dec, out, counts, in_at, out_at = made
     src = data if isinstance(data, bytes) else bytes(data)
     rc = lib.libdeflate_zlib_decompress_ex(dec, src, len(src), out, limit, in_at, out_at)
