@@ -23,7 +23,6 @@ import threading
 import zlib
 from collections.abc import Callable, Sequence
 from functools import cache
-from itertools import repeat
 from typing import Any
 
 from ibdtool.parsers import syslibs
@@ -142,35 +141,55 @@ class Zlib(Impl):
         return _streamed(zlib.decompressobj(), data, n)
 
     def prefix_reader(self, n: int, name: str) -> Callable[[Any], bytes] | None:
-        new, error = zlib.decompressobj, zlib.error
-
-        def read(data: Any) -> bytes:
-            try:
-                out: bytes = new().decompress(data, n)
-            except (error, ValueError, TypeError) as exc:  # what partial_decompress catches
-                raise CodecError(f"{name}: {exc}") from None
-            if len(out) < n:
-                raise CodecError(f"{name} gave {len(out)} bytes, expected at least {n}")
-            return out
-
-        return read
+        return _zlib_prefix(n, name)
 
     def prefix_batch(self, n: int, name: str) -> Callable[[Sequence[Any]], list[bytes]] | None:
-        # one decompressor per stream, made and called by ``map`` in C: no Python frame a
-        # page (a scan inflates the header of every page of a page-compressed file)
-        new, error, wbits = zlib.decompressobj, zlib.error, zlib.MAX_WBITS
-        inflate = type(new()).decompress
+        one = _zlib_prefix(n, name)
 
         def read_all(datas: Sequence[Any]) -> list[bytes]:
-            try:
-                outs = list(map(inflate, map(new, repeat(wbits, len(datas))), datas, repeat(n)))
-            except (error, ValueError, TypeError) as exc:  # what partial_decompress catches
-                raise CodecError(f"{name}: {exc}") from None
-            if outs and min(map(len, outs)) < n:
-                raise CodecError(f"{name} gave fewer bytes than {n} for a page")
-            return outs
+            # one Python call a payload: it costs less than the copy of the payload's unread
+            # rest (``unconsumed_tail``) that handing zlib the whole payload made
+            return list(map(one, datas))
 
         return read_all
+
+
+#: the bytes of a payload a header inflate is first handed: a dynamic block's code tables
+#: take at most ~290 of them and the first 94 bytes of a page at most ~180 more; given the
+#: whole payload (a page's), zlib copies its unread rest out (``unconsumed_tail``), a third of
+#: the inflate's cost
+ZLIB_PREFIX_INPUT = 512
+
+
+def _zlib_prefix(n: int, name: str) -> Callable[[Any], bytes]:
+    """``data -> the first n bytes of the zlib stream data``, from the first
+    :data:`ZLIB_PREFIX_INPUT` bytes of ``data`` where that is sure to give what the whole does,
+    from all of it otherwise (errors worded as ``Codec.partial_decompress`` words them).
+
+    Sure means: ``n`` bytes came out and input was left over (``unconsumed_tail``). zlib then
+    stopped for want of room to write, not for want of input, after the very steps (each bit
+    read as the whole payload gives it) that the whole payload takes, so it stops at the same
+    point with the same output. Anything else (fewer bytes, the cut input used up, an error,
+    the stream's end) is decided by the whole payload."""
+    new, error, cut = zlib.decompressobj, zlib.error, ZLIB_PREFIX_INPUT
+
+    def read(data: Any) -> bytes:
+        d = new()
+        try:
+            out: bytes = d.decompress(data[:cut], n)
+            if d.unconsumed_tail and len(out) == n:
+                return out
+        except (error, ValueError, TypeError):
+            pass  # the whole payload words the error
+        try:
+            out = new().decompress(data, n)
+        except (error, ValueError, TypeError) as exc:  # what partial_decompress catches
+            raise CodecError(f"{name}: {exc}") from None
+        if len(out) < n:
+            raise CodecError(f"{name} gave {len(out)} bytes, expected at least {n}")
+        return out
+
+    return read
 
 
 class Lz4(Impl):
