@@ -19,7 +19,7 @@ from pathlib import Path
 import pytest
 
 from ibdtool.errors import InputError
-from ibdtool.parsers.codecs import CODECS, CodecError, codec_for
+from ibdtool.parsers.codecs import CODECS, CodecError, codec_for, decompress
 from ibdtool.parsers.constants import Algorithm
 from ibdtool.parsers.crc32c_fast import crc32c
 from ibdtool.parsers.envelope import (
@@ -252,3 +252,116 @@ def test_prefix_batch_is_prefix_reader_mapped(codec: object) -> None:
     if short is not None:  # a stream that ends before the header does
         with pytest.raises(CodecError):
             batch([*payloads[:2], memoryview(short)])
+
+
+def _plain_inside(image: bytes, algorithm: Algorithm) -> bytes:
+    """The page inside a full_crc32 compressed ``image``, stored plain: its full_crc32
+    trailer (LSN low word, CRC-32C) made for it (§3.2, §6.6)."""
+    ptype = int.from_bytes(image[24:26], "big")
+    size = fcrc32_stored_size(ptype, PSIZE)
+    assert size is not None
+    end = fcrc32_payload_end(image, size, algorithm)
+    page = bytearray(decompress(algorithm, image[MARIADB_FCRC32_PAYLOAD:end], PSIZE))
+    assert not int.from_bytes(page[24:26], "big") & 0x8000
+    page[PSIZE - 8 : PSIZE - 4] = page[20:24]
+    page[PSIZE - 4 :] = crc32c(bytes(page[: PSIZE - 4])).to_bytes(4, "big")
+    return bytes(page)
+
+
+@pytest.mark.parametrize(
+    ("rel", "variant"),
+    [
+        *(
+            (rel, variant)
+            for rel in ("mariadb/p16k-pc_zlib.ibd", "mariadb/p16k-pc_lz4.ibd")
+            for variant in ("clean", "damaged", "mixed")
+        ),
+        # chunks of plain index pages alone (taken column by column without selecting)
+        ("mariadb/p16k-plain.ibd", "damaged"),
+        ("mariadb/p16k-crc32_plain.ibd", "damaged"),
+    ],
+)
+@pytest.mark.parametrize("sparse", [False, True], ids=["dense", "one-extent-a-page"])
+def test_image_chunks_inline_match_the_decoder(
+    rel: str, variant: str, sparse: bool, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Chunks of full_crc32 compressed images alone (``inspect_tally.images_only``: only the
+    columns images need, no plain-page verdict) give inspect the decoder's result, whole and
+    damaged (a CRC that fails, a page at the wrong number, in chunks that start with an
+    image), with a plain page and an all-zero page among the images of a chunk that starts
+    with one (the chunk then goes the way of mixed chunks), dense and one extent a page; and
+    they did take that path. Chunks of plain index pages with a damaged one, too."""
+    from ibdtool.tablespace import inspect_tally
+    from tests.test_header_scan import _sparse, _tallies
+
+    path = repeated(sample(rel), tmp_path / "r.ibd", 1100, 300 if variant == "damaged" else None)
+    if variant == "mixed":
+        data = bytearray(path.read_bytes())
+        with Tablespace(path) as ts:
+            algorithm = ts.format.fcrc32_algorithm
+        assert algorithm is not None
+        at = 520 * PSIZE
+        plain = bytearray(_plain_inside(bytes(data[at : at + PSIZE]), algorithm))
+        plain[4:8] = (520).to_bytes(4, "big")  # (the image's page number is 520 already)
+        data[at : at + PSIZE] = plain
+        data[530 * PSIZE : 531 * PSIZE] = bytes(PSIZE)
+        path.write_bytes(bytes(data))
+    if sparse:
+        path = _sparse(path, tmp_path / "sparse.ibd")
+    taken: list[bool] = []
+    real = inspect_tally.images_only
+
+    def counting(mv: memoryview, psize: int) -> dict[str, tuple[int, ...]] | None:
+        cols = real(mv, psize)
+        taken.append(cols is not None)
+        return cols
+
+    monkeypatch.setattr(inspect_tally, "images_only", counting)
+    inline, decoded = _tallies(path)
+    assert inline == decoded
+    if variant == "damaged":
+        assert len(inline["problems"]) >= 2
+    if "pc_" not in rel:
+        return
+    assert taken.count(True) >= 2  # chunks of images alone took the path
+    if variant == "mixed":
+        assert taken.count(False) >= 1  # the chunk with a plain page did not
+        assert inline["compression"]["none"] >= 3  # page 0, the plain page, the zero page
+
+
+def test_index_fill_sum_is_the_decoders_fills_summed() -> None:
+    """``index_fill_sum`` (integers summed, one division) against the decoder's fill of each
+    page (``index_fill``) summed page by page: every plain index page of the samples and the
+    corpus chunk by chunk, and made headers that need clamping or mix record formats."""
+    import math
+    import random
+
+    from ibdtool.parsers.page import index_fill, index_fill_sum
+
+    def check(n_heap: list[int], heap_top: list[int], garbage: list[int], logical: int) -> None:
+        want = 0.0
+        for h in zip(n_heap, heap_top, garbage, strict=True):
+            want += index_fill(*h, logical)[1]
+        got = index_fill_sum(n_heap, heap_top, garbage, logical)
+        assert math.isclose(got, want, rel_tol=1e-12, abs_tol=1e-12), (got, want)
+
+    chunks = 0
+    for ts, _first, mv in _chunks(sample("mariadb/p16k-plain.ibd")):
+        cols = columns(mv, ts.physical_size, True, INDEX_FIELDS)
+        check(list(cols["n_heap"]), list(cols["heap_top"]), list(cols["garbage"]), 16384)
+        chunks += 1
+    for path in FILES[:40]:
+        for ts, _first, mv in _chunks(path):
+            cols = columns(mv, ts.physical_size, ts.format.full_crc32, INDEX_FIELDS)
+            args = [list(cols[f]) for f in ("n_heap", "heap_top", "garbage")]
+            check(*args, ts.logical_size)
+            chunks += 1
+    assert chunks > 20
+    rng = random.Random(7)
+    for _ in range(300):
+        k = rng.randrange(1, 40)
+        compact = rng.choice([0x8000, 0, None])
+        n_heap = [(compact if compact is not None else rng.choice([0x8000, 0])) | 5] * k
+        heap_top = [rng.randrange(0, 20000) for _ in range(k)]  # under the supremum, past a page
+        garbage = [rng.randrange(0, 3000) for _ in range(k)]
+        check(n_heap, heap_top, garbage, rng.choice([4096, 16384, 65536]))

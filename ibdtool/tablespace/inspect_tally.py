@@ -49,7 +49,7 @@ from ibdtool.parsers.envelope import (
     fcrc32_stored_size,
     read_envelope,
 )
-from ibdtool.parsers.page import HEADER_PREFIX, index_fills, zip_stream_length
+from ibdtool.parsers.page import HEADER_PREFIX, index_fill_sum, zip_stream_length
 from ibdtool.parsers.pagecolumns import (
     INDEX_FIELDS,
     PREFIX_BYTES,
@@ -132,11 +132,16 @@ def tally_run(
         rest: Iterable[int] = range(count)
         if fcrc32 or crc32_plain:
             # the plain pages of the chunk at once (ibdtool.parsers.pagecolumns), the rest page by
-            # page
-            cols = columns(mv, psize, fcrc32, fields)
-            good = plain_verified(mv, psize, n, fcrc32, cols)
-            if dblwr:
-                good = [g and n + k not in dblwr for k, g in enumerate(good)]
+            # page; a chunk of full_crc32 compressed images alone (its first page says to look)
+            # has no plain page: only the columns its images need
+            cols = images_only(mv, psize) if partial is not None and mv[24] & 0x80 else None
+            if cols is not None:
+                good = [False] * count
+            else:
+                cols = columns(mv, psize, fcrc32, fields)
+                good = plain_verified(mv, psize, n, fcrc32, cols)
+                if dblwr:
+                    good = [g and n + k not in dblwr for k, g in enumerate(good)]
             passed = good.count(True)
             if passed:
                 n_plain += passed
@@ -337,6 +342,20 @@ class CompressedHeaders(NamedTuple):
     algorithms: list[str] | None = None
 
 
+#: the columns of a stored page :func:`compressed_headers` reads
+IMAGE_FIELDS = ("checksum", "page_no", "page_type")
+_MARKER = FIL_PAGE_COMPRESS_FCRC32_MARKER
+
+
+def images_only(mv: memoryview, psize: int) -> dict[str, tuple[int, ...]] | None:
+    """The :data:`IMAGE_FIELDS` columns of the chunk ``mv`` of a full_crc32 tablespace when
+    every page of it is page-compressed (its type has the marker: no plain page, which
+    :func:`~ibdtool.parsers.pagecolumns.plain_verified` would see, is among them); None when
+    one is not."""
+    cols = columns(mv, psize, True, IMAGE_FIELDS)
+    return cols if all(map(_MARKER.__and__, cols["page_type"])) else None
+
+
 #: what :func:`compressed_headers` unpacks from the page inside
 HEADER_FIELDS = ("page_type", *INDEX_FIELDS)
 _NO_HEAD = bytes(PREFIX_BYTES)
@@ -487,33 +506,53 @@ def _tally_plain(
 ) -> float:
     """Add the verified plain pages of one chunk (``good``; ``at``: the chunk's first page
     within the run) to ``tally``, all but their type counts; returns the sum of the leaf
-    pages' fill (the caller sums it as the page loop sums the others)."""
+    pages' fill (the caller sums it as the page loop sums the others). A chunk of good index
+    pages alone (the common one) is taken column by column as it is, without selecting."""
     count = len(good)
-    free_good = list(map(and_, good, free[at : at + count]))
-    n_free = free_good.count(True)
-    if n_free:
-        tally.free_pages += n_free
-        tally.free_with_data += n_free
-        tally.free_allocated += sum(compress(per_page[at : at + count], free_good))
-    index_mask = list(map(and_, good, map(idx_types.__contains__, cols["page_type"])))
-    if not any(index_mask):
-        return 0.0
-    ids = list(compress(cols["index_id"], index_mask))
-    levels = list(compress(cols["level"], index_mask))
-    n_heap = list(compress(cols["n_heap"], index_mask))
-    tally.index_pages.update(ids)
-    tally.index_levels.update(zip(ids, levels, strict=True))
+    window = free[at : at + count]
+    if any(window):
+        free_good = list(map(and_, good, window))
+        n_free = free_good.count(True)
+        if n_free:
+            tally.free_pages += n_free
+            tally.free_with_data += n_free
+            tally.free_allocated += sum(compress(per_page[at : at + count], free_good))
+    is_index = list(map(idx_types.__contains__, cols["page_type"]))
+    if good.count(True) == count and all(is_index):
+        ids, levels, n_heap = cols["index_id"], cols["level"], cols["n_heap"]
+        heap_top, garbage = cols["heap_top"], cols["garbage"]
+    else:
+        index_mask = list(map(and_, good, is_index))
+        if not any(index_mask):
+            return 0.0
+        ids = tuple(compress(cols["index_id"], index_mask))
+        levels = tuple(compress(cols["level"], index_mask))
+        n_heap = tuple(compress(cols["n_heap"], index_mask))
+        heap_top = tuple(compress(cols["heap_top"], index_mask))
+        garbage = tuple(compress(cols["garbage"], index_mask))
+    per_index = Counter(ids)
+    tally.index_pages.update(per_index)
+    if any(levels):
+        tally.index_levels.update(zip(ids, levels, strict=True))
+        leaf: list[bool] | None = list(map(not_, levels))
+        n_leaf = leaf.count(True)  # type: ignore[union-attr]
+    else:  # leaves alone: a count per index
+        levels_of = tally.index_levels
+        for index_id, c in per_index.items():
+            levels_of[index_id, 0] += c
+        leaf, n_leaf = None, len(levels)
     compact = sum(map(_COMPACT.__and__, n_heap)) // _COMPACT  # the compact bit (§5.1)
     redundant = len(n_heap) - compact
-    if SDI_INDEX_ID in ids:  # the SDI index counts in neither
+    if SDI_INDEX_ID in per_index:  # the SDI index counts in neither
         for index_id, nh in zip(ids, n_heap, strict=True):
             if index_id == SDI_INDEX_ID:
                 compact -= bool(nh & _COMPACT)
                 redundant -= not nh & _COMPACT
     tally.compact_pages += compact
     tally.redundant_pages += redundant
-    leaf = list(map(not_, levels))
-    tally.fill_n += leaf.count(True)
-    heap_top = list(compress(compress(cols["heap_top"], index_mask), leaf))
-    garbage = list(compress(compress(cols["garbage"], index_mask), leaf))
-    return sum(index_fills(list(compress(n_heap, leaf)), heap_top, garbage, logical))
+    tally.fill_n += n_leaf
+    if leaf is not None:
+        n_heap = tuple(compress(n_heap, leaf))
+        heap_top = tuple(compress(heap_top, leaf))
+        garbage = tuple(compress(garbage, leaf))
+    return index_fill_sum(n_heap, heap_top, garbage, logical)
