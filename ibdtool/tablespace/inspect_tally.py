@@ -24,8 +24,9 @@ from __future__ import annotations
 from array import array
 from collections import Counter
 from collections.abc import Callable, Iterable, Sequence
+from functools import cache
 from itertools import compress, repeat
-from operator import add, and_, floordiv, mul, neg, not_, or_, sub
+from operator import add, and_, mul, not_, or_, sub
 from typing import TYPE_CHECKING, NamedTuple
 
 from ibdtool.parsers._structs_gen import FIL_HEADER_FAST
@@ -123,7 +124,7 @@ def tally_run(
         if not any(got.ok):
             return 0.0
         _count_types(tally, got.heads["page_type"], got.ok, names, vendor)
-        stored_types.update(compress(stored, got.ok))
+        stored_types.update(stored if all(got.ok) else compress(stored, got.ok))
         _tally_images(tally, got, at, per_page, block)
         return _tally_plain(tally, got.heads, got.ok, at, per_page, free, idx_types, logical)
 
@@ -460,6 +461,24 @@ def classic_pages(
     return CompressedHeaders(ok, head_cols, sizes, payload, algorithms)
 
 
+class _BlockSizes(dict[int, int]):
+    """An image size -> that size rounded up to whole filesystem blocks, each worked out
+    once."""
+
+    def __init__(self, block: int) -> None:
+        super().__init__()
+        self.block = block
+
+    def __missing__(self, size: int) -> int:
+        rounded = self[size] = -(-size // self.block) * self.block
+        return rounded
+
+
+@cache
+def _block_sizes(block: int) -> _BlockSizes:
+    return _BlockSizes(block)
+
+
 def _tally_images(
     tally: PageTally, got: CompressedHeaders, at: int, per_page: Sequence[int], block: int
 ) -> None:
@@ -471,8 +490,9 @@ def _tally_images(
     held: Iterable[int] = per_page[at : at + count]
     if got.ok.count(True) != count:
         sizes, held = compress(sizes, got.ok), compress(held, got.ok)
-    # the image's size rounded up to whole blocks: -(-size // block) * block
-    ideal = map(mul, map(floordiv, map(neg, sizes), repeat(block)), repeat(-block))
+    # the image's size rounded up to whole blocks, looked up (a file's images take a few
+    # dozen sizes)
+    ideal = map(_block_sizes(block).__getitem__, sizes)
     over = list(filter((0).__lt__, map(sub, held, ideal)))
     tally.unpunched_pages += len(over)
     tally.unpunched_bytes += sum(over)
@@ -487,7 +507,7 @@ def _count_types(
 ) -> None:
     """Count the types of the pages of ``mask`` by name into ``tally.types``."""
     types = tally.types
-    for stype, c in Counter(compress(page_types, mask)).items():
+    for stype, c in Counter(page_types if all(mask) else compress(page_types, mask)).items():
         name = names.get(stype)
         if name is None:
             name = names[stype] = page_type_name(stype, vendor)
