@@ -263,6 +263,30 @@ def test_libdeflate_inflates_every_zlib_page_as_zlib_does() -> None:
     assert fast == len(payloads)  # libdeflate took every clean page
 
 
+def test_libdeflate_view_is_the_page_copy() -> None:
+    """``deflate_zlib_page_view`` (classic pages checked where libdeflate inflated them) gives
+    what ``deflate_zlib_page`` gives, read-only, for every zlib page of the samples and the
+    corpus and their damaged copies; the view of one page holds it only until the next."""
+    payloads = _zlib_payloads()
+    assert len(payloads) > 300
+    for payload, size in payloads[::3]:
+        for data in (payload, payload[: len(payload) // 2], b"\x28" + payload[1:]):
+            copy = syslibs.deflate_zlib_page(data, size)
+            view = syslibs.deflate_zlib_page_view(data, size)
+            assert (view is None) == (copy is None)
+            if view is not None and copy is not None:
+                assert view[0].readonly and len(view[0]) == size
+                assert (bytes(view[0]), view[1]) == copy
+    first = payloads[0]
+    second = next(p for p in payloads if p[1] == first[1] and p[0] != first[0])
+    a = syslibs.deflate_zlib_page_view(*first)
+    assert a is not None
+    kept = bytes(a[0])
+    syslibs.deflate_zlib_page_view(*second)
+    assert bytes(a[0]) == syslibs.deflate_zlib_page(*second)[0]  # type: ignore[index]
+    assert kept == syslibs.deflate_zlib_page(*first)[0]  # type: ignore[index]
+
+
 @pytest.mark.parametrize("name", [c.name for c in codecs.CODECS])
 def test_a_sizer_gives_the_length_compress_gives(name: str) -> None:
     """``Codec.sizer`` (what simulate's workers compress with) against ``Codec.compress`` on

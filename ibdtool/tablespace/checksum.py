@@ -27,11 +27,13 @@ from ibdtool.parsers.codecs import CodecError
 from ibdtool.parsers.constants import (
     FIL_PAGE_COMPRESS_FCRC32_MARKER,
     FIL_PAGE_PAGE_COMPRESSED,
+    Algorithm,
     Vendor,
 )
 from ibdtool.parsers.crc32c_fast import crc32c
 from ibdtool.parsers.envelope import Checksum, Kind, fcrc32_stored_size, read_envelope
 from ibdtool.parsers.inflate import inflate
+from ibdtool.parsers.page import HEADER_PREFIX
 from ibdtool.parsers.pagecolumns import (
     columns,
     compressed_verified,
@@ -39,6 +41,7 @@ from ibdtool.parsers.pagecolumns import (
     verdict_fields,
 )
 from ibdtool.parsers.space import SpaceFormat
+from ibdtool.parsers.syslibs import deflate_zlib_page_view
 from ibdtool.tablespace.reader import Tablespace
 
 if TYPE_CHECKING:  # ibdtool.parsers.keyring loads construct and cryptography: only with --keyring
@@ -82,10 +85,13 @@ _INNER_KINDS = frozenset({Kind.MARIADB_COMPRESSED, Kind.MYSQL_COMPRESSED})
 def classic_inner(
     image: memoryview, fmt: SpaceFormat, logical: int
 ) -> tuple[bytes, int, int, str] | None:
-    """The page inside a MariaDB classic compressed image (§3.1) or a MySQL type-14 image
-    (§2.1), the image's stored size and its payload's length, when that page verifies by
-    crc32, untorn, and its algorithm's name; None sends it to the decoder, which says what
-    else it is (the checksum is the inner page's: the image is inflated whole)."""
+    """The first :data:`~ibdtool.parsers.page.HEADER_PREFIX` bytes of the page inside a
+    MariaDB classic compressed image (§3.1) or a MySQL type-14 image (§2.1), the image's stored
+    size and its payload's length, when that page verifies by crc32, untorn, and its
+    algorithm's name; None sends it to the decoder, which says what else it is (the checksum
+    is the inner page's: the image is inflated whole). A MariaDB zlib page is checked where
+    libdeflate inflated it (:func:`~ibdtool.parsers.syslibs.deflate_zlib_page_view`, what
+    :func:`~ibdtool.parsers.inflate.inflate` gives first), without a copy."""
     env = read_envelope(image, fmt)
     if (
         env.kind not in _INNER_KINDS
@@ -96,10 +102,17 @@ def classic_inner(
         or env.payload_length is None
     ):
         return None
-    try:
-        page, _ = inflate(image, env, logical)
-    except CodecError:
-        return None
+    page: bytes | memoryview | None = None
+    if env.kind is Kind.MARIADB_COMPRESSED and env.algorithm is Algorithm.ZLIB:
+        start, end = env.payload_offset, env.payload_end
+        if start is not None and end is not None:
+            fast = deflate_zlib_page_view(image[start:end], logical)
+            page = fast[0] if fast is not None else None
+    if page is None:
+        try:
+            page, _ = inflate(image, env, logical)
+        except CodecError:
+            return None
     chk = int.from_bytes(page[0:4], "big")
     if (
         chk != 0
@@ -107,7 +120,7 @@ def classic_inner(
         and page[20:24] == page[logical - 4 : logical]
         and chk == crc32c(page[4:26]) ^ crc32c(page[38 : logical - 8])
     ):
-        return page, env.stored_size, env.payload_length, env.algorithm.value
+        return bytes(page[:HEADER_PREFIX]), env.stored_size, env.payload_length, env.algorithm.value
     return None
 
 
