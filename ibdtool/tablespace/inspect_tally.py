@@ -554,8 +554,9 @@ def _tally_plain(
     tally.index_pages.update(per_index)
     if any(levels):
         tally.index_levels.update(zip(ids, levels, strict=True))
-        leaf: list[bool] | None = list(map(not_, levels))
-        n_leaf = leaf.count(True)  # type: ignore[union-attr]
+        leaves = list(map(not_, levels))
+        leaf: list[bool] | None = leaves
+        n_leaf = leaves.count(True)
     else:  # leaves alone: a count per index
         levels_of = tally.index_levels
         for index_id, c in per_index.items():
