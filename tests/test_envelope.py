@@ -228,3 +228,42 @@ def test_mysql_type16_ciphertext_ends_where_the_server_writes() -> None:
                 assert got == (38, max(38 + length, 70)), (length, block)
             checked += 1
     assert checked > 1000
+
+
+def test_classic_envelopes_read_once_are_read_envelopes() -> None:
+    """``tablespace.checksum.classic_envelope`` (the envelope of a MariaDB classic image read
+    from its header bytes, one read per distinct header) against ``read_envelope`` of the
+    whole page and the tablespace's format: every classic image of the samples and the
+    corpus, and copies with the header bytes after the type word made random (algorithm ids
+    unknown, lengths 0 and past the page), in crc32 tablespaces of both vendors' readings."""
+    from ibdtool.errors import InputError
+    from ibdtool.parsers.vendor import Vendor
+    from ibdtool.tablespace.checksum import classic_envelope
+    from ibdtool.tablespace.reader import Tablespace
+    from tests.test_header_scan import FILES
+
+    rng = random.Random(34354)
+    seen = 0
+    for path in FILES:
+        try:
+            ts = Tablespace(path)
+        except InputError:
+            continue
+        with ts:
+            fmt = ts.format
+            if fmt.full_crc32 or fmt.vendor is Vendor.MYSQL:
+                continue
+            for n in range(ts.n_pages):
+                page = bytearray(ts.stored_page(n))
+                if int.from_bytes(page[24:26], "big") != FIL_PAGE_PAGE_COMPRESSED:
+                    continue
+                for k in range(4):
+                    if k:
+                        page[26 + rng.randrange(14)] = rng.randrange(256)
+                    if k == 3:
+                        page[38:40] = rng.choice([b"\0\0", b"\xff\xff", b"\x3f\xd8"])
+                    want = read_envelope(bytes(page), fmt)
+                    got = classic_envelope(bytes(page[24:40]), fmt.physical_size, ts.logical_size)
+                    assert got == want, (path, n, k)
+                seen += 1
+    assert seen > 50
