@@ -34,6 +34,7 @@ from ibdtool.parsers._structs_gen import (
 )
 from ibdtool.parsers.codecs import CodecError, zlib_inflate, zlib_stream
 from ibdtool.parsers.constants import FIL_NULL, FIL_PAGE_SDI, FIL_PAGE_SDI_BLOB, UNIV_ZIP_SIZE_MAX
+from ibdtool.parsers.constants import SDI_INDEX_ID as SDI_INDEX_ID  # declared there
 from ibdtool.parsers.errors import ParseError
 from ibdtool.parsers.jsontext import too_deep
 
@@ -51,8 +52,6 @@ MAX_JSON_VALUES = 1_000_000
 MAX_JSON_DEPTH = 100
 
 Warn = Callable[[str], None]
-#: PAGE_INDEX_ID of the SDI B-tree's pages (§5.1)
-SDI_INDEX_ID = 0xFFFFFFFFFFFFFFFF
 
 
 class SdiError(ParseError):

@@ -74,10 +74,15 @@ HEAVY = {
     "pickle",
 }
 
+#: what a plain small file's ``inspect --json`` needs no more than the above (issue 24, item 4:
+#: start-up): the ``checksum`` command's module (``inspect`` verifies only classic
+#: page_compressed images through it) and the SDI reader (only a MySQL 8 file has an SDI)
+INSPECT_HEAVY = HEAVY | {"ibdtool.tablespace.checksum", "ibdtool.parsers.sdi"}
 
-def _heavy(*args: str) -> tuple[int, list[str], str]:
+
+def _heavy(*args: str, heavy: set[str] = HEAVY) -> tuple[int, list[str], str]:
     done = subprocess.run(
-        [sys.executable, "-c", f"HEAVY = {sorted(HEAVY)!r}\n{PROBE}", *args],
+        [sys.executable, "-c", f"HEAVY = {sorted(heavy)!r}\n{PROBE}", *args],
         capture_output=True,
         text=True,
         check=True,
@@ -90,10 +95,55 @@ def test_inspect_json_imports_no_ui_and_no_client(tmp_path: Path) -> None:
     # a copy without the .cfg beside it: a .cfg is read with ibdtool.parsers.tabledef
     path = tmp_path / "t.ibd"
     shutil.copyfile(SAMPLES / "mariadb" / "p16k-pc_zlib.ibd", path)
-    code, heavy, out = _heavy("inspect", "--json", str(path))
+    code, heavy, out = _heavy("inspect", "--json", str(path), heavy=INSPECT_HEAVY)
     assert code == 0
     assert json.loads(out)["pages"] == path.stat().st_size // 16384
     assert heavy == []
+
+
+def test_the_probe_sees_the_checksum_module_and_the_sdi_reader(tmp_path: Path) -> None:
+    """``inspect --json`` loads the checksum module for a file of classic page_compressed
+    images (their checksum is the inner page's) and the SDI reader for a MySQL 8 file, so
+    that the two names in INSPECT_HEAVY can fail."""
+    path = tmp_path / "t.ibd"
+    shutil.copyfile(SAMPLES / "mariadb" / "p16k-crc32_pc_zlib.ibd", path)
+    code, heavy, out = _heavy("inspect", "--json", str(path), heavy=INSPECT_HEAVY)
+    assert code == 0 and json.loads(out)["checksum"]["invalid"] == 0
+    assert heavy == ["ibdtool.tablespace.checksum"]
+    path = tmp_path / "m.ibd"
+    shutil.copyfile(SAMPLES / "mysql80" / "lz4.ibd", path)
+    code, heavy, out = _heavy("inspect", "--json", str(path), heavy=INSPECT_HEAVY)
+    assert code == 0 and json.loads(out)["sdi"]["table"]
+    assert "ibdtool.parsers.sdi" in heavy
+
+
+UNSAFE_PROBE = """
+import sys
+from ibdtool.cli.main import main
+try:
+    main(sys.argv[1:])
+except SystemExit:
+    pass
+text = sys.modules["ibdtool.present.text"]
+before = type(text._UNSAFE).__name__
+print(before, text.shown("a\\x1b[2Jb\\u202e"), type(text._UNSAFE).__name__, file=sys.stderr)
+"""
+
+
+def test_inspect_json_compiles_no_escape_pattern(tmp_path: Path) -> None:
+    """The terminal-escape pattern (~0.5 ms to compile) is compiled at its first use, which
+    ``inspect --json`` of a plain file never reaches; once used it escapes as before and the
+    module holds the compiled pattern itself."""
+    path = tmp_path / "t.ibd"
+    shutil.copyfile(SAMPLES / "mariadb" / "p4k-plain.ibd", path)
+    done = subprocess.run(
+        [sys.executable, "-c", UNSAFE_PROBE, "inspect", "--json", str(path)],
+        capture_output=True, text=True, check=True,
+    )  # fmt: skip
+    before, escaped, after = done.stderr.strip().splitlines()[-1].split(" ")
+    assert before == "_CompiledAtFirstUse"
+    assert escaped == "a\\x1b[2Jb\\u202e"
+    assert after == "Pattern"
 
 
 def test_checksum_of_a_small_file_imports_no_keyring() -> None:

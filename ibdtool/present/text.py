@@ -15,9 +15,25 @@ import re
 #: name must not fake a line of output), DEL, C1, the bidirectional marks, embeddings, overrides
 #: and isolates (U+061C, U+200E/F, U+202A-E, U+2066-9), the line and paragraph separators, and
 #: lone surrogates (a file name's undecodable bytes, which no terminal encoding can write)
-_UNSAFE = re.compile(
+UNSAFE_CHARACTERS = (
     "[\x00-\x1f\x7f-\x9f\u061c\u200e\u200f\u2028-\u202e\u2066-\u2069\ud800-\udfff]"
 )
+
+
+class _CompiledAtFirstUse:
+    """Stands in for :data:`_UNSAFE` until first used, then compiles it and puts the pattern
+    in its place (later calls find the pattern itself: nothing added to :func:`shown`, which
+    runs once a printed value). The class's ranges up to U+DFFF take ~0.5 ms to compile, paid
+    by every start that imports this module (the CLI does, for its error lines) even when
+    nothing is escaped (issue 24, start-up)."""
+
+    def __getattr__(self, name: str) -> object:
+        global _UNSAFE
+        _UNSAFE = re.compile(UNSAFE_CHARACTERS)
+        return getattr(_UNSAFE, name)
+
+
+_UNSAFE: re.Pattern[str] = _CompiledAtFirstUse()  # type: ignore[assignment]
 
 
 def _escaped(m: re.Match[str]) -> str:

@@ -18,12 +18,12 @@ from ibdtool.errors import InputError
 from ibdtool.fs import Allocation, DropCost, Layout, drop_cost, layout
 from ibdtool.parsers.checksum import ChecksumAlgo
 from ibdtool.parsers.constants import (
+    SDI_INDEX_ID,
     Algorithm,
 )
 from ibdtool.parsers.identity import Identity, identify
 from ibdtool.parsers.page import PageInfo
 from ibdtool.parsers.rowformat import row_format
-from ibdtool.parsers.sdi import SDI_INDEX_ID, SdiEntry
 from ibdtool.parsers.space import SpaceFormat
 from ibdtool.parsers.vendor import Vendor
 from ibdtool.tablespace.header_pages import header_pages
@@ -34,6 +34,7 @@ from ibdtool.tablespace.reader import Tablespace
 
 if TYPE_CHECKING:  # ibdtool.parsers.keyring loads construct and cryptography: only with --keyring
     from ibdtool.parsers.keyring import Keyring
+    from ibdtool.parsers.sdi import SdiEntry
     from ibdtool.parsers.tabledef import TableDef
 
 MAX_LISTED_PAGES = 1000

@@ -37,6 +37,7 @@ from ibdtool.parsers.constants import (
     FIL_PAGE_COMPRESSED,
     FIL_PAGE_PAGE_COMPRESSED,
     FIL_PAGE_RTREE,
+    SDI_INDEX_ID,
     Algorithm,
     Vendor,
     index_types,
@@ -61,8 +62,6 @@ from ibdtool.parsers.pagecolumns import (
     scatter,
     verdict_fields,
 )
-from ibdtool.parsers.sdi import SDI_INDEX_ID
-from ibdtool.tablespace.checksum import classic_inner
 from ibdtool.tablespace.reader import Tablespace
 
 if TYPE_CHECKING:
@@ -452,6 +451,10 @@ def classic_pages(
         off = k * psize
         if t != FIL_PAGE_COMPRESSED and (t != FIL_PAGE_PAGE_COMPRESSED or not mariadb):
             continue
+        # the checksum module (and its result classes) only for these images: a file
+        # without them never loads it (tests/test_startup.py)
+        from ibdtool.tablespace.checksum import classic_inner
+
         got = classic_inner(mv[off : off + psize], fmt, logical)
         if got is not None:
             ok[k] = True

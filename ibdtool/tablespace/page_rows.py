@@ -6,9 +6,8 @@ from collections.abc import Iterator, Sequence
 from typing import TYPE_CHECKING, Any
 
 from ibdtool.errors import InputError
-from ibdtool.parsers.constants import MARIADB_TYPE_NAMES, MYSQL_TYPE_NAMES
+from ibdtool.parsers.constants import MARIADB_TYPE_NAMES, MYSQL_TYPE_NAMES, SDI_INDEX_ID
 from ibdtool.parsers.page import DOUBLEWRITE_NAME, ENCRYPTED_NAME, PageInfo
-from ibdtool.parsers.sdi import SDI_INDEX_ID
 from ibdtool.tablespace.inspect import index_names_of
 from ibdtool.tablespace.reader import Tablespace
 

@@ -14,10 +14,9 @@ from collections import Counter
 from dataclasses import dataclass, field
 
 from ibdtool.parsers.checksum import ChecksumAlgo
-from ibdtool.parsers.constants import Algorithm
+from ibdtool.parsers.constants import SDI_INDEX_ID, Algorithm
 from ibdtool.parsers.layout import align_up
 from ibdtool.parsers.page import PageInfo
-from ibdtool.parsers.sdi import SDI_INDEX_ID
 
 
 def unpunched_bytes(info: PageInfo, allocated_in_slot: int, block: int) -> int:

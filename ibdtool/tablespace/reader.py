@@ -26,13 +26,13 @@ from ibdtool.fs import Allocation, PackedRanges, open_regular, read_allocation, 
 from ibdtool.parsers.checksum import ChecksumAlgo
 from ibdtool.parsers.constants import FIL_PAGE_TYPE_XDES
 from ibdtool.parsers.page import DOUBLEWRITE_NAME, PageInfo, decode_page
-from ibdtool.parsers.sdi import SdiEntry, SdiError, read_sdi, read_zip_sdi
 from ibdtool.parsers.space import SpaceFormat, detect_format
 from ibdtool.parsers.vendor import Vendor
 from ibdtool.parsers.xdes import decode_descriptor_page
 
 if TYPE_CHECKING:  # ibdtool.parsers.keyring loads construct and cryptography: only with --keyring
     from ibdtool.parsers.keyring import Keyring
+    from ibdtool.parsers.sdi import SdiEntry
     from ibdtool.tablespace.decrypt import PageDecryptor
 
 CHUNK_BYTES = 4 << 20
@@ -511,6 +511,9 @@ class Tablespace:
             )
         if self.page(root).encrypted:
             raise InputError(f"{self.path}: the SDI pages are encrypted (keyring needed)")
+        # the SDI reader only for a MySQL file that has one (tests/test_startup.py)
+        from ibdtool.parsers.sdi import SdiError, read_sdi, read_zip_sdi
+
         try:
             warn = self.sdi_warnings.append
             if self.format.zip:
