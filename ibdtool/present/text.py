@@ -15,9 +15,7 @@ import re
 #: name must not fake a line of output), DEL, C1, the bidirectional marks, embeddings, overrides
 #: and isolates (U+061C, U+200E/F, U+202A-E, U+2066-9), the line and paragraph separators, and
 #: lone surrogates (a file name's undecodable bytes, which no terminal encoding can write)
-UNSAFE_CHARACTERS = (
-    "[\x00-\x1f\x7f-\x9f\u061c\u200e\u200f\u2028-\u202e\u2066-\u2069\ud800-\udfff]"
-)
+UNSAFE_CHARACTERS = "[\x00-\x1f\x7f-\x9f\u061c\u200e\u200f\u2028-\u202e\u2066-\u2069\ud800-\udfff]"
 
 
 class _CompiledAtFirstUse:
