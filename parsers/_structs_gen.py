@@ -61,13 +61,6 @@ if TYPE_CHECKING:
         flush_lsn: int
         space_id: int
 
-else:
-    FilHeaderTuple = namedtuple(
-        "FilHeaderTuple",
-        [name for name, _ in FIL_HEADER_FIELDS],
-        module=__name__,
-    )
-
 
 FIL_TRAILER_FIELDS = (
     ("old_checksum", "I"),
@@ -82,13 +75,6 @@ if TYPE_CHECKING:
         old_checksum: int
         lsn_low: int
 
-else:
-    FilTrailerTuple = namedtuple(
-        "FilTrailerTuple",
-        [name for name, _ in FIL_TRAILER_FIELDS],
-        module=__name__,
-    )
-
 
 FULL_CRC32_TRAILER_FIELDS = (
     ("lsn_low", "I"),
@@ -102,13 +88,6 @@ if TYPE_CHECKING:
     class FullCrc32TrailerTuple(NamedTuple):
         lsn_low: int
         crc32c: int
-
-else:
-    FullCrc32TrailerTuple = namedtuple(
-        "FullCrc32TrailerTuple",
-        [name for name, _ in FULL_CRC32_TRAILER_FIELDS],
-        module=__name__,
-    )
 
 
 FSP_HEADER_FIELDS = (
@@ -184,13 +163,6 @@ if TYPE_CHECKING:
         seg_inodes_free_last_page: int
         seg_inodes_free_last_offset: int
 
-else:
-    FspHeaderTuple = namedtuple(
-        "FspHeaderTuple",
-        [name for name, _ in FSP_HEADER_FIELDS],
-        module=__name__,
-    )
-
 
 INDEX_HEADER_FIELDS = (
     ("n_dir_slots", "H"),
@@ -237,13 +209,6 @@ if TYPE_CHECKING:
         btr_seg_top_page_no: int
         btr_seg_top_offset: int
 
-else:
-    IndexHeaderTuple = namedtuple(
-        "IndexHeaderTuple",
-        [name for name, _ in INDEX_HEADER_FIELDS],
-        module=__name__,
-    )
-
 
 MYSQL_META_FIELDS = (
     ("version", "B"),
@@ -264,13 +229,6 @@ if TYPE_CHECKING:
         original_size: int
         compressed_size: int
 
-else:
-    MySQLCompressionMetaTuple = namedtuple(
-        "MySQLCompressionMetaTuple",
-        [name for name, _ in MYSQL_META_FIELDS],
-        module=__name__,
-    )
-
 
 MARIADB_CLASSIC_FIELDS = (
     ("algorithm", "Q"),
@@ -286,13 +244,6 @@ if TYPE_CHECKING:
         algorithm: int
         space_id: int
         comp_size: int
-
-else:
-    MariaDBClassicCompTuple = namedtuple(
-        "MariaDBClassicCompTuple",
-        [name for name, _ in MARIADB_CLASSIC_FIELDS],
-        module=__name__,
-    )
 
 
 MARIADB_CLASSIC_ENC_FIELDS = (
@@ -313,13 +264,6 @@ if TYPE_CHECKING:
         space_id: int
         comp_size: int
         algorithm: int
-
-else:
-    MariaDBClassicEncCompTuple = namedtuple(
-        "MariaDBClassicEncCompTuple",
-        [name for name, _ in MARIADB_CLASSIC_ENC_FIELDS],
-        module=__name__,
-    )
 
 
 SDI_RECORD_FIELDS = (
@@ -343,13 +287,6 @@ if TYPE_CHECKING:
         uncompressed_len: int
         compressed_len: int
 
-else:
-    SdiRecordTuple = namedtuple(
-        "SdiRecordTuple",
-        [name for name, _ in SDI_RECORD_FIELDS],
-        module=__name__,
-    )
-
 
 BLOB_REF_FIELDS = (
     ("space_id", "I"),
@@ -368,13 +305,6 @@ if TYPE_CHECKING:
         offset: int
         length: int
 
-else:
-    BlobRefTuple = namedtuple(
-        "BlobRefTuple",
-        [name for name, _ in BLOB_REF_FIELDS],
-        module=__name__,
-    )
-
 
 LOB_HEADER_FIELDS = (
     ("part_len", "I"),
@@ -388,13 +318,6 @@ if TYPE_CHECKING:
     class LobHeaderTuple(NamedTuple):
         part_len: int
         next_page_no: int
-
-else:
-    LobHeaderTuple = namedtuple(
-        "LobHeaderTuple",
-        [name for name, _ in LOB_HEADER_FIELDS],
-        module=__name__,
-    )
 
 
 MARIADB_CRYPT_DATA_FIELDS = (
@@ -424,13 +347,6 @@ if TYPE_CHECKING:
         key_id: int
         encryption: int
 
-else:
-    MariadbCryptDataTuple = namedtuple(
-        "MariadbCryptDataTuple",
-        [name for name, _ in MARIADB_CRYPT_DATA_FIELDS],
-        module=__name__,
-    )
-
 
 MYSQL_ENCRYPTION_INFO_FIELDS = (
     ("magic", "3s"),
@@ -451,13 +367,6 @@ if TYPE_CHECKING:
         encrypted_key_iv: bytes
         checksum: int
 
-else:
-    MysqlEncryptionInfoTuple = namedtuple(
-        "MysqlEncryptionInfoTuple",
-        [name for name, _ in MYSQL_ENCRYPTION_INFO_FIELDS],
-        module=__name__,
-    )
-
 
 MYSQL_ENCRYPTION_INFO_V1_FIELDS = (
     ("magic", "3s"),
@@ -475,13 +384,6 @@ if TYPE_CHECKING:
         master_key_id: int
         encrypted_key_iv: bytes
         checksum: int
-
-else:
-    MysqlEncryptionInfoV1Tuple = namedtuple(
-        "MysqlEncryptionInfoV1Tuple",
-        [name for name, _ in MYSQL_ENCRYPTION_INFO_V1_FIELDS],
-        module=__name__,
-    )
 
 
 XDES_ENTRY_64_FIELDS = (
@@ -507,13 +409,6 @@ if TYPE_CHECKING:
         state: int
         bitmap: bytes
 
-else:
-    XdesEntry64Tuple = namedtuple(
-        "XdesEntry64Tuple",
-        [name for name, _ in XDES_ENTRY_64_FIELDS],
-        module=__name__,
-    )
-
 
 XDES_ENTRY_128_FIELDS = (
     ("seg_id", "Q"),
@@ -537,13 +432,6 @@ if TYPE_CHECKING:
         flst_node_next_offset: int
         state: int
         bitmap: bytes
-
-else:
-    XdesEntry128Tuple = namedtuple(
-        "XdesEntry128Tuple",
-        [name for name, _ in XDES_ENTRY_128_FIELDS],
-        module=__name__,
-    )
 
 
 XDES_ENTRY_256_FIELDS = (
@@ -569,9 +457,34 @@ if TYPE_CHECKING:
         state: int
         bitmap: bytes
 
-else:
-    XdesEntry256Tuple = namedtuple(
-        "XdesEntry256Tuple",
-        [name for name, _ in XDES_ENTRY_256_FIELDS],
-        module=__name__,
-    )
+
+#: each tuple type's fields; the type itself is made at its first use (a namedtuple
+#: takes ~70 µs to make, and a start uses few of these: issue 24, start-up)
+_TUPLES = {
+    "FilHeaderTuple": FIL_HEADER_FIELDS,
+    "FilTrailerTuple": FIL_TRAILER_FIELDS,
+    "FullCrc32TrailerTuple": FULL_CRC32_TRAILER_FIELDS,
+    "FspHeaderTuple": FSP_HEADER_FIELDS,
+    "IndexHeaderTuple": INDEX_HEADER_FIELDS,
+    "MySQLCompressionMetaTuple": MYSQL_META_FIELDS,
+    "MariaDBClassicCompTuple": MARIADB_CLASSIC_FIELDS,
+    "MariaDBClassicEncCompTuple": MARIADB_CLASSIC_ENC_FIELDS,
+    "SdiRecordTuple": SDI_RECORD_FIELDS,
+    "BlobRefTuple": BLOB_REF_FIELDS,
+    "LobHeaderTuple": LOB_HEADER_FIELDS,
+    "MariadbCryptDataTuple": MARIADB_CRYPT_DATA_FIELDS,
+    "MysqlEncryptionInfoTuple": MYSQL_ENCRYPTION_INFO_FIELDS,
+    "MysqlEncryptionInfoV1Tuple": MYSQL_ENCRYPTION_INFO_V1_FIELDS,
+    "XdesEntry64Tuple": XDES_ENTRY_64_FIELDS,
+    "XdesEntry128Tuple": XDES_ENTRY_128_FIELDS,
+    "XdesEntry256Tuple": XDES_ENTRY_256_FIELDS,
+}
+
+if not TYPE_CHECKING:
+
+    def __getattr__(name):
+        fields = _TUPLES.get(name)
+        if fields is None:
+            raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+        made = namedtuple(name, [field for field, _ in fields], module=__name__)
+        return globals().setdefault(name, made)  # one type, even if two threads race

@@ -348,18 +348,28 @@ def generated_module() -> str:
             out += [f'    "{field}": {_literal(value)},' for field, value in consts.items()]
             out.append("}")
         # typing.NamedTuple's class is ~3x slower to create than collections.namedtuple's: the
-        # typed class is for mypy, the plain one for the interpreter (same type, same fields)
+        # typed class is for mypy, the plain one (made by __getattr__ below) for the
+        # interpreter (same type, same fields)
         out += ["", "", "if TYPE_CHECKING:", "", f"    class {typename}(NamedTuple):"]
         out += [
             f"        {field}: {'bytes' if code.endswith('s') else 'int'}" for field, code in fields
         ]
-        out += [
-            "",
-            "else:",
-            f"    {typename} = namedtuple(",
-            f'        "{typename}",',
-            f"        [name for name, _ in {prefix}_FIELDS],",
-            "        module=__name__,",
-            "    )",
-        ]
+    out += [
+        "",
+        "",
+        "#: each tuple type's fields; the type itself is made at its first use (a namedtuple",
+        "#: takes ~70 µs to make, and a start uses few of these: issue 24, start-up)",
+        "_TUPLES = {",
+        *(f'    "{typename}": {prefix}_FIELDS,' for prefix, typename, _con in GENERATED),
+        "}",
+        "",
+        "if not TYPE_CHECKING:",
+        "",
+        "    def __getattr__(name):",
+        "        fields = _TUPLES.get(name)",
+        "        if fields is None:",
+        '            raise AttributeError(f"module {__name__!r} has no attribute {name!r}")',
+        "        made = namedtuple(name, [field for field, _ in fields], module=__name__)",
+        "        return globals().setdefault(name, made)  # one type, even if two threads race",
+    ]
     return "\n".join(out) + "\n"

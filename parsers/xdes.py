@@ -13,14 +13,12 @@ from functools import cache
 from struct import Struct
 from typing import Any
 
+from ibdtool.parsers import _structs_gen
 from ibdtool.parsers._structs_gen import (
     XDES_ARR_OFFSET,
     XDES_ENTRY_64_FAST,
     XDES_ENTRY_128_FAST,
     XDES_ENTRY_256_FAST,
-    XdesEntry64Tuple,
-    XdesEntry128Tuple,
-    XdesEntry256Tuple,
 )
 from ibdtool.parsers.space import SpaceFormat, extent_pages, xdes_size
 
@@ -59,11 +57,12 @@ def descriptor_pages(fmt: SpaceFormat, n_pages: int) -> range:
     return range(0, n_pages, fmt.physical_size)
 
 
-#: the generated XDES entry of each extent size the five logical page sizes have (§9.1)
-_ENTRIES: dict[int, tuple[Struct, Callable[[Iterable[Any]], Any]]] = {
-    64: (XDES_ENTRY_64_FAST, XdesEntry64Tuple._make),
-    128: (XDES_ENTRY_128_FAST, XdesEntry128Tuple._make),
-    256: (XDES_ENTRY_256_FAST, XdesEntry256Tuple._make),
+#: the generated XDES entry of each extent size the five logical page sizes have (§9.1); its
+#: tuple type named, made at first use (ibdtool.parsers._structs_gen)
+_ENTRIES: dict[int, tuple[Struct, str]] = {
+    64: (XDES_ENTRY_64_FAST, "XdesEntry64Tuple"),
+    128: (XDES_ENTRY_128_FAST, "XdesEntry128Tuple"),
+    256: (XDES_ENTRY_256_FAST, "XdesEntry256Tuple"),
 }
 
 
@@ -73,7 +72,8 @@ def _entry_parser(ext: int) -> Callable[[Any, int], Any]:
         from ibdtool.parsers.structs import fast_parser, xdes_entry
 
         return fast_parser(xdes_entry(ext), "XdesEntry")
-    packer, make = _ENTRIES[ext]
+    packer, typename = _ENTRIES[ext]
+    make: Callable[[Iterable[Any]], Any] = getattr(_structs_gen, typename)._make
     unpack_from = packer.unpack_from
 
     def parse(buf: Any, offset: int = 0) -> Any:
