@@ -13,6 +13,7 @@ it takes is in bench/ (bench_startup.py).
 from __future__ import annotations
 
 import json
+import os
 import shutil
 import subprocess
 import sys
@@ -76,16 +77,27 @@ HEAVY = {
 
 #: what a plain small file's ``inspect --json`` needs no more than the above (issue 24, item 4:
 #: start-up): the ``checksum`` command's module (``inspect`` verifies only classic
-#: page_compressed images through it) and the SDI reader (only a MySQL 8 file has an SDI)
-INSPECT_HEAVY = HEAVY | {"ibdtool.tablespace.checksum", "ibdtool.parsers.sdi"}
+#: page_compressed images through it), the SDI reader (only a MySQL 8 file has an SDI) and the
+#: calibration state file's reader with the measuring code (only where a state file exists)
+INSPECT_HEAVY = HEAVY | {
+    "ibdtool.tablespace.checksum",
+    "ibdtool.parsers.sdi",
+    "ibdtool.fs.calibrate",
+}
 
 
-def _heavy(*args: str, heavy: set[str] = HEAVY) -> tuple[int, list[str], str]:
+def _heavy(
+    *args: str, heavy: set[str] = HEAVY, state: Path | None = None
+) -> tuple[int, list[str], str]:
+    """Run ibdtool with ``args`` in a fresh interpreter: its exit code, the names of ``heavy``
+    it imported, its stdout. ``state``: its XDG_STATE_HOME (the calibration file's home)."""
+    env = {**os.environ, "XDG_STATE_HOME": str(state)} if state else None
     done = subprocess.run(
         [sys.executable, "-c", f"HEAVY = {sorted(heavy)!r}\n{PROBE}", *args],
         capture_output=True,
         text=True,
         check=True,
+        env=env,
     )
     code, heavy = done.stderr.strip().splitlines()[-1].split(" ", 1)
     return int(code), [] if heavy == "-" else heavy.split(), done.stdout
@@ -95,10 +107,36 @@ def test_inspect_json_imports_no_ui_and_no_client(tmp_path: Path) -> None:
     # a copy without the .cfg beside it: a .cfg is read with ibdtool.parsers.tabledef
     path = tmp_path / "t.ibd"
     shutil.copyfile(SAMPLES / "mariadb" / "p16k-pc_zlib.ibd", path)
-    code, heavy, out = _heavy("inspect", "--json", str(path), heavy=INSPECT_HEAVY)
+    code, heavy, out = _heavy(
+        "inspect", "--json", str(path), heavy=INSPECT_HEAVY, state=tmp_path / "state"
+    )
     assert code == 0
     assert json.loads(out)["pages"] == path.stat().st_size // 16384
+    assert json.loads(out)["drop_cost"]["source"] in ("built-in", "none")
     assert heavy == []
+
+
+def test_the_probe_sees_the_calibration_reader_where_there_is_a_state_file(
+    tmp_path: Path,
+) -> None:
+    """With a calibration of the file's mount in the state file, ``inspect --json`` reads it
+    (its drop cost says so) and so loads ibdtool.fs.calibrate: the name can fail."""
+    from ibdtool.fs import Calibration, mount_of, save_calibration
+
+    mount = mount_of(tmp_path)
+    assert mount is not None
+    state = tmp_path / "state"
+    cal = Calibration(
+        mount.device, mount.fstype, mount.mount_point, mount.discard, str(tmp_path),
+        "2026-01-01 00:00 UTC", 1000, (1e-4, 2e-4), (0.01, 0.02),
+    )  # fmt: skip
+    save_calibration(cal, state / "ibdtool" / "calibration.json")
+    path = tmp_path / "t.ibd"
+    shutil.copyfile(SAMPLES / "mariadb" / "p16k-pc_zlib.ibd", path)
+    code, heavy, out = _heavy("inspect", "--json", str(path), heavy=INSPECT_HEAVY, state=state)
+    assert code == 0
+    assert json.loads(out)["drop_cost"]["source"] == "calibration"
+    assert heavy == ["ibdtool.fs.calibrate"]
 
 
 def test_the_probe_sees_the_checksum_module_and_the_sdi_reader(tmp_path: Path) -> None:

@@ -7,6 +7,8 @@ filesystem really stores for a file.
 - ``mounts``: the mount holding a file (``/proc/self/mountinfo``) and its device's discard.
 - ``rates``: the cost of freeing extents measured on named filesystems (the built-in table).
 - ``calibrate``: measure that cost on this filesystem, in place; the state file keeping it.
+- ``statefile``: where that state file is (apart, so that a prediction can see there is none
+  without loading ``calibrate``).
 - ``extents``: what freeing a file's extents costs (DROP TABLE, unlink), predicted as a
   range with its basis; how contiguous a file is and what that costs a cold scan.
 - ``users``: the processes holding a file open, or serving the directory it is in.

@@ -28,7 +28,7 @@ import os
 import time
 from collections.abc import Callable, Iterator
 from dataclasses import asdict, dataclass
-from functools import cache, lru_cache
+from functools import cache
 from pathlib import Path
 from typing import Any
 
@@ -36,8 +36,9 @@ from ibdtool.errors import InputError
 from ibdtool.fs.allocation import fiemap_tuples
 from ibdtool.fs.mounts import Mount, mount_of
 from ibdtool.fs.rates import RATES, Rate
+from ibdtool.fs.statefile import STATE_NAME, state_path
+from ibdtool.fs.statefile import state_dir as state_dir  # where it always was
 
-STATE_NAME = "calibration.json"
 STATE_VERSION = 1
 SCRATCH_PREFIX = ".ibdtool-calibrate-"
 MIN_EXTENTS, DEFAULT_EXTENTS, MAX_EXTENTS = 256, 2048, 16384
@@ -106,29 +107,6 @@ class Calibration:
 
 
 # --- the state file ------------------------------------------------------------------------
-
-
-def state_dir() -> Path:
-    """``$XDG_STATE_HOME/ibdtool`` (an absolute XDG_STATE_HOME only, as the spec says), else
-    ``~/.local/state/ibdtool``."""
-    return _state_dir(os.environ.get("XDG_STATE_HOME", ""), os.environ.get("HOME"))
-
-
-@lru_cache(maxsize=8)
-def _state_dir(xdg: str, home: str | None) -> Path:
-    """:func:`state_dir` for these variables (a report asks once a file: no Path built each
-    time)."""
-    base = Path(xdg) if xdg and os.path.isabs(xdg) else Path.home() / ".local" / "state"
-    return base / "ibdtool"
-
-
-def state_path() -> Path:
-    return _state_path(os.environ.get("XDG_STATE_HOME", ""), os.environ.get("HOME"))
-
-
-@lru_cache(maxsize=8)
-def _state_path(xdg: str, home: str | None) -> Path:
-    return _state_dir(xdg, home) / STATE_NAME
 
 
 def _bad(path: Path, why: str) -> InputError:

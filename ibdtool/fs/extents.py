@@ -27,9 +27,9 @@ from dataclasses import dataclass, replace
 from functools import lru_cache
 from typing import Any
 
-from ibdtool.fs.calibrate import lookup
 from ibdtool.fs.mounts import Mount, discard_max_bytes, mount_of, read_mounts
 from ibdtool.fs.rates import RATES, Rate
+from ibdtool.fs.statefile import has_state
 
 GIB = 1 << 30
 
@@ -134,7 +134,11 @@ def builtin_rate(w: Where) -> Rate | None:
 def rate_for(w: Where) -> tuple[Rate | None, str]:
     """The rate for this filesystem and where it comes from: a calibration of this mount
     (ibdtool's state file), else the built-in table."""
-    if w.mount is not None:
+    if w.mount is not None and has_state():
+        # the state file's reader (its classes, the measuring code beside it) only on a
+        # machine that was calibrated: without a file it finds nothing (tests/test_startup.py)
+        from ibdtool.fs.calibrate import lookup
+
         cal = lookup(w.mount)
         if cal is not None:
             return cal.rate(), "calibration"
