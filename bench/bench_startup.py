@@ -2,11 +2,17 @@
 
 Run by hand:  PYTHONPATH=$PWD .venv/bin/python bench/bench_startup.py [--runs N]
               [--before DIR]   (another checkout, e.g. ``git archive main | tar -x -C DIR``)
+              [--anchor DIR]   (an older checkout whose start-up was measured on an earlier
+                                day, e.g. the commit that met the goal: how far the machine
+                                itself moved since, in the same runs)
               [--also-python PY]  (another interpreter, e.g. a venv with
                                    ``pip install -e . --config-settings editable_mode=compat``)
               [--no-pyc]  (also this tree with no ``.pyc`` under PYTHONDONTWRITEBYTECODE=1:
                            every module compiled at every start, as an editable install was
                            before ``scripts/setup.sh`` compiled it)
+              [--no-finder]  (also this tree under ``python -S`` with the venv's site-packages
+                              on PYTHONPATH: the start a ``.pth`` path line would give, without
+                              the editable install's finder and what it imports)
               [--installed PY]  (an interpreter with ibdtool installed from the wheel, run
                                  outside the tree, under PYTHONDONTWRITEBYTECODE=1)
 
@@ -49,7 +55,7 @@ def _compile(tree: Path) -> None:
 
 def _once(cmd: list[str], env: dict[str, str]) -> tuple[float, float]:
     # run from the tree itself: ``python -m`` puts the working directory first on sys.path
-    return run_once(cmd, env=env, cwd=env.get("PYTHONPATH", str(WORK)))
+    return run_once(cmd, env=env, cwd=env.get("PYTHONPATH", str(WORK)).split(os.pathsep)[0])
 
 
 def tiny_file() -> Path:
@@ -133,6 +139,11 @@ def main() -> None:
     ap.add_argument("--runs", type=int, default=40)
     ap.add_argument("--before", type=Path, help="a checkout of the code before, for comparison")
     ap.add_argument(
+        "--anchor",
+        type=Path,
+        help="an older checkout measured on an earlier day: the machine's own drift since",
+    )
+    ap.add_argument(
         "--also-python",
         help="another interpreter (another venv: how ibdtool is installed there) for the "
         "`python -c pass`, inspect and checksum rows of this tree",
@@ -143,12 +154,19 @@ def main() -> None:
         help="also a copy of this tree without .pyc, run under PYTHONDONTWRITEBYTECODE=1",
     )
     ap.add_argument("--installed", help="an interpreter with ibdtool installed from the wheel")
+    ap.add_argument(
+        "--no-finder",
+        action="store_true",
+        help="also this tree under python -S, the venv's site-packages on PYTHONPATH",
+    )
     args = ap.parse_args()
     tiny = tiny_file()
     with_cfg = REPO / "samples" / "mariadb" / "p4k-plain.ibd"
     trees = {"now": REPO}
     if args.before:
         trees = {"before": args.before.resolve(), **trees}
+    if args.anchor:
+        trees = {"anchor": args.anchor.resolve(), **trees}
     py = sys.executable
     base_env = {k: v for k, v in os.environ.items() if k != "PYTHONPATH"}
     rows: list[tuple[str, str, list[str], dict[str, str]]] = [
@@ -192,6 +210,22 @@ def main() -> None:
             (label, "`ibdtool checksum tiny.ibd`", [*ibd, "checksum", str(tiny)], env),
             (label, "`ibdtool --help`", [*ibd, "--help"], env),
         ]
+    if args.no_finder:
+        import sysconfig
+
+        site_dir = sysconfig.get_paths()["purelib"]
+        env = {**base_env, "PYTHONPATH": f"{REPO}{os.pathsep}{site_dir}"}
+        bare = [py, "-S", "-m", "ibdtool.cli"]
+        rows += [
+            ("", "`python -S -c pass`", [py, "-S", "-c", "pass"], base_env),
+            (
+                "now, no finder",
+                "`ibdtool inspect --json tiny.ibd`",
+                [*bare, "inspect", "--json", str(tiny)],
+                env,
+            ),
+            ("now, no finder", "`ibdtool --help`", [*bare, "--help"], env),
+        ]
     rows += _pyc_rows(args.no_pyc, args.installed, tiny, base_env)
     load = os.getloadavg()
     walls: list[list[float]] = [[] for _ in rows]
@@ -225,9 +259,11 @@ def main() -> None:
         "",
         "Command: `PYTHONPATH=$PWD .venv/bin/python bench/bench_startup.py"
         + (" --before DIR" if args.before else "")
+        + (" --anchor DIR" if args.anchor else "")
         + (" --also-python PY" if args.also_python else "")
         + (" --no-pyc" if args.no_pyc else "")
         + (" --installed PY" if args.installed else "")
+        + (" --no-finder" if args.no_finder else "")
         + "`",
     ]
     body = "\n".join(lines)
