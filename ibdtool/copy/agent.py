@@ -195,26 +195,24 @@ def complement(ranges, size):
 RANGE_CHUNK = 1 << 10
 
 
-def _columns(ranges):
-    """``(starts, ends)`` of ``ranges``: the arrays of :class:`Pieces` (or of anything that
-    keeps them so, as ``ibdtool.fs.ranges.PackedRanges``), else made from the pairs."""
-    starts = getattr(ranges, "starts", None)
-    ends = getattr(ranges, "ends", None)
-    if isinstance(starts, array) and isinstance(ends, array):
-        return starts, ends
-    packed = Pieces(ranges)
-    return packed.starts, packed.ends
+def pairs_from(ranges, index):
+    """The ranges from the ``index``-th on: their own walk where they have one (:class:`Pieces`,
+    ``ibdtool.fs.ranges.PackedRanges``: a chunk of its deltas decoded at a time), else the
+    iteration with the first ``index`` skipped. Never a copy of the ranges."""
+    own = getattr(ranges, "pairs_from", None)
+    if own is not None:
+        return own(index)
+    return itertools.islice(ranges, index, None)
 
 
 def _packed_chunks(ranges):
     """The wire form of ``ranges`` (:data:`RANGE` each: big-endian start, end), a chunk of
-    :data:`RANGE_CHUNK` ranges at a time."""
-    starts, ends = _columns(ranges)
-    for at in range(0, len(starts), RANGE_CHUNK):
-        s, e = starts[at : at + RANGE_CHUNK], ends[at : at + RANGE_CHUNK]
-        both = array("Q", bytes(16 * len(s)))
-        both[0::2] = s if s.typecode == "Q" else array("Q", s)
-        both[1::2] = e if e.typecode == "Q" else array("Q", e)
+    :data:`RANGE_CHUNK` ranges at a time, from their iteration (whatever keeps them)."""
+    pairs = iter(ranges)
+    while True:
+        both = array("Q", itertools.chain.from_iterable(itertools.islice(pairs, RANGE_CHUNK)))
+        if not both:
+            return
         if sys.byteorder == "little":
             both.byteswap()
         yield both.tobytes()
@@ -248,15 +246,17 @@ def inflate(blob, cap, what):
     return raw
 
 
-def unpack_ranges(blob, size, block=MIN_BLOCK):
-    """The ranges of a data map or plan of a ``size``-byte file as :class:`Pieces`, checked:
-    each non-empty, sorted, disjoint, inside the file, at most one a ``block``. Inflated a
-    chunk at a time (never past the cap the file could legally need) straight into the
-    arrays: 16 bytes a range, whatever the wire held."""
+def unpack_ranges(blob, size, block=MIN_BLOCK, into=None):
+    """The ranges of a data map or plan of a ``size``-byte file, checked: each non-empty,
+    sorted, disjoint, inside the file, at most one a ``block``. Inflated a chunk at a time
+    (never past the cap the file could legally need) and checked as it comes, straight into
+    ``into`` (anything with ``extend(starts, ends)``: the host gives
+    ``ibdtool.fs.ranges.PackedRanges``, ~2.5 bytes a range) or a new :class:`Pieces` (16)."""
     cap = max_ranges(size, block) * RANGE.size
     what = "the range map"
     d = zlib.decompressobj()
-    out = Pieces()
+    out = Pieces() if into is None else into
+    last_end = 0
     held = 0
     tail = blob
     rest = b""
@@ -275,8 +275,10 @@ def unpack_ranges(blob, size, block=MIN_BLOCK):
                 both = array("Q", raw[:whole])
                 if sys.byteorder == "little":
                     both.byteswap()
-                out.starts.extend(both[0::2])
-                out.ends.extend(both[1::2])
+                starts, ends = both[0::2], both[1::2]
+                check_ranges(starts, ends, size, last_end)
+                last_end = ends[-1]
+                out.extend(starts, ends)
             rest = raw[whole:]
             if not tail and (d.eof or not raw):
                 break
@@ -286,23 +288,22 @@ def unpack_ranges(blob, size, block=MIN_BLOCK):
         raise ProtocolError(f"{what} is cut short")
     if rest:
         raise ProtocolError(f"{what} is not a whole number of ranges")
-    check_ranges(out, size)
     return out
 
 
-def check_ranges(ranges, size):
-    """Each range non-empty, sorted after the one before, inside ``[0, size)``: else a
-    :class:`ProtocolError` naming the first that is not."""
-    starts, ends = _columns(ranges)
+def check_ranges(starts, ends, size, pos=0):
+    """Each range ``(starts[k], ends[k])`` non-empty, sorted after the one before (the first
+    at or after ``pos``), inside ``[0, size)``: else a :class:`ProtocolError` naming the first
+    that is not."""
     n = len(starts)
     ok = not n or (
-        all(map(operator.lt, starts, ends))
+        starts[0] >= pos
+        and all(map(operator.lt, starts, ends))
         and all(map(operator.le, ends, itertools.islice(starts, 1, None)))
         and ends[-1] <= size
     )
     if ok:
         return
-    pos = 0
     for start, end in zip(starts, ends):  # noqa: B905 (Python 3.6; same lengths)
         if not pos <= start < end <= size:
             raise ProtocolError(
@@ -345,6 +346,20 @@ class Pieces:
     def append(self, pair):
         self.starts.append(pair[0])
         self.ends.append(pair[1])
+
+    def extend(self, starts, ends):
+        self.starts.extend(starts)
+        self.ends.extend(ends)
+
+    def pairs_from(self, index):
+        """The pieces from the ``index``-th on (no copy of the arrays)."""
+        return zip(  # noqa: B905 (Python 3.6; same lengths)
+            itertools.islice(self.starts, index, None), itertools.islice(self.ends, index, None)
+        )
+
+    def total(self):
+        """Bytes inside the pieces."""
+        return sum(self.ends) - sum(self.starts)
 
     def __len__(self):
         return len(self.starts)
@@ -393,9 +408,11 @@ def iter_windows(ranges, window):
 
 
 def plan_bytes(ranges):
-    starts = getattr(ranges, "starts", None)
-    if isinstance(starts, array):
-        return sum(ranges.ends) - sum(starts)
+    """Bytes inside ``ranges``: their own ``total()`` where they keep one (:class:`Pieces`,
+    ``ibdtool.fs.ranges.PackedRanges``), else summed."""
+    total = getattr(ranges, "total", None)
+    if total is not None:
+        return total()
     return sum(end - start for start, end in ranges)
 
 
@@ -410,11 +427,10 @@ class Windows:
     def __init__(self, plan, window):
         self.plan = plan
         self.window = window
-        self._starts, self._ends = _columns(plan)
         self._first = array("Q")  # per window: the index of the range it starts in
         self._at = array("Q")  # per window: the byte it starts at
         held = 0
-        for k, (start, end) in enumerate(zip(self._starts, self._ends)):  # noqa: B905
+        for k, (start, end) in enumerate(plan):
             # the windows starting inside this range: at each multiple of ``window`` of the
             # plan's bytes (as iter_windows cuts them)
             first = -(-held // window) * window
@@ -445,22 +461,20 @@ class Windows:
             return pieces
 
     def _make(self, index):
-        starts, ends, window = self._starts, self._ends, self.window
+        window = self.window
         pieces = Pieces()
         held = 0
-        k = self._first[index]
         pos = self._at[index]
-        while k < len(starts) and held < window:
-            end = ends[k]
+        for start, end in pairs_from(self.plan, self._first[index]):
+            pos = max(pos, start)  # the window's first byte in its first range, else the start
             while pos < end and held < window:
                 stop = min(end, pos + PIECE, pos + (window - held))
                 pieces.starts.append(pos)
                 pieces.ends.append(stop)
                 held += stop - pos
                 pos = stop
-            k += 1
-            if k < len(starts):
-                pos = starts[k]
+            if held >= window:
+                break
         return pieces
 
     def __iter__(self):

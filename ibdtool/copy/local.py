@@ -17,7 +17,7 @@ sums it (bytes, CRC, where each MiB of it starts), and each window is made again
 mark when it is copied (:class:`StreamedPlan`); in place, the aligned needless ranges are
 punched straight from it. Memory is then the page array and a few windows' pieces. The
 remote copy keeps the plan whole (:func:`build_plan`: it sends it to the other end), packed,
-16 bytes a range, and cuts its windows when they are read (:class:`ibdtool.copy.agent.Windows`).
+~2.5 bytes a range, and cuts its windows when they are read (:class:`ibdtool.copy.agent.Windows`).
 
 Verification, per window of the plan: after ``fdatasync`` the window is read back and its
 CRC-32 compared with the source's (``verify="data"``); for a tablespace ``verify="full"`` also
@@ -300,7 +300,7 @@ def build_plan(
 ) -> Plan:
     """What to write: the data ranges minus needless zero pages/tails and zero blocks, kept
     whole (a remote copy sends it) but packed: :func:`plan_stream` into :class:`PackedRanges`,
-    16 bytes a range, never a list of the needless ranges beside it; the data map itself
+    ~2.5 bytes a range, never a list of the needless ranges beside it; the data map itself
     where nothing is left out (:func:`packed_unless_same`)."""
     notes: list[str] = []
     ts = tablespace_to_repunch(path, repunch, notes)
@@ -330,25 +330,22 @@ def packed_unless_same(stream: Iterable[tuple[int, int]], data: PackedRanges) ->
     ranges: the plan of a file that kept its holes (punched by its server, one range a page)
     is its data map, and is then not held twice. A second map is started only at the first
     range that differs, from the ones before it."""
-    starts, ends = data.starts, data.ends
-    n = len(starts)
+    n = len(data)
     k = 0
+    held = iter(data)
     it = iter(stream)
-    for start, end in it:
-        if k < n and starts[k] == start and ends[k] == end:
+    for pair in it:
+        if k < n and next(held) == pair:
             k += 1
             continue
-        out = PackedRanges()
-        out.extend(starts[:k], ends[:k])
-        out.add(start, end)
-        for pair in it:
-            out.add(*pair)
+        out = data[:k]
+        out.add(*pair)
+        for start, end in it:
+            out.add(start, end)
         return out
     if k == n:
         return data
-    out = PackedRanges()
-    out.extend(starts[:k], ends[:k])
-    return out
+    return data[:k]
 
 
 def scan_progress(progress: ProgressFn | None, ts: Tablespace) -> Callable[[int, int], None] | None:

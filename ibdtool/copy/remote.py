@@ -43,7 +43,6 @@ from ibdtool.copy.local import (
     CopyProgress,
     CopyResult,
     ProgressFn,
-    Ranges,
     Ticker,
     VerifyFailed,
     check_pages,
@@ -58,7 +57,7 @@ from ibdtool.copy.local import (
 )
 from ibdtool.copy.repunch import Needless, iter_needless
 from ibdtool.errors import IbdtoolError
-from ibdtool.fs import read_allocation
+from ibdtool.fs import PackedRanges, read_allocation
 
 #: Run by the remote python3: check the version, then read and run the agent from stdin. It
 #: holds no quote, backslash, ``$`` or ``!``, so every common login shell passes it unchanged.
@@ -530,15 +529,18 @@ def _interrupted(dest: str) -> CopyInterrupted:
     )
 
 
-def _ask_for_source(session: AgentSession, src: Location) -> tuple[dict[str, Any], Ranges]:
+def _ask_for_source(session: AgentSession, src: Location) -> tuple[dict[str, Any], PackedRanges]:
     """``send``: the remote file's metadata and data ranges, checked; its name is the one
     the command line gives (:func:`local_name`), never the one the remote sends."""
     with session.speaking():
         session.send_json({"op": "send", "path": src.path})
         meta = session.reply("source")
         _, blob = session.recv_frame((b"M",))
-        # SEEK_DATA finds data a block at a time: at most a range a block (4 KiB at most)
-        ranges = agent.unpack_ranges(blob, meta["size"], min(meta["fs_block"], 4096))
+        # SEEK_DATA finds data a block at a time: at most a range a block (4 KiB at most);
+        # packed as the local data maps are (a page-compressed file has a range a page)
+        ranges = agent.unpack_ranges(
+            blob, meta["size"], min(meta["fs_block"], 4096), into=PackedRanges()
+        )
     for key in ("ok", "fs_block"):
         meta.pop(key, None)
     meta["name"] = local_name(src)
@@ -559,7 +561,7 @@ def local_name(src: Location) -> str:
 
 
 def _sums_from_source(
-    session: AgentSession, ranges: Ranges, window: int
+    session: AgentSession, ranges: PackedRanges, window: int
 ) -> Callable[[int], list[int]]:
     """``--resume``: the CRC-32s of the remote source's first windows, read again there now."""
 
@@ -650,7 +652,7 @@ def push(
         except BaseException:
             session.send_json({"op": "skip"})
             raise
-        del alloc  # its data map (16 bytes a range) is in the plan now: not kept twice
+        del alloc  # its data map (~2.5 bytes a range) is in the plan now: not kept twice
         result.notes += plan.notes
         result.needless, result.zero_block_bytes = plan.needless, plan.zero_block_bytes
         result.data_ranges, result.plan_bytes, result.codec = plan.data_ranges, plan.bytes, codec

@@ -13,7 +13,8 @@ filesystem really stores for a file.
   range with its basis; how contiguous a file is and what that costs a cold scan.
 - ``users``: the processes holding a file open, or serving the directory it is in.
 - ``unlink``: a DROP that does not stall: a hard link before it, paced steps after.
-- ``ranges``: byte ranges kept packed (16 bytes a range: a page-compressed file has one a page).
+- ``ranges``: byte ranges kept packed (~2.5 bytes a range: a page-compressed file has one
+  a page).
 
 Uses nothing of ibdtool but :mod:`ibdtool.errors`.
 """

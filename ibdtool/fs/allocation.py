@@ -28,7 +28,6 @@ import os
 import stat
 import struct
 from array import array
-from bisect import bisect_left
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
 from itertools import islice, repeat
@@ -319,8 +318,8 @@ class Allocation:
     holes there), or from FIEMAP's extents where they say the same
     (:func:`ranges_from_extents`); ``allocated`` is ``st_blocks * 512`` and also includes
     unwritten extents, block rounding of the tail and filesystem metadata such as extent-tree
-    blocks. The ranges are kept packed (:class:`~ibdtool.fs.ranges.PackedRanges`, 16 bytes a
-    range: a page-compressed file has one a page); any sequence of pairs given is packed.
+    blocks. The ranges are kept packed (:class:`~ibdtool.fs.ranges.PackedRanges`, ~2.5 bytes
+    a range: a page-compressed file has one a page); any sequence of pairs given is packed.
     """
 
     st_size: int
@@ -375,11 +374,9 @@ class Allocation:
         """The data ranges from ``pos`` on, the first cut at ``pos``; found by bisection, so
         a window made again from the middle of a file does not walk every range before it."""
         ranges = self.data_ranges
-        starts, ends = ranges.starts, ranges.ends
-        for i in range(ranges.index_at(pos), len(ranges)):
-            end = ends[i]
+        for start, end in ranges.pairs_from(ranges.index_at(pos)):
             if end > pos:
-                yield max(starts[i], pos), end
+                yield max(start, pos), end
 
     def allocated_bytes_in(self, start: int, length: int) -> int:
         """Bytes of data ranges inside ``[start, start + length)``. O(log ranges + hits)."""
@@ -387,18 +384,14 @@ class Allocation:
             return 0
         stop = start + length
         ranges = self.data_ranges
-        starts, ends = ranges.starts, ranges.ends
-        # First range that could overlap: the last one starting at or before ``start``.
-        i = ranges.index_at(start)
         total = 0
-        while i < len(starts):
-            r_start, r_end = starts[i], ends[i]
+        # from the first range that could overlap: the last one starting at or before ``start``
+        for r_start, r_end in ranges.pairs_from(ranges.index_at(start)):
             if r_start >= stop:
                 break
             lo, hi = max(r_start, start), min(r_end, stop)
             if hi > lo:
                 total += hi - lo
-            i += 1
         return total
 
     def per_page_allocated(self, page_size: int, n_pages: int, first: int = 0) -> array[int]:
@@ -417,12 +410,11 @@ class Allocation:
         limit = base + n_pages * page_size
         full = array("I", [page_size])
         ranges = self.data_ranges
-        starts, ends = ranges.starts, ranges.ends
-        # by index: the TUI asks for one page at a time of files with a data range per page;
-        # the ranges that meet the window sliced out at once, no call per range but the loop
-        lo = ranges.index_at(base)
-        hi = bisect_left(starts, limit, lo)
-        for r_start, r_end in zip(starts[lo:hi], ends[lo:hi], strict=True):
+        # from a bisection: the TUI asks for one page at a time of files with a data range
+        # per page; the walk stops at the first range starting past the window
+        for r_start, r_end in ranges.pairs_from(ranges.index_at(base)):
+            if r_start >= limit:
+                break
             if r_start < base:
                 r_start = base
             if r_end > limit:

@@ -1,11 +1,20 @@
-"""Byte ranges ``[start, end)`` kept packed: sorted, disjoint, 16 bytes a range.
+"""Byte ranges ``[start, end)`` kept packed: sorted, disjoint, about 2 bytes a range.
 
 A page-compressed tablespace has a data range per page: 6.5 million of them in a 100 GB
-table. As a tuple of ``(start, end)`` tuples that is ~120 bytes a range (a tuple, two
-ints, a pointer), 780 MB for that table; here it is two ``array('Q')``: the starts and the
-ends. :class:`PackedRanges` reads like the tuple of pairs it replaces (``len``, indexing,
-iteration, ``==`` with any sequence of pairs), so callers that walk ranges need no change;
-the ones that search use :meth:`PackedRanges.index_at` (a bisection over the starts).
+table. As a tuple of ``(start, end)`` tuples that is ~120 bytes a range (780 MB for that
+table); as two ``array('Q')`` 16 bytes (104 MB). Here the ranges are kept as their deltas
+(each range's length, and the gap before it), :data:`CHUNK` ranges a chunk: a chunk holds its
+first start, and its deltas divided by their greatest common divisor (the filesystem block,
+for FIEMAP's and SEEK_DATA's ranges) in the narrowest array that holds them. A compressed
+page's data and hole are a few blocks each, so a range costs 2 bytes (``array('B')``), plus
+a chunk's ~80 bytes of bookkeeping: ~2.3 bytes a range; any input is exact (an unaligned end
+only widens its own chunk).
+
+:class:`PackedRanges` reads like the tuple of pairs it replaces (``len``, indexing,
+iteration, ``==`` with any sequence of pairs); a walk from a range on is
+:meth:`PackedRanges.pairs_from`, found by :meth:`PackedRanges.index_at` (a bisection over
+the chunks' starts, then inside one chunk). Iteration decodes a chunk at a time at C speed
+(``itertools.accumulate``), never the whole map at once.
 """
 
 from __future__ import annotations
@@ -13,36 +22,87 @@ from __future__ import annotations
 from array import array
 from bisect import bisect_right
 from collections.abc import Iterable, Iterator, Sequence
-from operator import gt, lt
+from itertools import accumulate, chain, islice, repeat
+from math import gcd
+from operator import add, eq, floordiv, gt, lt, mul, sub
 from typing import overload
 
-__all__ = ["PackedRanges"]
+__all__ = ["CHUNK", "PackedRanges"]
+
+#: ranges a chunk: its first start (8 bytes), unit (8) and array (~64 bytes of header) are
+#: shared by this many ranges; decoding one chunk (a lookup, a bisection) makes 2 x CHUNK ints
+CHUNK = 256
+#: deltas an open chunk holds when full: the first range's length, then a gap and a length each
+_FULL = 2 * CHUNK - 1
+#: array type codes from narrow to wide, with the largest value each holds
+_WIDTHS = tuple((code, (1 << (8 * array(code).itemsize)) - 1) for code in "BHIQ")
+
+#: the largest offset a map holds (as the arrays it replaced, and as FIEMAP's u64)
+_LAST = (1 << 64) - 1
+
+Pair = tuple[int, int]
 
 
-class PackedRanges(Sequence[tuple[int, int]]):
-    """Sorted, disjoint byte ranges, built by :meth:`add` in file order (touching or
-    overlapping ranges are merged as they come) and read as a sequence of ``(start, end)``."""
+def _outside(start: int, end: int) -> Exception:
+    if start < 0:
+        return ValueError(f"a range cannot start before 0: [{start}, {end})")
+    return OverflowError(f"a range cannot end past 2**64 - 1: [{start}, {end})")
 
-    __slots__ = ("_ends", "_starts")
 
-    def __init__(self, pairs: Iterable[tuple[int, int]] = ()) -> None:
-        self._starts: array[int] = array("Q")
-        self._ends: array[int] = array("Q")
+def _narrowest(top: int) -> str:
+    for code, most in _WIDTHS:
+        if top <= most:
+            return code
+    raise OverflowError(f"a range delta of {top} bytes does not fit 64 bits")  # pragma: no cover
+
+
+class PackedRanges(Sequence[Pair]):
+    """Sorted, disjoint byte ranges, built by :meth:`add` (or :meth:`extend`) in file order
+    (touching or overlapping ranges are merged as they come) and read as a sequence of
+    ``(start, end)``. See the module doc for the layout."""
+
+    __slots__ = ("_bases", "_cache", "_chunks", "_last_end", "_n", "_open", "_total", "_units")
+
+    def __init__(self, pairs: Iterable[Pair] = ()) -> None:
+        self._bases: array[int] = array("Q")  # each chunk's first start (the open one's last)
+        self._units: array[int] = array("Q")  # each sealed chunk's delta divisor
+        self._chunks: list[array[int]] = []  # sealed chunks' deltas / unit
+        self._open: array[int] = array("Q")  # the open chunk's deltas, in bytes
+        self._last_end = 0
+        self._n = 0
+        self._total = 0
+        self._cache: tuple[int, array[int]] | None = None  # the last sealed chunk decoded
         for start, end in pairs:
             self.add(start, end)
+
+    # --- building --------------------------------------------------------------------------
 
     def add(self, start: int, end: int) -> None:
         """Append ``[start, end)`` (empty ranges are dropped); one that starts at or before
         the last range's end extends it. Ranges must come in order of their starts."""
         if end <= start:
             return
-        ends = self._ends
-        if ends and start <= ends[-1]:
-            if end > ends[-1]:
-                ends[-1] = end
+        last = self._last_end
+        if self._n and start <= last:
+            if end > last:
+                self._open[-1] += end - last
+                self._total += end - last
+                self._last_end = end
             return
-        self._starts.append(start)
-        ends.append(end)
+        if start < 0 or end > _LAST:
+            raise _outside(start, end)
+        opened = self._open
+        if len(opened) >= _FULL:
+            self._seal()
+            opened = self._open
+        if opened:
+            opened.append(start - last)
+        else:
+            self._bases.append(start)
+        opened.append(end - start)
+        self._n += 1
+        self._total += end - start
+        self._last_end = end
 
     def extend(self, starts: Sequence[int], ends: Sequence[int]) -> None:
         """:meth:`add` of each ``(starts[k], ends[k])``; at C speed when they are sorted,
@@ -51,74 +111,165 @@ class PackedRanges(Sequence[tuple[int, int]]):
         if not starts:
             return
         ok = (
-            all(map(lt, starts, ends))
+            starts[0] >= 0
+            and ends[-1] <= _LAST
+            and all(map(lt, starts, ends))
             and all(map(gt, starts[1:], ends[:-1]))
-            and (not self._ends or starts[0] > self._ends[-1])
+            and (not self._n or starts[0] > self._last_end)
         )
-        if ok:
-            self._starts.extend(starts)
-            self._ends.extend(ends)
+        if not ok:
+            for start, end in zip(starts, ends, strict=True):
+                self.add(start, end)
             return
-        for start, end in zip(starts, ends, strict=True):
-            self.add(start, end)
+        i, n = 0, len(starts)
+        while i < n:
+            room = (_FULL - len(self._open)) // 2
+            if not self._n or room == 0:  # the first range of a new chunk
+                self.add(starts[i], ends[i])
+                i += 1
+                continue
+            s, e = starts[i : i + room], ends[i : i + room]
+            gaps = map(sub, s, chain((self._last_end,), e))
+            lengths = map(sub, e, s)
+            self._open.extend(chain.from_iterable(zip(gaps, lengths, strict=True)))
+            self._n += len(s)
+            self._total += sum(e) - sum(s)
+            self._last_end = e[-1]
+            i += len(s)
 
-    @property
-    def starts(self) -> array[int]:
-        """The ranges' starts, in order (for bisection; do not change)."""
-        return self._starts
+    def _seal(self) -> None:
+        """The open chunk, full, kept as its deltas over their divisor, narrowest."""
+        deltas = self._open
+        unit = gcd(*deltas)
+        code = _narrowest(max(deltas) // unit)
+        if unit > 1:
+            self._chunks.append(array(code, map(floordiv, deltas, repeat(unit))))
+        else:
+            self._chunks.append(array(code, deltas))
+        self._units.append(unit)
+        self._open = array("Q")
 
-    @property
-    def ends(self) -> array[int]:
-        """The ranges' ends, in order (do not change)."""
-        return self._ends
+    # --- reading ---------------------------------------------------------------------------
+
+    def _flat(self, c: int) -> Iterator[int]:
+        """Chunk ``c``'s ranges as ``start0, end0, start1, end1, ...``, made as read."""
+        base = self._bases[c]
+        if c == len(self._chunks):
+            return accumulate(self._open, initial=base)
+        unit, deltas = self._units[c], self._chunks[c]
+        if unit == 1:
+            return accumulate(deltas, initial=base)
+        return map(add, map(mul, accumulate(deltas, initial=0), repeat(unit)), repeat(base))
+
+    def _decode(self, c: int) -> array[int]:
+        """:meth:`_flat` kept in an array (for lookups)."""
+        return array("Q", self._flat(c))
+
+    def _positions(self, c: int) -> array[int]:
+        """:meth:`_decode`, the last sealed chunk asked for kept (lookups come near each
+        other: a bisection, then a walk from there)."""
+        cached = self._cache
+        if cached is not None and cached[0] == c:
+            return cached[1]
+        positions = self._decode(c)
+        if c < len(self._chunks):
+            self._cache = (c, positions)
+        return positions
+
+    def _chunk_pairs(self, c: int) -> Iterator[Pair]:
+        flat = self._flat(c)
+        return zip(flat, flat, strict=True)
+
+    def pairs_from(self, index: int) -> Iterator[Pair]:
+        """The ranges from the ``index``-th on, a chunk decoded at a time."""
+        if index < 0:
+            index = max(0, index + self._n)
+        if index >= self._n:
+            return iter(())
+        c, k = divmod(index, CHUNK)
+        flat = iter(self._positions(c)[2 * k :])
+        later = map(self._chunk_pairs, range(c + 1, len(self._bases)))
+        return chain(zip(flat, flat, strict=True), chain.from_iterable(later))
 
     def index_at(self, pos: int) -> int:
         """Index of the last range starting at or before ``pos`` (0 when none does): where a
         walk for the ranges that reach past ``pos`` begins."""
-        return max(0, bisect_right(self._starts, pos) - 1)
+        c = bisect_right(self._bases, pos) - 1
+        if c < 0:
+            return 0
+        starts = self._positions(c)[0::2]
+        return c * CHUNK + bisect_right(starts, pos) - 1
 
     def total(self) -> int:
         """Bytes inside the ranges."""
-        return sum(self._ends) - sum(self._starts)
+        return self._total
 
     def __len__(self) -> int:
-        return len(self._starts)
+        return self._n
 
     @overload
-    def __getitem__(self, index: int) -> tuple[int, int]: ...
+    def __getitem__(self, index: int) -> Pair: ...
     @overload
     def __getitem__(self, index: slice) -> PackedRanges: ...
-    def __getitem__(self, index: int | slice) -> tuple[int, int] | PackedRanges:
+    def __getitem__(self, index: int | slice) -> Pair | PackedRanges:
         if isinstance(index, slice):
+            lo, hi, step = index.indices(self._n)
+            if step == 1:
+                picked: Iterable[Pair] = islice(self.pairs_from(lo), max(0, hi - lo))
+            else:
+                picked = [self[i] for i in range(lo, hi, step)]
             out = PackedRanges()
-            out._starts = self._starts[index]
-            out._ends = self._ends[index]
+            pairs = iter(picked)
+            while part := list(islice(pairs, CHUNK)):
+                starts, ends = zip(*part, strict=True)
+                out.extend(starts, ends)
             return out
-        return self._starts[index], self._ends[index]
+        if index < 0:
+            index += self._n
+        if not 0 <= index < self._n:
+            raise IndexError("PackedRanges index out of range")
+        c, k = divmod(index, CHUNK)
+        positions = self._positions(c)
+        return positions[2 * k], positions[2 * k + 1]
 
-    def __iter__(self) -> Iterator[tuple[int, int]]:
-        return zip(self._starts, self._ends, strict=True)
+    def __iter__(self) -> Iterator[Pair]:
+        return chain.from_iterable(map(self._chunk_pairs, range(len(self._bases))))
 
     def __eq__(self, other: object) -> bool:
-        if isinstance(other, PackedRanges):
-            return self._starts == other._starts and self._ends == other._ends
         if isinstance(other, Sequence) and not isinstance(other, (str, bytes)):
-            return len(other) == len(self) and all(
-                tuple(o) == s for o, s in zip(other, self, strict=True)
-            )
+            return len(other) == self._n and all(map(eq, map(tuple, other), self))
         return NotImplemented
 
     def __hash__(self) -> int:
-        return hash((self._starts.tobytes(), self._ends.tobytes()))
+        # the layout is a function of the ranges alone (chunks are cut every CHUNK ranges,
+        # each kept at its divisor and narrowest width), so equal maps hash alike
+        return hash(self.__getstate__())
 
     def __repr__(self) -> str:
-        if len(self) > 8:
-            return f"PackedRanges(<{len(self)} ranges>)"
+        if self._n > 8:
+            return f"PackedRanges(<{self._n} ranges>)"
         return f"PackedRanges({list(self)!r})"
 
-    def __getstate__(self) -> tuple[bytes, bytes]:
-        return self._starts.tobytes(), self._ends.tobytes()
+    def __getstate__(self) -> tuple[object, ...]:
+        chunks = tuple((a.typecode, a.tobytes()) for a in self._chunks)
+        return (
+            self._bases.tobytes(),
+            self._units.tobytes(),
+            chunks,
+            self._open.tobytes(),
+            self._last_end,
+            self._n,
+            self._total,
+        )
 
-    def __setstate__(self, state: tuple[bytes, bytes]) -> None:
-        self._starts = array("Q", state[0])
-        self._ends = array("Q", state[1])
+    def __setstate__(self, state: tuple[object, ...]) -> None:
+        bases, units, chunks, opened, last_end, n, total = state
+        assert isinstance(bases, bytes) and isinstance(units, bytes)
+        assert isinstance(chunks, tuple) and isinstance(opened, bytes)
+        assert isinstance(last_end, int) and isinstance(n, int) and isinstance(total, int)
+        self._bases = array("Q", bases)
+        self._units = array("Q", units)
+        self._chunks = [array(code, raw) for code, raw in chunks]
+        self._open = array("Q", opened)
+        self._last_end, self._n, self._total = last_end, n, total
+        self._cache = None

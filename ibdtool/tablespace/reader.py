@@ -394,29 +394,31 @@ class Tablespace:
         start = max(0, start)
         psize = self.physical_size
         ranges = self.scan_ranges if coarse else self.data_ranges
-        i = ranges.index_at(start * psize)
-        # the packed arrays themselves: a compressed file has a range a page, and a (start,
-        # end) tuple made per range was most of this walk's time (issue 24)
-        starts, ends, count = ranges.starts, ranges.ends, len(ranges)
+        # one walk over the packed ranges from a bisection, a range looked at once (a
+        # compressed file has a range a page: no lookup by index, no list of them)
+        pairs = ranges.pairs_from(ranges.index_at(start * psize))
+        cur = next(pairs, None)
         n = start
         while n < stop:
             # the next data range that reaches past page n
-            while i < count and ends[i] <= n * psize:
-                i += 1
-            if i == count:
+            while cur is not None and cur[1] <= n * psize:
+                cur = next(pairs, None)
+            if cur is None:
                 data_first = data_end = stop
             else:
-                data_first = max(n, starts[i] // psize)
+                data_first = max(n, cur[0] // psize)
                 if data_first - n < MIN_HOLE_PAGES:
                     data_first = n
-                data_end = -(-ends[i] // psize)
+                data_end = -(-cur[1] // psize)
                 # ranges with no long hole between them: one data run (up to ``stop``: a
                 # compressed file has a range a page, and a scan of a block must not walk
                 # every range to the end of the file)
                 reach = data_end + MIN_HOLE_PAGES
-                while data_end < stop and i + 1 < count and starts[i + 1] // psize < reach:
-                    i += 1
-                    end_page = -(-ends[i] // psize)
+                while data_end < stop:
+                    cur = next(pairs, None)
+                    if cur is None or cur[0] // psize >= reach:
+                        break  # ``cur`` is where the next run's walk starts
+                    end_page = -(-cur[1] // psize)
                     if end_page > data_end:
                         data_end = end_page
                         reach = data_end + MIN_HOLE_PAGES
