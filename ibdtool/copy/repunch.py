@@ -263,13 +263,20 @@ def page_keeps(
 ) -> array[int]:
     """:func:`iter_needless` of the whole file, kept as what it leaves of each page: per page,
     the bytes from its slot's start that are not needless (the page size: all of them), 2
-    bytes a page (4 for 64 KiB pages), where the ranges would take 16 or more. One scan
-    gives it; :func:`needless_of` and :func:`kept_pieces` then make the plan from it as often
-    as asked, without reading a header again (a copy cuts its windows from it)."""
+    bytes a page (4 for 64 KiB pages), where the ranges would take 16 or more. The array ends
+    after the last page with needless bytes (the pages past it keep all theirs): a file that
+    kept its holes (a page-compressed table as its server punched it) has none to keep, and
+    its copy holds no array at all. One scan gives it; :func:`needless_of` and
+    :func:`kept_pieces` then make the plan from it as often as asked, without reading a header
+    again (a copy cuts its windows from it)."""
     psize = ts.physical_size
-    keeps = array("H" if psize <= 0xFFFF else "I", [psize]) * ts.n_pages
+    keeps = array("H" if psize <= 0xFFFF else "I")
+    whole = array(keeps.typecode, [psize])
     for start, end in iter_needless(ts, alloc, counts, progress):
         first, last = start // psize, end // psize  # a needless range ends at a slot's end
+        need = max(last, first + 1)
+        if len(keeps) < need:
+            keeps.extend(whole * (need - len(keeps)))
         keeps[first] = start - first * psize
         for page in range(first + 1, last):
             keeps[page] = 0

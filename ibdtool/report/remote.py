@@ -136,14 +136,14 @@ def host_error_row(host: str, paths: list[str], message: str) -> Row:
 
 def reply_allocation(reply: dict[str, Any], size: int, ranges: Any) -> Allocation:
     """The :class:`Allocation` an ``open`` or ``fetch`` reply (checked) and its data map (the
-    agent's packed ranges) give."""
+    agent's ranges, unpacked into :class:`PackedRanges`: kept, not copied) give."""
     counts = reply["fiemap"]
     extents, unwritten, runs, unwritten_bytes = counts if counts else (None,) * 4
     return Allocation(
         st_size=size,
         allocated=reply["allocated"],
         fs_block_size=reply["fs_block"],
-        data_ranges=PackedRanges(ranges),
+        data_ranges=ranges if isinstance(ranges, PackedRanges) else PackedRanges(ranges),
         extents=extents,
         unwritten_extents=unwritten,
         contiguous_runs=runs,
@@ -242,7 +242,7 @@ class RemoteHost:
                 raise ProtocolError("sizes of the files beside it that do not fit the request")
             _, blob = self.frame((b"M",))
             block = min(reply["fs_block"], 4096)  # SEEK_DATA: at most a range a block
-            ranges = unpack_ranges(blob, size, block)
+            ranges = unpack_ranges(blob, size, block, into=PackedRanges())
             frames = self._data_frames(size, len(ranges))
             read: dict[str, bytes | None] = {}
             for (where, _), n in zip(beside, lengths, strict=True):
@@ -340,7 +340,9 @@ class RemoteFile:
         self.handle = reply["handle"]
         self.size = reply["size"]
         try:  # SEEK_DATA finds data a block at a time: at most a range a block (4 KiB at most)
-            ranges = unpack_ranges(blob, self.size, min(reply["fs_block"], 4096))
+            ranges = unpack_ranges(
+                blob, self.size, min(reply["fs_block"], 4096), into=PackedRanges()
+            )
         except ProtocolError as exc:
             raise host.lied(exc) from None
         self._allocation = reply_allocation(reply, self.size, ranges)
