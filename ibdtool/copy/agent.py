@@ -148,13 +148,13 @@ class ProtocolError(AgentError):
 
 
 def seek_data_ranges(fd, size):
-    """``[start, end)`` ranges holding data, by SEEK_DATA/SEEK_HOLE, as :class:`Pieces` (16
-    bytes a range: a page-compressed file has one a page); all data if unsupported.
+    """``[start, end)`` ranges holding data, by SEEK_DATA/SEEK_HOLE, as :class:`WireRanges`
+    (~4 bytes a range: a page-compressed file has one a page); all data if unsupported.
 
     The remote twin of ``ibdtool.fs.allocation.data_ranges`` (this file cannot import ibdtool).
     """
-    out = Pieces()
-    starts, ends = out.starts, out.ends
+    out = WireRanges()
+    held_start = held_end = -1
     pos = 0
     while pos < size:
         try:
@@ -163,18 +163,21 @@ def seek_data_ranges(fd, size):
             if exc.errno == errno.ENXIO:
                 break
             if exc.errno == errno.EINVAL and pos == 0:
-                return Pieces([(0, size)] if size else [])
+                return WireRanges([(0, size)] if size else [])
             raise
         if start >= size:
             break
         end = min(os.lseek(fd, start, os.SEEK_HOLE), size)
         end = max(end, start + 1)
-        if ends and start <= ends[-1]:
-            ends[-1] = max(ends[-1], end)
+        if start <= held_end:
+            held_end = max(held_end, end)
         else:
-            starts.append(start)
-            ends.append(end)
+            if held_end > held_start:
+                out.append((held_start, held_end))
+            held_start, held_end = start, end
         pos = end
+    if held_end > held_start:
+        out.append((held_start, held_end))
     return out
 
 
@@ -251,11 +254,12 @@ def unpack_ranges(blob, size, block=MIN_BLOCK, into=None):
     sorted, disjoint, inside the file, at most one a ``block``. Inflated a chunk at a time
     (never past the cap the file could legally need) and checked as it comes, straight into
     ``into`` (anything with ``extend(starts, ends)``: the host gives
-    ``ibdtool.fs.ranges.PackedRanges``, ~2.5 bytes a range) or a new :class:`Pieces` (16)."""
+    ``ibdtool.fs.ranges.PackedRanges``, ~2.5 bytes a range) or a new :class:`WireRanges`
+    (~4)."""
     cap = max_ranges(size, block) * RANGE.size
     what = "the range map"
     d = zlib.decompressobj()
-    out = Pieces() if into is None else into
+    out = WireRanges() if into is None else into
     last_end = 0
     held = 0
     tail = blob
@@ -386,6 +390,95 @@ class Pieces:
 
     def __repr__(self):
         return f"Pieces({list(self)!r})"
+
+
+class WireRanges:
+    """Ranges ``(start, end)`` in order, kept in their wire form (:data:`RANGE` each) and
+    zlib-compressed :data:`RANGE_CHUNK` at a time: ~4 bytes a range for a page-compressed
+    file's map (a range a page) where :class:`Pieces` takes 16. The agent's data maps and
+    plans (this file cannot import ``ibdtool.fs.ranges.PackedRanges``, the host's). Built by
+    :meth:`append` or :meth:`extend` (kept as given: :func:`seek_data_ranges` merges, and a
+    plan is cut into windows range by range); read by iteration and :meth:`pairs_from`, a
+    chunk inflated at a time, ``len``, :meth:`total` and ``==`` with any sequence of pairs."""
+
+    __slots__ = ("_chunks", "_ends", "_n", "_starts", "_total")
+
+    def __init__(self, pairs=()):
+        self._chunks = []  # type: list  # RANGE_CHUNK ranges each, compressed
+        self._starts = array("Q")  # the chunk being filled
+        self._ends = array("Q")
+        self._n = 0
+        self._total = 0
+        for pair in pairs:
+            self.append(pair)
+
+    def append(self, pair):
+        self.extend((pair[0],), (pair[1],))
+
+    def extend(self, starts, ends):
+        at = 0
+        while at < len(starts):
+            room = RANGE_CHUNK - len(self._starts)
+            s, e = starts[at : at + room], ends[at : at + room]
+            self._starts.extend(s)
+            self._ends.extend(e)
+            self._n += len(s)
+            self._total += sum(e) - sum(s)
+            at += len(s)
+            if len(self._starts) == RANGE_CHUNK:
+                self._chunks.append(zlib.compress(_wire(self._starts, self._ends), 1))
+                self._starts, self._ends = array("Q"), array("Q")
+
+    def _chunk_pairs(self, index):
+        if index == len(self._chunks):
+            return zip(self._starts, self._ends)  # noqa: B905 (Python 3.6; same lengths)
+        both = array("Q", zlib.decompress(self._chunks[index]))
+        if sys.byteorder == "little":
+            both.byteswap()
+        flat = iter(both)
+        return zip(flat, flat)  # noqa: B905 (Python 3.6; pairs)
+
+    def pairs_from(self, index):
+        """The ranges from the ``index``-th on, a chunk inflated at a time."""
+        index = max(0, index)
+        first, skip = divmod(index, RANGE_CHUNK)
+        if first > len(self._chunks):
+            return iter(())
+        chunks = range(first, len(self._chunks) + 1)
+        pairs = itertools.chain.from_iterable(map(self._chunk_pairs, chunks))
+        return itertools.islice(pairs, skip, None)
+
+    def __iter__(self):
+        return self.pairs_from(0)
+
+    def __len__(self):
+        return self._n
+
+    def total(self):
+        """Bytes inside the ranges."""
+        return self._total
+
+    def __eq__(self, other):
+        try:
+            pairs = zip(other, self)  # noqa: B905 (Python 3.6; the lengths are compared)
+            return len(other) == len(self) and all(tuple(o) == s for o, s in pairs)
+        except TypeError:
+            return NotImplemented
+
+    __hash__ = None  # type: ignore[assignment]
+
+    def __repr__(self):
+        return f"WireRanges(<{self._n} ranges>)"
+
+
+def _wire(starts, ends):
+    """The wire form (:data:`RANGE` each) of the ranges ``(starts[k], ends[k])``."""
+    both = array("Q", bytes(16 * len(starts)))
+    both[0::2] = starts
+    both[1::2] = ends
+    if sys.byteorder == "little":
+        both.byteswap()
+    return both.tobytes()
 
 
 def iter_windows(ranges, window):
