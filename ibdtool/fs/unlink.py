@@ -30,12 +30,14 @@ import os
 import platform
 import stat
 import time
+from array import array
 from collections.abc import Iterator
 from dataclasses import dataclass
+from operator import itemgetter
 from pathlib import Path
 
 from ibdtool.errors import InputError
-from ibdtool.fs.allocation import FIEMAP_BIG_BATCH, fiemap_tuples
+from ibdtool.fs.allocation import FIEMAP_BIG_BATCH, iter_fiemap
 from ibdtool.fs.users import users_of
 
 DROP_SUFFIX = ".ibdtool-drop"
@@ -92,12 +94,14 @@ def drop_prepare(
     try:
         fd = os.open(link, os.O_RDONLY | os.O_NOFOLLOW | os.O_CLOEXEC | os.O_NONBLOCK)
         try:
-            found = fiemap_tuples(fd, FIEMAP_BIG_BATCH)
+            batches = iter_fiemap(fd, FIEMAP_BIG_BATCH)
+            # counted a FIEMAP call at a time: a page-compressed table has an extent a page
+            found = None if batches is None else sum(sum(1 for _ in one) for one in batches)
         finally:
             os.close(fd)
     except OSError:
         found = None
-    return DropPrepared(str(src), str(link), None if found is None else len(found), st.st_size)
+    return DropPrepared(str(src), str(link), found, st.st_size)
 
 
 def idle_io() -> bool:
@@ -174,10 +178,13 @@ def free_in_steps(
     by ``max_steps``: run again to go on)."""
     fd = open_to_free(path, any_name)
     try:
-        found = fiemap_tuples(fd, FIEMAP_BIG_BATCH)
-        # logical starts of the extents, in file order (the file is nobody else's: it stays so)
-        starts = [e[0] for e in found] if found is not None else []
-        by_bytes = found is None
+        batches = iter_fiemap(fd, FIEMAP_BIG_BATCH)
+        # logical starts of the extents, in file order (the file is nobody else's: it stays
+        # so), 8 bytes each: a page-compressed table has an extent a page
+        starts: array[int] = array("Q")
+        for one in batches or ():
+            starts.extend(map(itemgetter(0), one))
+        by_bytes = batches is None
         per_step = max(1, extents)
         number = 0
         size = os.fstat(fd).st_size
