@@ -4,11 +4,13 @@ A page-compressed tablespace has a data range per page: 6.5 million of them in a
 table. As a tuple of ``(start, end)`` tuples that is ~120 bytes a range (780 MB for that
 table); as two ``array('Q')`` 16 bytes (104 MB). Here the ranges are kept as their deltas
 (each range's length, and the gap before it), :data:`CHUNK` ranges a chunk: a chunk holds its
-first start, and its deltas divided by their greatest common divisor (the filesystem block,
-for FIEMAP's and SEEK_DATA's ranges) in the narrowest array that holds them. A compressed
-page's data and hole are a few blocks each, so a range costs 2 bytes (``array('B')``), plus
-a chunk's ~80 bytes of bookkeeping: ~2.3 bytes a range; any input is exact (an unaligned end
-only widens its own chunk).
+first start, and its deltas divided by a unit in the narrowest array that holds them. The
+unit is 256 where every delta is a multiple of it below 65,536 (FIEMAP's and SEEK_DATA's
+ranges are whole filesystem blocks, and a compressed page's data and hole are a few blocks
+each): a byte a delta, cut out of the deltas' bytes; else their greatest common divisor. A
+range then costs 2 bytes (``array('B')``) plus its share of a chunk's ~90 bytes of
+bookkeeping: ~2.5 bytes; any input is exact (an unaligned or long delta only widens its own
+chunk).
 
 :class:`PackedRanges` reads like the tuple of pairs it replaces (``len``, indexing,
 iteration, ``==`` with any sequence of pairs); a walk from a range on is
