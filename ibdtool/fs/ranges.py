@@ -1,4 +1,4 @@
-"""Byte ranges ``[start, end)`` kept packed: sorted, disjoint, about 2 bytes a range.
+"""Byte ranges ``[start, end)`` kept packed: sorted, disjoint, ~2.5 bytes a range.
 
 A page-compressed tablespace has a data range per page: 6.5 million of them in a 100 GB
 table. As a tuple of ``(start, end)`` tuples that is ~120 bytes a range (780 MB for that
