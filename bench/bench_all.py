@@ -146,8 +146,14 @@ def anchor_rows(
 # --- item 1: millions of extents ----------------------------------------------------------------
 
 
-def peak_rss_kib(cmd: list[str] | str, before: Callable[[], None] | None = None) -> int:
-    """Peak RSS (KiB) of one run of ``cmd`` and its children."""
+def peak_rss_kib(
+    cmd: list[str] | str,
+    before: Callable[[], None] | None = None,
+    env: dict[str, str] | None = None,
+    cwd: str | None = None,
+) -> int:
+    """Peak RSS (KiB) of one run of ``cmd`` and its children (in ``cwd`` with ``env``: a
+    ``--before`` tree's command)."""
     if before is not None:
         before()
     argv = ["sh", "-c", cmd] if isinstance(cmd, str) else cmd
@@ -157,8 +163,9 @@ def peak_rss_kib(cmd: list[str] | str, before: Callable[[], None] | None = None)
         "print(resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss)"
     )
     out = subprocess.run(
-        [sys.executable, "-c", probe, *argv], capture_output=True, text=True, check=True
-    )
+        [sys.executable, "-c", probe, *argv],
+        capture_output=True, text=True, check=True, env=env, cwd=cwd,
+    )  # fmt: skip
     return int(out.stdout.split()[-1])
 
 
@@ -275,12 +282,20 @@ def with_before(row: Row, tree: Path, label: str) -> Row:
 
 
 def memory_line(row: Row, extents: int) -> str:
-    """Peak RSS of one more run of each side, and the bytes an extent costs."""
+    """Peak RSS of one more run of each side (and of the ``--before`` tree's, when it ran),
+    and the bytes an extent costs."""
+
+    def rss(c: Contender) -> int:
+        return peak_rss_kib(c.cmd, c.before, c.env, c.cwd)  # type: ignore[arg-type]
+
     a, b = row.contenders[0], row.contenders[-1]
-    ra = peak_rss_kib(a.cmd, a.before)  # type: ignore[arg-type]
-    rb = peak_rss_kib(b.cmd, b.before)  # type: ignore[arg-type]
+    ra, rb = rss(a), rss(b)
+    was = "– | –"
+    if len(row.contenders) > 2:
+        rw = rss(row.contenders[-2])
+        was = f"{rw / 1024:.0f} MiB | {(rw - ra) * 1024 / extents:.1f}"
     per = (rb - ra) * 1024 / extents
-    return f"| {row.name} | {ra / 1024:.0f} MiB | {rb / 1024:.0f} MiB | {per:.0f} |"
+    return f"| {row.name} | {ra / 1024:.0f} MiB | {was} | {rb / 1024:.0f} MiB | {per:.1f} |"
 
 
 def main() -> None:
@@ -406,8 +421,9 @@ def main() -> None:
             *(
                 [
                     "",
-                    "| extent row | peak RSS dense | peak RSS punched | B/extent |",
-                    "|---|---:|---:|---:|",
+                    "| extent row | peak RSS dense | punched, before | B/extent, before "
+                    "| peak RSS punched | B/extent |",
+                    "|---|---:|---:|---:|---:|---:|",
                     *memory,
                 ]
                 if memory
