@@ -987,10 +987,6 @@ def _same_file_or_fail(path: str, st: os.stat_result) -> None:
         raise CopyFailed(f"{path}: replaced by another file while being read; not changed")
 
 
-def _holes_of(alloc: Allocation) -> Ranges:
-    return list(alloc.hole_ranges)
-
-
 def _verify_zeros(path: str, fd: int, ranges: Ranges) -> None:
     """Each range reads as zeros. Where ``SEEK_DATA`` says the filesystem holds no data (a
     hole: it reads as zeros by definition) nothing is read; the rest is read and compared.
