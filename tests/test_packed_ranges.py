@@ -130,6 +130,8 @@ def test_a_map_refuses_what_it_cannot_hold() -> None:
         PackedRanges([(-4096, 0), (-10, 10)])
     with pytest.raises(OverflowError):
         PackedRanges([(0, 1), (2, 3)]).add(2**64, 2**64 + 1)
+    with pytest.raises(OverflowError):  # by a merge too
+        PackedRanges([(0, 1), (2, 3)]).add(3, 2**64)
 
 
 @quick

@@ -87,6 +87,8 @@ class PackedRanges(Sequence[Pair]):
         the last range's end extends it. Ranges must come in order of their starts."""
         if end <= start:
             return
+        if start < 0 or end > _LAST:
+            raise _outside(start, end)
         last = self._last_end
         if self._n and start <= last:
             if end > last:
@@ -94,8 +96,6 @@ class PackedRanges(Sequence[Pair]):
                 self._total += end - last
                 self._last_end = end
             return
-        if start < 0 or end > _LAST:
-            raise _outside(start, end)
         opened = self._open
         if len(opened) >= _FULL:
             self._seal()
