@@ -167,8 +167,11 @@ def test_push_to_a_lying_remote(case: str, scene: Scene) -> None:
 
 # --- report host:path ---------------------------------------------------------------------------
 
-#: J 2 answers ``walk``, J 3 ``fetch`` (then M 1 its data map, its D frames and E, an R frame a
-#: sibling file read: none here)
+#: J 2 answers ``walk`` (the root and the listing's first batch: the one file here), J 3
+#: ``fetch`` (then M 1 its data map, its D frames and E, an R frame a sibling file read: none
+#: here); with J 2 saying ``more``, J 3 answers the ``walk_more`` asked for at once (an empty
+#: last batch) and J 4 the fetch
+MORE = _set("J", 2, ["more"], True)
 REPORT_LIES = {
     "walk: files not a list": [_set("J", 2, ["files"], 5)],
     "walk: a file entry a number": [_set("J", 2, ["files", 0], 7)],
@@ -176,6 +179,16 @@ REPORT_LIES = {
     "walk: root missing": [{"kind": "J", "nth": 2, "op": "del", "path": ["root"]}],
     "walk: unlisted of numbers": [_set("J", 2, ["unlisted"], [[1, 2, 3]])],
     "walk: nested 100,000 deep": [{"kind": "J", "nth": 2, "op": "deep", "n": 100_000, "obj": 1}],
+    "walk: more a string": [_set("J", 2, ["more"], "yes")],
+    "walk: more entries than asked": [_set("J", 2, ["files"], [["/x/t.ibd", 0, 0, 0]] * 513)],
+    "walk: a batch past its frame limit": [
+        {"kind": "J", "nth": 2, "op": "length", "value": (1 << 20) + 1}
+    ],
+    "walk_more: files not a list": [MORE, _set("J", 3, ["files"], 5)],
+    "walk_more: an entry of 5 items": [MORE, _set("J", 3, ["files"], [["/x/u.ibd", 0, 0, 0, 0]])],
+    "walk_more: an empty batch said to go on": [MORE, _set("J", 3, ["more"], True)],
+    "walk_more: a failure": [MORE, _raw("J", 3, b'{"ok": false, "error": "disk on fire"}')],
+    "walk_more: error not a string": [MORE, _raw("J", 3, b'{"ok": false, "error": [1]}')],
     "fetch: size negative": [_set("J", 3, ["size"], -1)],
     "fetch: whole a string": [_set("J", 3, ["whole"], "yes")],
     "fetch: sent whole past the size asked": [_set("J", 3, ["size"], 2**40)],

@@ -27,10 +27,14 @@ from ibdtool.errors import InputError
 from ibdtool.report import Comparer, ScanOptions, load_report, match_keys, scan_fleet, sort_key
 
 
-def _collect(out: RowSink, keys: set[str], row: dict[str, Any]) -> None:
+def _collect(out: RowSink, keys: set[str] | None, row: dict[str, Any]) -> None:
+    """One row into ``out``; its match key into ``keys`` when there is a report to compare
+    with (else none is made or kept: 100,000 of them would be 10 MB held to the end)."""
     error, host = row.get("error"), row["host"]
-    key = match_keys([row])[0]
-    keys.add(key)
+    key = ""
+    if keys is not None:
+        key = match_keys([row])[0]
+        keys.add(key)
     out.add(row, key, error if not error or error.startswith(f"{host}:") else f"{host}: {error}")
 
 
@@ -60,7 +64,7 @@ def report_fleet(
     meta = report_meta(paths, opts, jobs or len(groups), fail_on, local=False)
     meta["hosts"] = [host for host, _ in groups]
     out = RowSink(fmt, comparer, key=lambda r: (r["host"], *sort_key(r)))
-    keys: set[str] = set()
+    keys: set[str] | None = None if comparer is None else set()
     host_rows = 0
     done_files = done_bytes = 0
     with report_progress(0, 0) as bar:
@@ -76,6 +80,7 @@ def report_fleet(
     failed = [h for h, t in out.totals.hosts.items() if t["host_error"]]
     dropped: list[dict[str, Any]] = []
     if comparer is not None:
+        assert keys is not None
         comparer.new_keys = keys
         dropped = comparer.dropped(failed)
     if out.stream:

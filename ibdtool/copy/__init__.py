@@ -21,6 +21,7 @@ if TYPE_CHECKING:
         FRAME,
         MAX_PIECES,
         PIECE,
+        WALK_FRAME,
         AgentError,
         Codec,
         Interrupted,
@@ -59,7 +60,7 @@ else:
         {
             "agent": (
                 "AgentError CODEC_IDS Codec DATA_HEAD DATA_PIECE FRAME Interrupted MAX_PIECES "
-                "PIECE ProtocolError available_codecs batch_table decode_batch "
+                "PIECE ProtocolError WALK_FRAME available_codecs batch_table decode_batch "
                 "one_line parse_json read_json resolve_destination unpack_ranges"
             ),
             "local": "CopyFailed CopyOptions VERIFY_MODES copy_local repunch_in_place",
