@@ -2,7 +2,8 @@
 
 Each host gets one ssh connection running the stdlib-only agent of ``ibdtool copy``
 (:class:`ibdtool.copy.remote.AgentSession`: the system ``ssh``, nothing installed there but
-``python3``). The agent lists the tablespaces (``walk``) and reads bytes; it decodes nothing.
+``python3``). The agent lists the tablespaces (``walk``, a batch at a time: :class:`Listing`)
+and reads bytes; it decodes nothing.
 The pages are decoded here by the same engine as a local report — :class:`RemoteFile` is the
 :class:`~ibdtool.tablespace.reader.FileSource` of each remote file and
 :func:`ibdtool.report.batch.scan_one` does the rest — so the row of a remote file is the row a local
@@ -14,7 +15,9 @@ when the remote python3 has it, else zlib); holes never. Page headers alone woul
 checksum verdicts need every byte of every page, and a compressed page's type needs its image.
 
 Hosts are scanned in parallel, one thread each (at most ``parallel`` at once); a host's files
-one after the other. A host's thread only talks to its agent: a file of up to
+one after the other, as its listing's batches arrive (the next one asked for among the
+fetches, so a host's thread holds a batch or two of targets, never the listing). A host's
+thread only talks to its agent: a file of up to
 :data:`FETCH_WHOLE_BYTES` is fetched whole by one request (``fetch``: its allocation facts, data
 ranges and the ``.cfg`` and ``.cfp`` beside it in one reply, :class:`FetchedFile`), up to
 :data:`FETCH_AHEAD` requests in flight, and its pages decoded in a pool of worker processes,
