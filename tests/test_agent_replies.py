@@ -180,6 +180,8 @@ REPORT_LIES = {
     "walk: unlisted of numbers": [_set("J", 2, ["unlisted"], [[1, 2, 3]])],
     "walk: nested 100,000 deep": [{"kind": "J", "nth": 2, "op": "deep", "n": 100_000, "obj": 1}],
     "walk: more a string": [_set("J", 2, ["more"], "yes")],
+    "walk: a path with a surrogate no name has": [_set("J", 2, ["files", 0, 0], "/x/\ud800.ibd")],
+    "walk: a path with a NUL": [_set("J", 2, ["files", 0, 0], "/x/a\u0000.ibd")],
     "walk: more entries than asked": [_set("J", 2, ["files"], [["/x/t.ibd", 0, 0, 0]] * 513)],
     "walk: a batch past its frame limit": [
         {"kind": "J", "nth": 2, "op": "length", "value": (1 << 20) + 1}

@@ -461,3 +461,28 @@ def test_paths_of_a_host_that_overlap_list_each_file_once(
     fleet.scan_host("h", paths, cfg, ScanOptions(), emit, fetch=True)
     assert sorted(handed) == files
     assert handed[0] == paths[0] and handed[1:] == [f for f in files if f != paths[0]]
+
+
+def test_names_that_are_not_utf8_or_hold_escapes_give_the_local_rows(tmp_path: Path) -> None:
+    """A file name in Latin-1 (bytes that are not UTF-8: the agent's Python names them with
+    lone surrogates) and one holding a terminal escape: the remote listing takes both (the
+    host was dropped whole for the first before), each row equals the local report's, and
+    neither the table nor the CSV writes a raw escape."""
+    shop = tmp_path / "datadir" / "shop"
+    shop.mkdir(parents=True)
+    source = (REPO / "samples" / "mysql80" / "plain.ibd").read_bytes()
+    for raw in (b"plain.ibd", b"caf\xe9.ibd", b"e\x1b[31mvil.ibd"):
+        (shop / os.fsdecode(raw)).write_bytes(source)
+    fake = f"{sys.executable} {REPO / 'tests' / 'fuzz' / 'fake_ssh.py'}"
+    where = ["-e", fake, f"db-x:{tmp_path / 'datadir'}"]
+    local = run_ibdtool("report", tmp_path / "datadir", "--format", "json")
+    remote = run_ibdtool("report", *where, "--format", "json")
+    assert local.returncode == remote.returncode == 0, remote.stderr
+    local_rows = {r["path"]: same_anywhere(r) for r in json.loads(local.stdout)["tablespaces"]}
+    remote_rows = json.loads(remote.stdout)["tablespaces"]
+    assert len(local_rows) == 3
+    assert {r["path"]: same_anywhere(r, remote=True) for r in remote_rows} == local_rows
+    for fmt in ("table", "csv"):
+        proc = run_ibdtool("report", *where, "--format", fmt, env=cli_env(COLUMNS="300"))
+        assert proc.returncode == 0 and "\x1b" not in proc.stdout + proc.stderr, proc.stderr
+        assert "caf\\xe9" in proc.stdout and "e\\x1b[31mvil" in proc.stdout, proc.stdout
