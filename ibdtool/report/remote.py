@@ -392,15 +392,15 @@ class Listing:
     def _take(self, reply: dict[str, Any]) -> None:
         files, unlisted = reply["files"], reply["unlisted"]
         entries = len(files) + len(unlisted)
-        why = None
+        lie = None
         if entries > WALK_BATCH:
-            why = f"a listing of {entries} entries at once (asked at most {WALK_BATCH})"
+            lie = f"a listing of {entries} entries at once (asked at most {WALK_BATCH})"
         elif reply["more"] and not entries:
-            why = "an empty batch of a listing said to go on"
+            lie = "an empty batch of a listing said to go on"
         elif self.count + entries > MAX_LISTED:
-            why = f"a listing of more than {MAX_LISTED} entries"
-        if why is not None:
-            raise self.remote.lied(ProtocolError(why))
+            lie = f"a listing of more than {MAX_LISTED} entries"
+        if lie is not None:
+            raise self.remote.lied(ProtocolError(lie))
         self.more = reply["more"]
         self.count += entries
         new: list[Listed] = []
