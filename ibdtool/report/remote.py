@@ -51,6 +51,7 @@ from ibdtool.copy import (
     MAX_PIECES,
     PIECE,
     WALK_FRAME,
+    ZSTD_FAST_LEVEL,
     AgentError,
     AgentSession,
     Codec,
@@ -218,6 +219,7 @@ class RemoteHost:
             "path": path,
             "max": FETCH_WHOLE_BYTES,
             "codec": self.codec,
+            "level": ZSTD_FAST_LEVEL,
             "siblings": beside,
         }
         return json.dumps(msg).encode(), beside
