@@ -11,8 +11,9 @@ report of it gives, with ``host`` in front.
 
 What crosses the network: each file's allocation facts (``st_size``, ``st_blocks``, block size,
 FIEMAP counts, the SEEK_DATA map), then its data ranges once, compressed by the agent (zstd
-at its fast level -1 when the remote python3 has it, else zlib); holes never. Page headers alone would not do: the
-checksum verdicts need every byte of every page, and a compressed page's type needs its image.
+at its fast level -1 when the remote python3 has it, else zlib); holes never. Page headers
+alone would not do: the checksum verdicts need every byte of every page, and a compressed
+page's type needs its image.
 
 Hosts are scanned in parallel, one thread each (at most ``parallel`` at once); a host's files
 one after the other, as its listing's batches arrive (the next one asked for among the
