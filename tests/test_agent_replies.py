@@ -338,3 +338,31 @@ def test_a_remote_that_stops_answering_mid_file_is_dropped_in_one_line(
     run = with_rules(rules, lambda: run_inprocess("report", scene, fetch=fetch))
     assert run.outcome is Outcome.CLEAN_ERROR, run.describe()
     assert run.detail == f"{HOST}: no answer for 2 s; dropped", run.detail
+
+
+def test_a_walk_batch_stays_under_its_frame_limit_whatever_the_names(tmp_path: Path) -> None:
+    """The agent's listing of 1,200 files of 129-character names (escaped in JSON: a non-ASCII
+    letter each 6 bytes), asked for in batches of 100,000: it cuts each batch once its JSON
+    passes ``WALK_BYTES``, so every batch's frame stays under ``WALK_FRAME``, the limit the host
+    reads it with; the batches together are every file, in name order (``os.listdir``)."""
+    import io
+
+    from ibdtool.copy import agent
+
+    folder = tmp_path / "shop"
+    folder.mkdir()
+    for i in range(1200):
+        (folder / f"{i:05d}{'é' * 120}.ibd").touch()  # 245 bytes: near NAME_MAX
+    out = io.BytesIO()
+    agent._serve_walk({"path": str(tmp_path), "patterns": [r".*\.ibd$"], "batch": 100_000}, out)
+    while agent._WALK:
+        agent._serve_walk_more({"batch": 100_000}, out)
+    out.seek(0)
+    listed, sizes = [], []
+    while out.tell() < len(out.getvalue()):
+        _, payload = agent.read_frame(out, (b"J",), agent.WALK_FRAME)
+        sizes.append(len(payload))
+        listed += [entry[0] for entry in json.loads(payload)["files"]]
+    assert len(sizes) > 3 and max(sizes) < agent.WALK_FRAME
+    assert max(sizes) < agent.WALK_BYTES + 4 * 1024, sizes
+    assert listed == [str(folder / name) for name in sorted(os.listdir(folder))]
