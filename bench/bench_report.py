@@ -23,7 +23,9 @@ import os
 import shutil
 import subprocess
 import sys
+import tempfile
 import time
+from dataclasses import dataclass
 from pathlib import Path
 
 from common import IBDTOOL, REPO, WORK, append_results, run_timed, warm
@@ -130,18 +132,21 @@ def directory_rows(label: str, root: Path, loop: bool) -> tuple[list[str], float
 
 # --- issue 24: a fleet of 100,000 files against du -s, before and after, in one run ----------
 
-#: the CLI of the tree ``sys.argv[1]`` (first on the path), printing its own peak RSS and its
-#: largest child's (KiB) and its wall time at exit
+#: the CLI of the tree ``sys.argv[1]`` (first on the path), printing at exit its wall time,
+#: its own peak RSS and its largest child's (KiB), and its own CPU seconds and its children's
 TREE_PROBE = (
     "import sys,time;sys.path.insert(0,sys.argv.pop(1));t=time.perf_counter();"
     "import atexit,resource;"
     "u=lambda w: resource.getrusage(w);"
+    "cpu=lambda w: u(w).ru_utime+u(w).ru_stime;"
     "atexit.register(lambda: print('probe', time.perf_counter()-t,"
     "u(resource.RUSAGE_SELF).ru_maxrss, u(resource.RUSAGE_CHILDREN).ru_maxrss,"
-    "sum(u(w).ru_utime+u(w).ru_stime for w in (resource.RUSAGE_SELF,resource.RUSAGE_CHILDREN)),"
-    "file=sys.stderr));"
+    "cpu(resource.RUSAGE_SELF), cpu(resource.RUSAGE_CHILDREN), file=sys.stderr));"
     "from ibdtool.cli.main import main;main(prog_name='ibdtool')"
 )
+#: the ssh of ``host:PATH`` runs: the real agent (sent by the tree measured) run here, its CPU
+#: seconds written to ``$IBDTOOL_FAKE_CPU_LOG``; this tree's for every tree measured
+FAKE_SSH = REPO / "tests" / "fuzz" / "fake_ssh.py"
 
 
 def fleet_tree(files: int) -> Path:
@@ -156,19 +161,41 @@ def fleet_tree(files: int) -> Path:
     return root
 
 
-def probe(tree: Path, *args: str | Path) -> tuple[float, int, int, float]:
-    """(wall s, main process peak RSS KiB, largest worker's KiB, CPU s of all its processes)
-    of ``ibdtool ARGS`` of ``tree``."""
-    proc = subprocess.run(
-        [sys.executable, "-c", TREE_PROBE, str(tree), *map(str, args)],
-        stdout=subprocess.DEVNULL,
-        stderr=subprocess.PIPE,
-        text=True,
-        cwd=tree,
-    )
+@dataclass
+class Probe:
+    """One run of ``ibdtool``: wall and CPU seconds (its main process, the agents its fake ssh
+    ran, its workers: its other children), peak RSS KiB (main process, largest child)."""
+
+    wall: float
+    main_kib: int
+    child_kib: int
+    cpu_main: float
+    cpu_agent: float
+    cpu_workers: float
+
+    @property
+    def cpu(self) -> float:
+        return self.cpu_main + self.cpu_agent + self.cpu_workers
+
+
+def probe(tree: Path, *args: str | Path) -> Probe:
+    """One run of ``ibdtool ARGS`` of ``tree`` (:class:`Probe`)."""
+    with tempfile.NamedTemporaryFile("r", suffix=".cpu") as log:
+        proc = subprocess.run(
+            [sys.executable, "-c", TREE_PROBE, str(tree), *map(str, args)],
+            stdout=subprocess.DEVNULL,
+            stderr=subprocess.PIPE,
+            text=True,
+            cwd=tree,
+            env={**os.environ, "IBDTOOL_FAKE_CPU_LOG": log.name},
+        )
+        agent = sum(float(x) for x in log.read().split())
     line = [x for x in proc.stderr.splitlines() if x.startswith("probe ")][-1]
-    _, wall, main_kib, child_kib, cpu = line.split()
-    return float(wall), int(main_kib), int(child_kib), float(cpu)
+    _, wall, main_kib, child_kib, cpu_self, cpu_children = line.split()
+    return Probe(
+        float(wall), int(main_kib), int(child_kib), float(cpu_self), agent,
+        float(cpu_children) - agent,
+    )  # fmt: skip
 
 
 def du_seconds(root: Path) -> float:
@@ -177,7 +204,9 @@ def du_seconds(root: Path) -> float:
     return time.perf_counter() - start
 
 
-def fleet_rows(files: int, remote_files: int, before: str, formats: list[str]) -> str:
+def fleet_rows(
+    files: int, remote_files: int, before: str, formats: list[str], rounds: int = 1
+) -> str:
     """Local ``report`` over ``files`` files and ``report host:PATH`` (fake ssh: the real
     agent run here) over ``remote_files``, by the tree ``before`` and this one, interleaved,
     beside ``du -s`` of the same tree."""
@@ -194,17 +223,19 @@ def fleet_rows(files: int, remote_files: int, before: str, formats: list[str]) -
             continue
         root = fleet_tree(count)
         du = min(du_seconds(root) for _ in range(3))
-        rows.append(f"| {count:,} | `du -s` | | {du:.2f} | | | | |")
+        rows.append(f"| {count:,} | `du -s` | | {du:.2f} | | | | | | | | |")
         for fmt in formats if not remote else ["json"]:
-            for label, tree in trees:
-                fake = f"{sys.executable} {tree / 'tests' / 'fuzz' / 'fake_ssh.py'}"
+            for label, tree in [t for _ in range(rounds) for t in trees]:
+                fake = f"{sys.executable} {FAKE_SSH}"
                 where = ["-e", fake, f"bench:{root}"] if remote else [root]
-                wall, main_kib, child_kib, cpu = probe(tree, "report", *where, "--format", fmt)
-                per_file = (wall - du) / count * 1e3
+                p = probe(tree, "report", *where, "--format", fmt)
+                per_file = (p.wall - du) / count * 1e3
+                agent = f"{p.cpu_agent:.1f}" if remote else ""
                 rows.append(
                     f"| {count:,} | {'host:PATH' if remote else 'local'} `--format {fmt}` "
-                    f"| {label} | {wall:.1f} | {cpu:.1f} | {per_file:.2f} "
-                    f"| {main_kib / 1024:.0f} | {child_kib / 1024:.0f} |"
+                    f"| {label} | {p.wall:.1f} | {p.cpu:.1f} | {p.cpu_main:.1f} | {agent} "
+                    f"| {p.cpu_workers:.1f} | {p.cpu / count * 1e3:.2f} | {per_file:.2f} "
+                    f"| {p.main_kib / 1024:.0f} | {p.child_kib / 1024:.0f} |"
                 )
                 load.append(f"{os.getloadavg()[0]:.1f}")
                 print(rows[-1], flush=True)
@@ -212,13 +243,14 @@ def fleet_rows(files: int, remote_files: int, before: str, formats: list[str]) -
         [
             f"Trees: {files:,} local files, {remote_files:,} over fake ssh, in 100 schema "
             "folders (hard links of one real sample per schema; distinct files to report). "
-            f"Before: `{before}`; after: this tree; interleaved, one run each. Load average "
-            f"over the run: {' → '.join(load)} (the machine is shared with other sessions' "
+            f"Before: `{before}`; after: this tree; interleaved, {rounds} run(s) each. Load "
+            f"average over the run: {' → '.join(load)} (the machine is shared with other sessions' "
             "test suites: walls are loaded walls).",
             "",
-            "| files | command | tree | wall s | CPU s (all processes) | ms a file over du "
+            "| files | command | tree | wall s | CPU s (all processes) | CPU s main | CPU s agent "
+            "| CPU s workers | CPU ms a file | wall ms a file over du "
             "| peak RSS MB (main) | peak RSS MB (largest worker) |",
-            "|---:|---|---|---:|---:|---:|---:|---:|",
+            "|---:|---|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|",
             *rows,
         ]
     )
@@ -236,17 +268,24 @@ def main() -> None:
     )
     parser.add_argument("--fleet-formats", default="json", help="issue 24: formats, a,b")
     parser.add_argument(
+        "--fleet-rounds", type=int, default=1, help="issue 24: runs of each tree, interleaved"
+    )
+    parser.add_argument(
         "--before",
         default="main",
         help="issue 24: the tree to compare with ('none': this tree only)",
     )
     args = parser.parse_args()
     if args.fleet or args.fleet_remote:
-        body = fleet_rows(args.fleet, args.fleet_remote, args.before, args.fleet_formats.split(","))
+        body = fleet_rows(
+            args.fleet, args.fleet_remote, args.before, args.fleet_formats.split(","),
+            args.fleet_rounds,
+        )  # fmt: skip
         body += (
             "\n\nCommand: `PYTHONPATH=$PWD /work/main/.venv/bin/python bench/bench_report.py "
             f"--fleet {args.fleet} --fleet-remote {args.fleet_remote} "
-            f"--fleet-formats {args.fleet_formats} --before {args.before}`"
+            f"--fleet-formats {args.fleet_formats} --fleet-rounds {args.fleet_rounds} "
+            f"--before {args.before}`"
         )
         append_results("Report: a fleet of files against du -s (issue 24)", body)
         print(body)

@@ -167,8 +167,11 @@ def test_push_to_a_lying_remote(case: str, scene: Scene) -> None:
 
 # --- report host:path ---------------------------------------------------------------------------
 
-#: J 2 answers ``walk``, J 3 ``fetch`` (then M 1 its data map, its D frames and E, an R frame a
-#: sibling file read: none here)
+#: J 2 answers ``walk`` (the root and the listing's first batch: the one file here), J 3
+#: ``fetch`` (then M 1 its data map, its D frames and E, an R frame a sibling file read: none
+#: here); with J 2 saying ``more``, J 3 answers the ``walk_more`` asked for at once (an empty
+#: last batch) and J 4 the fetch
+MORE = _set("J", 2, ["more"], True)
 REPORT_LIES = {
     "walk: files not a list": [_set("J", 2, ["files"], 5)],
     "walk: a file entry a number": [_set("J", 2, ["files", 0], 7)],
@@ -176,6 +179,18 @@ REPORT_LIES = {
     "walk: root missing": [{"kind": "J", "nth": 2, "op": "del", "path": ["root"]}],
     "walk: unlisted of numbers": [_set("J", 2, ["unlisted"], [[1, 2, 3]])],
     "walk: nested 100,000 deep": [{"kind": "J", "nth": 2, "op": "deep", "n": 100_000, "obj": 1}],
+    "walk: more a string": [_set("J", 2, ["more"], "yes")],
+    "walk: a path with a surrogate no name has": [_set("J", 2, ["files", 0, 0], "/x/\ud800.ibd")],
+    "walk: a path with a NUL": [_set("J", 2, ["files", 0, 0], "/x/a\u0000.ibd")],
+    "walk: more entries than asked": [_set("J", 2, ["files"], [["/x/t.ibd", 0, 0, 0]] * 513)],
+    "walk: a batch past its frame limit": [
+        {"kind": "J", "nth": 2, "op": "length", "value": (1 << 20) + 1}
+    ],
+    "walk_more: files not a list": [MORE, _set("J", 3, ["files"], 5)],
+    "walk_more: an entry of 5 items": [MORE, _set("J", 3, ["files"], [["/x/u.ibd", 0, 0, 0, 0]])],
+    "walk_more: an empty batch said to go on": [MORE, _set("J", 3, ["more"], True)],
+    "walk_more: a failure": [MORE, _raw("J", 3, b'{"ok": false, "error": "disk on fire"}')],
+    "walk_more: error not a string": [MORE, _raw("J", 3, b'{"ok": false, "error": [1]}')],
     "fetch: size negative": [_set("J", 3, ["size"], -1)],
     "fetch: whole a string": [_set("J", 3, ["whole"], "yes")],
     "fetch: sent whole past the size asked": [_set("J", 3, ["size"], 2**40)],
@@ -323,3 +338,31 @@ def test_a_remote_that_stops_answering_mid_file_is_dropped_in_one_line(
     run = with_rules(rules, lambda: run_inprocess("report", scene, fetch=fetch))
     assert run.outcome is Outcome.CLEAN_ERROR, run.describe()
     assert run.detail == f"{HOST}: no answer for 2 s; dropped", run.detail
+
+
+def test_a_walk_batch_stays_under_its_frame_limit_whatever_the_names(tmp_path: Path) -> None:
+    """The agent's listing of 1,200 files of 129-character names (escaped in JSON: a non-ASCII
+    letter each 6 bytes), asked for in batches of 100,000: it cuts each batch once its JSON
+    passes ``WALK_BYTES``, so every batch's frame stays under ``WALK_FRAME``, the limit the host
+    reads it with; the batches together are every file, in name order (``os.listdir``)."""
+    import io
+
+    from ibdtool.copy import agent
+
+    folder = tmp_path / "shop"
+    folder.mkdir()
+    for i in range(1200):
+        (folder / f"{i:05d}{'é' * 120}.ibd").touch()  # 245 bytes: near NAME_MAX
+    out = io.BytesIO()
+    agent._serve_walk({"path": str(tmp_path), "patterns": [r".*\.ibd$"], "batch": 100_000}, out)
+    while agent._WALK:
+        agent._serve_walk_more({"batch": 100_000}, out)
+    out.seek(0)
+    listed, sizes = [], []
+    while out.tell() < len(out.getvalue()):
+        _, payload = agent.read_frame(out, (b"J",), agent.WALK_FRAME)
+        sizes.append(len(payload))
+        listed += [entry[0] for entry in json.loads(payload)["files"]]
+    assert len(sizes) > 3 and max(sizes) < agent.WALK_FRAME
+    assert max(sizes) < agent.WALK_BYTES + 4 * 1024, sizes
+    assert listed == [str(folder / name) for name in sorted(os.listdir(folder))]

@@ -21,6 +21,8 @@ if TYPE_CHECKING:
         FRAME,
         MAX_PIECES,
         PIECE,
+        WALK_FRAME,
+        ZSTD_FAST_LEVEL,
         AgentError,
         Codec,
         Interrupted,
@@ -59,8 +61,8 @@ else:
         {
             "agent": (
                 "AgentError CODEC_IDS Codec DATA_HEAD DATA_PIECE FRAME Interrupted MAX_PIECES "
-                "PIECE ProtocolError available_codecs batch_table decode_batch "
-                "one_line parse_json read_json resolve_destination unpack_ranges"
+                "PIECE ProtocolError WALK_FRAME ZSTD_FAST_LEVEL available_codecs batch_table "
+                "decode_batch one_line parse_json read_json resolve_destination unpack_ranges"
             ),
             "local": "CopyFailed CopyOptions VERIFY_MODES copy_local repunch_in_place",
             "remote": "AgentSession Sessions SshConfig parse_location pull push relay",

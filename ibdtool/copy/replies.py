@@ -23,7 +23,10 @@ Shape = Callable[[Any, str], None]
 
 MAX_OFF = 2**63 - 1  # off_t: no file is larger, no offset further
 MAX_TEXT = 4096
-MAX_LIST = 1 << 20  # tablespaces a walk may list
+MAX_LIST = 1 << 20  # items of a list in a reply
+#: tablespaces (and folders it could not list) a batch of a walk may hold: the reader asks
+#: for fewer (``batch``) and checks the count against its request
+MAX_WALK_BATCH = 1 << 16
 
 
 def _fail(where: str, why: str) -> agent.ProtocolError:
@@ -60,6 +63,20 @@ def text(limit: int = MAX_TEXT) -> Shape:
             raise _fail(where, "is not valid Unicode") from None
 
     return check_text
+
+
+def path_text(v: Any, where: str) -> None:
+    """A path as the remote's Python names it: a string without NUL, at most 4 times
+    ``PATH_MAX`` characters, valid Unicode but for the lone surrogates U+DC80–U+DCFF that stand
+    for bytes that are not UTF-8 (``surrogateescape``: a file name in Latin-1 on a UTF-8
+    system), which go back to the agent as they came and are escaped where shown, as a local
+    report's paths are."""
+    if type(v) is not str or len(v) > 4 * MAX_TEXT or "\0" in v:
+        raise _fail(where, f"is not a path of at most {4 * MAX_TEXT} characters")
+    try:
+        v.encode("utf-8", "surrogateescape")
+    except UnicodeEncodeError:
+        raise _fail(where, "is not a path (a surrogate no file name has)") from None
 
 
 def file_name(v: Any, where: str) -> None:
@@ -124,6 +141,14 @@ NOTES = list_of(text(), 100)
 #: would walk its pages of holes for hours)
 TABLESPACE_SIZE = integer(0, 2**32 * 65536)
 
+#: a batch of a ``walk``: ``[path, size, st_size or null, allocated or null]`` per
+#: tablespace, ``[folder, why]`` per folder that could not be listed, and whether more follow
+WALK_BATCH: dict[str, Shape] = {
+    "files": list_of(row(path_text, SIZE, optional(SIZE), optional(SIZE)), MAX_WALK_BATCH),
+    "unlisted": list_of(row(path_text, text()), MAX_WALK_BATCH),
+    "more": boolean,
+}
+
 #: every reply the local end reads, by name: what the agent's request handler writes
 SHAPES: dict[str, Shape] = {
     # on start: the protocol spoken, the codecs the remote python3 has
@@ -156,15 +181,11 @@ SHAPES: dict[str, Shape] = {
     "window": obj(ok=true, window=COUNT, allocated=SIZE),
     # push, the file renamed into place
     "done": obj(ok=true, done=true, dest=text(), allocated=SIZE, notes=NOTES, bytes_written=SIZE),
-    # report, ``walk``: [path, size, st_size or null, allocated or null] per tablespace
-    "walk": obj(
-        ok=true,
-        root=text(),
-        dir=boolean,
-        datadir=boolean,
-        files=list_of(row(text(), SIZE, optional(SIZE), optional(SIZE))),
-        unlisted=list_of(row(text(), text())),
-    ),
+    # report, ``walk``: the root, whether it is a folder and a data directory, and the first
+    # batch of the listing (:data:`WALK_BATCH`)
+    "walk": obj(ok=true, root=path_text, dir=boolean, datadir=boolean, **WALK_BATCH),
+    # report, ``walk_more``: the next batch
+    "walk_more": obj(ok=true, **WALK_BATCH),
     # report, ``open``: a handle and the file's allocation facts (M, its data map, follows)
     "open": obj(
         ok=true,

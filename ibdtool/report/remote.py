@@ -2,7 +2,8 @@
 
 Each host gets one ssh connection running the stdlib-only agent of ``ibdtool copy``
 (:class:`ibdtool.copy.remote.AgentSession`: the system ``ssh``, nothing installed there but
-``python3``). The agent lists the tablespaces (``walk``) and reads bytes; it decodes nothing.
+``python3``). The agent lists the tablespaces (``walk``, a batch at a time: :class:`Listing`)
+and reads bytes; it decodes nothing.
 The pages are decoded here by the same engine as a local report — :class:`RemoteFile` is the
 :class:`~ibdtool.tablespace.reader.FileSource` of each remote file and
 :func:`ibdtool.report.batch.scan_one` does the rest — so the row of a remote file is the row a local
@@ -10,11 +11,14 @@ report of it gives, with ``host`` in front.
 
 What crosses the network: each file's allocation facts (``st_size``, ``st_blocks``, block size,
 FIEMAP counts, the SEEK_DATA map), then its data ranges once, compressed by the agent (zstd
-when the remote python3 has it, else zlib); holes never. Page headers alone would not do: the
-checksum verdicts need every byte of every page, and a compressed page's type needs its image.
+at its fast level -1 when the remote python3 has it, else zlib); holes never. Page headers
+alone would not do: the checksum verdicts need every byte of every page, and a compressed
+page's type needs its image.
 
 Hosts are scanned in parallel, one thread each (at most ``parallel`` at once); a host's files
-one after the other. A host's thread only talks to its agent: a file of up to
+one after the other, as its listing's batches arrive (the next one asked for among the
+fetches, so a host's thread holds a batch or two of targets, never the listing). A host's
+thread only talks to its agent: a file of up to
 :data:`FETCH_WHOLE_BYTES` is fetched whole by one request (``fetch``: its allocation facts, data
 ranges and the ``.cfg`` and ``.cfp`` beside it in one reply, :class:`FetchedFile`), up to
 :data:`FETCH_AHEAD` requests in flight, and its pages decoded in a pool of worker processes,
@@ -47,6 +51,8 @@ from ibdtool.copy import (
     FRAME,
     MAX_PIECES,
     PIECE,
+    WALK_FRAME,
+    ZSTD_FAST_LEVEL,
     AgentError,
     AgentSession,
     Codec,
@@ -81,6 +87,13 @@ FETCH_WHOLE_BYTES = 16 << 20
 #: it waits for us to read its replies (no deadlock).
 FETCH_AHEAD = 8
 FETCH_AHEAD_BYTES = 16 << 10
+#: entries a batch of a listing holds at most (the agent ends one sooner when its JSON reaches
+#: :data:`~ibdtool.copy.agent.WALK_BYTES`); the next batch is asked for once fewer than half
+#: of one are left to fetch, so its answer comes before they run out
+WALK_BATCH = 512
+#: entries a path's listing may hold in all (a host that lists more is lying: no server has a
+#: million tablespaces, and it would keep a report running for days)
+MAX_LISTED = 1 << 20
 
 
 def siblings(path: str) -> list[tuple[str, int]]:
@@ -160,8 +173,6 @@ class RemoteHost:
         self.codec = "zlib"
         #: bytes received for file contents (frames included), for the bandwidth a scan costs
         self.received = 0
-        #: path -> (st_size, st_blocks * 512) of the regular files listed, for error rows
-        self.sizes: dict[str, tuple[int | None, int | None]] = {}
 
     def open(self) -> RemoteHost:
         """Start the agent; an :class:`IbdtoolError` says why it could not (ssh's last line)."""
@@ -181,15 +192,16 @@ class RemoteHost:
         """The agent broke the protocol: one line naming the host; the host is dropped."""
         return rp.SourceLost(f"{self.host}: {exc}")
 
-    def request(self, msg: dict[str, Any], shape: str) -> dict[str, Any]:
+    def request(self, msg: dict[str, Any], shape: str, limit: int | None = None) -> dict[str, Any]:
         """Send ``msg`` and read its answer, checked to be of ``shape``
-        (:mod:`ibdtool.copy.replies`); a failure the agent reports is returned as ``{"ok":
-        False, "error": one line}``, not raised."""
+        (:mod:`ibdtool.copy.replies`), its frame no longer than ``limit`` when given; a
+        failure the agent reports is returned as ``{"ok": False, "error": one line}``, not
+        raised."""
         try:
             self.session.send_json(msg)
         except (OSError, ValueError):  # ValueError: its stdin closed (dropped)
             raise self.lost() from None
-        return self.request_reply(shape)
+        return self.request_reply(shape, limit)
 
     def frame(self, kinds: tuple[bytes, ...]) -> tuple[bytes, bytes]:
         try:
@@ -208,6 +220,7 @@ class RemoteHost:
             "path": path,
             "max": FETCH_WHOLE_BYTES,
             "codec": self.codec,
+            "level": ZSTD_FAST_LEVEL,
             "siblings": beside,
         }
         return json.dumps(msg).encode(), beside
@@ -285,10 +298,10 @@ class RemoteHost:
             self.received += len(payload) + FRAME.size
             frames.append(payload)
 
-    def request_reply(self, shape: str) -> dict[str, Any]:
+    def request_reply(self, shape: str, limit: int | None = None) -> dict[str, Any]:
         """The next answer, checked to be of ``shape`` as :meth:`request` does."""
         try:
-            reply = read_json(self.session.stdout)
+            reply = read_json(self.session.stdout, limit)
             error = reply_failure(reply)
             if error is not None:
                 return {"ok": False, "error": error}
@@ -298,33 +311,114 @@ class RemoteHost:
         except (OSError, AgentError, Interrupted):
             raise self.lost() from None
 
-    def walk(self, path: str) -> list[rp.Target]:
-        """The tablespaces under ``path`` there, named as a local report names them; a folder
-        that cannot be listed is a target with ``error``. A missing path: :class:`InputError`."""
-        reply = self.request(
-            {
-                "op": "walk",
-                "path": path,
-                "patterns": [p.pattern for p in rp.TABLESPACE_NAMES],
-                "markers": list(rp.DATADIR_MARKERS),
-            },
-            "walk",
-        )
-        if not reply["ok"]:
-            raise InputError(reply["error"])
-        root = reply["root"]
-        targets = []
-        for fpath, size, logical, allocated in reply["files"]:
-            p = Path(fpath)
-            server_level = reply["datadir"] and (not reply["dir"] or str(p.parent) == root)
-            targets.append(rp.classify(p, server_level, size))
-            self.sizes[targets[-1].path] = (logical, allocated)  # the target's own string
-        for where, why in reply["unlisted"]:
-            targets.append(rp.unlisted_target(Path(where), one_line(why)))
-        return targets
-
     def file(self, path: str) -> RemoteFile:
         return RemoteFile(self, path)
+
+
+#: ``(st_size, st_blocks * 512)`` of a listed file as its host's listing gave them (null but
+#: for a regular file), for its error row
+Sizes = tuple[int | None, int | None] | None
+Listed = tuple[rp.Target, Sizes]
+
+
+class Listing:
+    """The tablespaces under one path of a host, named as a local report names them, a batch
+    at a time as the agent walks (``walk``, then ``walk_more`` while it says there is more):
+    each batch checked as it comes (:mod:`ibdtool.copy.replies`: its frame at most
+    :data:`~ibdtool.copy.agent.WALK_FRAME` bytes, read before anything is made of it; at most
+    :data:`WALK_BATCH` entries, as asked) and turned into :data:`Listed` targets. The next
+    batch is asked for among the fetches (:meth:`ask` sends, :meth:`answer` reads it where it
+    comes in the replies), so the host's thread holds a batch or two of targets, not the
+    listing. A folder that cannot be listed is a target with ``error``; a missing path:
+    :class:`InputError`; a walk that fails half way, :attr:`failed`."""
+
+    def __init__(
+        self,
+        remote: RemoteHost,
+        path: str,
+        seen: set[str] | None = None,
+        on_listed: Callable[[int, int], None] | None = None,
+    ) -> None:
+        self.remote = remote
+        #: targets listed and not taken yet
+        self.targets: deque[Listed] = deque()
+        #: entries listed so far (before ``seen`` drops those listed under an earlier path)
+        self.count = 0
+        #: the agent has more to list; a request for it is on its way (``asked``)
+        self.more = True
+        self.asked = False
+        #: why the walk stopped half way (the agent's one line), if it did
+        self.failed: str | None = None
+        self._seen = seen
+        self._on_listed = on_listed
+        msg = {
+            "op": "walk",
+            "path": path,
+            "patterns": [p.pattern for p in rp.TABLESPACE_NAMES],
+            "markers": list(rp.DATADIR_MARKERS),
+            "batch": WALK_BATCH,
+        }
+        reply = remote.request(msg, "walk", WALK_FRAME)
+        if not reply["ok"]:
+            raise InputError(reply["error"])
+        self.root: str = reply["root"]
+        self._dir: bool = reply["dir"]
+        self._datadir: bool = reply["datadir"]
+        self._take(reply)
+
+    def ask(self) -> None:
+        """Send the request for the next batch (its answer comes after those sent before)."""
+        self.remote.send(json.dumps({"op": "walk_more", "batch": WALK_BATCH}).encode())
+        self.asked = True
+
+    def answer(self) -> None:
+        """Read the answer to :meth:`ask` (the next one the agent sends)."""
+        self.asked = False
+        reply = self.remote.request_reply("walk_more", WALK_FRAME)
+        if not reply["ok"]:
+            self.failed, self.more = reply["error"], False
+            return
+        self._take(reply)
+
+    def each(self) -> Iterator[Listed]:
+        """Every target, each batch asked for once the one before is taken (nothing else in
+        flight: the reference path's requests are one at a time)."""
+        while True:
+            if not self.targets:
+                if not self.more:
+                    return
+                self.ask()
+                self.answer()
+                continue
+            yield self.targets.popleft()
+
+    def _take(self, reply: dict[str, Any]) -> None:
+        files, unlisted = reply["files"], reply["unlisted"]
+        entries = len(files) + len(unlisted)
+        lie = None
+        if entries > WALK_BATCH:
+            lie = f"a listing of {entries} entries at once (asked at most {WALK_BATCH})"
+        elif reply["more"] and not entries:
+            lie = "an empty batch of a listing said to go on"
+        elif self.count + entries > MAX_LISTED:
+            lie = f"a listing of more than {MAX_LISTED} entries"
+        if lie is not None:
+            raise self.remote.lied(ProtocolError(lie))
+        self.more = reply["more"]
+        self.count += entries
+        new: list[Listed] = []
+        for fpath, size, logical, allocated in files:
+            p = Path(fpath)
+            server_level = self._datadir and (not self._dir or str(p.parent) == self.root)
+            new.append((rp.classify(p, server_level, size), (logical, allocated)))
+        for where, why in unlisted:
+            new.append((rp.unlisted_target(Path(where), one_line(why)), None))
+        if self._seen is not None:
+            new = [n for n in new if n[0].path not in self._seen]
+            self._seen.update(t.path for t, _ in new)
+        self.targets.extend(new)
+        if self._on_listed is not None and new:
+            self._on_listed(len(new), sum(t.size for t, _ in new))
 
 
 class RemoteFile:
@@ -541,7 +635,7 @@ def _sized(row: Row, sizes: tuple[int | None, int | None] | None) -> Row:
 
 #: what a host's thread hands on: a finished row, or a fetched file to decode
 #: ``(host, target, fetched, options, listed sizes)``
-Fetched = tuple[str, rp.Target, FetchedFile, rp.ScanOptions, tuple[int | None, int | None] | None]
+Fetched = tuple[str, rp.Target, FetchedFile, rp.ScanOptions, Sizes]
 Item = Row | Fetched
 
 
@@ -578,9 +672,10 @@ def scan_host(
     """Every row of ``host``'s ``paths`` through ``emit``, each tagged with ``host``; what
     fails for the host or one of its paths is one error row. ``fetch``: small files go to
     ``emit`` fetched (:data:`Fetched`), for :func:`decode_item` elsewhere.
-    ``on_listed(files, bytes)`` as each path's listing arrives. Without ``fetch`` (the
-    reference the fetched path is tested against) each file is read a range at a time and
-    decoded by this thread, as a large file always is."""
+    ``on_listed(files, bytes)`` as each batch of a path's listing arrives (:class:`Listing`).
+    Without ``fetch`` (the reference the fetched path is tested against) each file is read a
+    range at a time and decoded by this thread, as a large file always is. A file listed
+    under two of the paths is reported once (its path strings are remembered only then)."""
     remote = RemoteHost(host, cfg)
     try:
         remote.open()
@@ -589,25 +684,23 @@ def scan_host(
         emit(host_error_row(host, paths, exc.message))
         return
     try:
-        seen: set[str] = set()
+        seen: set[str] | None = set() if len(paths) > 1 else None
         for path in paths:
             try:
-                targets = remote.walk(path)
+                listing = Listing(remote, path, seen, on_listed)
             except InputError as exc:
                 emit(host_error_row(host, [path], exc.message))
                 continue
-            if not targets:
-                emit(host_error_row(host, [path], f"{path}: no tablespaces found"))
-            targets = [t for t in targets if t.path not in seen]
-            seen.update(t.path for t in targets)
-            if on_listed is not None:
-                on_listed(len(targets), sum(t.size for t in targets))
             if fetch:
-                _fetch_all(remote, targets, opts, emit)
-                continue
-            for t in targets:
-                row = rp.scan_one(t, opts, source=remote.file)
-                emit({"host": host, **_sized(row, remote.sizes.get(t.path))})
+                _fetch_all(remote, listing, opts, emit)
+            else:
+                for t, sizes in listing.each():
+                    row = rp.scan_one(t, opts, source=remote.file)
+                    emit({"host": host, **_sized(row, sizes)})
+            if listing.failed is not None:
+                emit(host_error_row(host, [path], listing.failed))
+            elif not listing.count:
+                emit(host_error_row(host, [path], f"{path}: no tablespaces found"))
     except rp.SourceLost as exc:
         remote.session.kill()
         emit(host_error_row(host, paths, exc.message))
@@ -616,55 +709,73 @@ def scan_host(
 
 
 def _fetch_all(
-    remote: RemoteHost, targets: list[rp.Target], opts: rp.ScanOptions, emit: Callable[[Item], None]
+    remote: RemoteHost, listing: Listing, opts: rp.ScanOptions, emit: Callable[[Item], None]
 ) -> None:
-    """Each of ``targets`` through ``emit``: a file of up to :data:`FETCH_WHOLE_BYTES` fetched
-    whole (:data:`Fetched`), with up to :data:`FETCH_AHEAD` requests in flight; a larger one
-    (or one that grew past it since the listing), once the answers in flight are read, decoded
-    by this thread as it is read; a file that cannot be read, its error row."""
+    """Each target of ``listing`` through ``emit``: a file of up to :data:`FETCH_WHOLE_BYTES`
+    fetched whole (:data:`Fetched`), with up to :data:`FETCH_AHEAD` requests in flight (the
+    listing's next batch among them, asked for before the targets run out); a larger one (or
+    one that grew past it since the listing), once the answers in flight are read, decoded by
+    this thread as it is read; a file that cannot be read, its error row."""
     host = remote.host
-    flight: deque[tuple[rp.Target, list[tuple[str, int]], int]] = deque()
-    grew: list[rp.Target] = []
+    # a fetch in flight: its target, listed sizes, the files asked for beside it and the
+    # request's bytes; None: the listing's next batch
+    flight: deque[tuple[rp.Target, Sizes, list[tuple[str, int]], int] | None] = deque()
+    grew: list[Listed] = []
     flying = 0
 
     def land() -> None:
         nonlocal flying
-        t, beside, n = flight.popleft()
+        entry = flight.popleft()
+        if entry is None:
+            listing.answer()
+            return
+        t, sizes, beside, n = entry
         flying -= n
-        sizes = remote.sizes.get(t.path)
         try:
             fetched = remote.fetched(t.path, beside)
         except InputError as exc:  # as scan_one makes it of the same failure
             emit({"host": host, **_sized(rp.error_row(t, exc.message, local=False), sizes)})
             return
         if fetched is None:
-            grew.append(t)
+            grew.append((t, sizes))
         else:
             emit((host, t, fetched, opts, sizes))
 
-    def scan(t: rp.Target) -> None:
+    def scan(t: rp.Target, sizes: Sizes) -> None:
         row = rp.scan_one(t, opts, source=remote.file)
-        emit({"host": host, **_sized(row, remote.sizes.get(t.path))})
+        emit({"host": host, **_sized(row, sizes)})
 
-    for t in targets:
+    def next_target() -> Listed | None:
+        while True:
+            if listing.more and not listing.asked and len(listing.targets) <= WALK_BATCH // 2:
+                listing.ask()
+                flight.append(None)
+            if listing.targets:
+                return listing.targets.popleft()
+            if not listing.asked:
+                return None
+            land()
+
+    while (listed := next_target()) is not None:
+        t, sizes = listed
         if t.error:
-            scan(t)  # its error row
+            scan(t, sizes)  # its error row
         elif t.size <= FETCH_WHOLE_BYTES:
             request, beside = remote.fetch_request(t.path)
             n = len(request)
             while flight and (len(flight) >= FETCH_AHEAD or flying + n > FETCH_AHEAD_BYTES):
                 land()
             remote.send(request)
-            flight.append((t, beside, n))
+            flight.append((t, sizes, beside, n))
             flying += n
         else:
             while flight:
                 land()
-            scan(t)
+            scan(t, sizes)
     while flight:
         land()
-    for t in grew:
-        scan(t)
+    for t, sizes in grew:
+        scan(t, sizes)
 
 
 _DONE = object()

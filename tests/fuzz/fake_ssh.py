@@ -27,6 +27,9 @@ that kind the agent writes (``"nth": 0``: every one). Operations:
 * ``drop``: the frame is not sent; ``end``: the stream stops after it (``before``: instead of
   it); ``insert``: a frame ``{"as": kind, "hex": payload}`` is sent before this one.
 
+``$IBDTOOL_FAKE_CPU_LOG``: a file the agent's CPU seconds are appended to when it ends (a
+benchmark's share of the remote host apart from ibdtool's).
+
 Standard library only: it stands where the remote host would be.
 """
 
@@ -34,6 +37,7 @@ import contextlib
 import json
 import os
 import re
+import resource
 import struct
 import sys
 import zlib
@@ -209,6 +213,11 @@ def main(argv):
         status = 3
     with contextlib.suppress(OSError):
         out.flush()
+    log = os.environ.get("IBDTOOL_FAKE_CPU_LOG")
+    if log:  # the agent's CPU seconds (the remote host's share), for a benchmark to tell apart
+        usage = resource.getrusage(resource.RUSAGE_SELF)
+        with open(log, "a") as f:
+            f.write(f"{usage.ru_utime + usage.ru_stime}\n")
     os._exit(status or 0)
 
 
