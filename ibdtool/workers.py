@@ -5,8 +5,12 @@
 is a forked child with a pipe each way and the parent hands out one task at a time, so it
 always knows which task a worker holds. A pipe that ends without a result is that worker's
 death: its task becomes ``died(task, why)`` (an error row, or an exception to raise), a fresh
-worker takes the next task, and the run goes on. Results come back as tasks finish; an
-exception raised by the task function is raised again in the parent, as with ``Pool``.
+worker takes the next task, and the run goes on. With ``depth`` 2 a worker holds a second small
+task in its pipe while it runs the first, so that it never waits for the parent between tasks
+(a 1 ms file and a parent busy with the last row: ``report`` over 100,000 files); it runs them
+in order, so the first it holds is the one it died on, and the others go to a fresh worker.
+Results come back as tasks finish; an exception raised by the task function is raised again in
+the parent, as with ``Pool``.
 
 Test hook: a worker handed a task whose ``label`` contains ``$IBDTOOL_TEST_KILL_WORKER``
 sends itself SIGKILL before running it (``tests/test_workpool.py``); unset, nothing happens.
@@ -23,7 +27,7 @@ import signal
 import struct
 from collections import deque
 from collections.abc import Callable, Iterable, Iterator
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any, Generic, TypeVar
 
 T = TypeVar("T")
@@ -31,6 +35,10 @@ R = TypeVar("R")
 
 KILL_HOOK = "IBDTOOL_TEST_KILL_WORKER"
 _LEN = struct.Struct(">Q")
+#: a task handed to a worker already busy goes into its pipe only if it is this small: the
+#: pipe holds it whole (64 KiB), so the parent never blocks writing it while the worker blocks
+#: writing a result the parent has not read yet
+QUEUED_TASK_MAX = 16 << 10
 
 
 @dataclass
@@ -38,7 +46,13 @@ class _Worker:
     pid: int
     tasks: int  # parent writes tasks here
     results: int  # and reads results here
-    busy: Any = None  # (index, task) being run, or None
+    #: (index, task) handed out, oldest first: the first is being run, the rest wait in the pipe
+    held: deque[Any] = field(default_factory=deque)
+
+    @property
+    def busy(self) -> Any:
+        """The (index, task) being run, or None."""
+        return self.held[0] if self.held else None
 
 
 def _write_frame(fd: int, data: bytes) -> None:
@@ -89,8 +103,12 @@ class WorkerPool(Generic[T, R]):
         *,
         died: Callable[[T, str], R],
         label: Callable[[T], str] = str,
+        depth: int = 1,
     ) -> None:
+        """``depth``: tasks a worker holds at once (the second and later only when small,
+        :data:`QUEUED_TASK_MAX`); 1 hands a task only to an idle worker."""
         self.fn = fn
+        self.depth = max(1, depth)
         self.size = max(1, workers)
         self.died = died
         self.label = label
@@ -163,10 +181,11 @@ class WorkerPool(Generic[T, R]):
 
     def map_unordered(self, tasks: Iterable[T]) -> Iterator[R]:
         """``fn(task)`` for every task, as they finish. ``tasks`` is drawn from as workers
-        fall idle (one task each in flight, a result read before the next is handed out), so
-        a generator of 100,000 tasks is never held whole, nor are results queued here."""
+        fall idle (at most ``depth`` tasks each in flight, a result read before the next is
+        handed out), so a generator of 100,000 tasks is never held whole, nor are results
+        queued here."""
         source = enumerate(tasks)
-        todo: deque[tuple[int, T]] = deque()  # a task taken back from a worker found dead
+        todo: deque[tuple[int, T]] = deque()  # tasks taken back from a worker found dead
 
         def more() -> bool:
             if not todo:
@@ -179,30 +198,35 @@ class WorkerPool(Generic[T, R]):
                 sel.register(w.results, selectors.EVENT_READ)
             while more() or running:
                 for w in list(self.workers.values()):
-                    if w.busy is None and more():
-                        item = todo.popleft()
+                    while len(w.held) < self.depth and more():
+                        item = todo[0]
+                        task_frame = pickle.dumps(item)
+                        if w.held and len(task_frame) > QUEUED_TASK_MAX:
+                            break  # for an idle worker: this one may block on its result
                         try:
-                            _write_frame(w.tasks, pickle.dumps(item))
-                        except BrokenPipeError:  # it died idle (seen below): not its task
-                            todo.appendleft(item)
-                            continue
-                        w.busy = item
+                            _write_frame(w.tasks, task_frame)
+                        except BrokenPipeError:  # it died (seen below): not its task
+                            break
+                        todo.popleft()
+                        w.held.append(item)
                         running += 1
                 for key, _ in sel.select():
                     w = self.workers[key.fd]
                     frame = _read_frame(w.results)
                     if frame is None:
                         sel.unregister(w.results)
-                        busy = w.busy
+                        held = list(w.held)
+                        running -= len(held)
                         why = describe_exit(self._end(w, kill=False))
+                        # the tasks it had not begun, to the next worker, in their order
+                        todo.extendleft(reversed(held[1:]))
                         if more() or not self.workers:
                             sel.register(self._start().results, selectors.EVENT_READ)
-                        if busy is not None:
-                            running -= 1
-                            yield self.died(busy[1], f"worker process {w.pid} {why}")
+                        if held:
+                            yield self.died(held[0][1], f"worker process {w.pid} {why}")
                         continue
                     _, ok, value = pickle.loads(frame)
-                    w.busy = None
+                    w.held.popleft()  # tasks are run, and answered, in the order handed
                     running -= 1
                     if not ok:
                         raise value

@@ -694,3 +694,37 @@ def test_discovery_takes_only_tablespace_files(datadir: Path, tmp_path: Path) ->
     (extra / "ib_logfile0").write_text("x")
     names = sorted(t.name for t in discover([extra, extra / "shop" / "orders.ibd"]))
     assert names == sorted(n for n in LAYOUT if n.startswith("shop/"))
+
+
+def test_discovery_lists_each_file_once_through_links(tmp_path: Path) -> None:
+    """A file named again through a symbolic link (to it, or to its folder) is listed once, a
+    hard link (another file name) twice, a dangling link as a file of size 0; sizes are stat's.
+    The second computation: every path the walk meets resolved whole (``realpath``), the first
+    of each kept, as discovery did before it resolved each folder once."""
+    from ibdtool.report.batch import discover, is_tablespace_name
+
+    root = tmp_path / "dd"
+    (root / "a").mkdir(parents=True)
+    (root / "b").mkdir()
+    (root / "auto.cnf").write_text("x")
+    shutil.copyfile(sample("mariadb/p16k-plain.ibd"), root / "a" / "t1.ibd")
+    shutil.copyfile(sample("mysql80/plain.ibd"), root / "b" / "t2.ibd")
+    os.link(root / "a" / "t1.ibd", root / "b" / "hard.ibd")
+    (root / "b" / "soft.ibd").symlink_to(root / "a" / "t1.ibd")
+    (root / "b" / "rel.ibd").symlink_to(Path("..") / "a" / "t1.ibd")
+    (root / "b" / "dangling.ibd").symlink_to(root / "nowhere.ibd")
+    (root / "c").symlink_to(root / "a", target_is_directory=True)  # not walked into
+    (tmp_path / "alias").symlink_to(root, target_is_directory=True)
+    given = [tmp_path / "alias", root, root / "c" / "t1.ibd"]
+    expected: dict[str, tuple[str, int]] = {}
+    for top in given[:2]:
+        for folder, dirs, files in os.walk(top):
+            dirs.sort()
+            for f in sorted(files):
+                if is_tablespace_name(f):
+                    p = Path(folder) / f
+                    size = p.stat().st_size if p.exists() else 0
+                    expected.setdefault(os.path.realpath(p), (str(p), size))
+    got = [(t.path, t.size) for t in discover(given)]
+    assert got == list(expected.values())
+    assert sorted(Path(p).name for p, _ in got) == ["dangling.ibd", "hard.ibd", "t1.ibd", "t2.ibd"]

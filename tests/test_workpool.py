@@ -32,12 +32,40 @@ def _square_or_die(n: int) -> int:
     return n * n
 
 
-def test_dead_workers_fail_only_their_tasks() -> None:
-    with WorkerPool(_square_or_die, 2, died=lambda n, why: -n if "signal 9" in why else 0) as pool:
-        got = sorted(pool.map_unordered(range(1, 13)))
-    expected = sorted(-n if n % 3 == 0 else n * n for n in range(1, 13))
+@pytest.mark.parametrize("depth", [1, 2, 3])
+def test_dead_workers_fail_only_their_tasks(depth: int) -> None:
+    """With ``depth`` > 1 a worker that dies holds tasks it had not begun: they are run by
+    the next worker, not failed with it."""
+    died = lambda n, why: -n if "signal 9" in why else 0  # noqa: E731
+    with WorkerPool(_square_or_die, 2, died=died, depth=depth) as pool:
+        got = sorted(pool.map_unordered(range(1, 31)))
+    expected = sorted(-n if n % 3 == 0 else n * n for n in range(1, 31))
     assert got == expected
     assert not pool.workers  # every worker, replacements too, ended and reaped
+
+
+def _echo_reversed(data: bytes) -> bytes:
+    return data[::-1] * 4
+
+
+def test_large_tasks_and_results_at_depth_two_never_block() -> None:
+    """A task too large to wait in a pipe (over QUEUED_TASK_MAX) goes only to an idle worker:
+    a parent blocked writing it to a busy worker, which is blocked writing a result larger
+    than the pipe, would wait forever. Results are four times the task; an alarm ends a hang."""
+    tasks = [bytes([n]) * size for n, size in enumerate([300_000, 10, 200_000, 70_000, 5] * 4)]
+
+    def hung(signum: int, frame: object) -> None:
+        raise TimeoutError("the pool hung")
+
+    old = signal.signal(signal.SIGALRM, hung)
+    signal.alarm(60)
+    try:
+        with WorkerPool(_echo_reversed, 2, died=lambda t, why: b"", depth=2) as pool:
+            got = sorted(pool.map_unordered(tasks))
+    finally:
+        signal.alarm(0)
+        signal.signal(signal.SIGALRM, old)
+    assert got == sorted(t[::-1] * 4 for t in tasks)
 
 
 def _env_run(*args: str, kill: str | None) -> subprocess.CompletedProcess[str]:

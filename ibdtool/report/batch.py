@@ -19,7 +19,9 @@ import re
 import stat
 from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass, replace
+from dataclasses import fields as dataclass_fields
 from functools import lru_cache, partial
+from operator import attrgetter
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -141,12 +143,15 @@ def is_tablespace_name(name: str) -> bool:
     return any(p.match(name) for p in TABLESPACE_NAMES)
 
 
-def classify(path: Path, server_level: bool, size: int | None = None) -> Target:
+def classify(
+    path: Path, server_level: bool, size: int | None = None, folder: str | None = None
+) -> Target:
     """Name, schema, table and kind of one tablespace file.
 
     ``server_level``: the file sits at the top of a data directory, where the system, undo and
     dictionary tablespaces and general tablespaces (``CREATE TABLESPACE``) live. ``size``:
-    ``st_size`` when known (a remote file), else taken from ``stat``.
+    ``st_size`` when known (a remote file, a walk's ``lstat``), else taken from ``stat``.
+    ``folder``: the name of the folder the file is in, when known (else from its absolute path).
     """
     name = path.name
     if size is None:
@@ -163,7 +168,8 @@ def classify(path: Path, server_level: bool, size: int | None = None) -> Target:
         return Target(str(path), name, "mysql", None, None, "dictionary", size)
     if server_level:
         return Target(str(path), name, None, decode_filename(stem), None, "general", size)
-    folder = path.absolute().parent.name
+    if folder is None:
+        folder = path.absolute().parent.name
     fts = FTS_NAME.fullmatch(stem)
     if fts is not None:
         return Target(
@@ -289,9 +295,30 @@ def walk_targets(paths: Iterable[str | os.PathLike[str]]) -> Iterator[Target]:
         for folder, dirnames, filenames in os.walk(root, onerror=unlisted.append):
             dirnames.sort()
             here = Path(folder)
-            for fname in sorted(filenames):
-                if is_tablespace_name(fname):
-                    add(classify(here / fname, server_level=top_is_datadir and here == root))
+            names = sorted(f for f in filenames if is_tablespace_name(f))
+            if not names:
+                continue
+            # the folder resolved once: a file that is no link is the resolved folder's entry
+            # (one lstat a file, where realpath takes one a path component)
+            real_here = os.path.realpath(folder)
+            server_level = top_is_datadir and here == root
+            folder_name = here.absolute().name
+            for fname in names:
+                path = here / fname
+                try:
+                    entry = os.lstat(path)
+                    link = stat.S_ISLNK(entry.st_mode)
+                except OSError:
+                    link = True  # gone: as stat sees it (size 0)
+                if link:  # the link's target names and sizes it
+                    target = classify(path, server_level, folder=folder_name)
+                    key = os.path.realpath(path)
+                else:
+                    target = classify(path, server_level, entry.st_size, folder_name)
+                    key = os.path.join(real_here, fname)
+                if key not in seen:
+                    seen.add(key)
+                    found.append(target)
             yield from found
             found.clear()
         for problem in unlisted:
@@ -715,15 +742,24 @@ def _share(progress: Callable[[float], None] | None) -> Callable[[int, int], Non
     return on_pages
 
 
-def _scan_star(args: tuple[Target, ScanOptions]) -> tuple[int, dict[str, Any]]:
-    target, opts = args
+#: a target as the tuple of its fields, the way it crosses to a worker (a tuple pickles in
+#: a seventh of the time a frozen dataclass takes)
+_TARGET_FIELDS = attrgetter(*(f.name for f in dataclass_fields(Target)))
+
+
+def _scan_fields(opts: ScanOptions, task: tuple[Any, ...]) -> tuple[int, dict[str, Any]]:
+    target = Target(*task)
     return target.size, scan_one(target, opts)
 
 
-def _died_row(args: tuple[Target, ScanOptions], why: str) -> tuple[int, dict[str, Any]]:
+def _died_row(task: tuple[Any, ...], why: str) -> tuple[int, dict[str, Any]]:
     """The row of a file whose worker process died (OOM killer, kill -9) while reading it."""
-    target = args[0]
+    target = Target(*task)
     return target.size, error_row(target, f"{target.path}: {why}")
+
+
+def _task_label(task: tuple[Any, ...]) -> str:
+    return str(task[0])
 
 
 class Scanner:
@@ -732,8 +768,10 @@ class Scanner:
     Big files (as big as :mod:`ibdtool.tablespace.inspect` splits) come first, one at a time, each
     split over every core by page ranges: two 1 GiB files of unequal cost finish together instead of
     one core doing the slow one alone. The rest go to a pool of worker processes, one file
-    each, largest first. Use as a context manager: the pool is forked on entry, before the
-    caller starts a progress thread, and torn down on exit, also when the caller stops early.
+    a task, largest first, each worker holding the next file while it reads one (it never waits
+    for this process between files). Use as a context manager: the pool is forked on entry,
+    before the caller starts a progress thread, and torn down on exit, also when the caller
+    stops early.
     """
 
     def __init__(self, targets: list[Target], opts: ScanOptions, jobs: int) -> None:
@@ -750,8 +788,10 @@ class Scanner:
     def __enter__(self) -> Scanner:
         workers = min(self.cores, len(self.small))
         if workers > 1:
+            # the options are the workers' from the fork: a task is the target alone
+            scan = partial(_scan_fields, replace(self.opts, file_jobs=1))
             self._pool = WorkerPool(
-                _scan_star, workers, died=_died_row, label=lambda args: str(args[0].path)
+                scan, workers, died=_died_row, label=_task_label, depth=2
             ).__enter__()
         return self
 
@@ -766,12 +806,12 @@ class Scanner:
         for t in self.big:
             cb = self.on_progress
             yield t.size, scan_one(t, whole, None if cb is None else partial(cb, t))
-        one = replace(self.opts, file_jobs=1)
-        work = ((t, one) for t in self.small)  # drawn as workers fall idle
         if self._pool is None:
-            yield from map(_scan_star, work)
+            one = replace(self.opts, file_jobs=1)
+            yield from ((t.size, scan_one(t, one)) for t in self.small)
         else:
-            yield from self._pool.map_unordered(work)
+            # drawn as workers fall idle
+            yield from self._pool.map_unordered(map(_TARGET_FIELDS, self.small))
 
 
 def sort_key(row: dict[str, Any]) -> tuple[str, str, bool, str, str]:
