@@ -37,6 +37,7 @@ from ibdtool.report import (
 )
 from tests.cli_runner import REPO, cli_env, ibdtool_command, run_ibdtool
 from tests.fleet_tree import build_fleet_tree
+from tests.samples_manifest import sample
 from tests.test_report import build_datadir
 from tests.test_report_fleet import same_anywhere
 
@@ -62,7 +63,22 @@ def trees(tmp_path_factory: pytest.TempPathFactory) -> list[Path]:
     root = tmp_path_factory.mktemp("scale")
     datadir = build_datadir(root / "datadir")
     (datadir / "shop" / "junk.ibd").write_bytes(b"not a tablespace" * 100)  # an error row
-    return [datadir, build_fleet_tree(root / "fleet", schemas=12, per_schema=25)]
+    return [datadir, build_fleet_tree(root / "fleet", schemas=12, per_schema=25), fts_tree(root)]
+
+
+def fts_tree(root: Path) -> Path:
+    """A schema folder with a MySQL 8 table (its SDI's table id 1059 = 0x423) and two FULLTEXT
+    tablespaces named for that id (copies of other samples): :func:`tie_fulltext` names
+    their rows after the table once the scan is over, packing them again."""
+    folder = root / "fts" / "ftshop"
+    folder.mkdir(parents=True)
+    shutil.copyfile(sample("mysql80/plain.ibd"), folder / "docs.ibd")
+    shutil.copyfile(sample("mysql80/zlib.ibd"), folder / "FTS_0000000000000423_CONFIG.ibd")
+    shutil.copyfile(
+        sample("mariadb/p16k-plain.ibd"),
+        folder / "FTS_0000000000000423_00000000000000aa_INDEX_1.ibd",
+    )
+    return root / "fts"
 
 
 def scanned(paths: list[Path]) -> tuple[list[dict[str, Any]], Any, Totals]:
@@ -91,6 +107,15 @@ def both_docs(trees: list[Path]) -> tuple[dict[str, Any], dict[str, Any]]:
     return document(old, totals, dict(META)), document(store, totals, dict(META))
 
 
+def text_doc(trees: list[Path]) -> dict[str, Any]:
+    """The document of a store that keeps the rows' JSON text (``report --format json``)."""
+    rows, targets, totals = scanned(trees)
+    store = RowStore(sort_key, rf.json_row_text)
+    store.extend(rows)
+    tie_fulltext(store, targets)
+    return document(store, totals, dict(META))
+
+
 def written(fmt: str, doc: dict[str, Any]) -> str:
     out = io.StringIO()
     rf.WRITERS[fmt](doc, out)
@@ -105,6 +130,10 @@ def test_packed_rows_print_what_the_sorted_list_printed(trees: list[Path]) -> No
         assert written(fmt, new) == written(fmt, old), fmt
     # JSON: the document json.dump gives, and rows as they went in
     assert json.loads(written("json", new)) == json.loads(json.dumps(old, default=str))
+    # rows kept as their text: the same document, byte for byte, FULLTEXT rows named
+    assert written("json", text_doc(trees)) == written("json", old)
+    fts = [r for r in old["tablespaces"] if r["fulltext"]]
+    assert len(fts) == 2 and {r["table"] for r in fts} == {"docs"}
 
 
 @pytest.mark.parametrize("width", [None, 150, 70])

@@ -273,10 +273,17 @@ def headline(doc: dict[str, Any]) -> str:
 _ROWS_MARK = "\0ibdtool rows\0"
 
 
+def json_row_text(row: dict[str, Any]) -> str:
+    """A row's text in the ``--format json`` document: json's ``indent=2`` encoding, every
+    line after the first four spaces further in (rows sit two levels deep), through the faster
+    encoder (:mod:`ibdtool.cli.indented_json`)."""
+    return indented_json.dumps(row, 2)
+
+
 def write_json(doc: dict[str, Any], out: IO[str]) -> None:
     """``json.dump(doc, indent=2)``; rows that are not a list (a packed
     :class:`~ibdtool.report.RowStore`) are encoded and written one at a time, to the same
-    text."""
+    text (a store that keeps :func:`json_row_text` of its rows gives them as they are)."""
     rows = doc.get("tablespaces")
     if isinstance(rows, list) or rows is None:
         json.dump(doc, out, indent=2, default=str)
@@ -285,12 +292,13 @@ def write_json(doc: dict[str, Any], out: IO[str]) -> None:
     text = json.dumps({**doc, "tablespaces": _ROWS_MARK}, indent=2, default=str)
     head, tail = text.split(json.dumps(_ROWS_MARK), 1)
     out.write(head)
-    # rows sit two levels deep: each line of a row's own encoding indented four more spaces
-    # (json's text, through the faster encoder: ibdtool.cli.indented_json)
+    texts = (
+        rows.texts() if getattr(rows, "text", None) is json_row_text else map(json_row_text, rows)
+    )
     sep = "[\n    "
-    for row in rows:
+    for row_text in texts:
         out.write(sep)
-        out.write(indented_json.dumps(row, 2))
+        out.write(row_text)
         sep = ",\n    "
     out.write("[]" if sep.startswith("[") else "\n  ]")
     out.write(tail)

@@ -52,8 +52,10 @@ class RowSink:
         self.stream = fmt == "jsonl"
         self.comparer = comparer
         self.totals = Totals()
-        #: packed (~8.5 KB a row as a dict, a few hundred bytes packed), printed in ``key`` order
-        self.rows = RowStore(key)
+        #: packed (~8.5 KB a row as a dict, a few hundred bytes packed), printed in ``key`` order;
+        #: for JSON, kept as their text in the document (made here while the workers scan,
+        #: not after the scan on one core)
+        self.rows = RowStore(key, rf.json_row_text if fmt == "json" else None)
         self.changes: list[dict[str, Any]] = []
         self.errors: list[str] = []
 

@@ -9,10 +9,16 @@ values: ~50–300 bytes) beside its sort key. Iterating a :class:`RowStore` give
 back, unpacked one at a time, in sorted order, as many times as a writer needs: it stands
 in for the document's ``tablespaces`` list (:func:`ibdtool.report.batch.document`), and a
 row comes out exactly as it went in.
+
+A store made with ``text`` (``report --format json``) keeps each row as that text of it
+instead, made as the row arrives (while the workers scan) rather than after the scan, on one
+core: :meth:`RowStore.texts` gives the texts back in order, and iterating gives each text's
+``json.loads`` (string keys, lists for tuples: the same text again).
 """
 
 from __future__ import annotations
 
+import json
 import pickle
 import zlib
 from collections.abc import Callable, Iterable, Iterator
@@ -27,17 +33,22 @@ _ZDICT_MAX = 32768
 
 
 class RowStore:
-    """Rows packed as they arrive; ``iter()`` gives them unpacked in ``key`` order."""
+    """Rows packed as they arrive; ``iter()`` gives them unpacked in ``key`` order.
+    ``text(row)``: keep each row as this JSON text of it (:meth:`texts`)."""
 
-    def __init__(self, key: Callable[[Row], Any]) -> None:
+    def __init__(self, key: Callable[[Row], Any], text: Callable[[Row], str] | None = None) -> None:
         self.key = key
+        self.text = text
         self._blobs: list[bytes] = []
         self._keys: list[Any] = []
         self._zdict = b""
         self._order: list[int] | None = None
 
     def _pack(self, row: Row) -> bytes:
-        data = pickle.dumps(row, protocol=pickle.HIGHEST_PROTOCOL)
+        if self.text is not None:
+            data = self.text(row).encode()
+        else:
+            data = pickle.dumps(row, protocol=pickle.HIGHEST_PROTOCOL)
         if not self._zdict:
             self._zdict = data[-_ZDICT_MAX:]
         packer = zlib.compressobj(
@@ -45,10 +56,21 @@ class RowStore:
         )
         return packer.compress(data) + packer.flush()
 
-    def _unpack(self, blob: bytes) -> Row:
+    def _inflate(self, blob: bytes) -> bytes:
         unpacker = zlib.decompressobj(15, zdict=self._zdict)
-        row: Row = pickle.loads(unpacker.decompress(blob) + unpacker.flush())
+        return unpacker.decompress(blob) + unpacker.flush()
+
+    def _unpack(self, blob: bytes) -> Row:
+        data = self._inflate(blob)
+        row: Row = json.loads(data) if self.text is not None else pickle.loads(data)
         return row
+
+    def texts(self) -> Iterator[str]:
+        """The rows' texts (``text``), in ``key`` order."""
+        if self.text is None:
+            raise TypeError("a RowStore made without text keeps no texts")
+        for i in self._sorted():
+            yield self._inflate(self._blobs[i]).decode()
 
     def append(self, row: Row) -> None:
         self._blobs.append(self._pack(row))

@@ -511,16 +511,26 @@ class Tablespace:
                 f"{self.path}: SDI root page {root} is past the end of the file "
                 f"({self.n_pages} whole pages)"
             )
-        if self.page(root).encrypted:
+        zip_format = self.format.zip
+        if zip_format:
+            encrypted = self.page(root).encrypted
+        else:  # the root decoded once: its record and the logical page the walk starts on
+            info, _, root_page = self.page_with_data(root)
+            encrypted = info.encrypted
+        if encrypted:
             raise InputError(f"{self.path}: the SDI pages are encrypted (keyring needed)")
         # the SDI reader only for a MySQL file that has one (tests/test_startup.py)
         from ibdtool.parsers.sdi import SdiError, read_sdi, read_zip_sdi
 
         try:
             warn = self.sdi_warnings.append
-            if self.format.zip:
+            if zip_format:
                 return read_zip_sdi(self.stored_page, root, self.physical_size, warn)
-            return read_sdi(self.logical_page, root, warn)
+
+            def logical(page_no: int) -> bytes:
+                return root_page if page_no == root else self.logical_page(page_no)
+
+            return read_sdi(logical, root, warn)
         except SdiError as exc:
             raise InputError(f"{self.path}: {exc}") from None
         except (IndexError, ValueError) as exc:
