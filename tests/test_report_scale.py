@@ -515,3 +515,29 @@ def test_names_that_are_not_utf8_or_hold_escapes_give_the_local_rows(tmp_path: P
         proc = run_ibdtool("report", *where, "--format", fmt, env=cli_env(COLUMNS="300"))
         assert proc.returncode == 0 and "\x1b" not in proc.stdout + proc.stderr, proc.stderr
         assert "caf\\xe9" in proc.stdout and "e\\x1b[31mvil" in proc.stdout, proc.stdout
+
+
+@pytest.mark.parametrize("terminal", [False, True])
+@pytest.mark.parametrize("width", [10_000, 24])
+def test_notes_under_the_table_are_rich_s_lines(terminal: bool, width: int) -> None:
+    """The lines under the table (a MySQL 8 table whose SDI names another), written plain on a
+    pipe where that is what Rich writes, against Rich printing each (the old path): wide and
+    combining letters, a joiner, controls escaped, lines wider than the console (Rich wraps)."""
+    from ibdtool.cli.render import literal
+
+    notes = [f"db/t{k}.ibd: SDI: s.{cell}" for k, cell in enumerate(AWKWARD)]
+    notes += ["db/x.ibd: SDI: s.\x07bell\nnewline", "db/y.ibd: SDI:  two  spaces  "]
+
+    def console(out: io.StringIO) -> PipeConsole:
+        return PipeConsole(
+            width=width, highlight=False, soft_wrap=False, file=out, force_terminal=terminal
+        )
+
+    old = io.StringIO()
+    con = console(old)
+    for note in notes:
+        con.print(literal(note, style="dim"))
+    new = io.StringIO()
+    rf._print_notes(console(new), notes)
+    assert new.getvalue() == old.getvalue()
+    assert ("\x1b[" in old.getvalue()) is terminal

@@ -51,7 +51,10 @@ class Fit:
 
 
 def cell_len(text: str) -> int:
-    """Terminal cells a string takes (wide East Asian characters count two)."""
+    """Terminal cells a string takes (wide East Asian characters count two; no ASCII
+    character is one: a table of 100,000 rows measures millions of cells)."""
+    if text.isascii():
+        return len(text)
     return sum(2 if unicodedata.east_asian_width(ch) in "WF" else 1 for ch in text)
 
 
