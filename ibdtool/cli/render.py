@@ -213,9 +213,10 @@ def print_fitted(
     if len(texts) <= chunk:
         con.print(_fitted_table(title, cols, fit, given, texts, 0, style, caption=True))
         return
-    # Rich's natural width of a no_wrap column: its widest line, the title's included
+    # Rich's natural width of a no_wrap column: its widest line, the title's included (each
+    # distinct cell measured once: a column of 100,000 rows repeats most of its values)
     widths = [
-        w if w is not None else max([cell_len(name), *(widest_line(r[i]) for r in texts)])
+        w if w is not None else max([cell_len(name), *map(widest_line, {r[i] for r in texts})])
         for i, name, w in zip(fit.shown, fit.titles, given, strict=True)
     ]
 
@@ -285,7 +286,8 @@ class _PlainRows:
             value = row[i]
             if not value.isprintable():
                 return None
-            pad = width - self._len(value)
+            # printable ASCII is one cell a character to Rich too
+            pad = width - (len(value) if value.isascii() else self._len(value))
             if pad < 0:
                 return None
             cells.append(" " * pad + value if numeric else value + " " * pad)
