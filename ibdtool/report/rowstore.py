@@ -24,8 +24,6 @@ import pickle
 from collections.abc import Callable, Iterable, Iterator
 from typing import Any
 
-import zstandard
-
 Row = dict[str, Any]
 
 #: zstd level: 3 packs a row as fast as 1 (the dictionary's tables are made once) and smaller
@@ -54,6 +52,8 @@ class RowStore:
         else:
             data = pickle.dumps(row, protocol=pickle.HIGHEST_PROTOCOL)
         if self._packer is None:
+            import zstandard  # ~2.5 ms: only once a report has a row to keep
+
             self._zdict = data[-_ZDICT_MAX:]
             zdict = zstandard.ZstdCompressionDict(
                 self._zdict, dict_type=zstandard.DICT_TYPE_RAWCONTENT
