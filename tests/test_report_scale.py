@@ -541,3 +541,25 @@ def test_notes_under_the_table_are_rich_s_lines(terminal: bool, width: int) -> N
     rf._print_notes(console(new), notes)
     assert new.getvalue() == old.getvalue()
     assert ("\x1b[" in old.getvalue()) is terminal
+
+
+def test_table_cells_made_as_rows_arrive_print_the_table_of_the_rows(
+    trees: list[Path], capsys: pytest.CaptureFixture[str]
+) -> None:
+    """``report --format table`` makes each row's cells as it arrives (RowSink, TableCells)
+    and orders them once the scan is over, the FULLTEXT rows' made again once
+    :func:`tie_fulltext` named them: the same table as cells made from the sorted rows."""
+    from ibdtool.cli.report_output import RowSink
+
+    rows, targets, totals = scanned(trees)
+    sink = RowSink("table", None, table_columns=rf.row_columns_for(False, False))
+    for row in rows:
+        sink.add(row, row["name"], row.get("error"))
+    tie_fulltext(sink.rows, targets)
+    doc = document(sink.rows, totals, dict(META))
+    assert sink.table is not None and sink.table.columns == rf.row_columns(doc)
+    rf.print_table(doc, made=sink.table.in_order(sink.rows))
+    made = capsys.readouterr().out
+    rf.print_table(doc)
+    assert made == capsys.readouterr().out
+    assert "ftshop.docs FULLTEXT" in made and made.count("\n") > len(rows)

@@ -219,7 +219,7 @@ def report(
         comparer = Comparer(load_report(compare_path), compare_path, keys)
     jobs = jobs or cores()
     meta = report_meta(paths, opts, jobs, fail_on)
-    out = RowSink(fmt, comparer)
+    out = RowSink(fmt, comparer, table_columns=rf.row_columns_for(opts.simulate, False))
     done_files = done_bytes = 0
     # only the FULLTEXT tablespaces' targets are needed after the scan (tie_fulltext): the
     # others' memory (~400 B a file) is free for the writers

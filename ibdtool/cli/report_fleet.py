@@ -86,7 +86,12 @@ def report_fleet(
     paths = tuple(f"{host}:{p}" for host, ps in groups for p in ps)
     meta = report_meta(paths, opts, jobs or len(groups), fail_on, local=False)
     meta["hosts"] = [host for host, _ in groups]
-    out = RowSink(fmt, comparer, key=lambda r: (r["host"], *sort_key(r)))
+    out = RowSink(
+        fmt,
+        comparer,
+        key=lambda r: (r["host"], *sort_key(r)),
+        table_columns=rf.row_columns_for(False, True),
+    )
     keys: set[str] | None = None if comparer is None else set()
     host_rows = 0
     done_files = done_bytes = 0

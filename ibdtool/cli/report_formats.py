@@ -207,8 +207,13 @@ HOST_COLUMN: Column = ("host", "Host", False, _get("host"), _get("host"))
 
 
 def row_columns(doc: dict[str, Any]) -> list[Column]:
-    cols = [*COLUMNS, SIM_COLUMN] if _simulated(doc) else COLUMNS
-    return [HOST_COLUMN, *cols] if fleet(doc) else cols
+    return row_columns_for(_simulated(doc), fleet(doc))
+
+
+def row_columns_for(simulated: bool, hosts: bool) -> list[Column]:
+    """:func:`row_columns` of a report with ``--simulate`` (``simulated``) or of hosts."""
+    cols = [*COLUMNS, SIM_COLUMN] if simulated else COLUMNS
+    return [HOST_COLUMN, *cols] if hosts else cols
 
 
 def schema_columns(doc: dict[str, Any]) -> list[Column]:
@@ -530,15 +535,18 @@ TERMINAL_COLUMNS: dict[str, tuple[int, str | None]] = {
 _WRAPS = {"flags": ", ", "compression": " + ", "what": "; ", "flagged": ", "}
 
 
-def print_table(doc: dict[str, Any], wide: bool = False) -> None:
+def print_table(
+    doc: dict[str, Any], wide: bool = False, made: list[RowCells] | None = None
+) -> None:
     """The report as Rich tables that fit the terminal (columns dropped by priority, said in a
-    footer; ``wide`` keeps them all); on a pipe every column at its natural width."""
+    footer; ``wide`` keeps them all); on a pipe every column at its natural width. ``made``:
+    the rows' cells already made for :func:`row_columns` of ``doc``, in the rows' order."""
 
     from ibdtool.cli.render import literal, table_console
 
     con = table_console(wide)
     notes: list[str] = []
-    print_rows_table(con, row_columns(doc), doc["tablespaces"], wide, notes=notes)
+    print_rows_table(con, row_columns(doc), doc["tablespaces"], wide, notes=notes, made=made)
     _print_notes(con, notes)
     con.print(fitted_table("Schemas", schema_columns(doc), doc["totals"]["by_schema"], wide))
     if fleet(doc):
@@ -568,6 +576,47 @@ def _print_notes(con: Any, notes: list[str]) -> None:
             con.print(literal(note, style="dim"))
 
 
+#: one row of the "Tablespaces" table: its cell texts (as printed), whether it is an error
+#: row, and its line under the table ("" for none)
+RowCells = tuple[tuple[str, ...], bool, str]
+
+
+def row_cells(columns: list[Column], row: dict[str, Any], same: dict[str, str]) -> RowCells:
+    """A row's :data:`RowCells`; ``same`` shares the texts that repeat (one string each)."""
+    cells = (shown(text(row)) for _key, _name, _numeric, text, _raw in columns)
+    note = sdi_note(row)
+    return (
+        tuple(same.setdefault(c, c) for c in cells),
+        bool(row.get("error")),
+        f"{row['name']}: {note}" if note else "",
+    )
+
+
+class TableCells:
+    """The "Tablespaces" table's cells made as each row arrives (while the workers scan, not
+    after the scan on one core), in arrival order; :meth:`in_order` gives them in a store's
+    order once the scan is over."""
+
+    def __init__(self, columns: list[Column]) -> None:
+        self.columns = columns
+        self.rows: list[RowCells] = []
+        self._same: dict[str, str] = {}
+        #: arrival indices of FULLTEXT rows: named after their table once the scan is over
+        self._fulltext: list[int] = []
+
+    def add(self, row: dict[str, Any]) -> None:
+        if row.get("fulltext"):
+            self._fulltext.append(len(self.rows))
+        self.rows.append(row_cells(self.columns, row, self._same))
+
+    def in_order(self, store: Any) -> list[RowCells]:
+        """The cells in the order of ``store`` (a :class:`~ibdtool.report.RowStore` of the same
+        rows, in the same arrival order), its FULLTEXT rows' made again from it."""
+        for i in self._fulltext:
+            self.rows[i] = row_cells(self.columns, store.row_at(i), self._same)
+        return [self.rows[i] for i in store.order()]
+
+
 def print_rows_table(
     con: Any,
     columns: list[Column],
@@ -575,28 +624,25 @@ def print_rows_table(
     wide: bool,
     chunk: int = 0,
     notes: list[str] | None = None,
+    made: list[RowCells] | None = None,
 ) -> None:
     """The "Tablespaces" table of :func:`fitted_table`, printed from rows unpacked one at a
     time: only each row's cell texts are kept (shared where they repeat), and a long table
     is rendered in pieces (:func:`ibdtool.cli.render.print_fitted`). ``notes`` gets the
-    line each row has under the table (:func:`sdi_note`), in the same pass."""
+    line each row has under the table (:func:`sdi_note`), in the same pass. ``made``: the
+    rows' cells already made (:class:`TableCells`), in the rows' order: ``rows`` is not read."""
     from rich.text import Text
 
     from ibdtool.cli.render import TABLE_CHUNK, print_fitted
 
     cols = _cols(columns)
-    same: dict[str, str] = {}
-    texts: list[tuple[str, ...]] = []
-    errors: set[int] = set()
-    for n, row in enumerate(rows):
-        cells = (shown(text(row)) for _key, _name, _numeric, text, _raw in columns)
-        texts.append(tuple(same.setdefault(c, c) for c in cells))
-        if row.get("error"):
-            errors.add(n)
-        if notes is not None:
-            note = sdi_note(row)
-            if note:
-                notes.append(f"{row['name']}: {note}")
+    if made is None:
+        same: dict[str, str] = {}
+        made = [row_cells(columns, row, same) for row in rows]
+    texts = [cells for cells, _error, _note in made]
+    errors = {n for n, (_cells, error, _note) in enumerate(made) if error}
+    if notes is not None:
+        notes.extend(note for _cells, _error, note in made if note)
 
     def style(row: int, key: str, value: str) -> Any:
         if key == "flags" and value:

@@ -47,7 +47,10 @@ class RowSink:
         fmt: str,
         comparer: Comparer | None,
         key: Callable[[dict[str, Any]], Any] = sort_key,
+        table_columns: list[rf.Column] | None = None,
     ) -> None:
+        """``table_columns``: the table's row columns (:func:`rf.row_columns_for`), whose
+        cells are made as rows arrive (``table``)."""
         self.fmt = fmt
         self.stream = fmt == "jsonl"
         self.comparer = comparer
@@ -58,6 +61,9 @@ class RowSink:
         self.rows = RowStore(key, rf.json_row_text if fmt == "json" else None)
         self.changes: list[dict[str, Any]] = []
         self.errors: list[str] = []
+        self.table = (
+            rf.TableCells(table_columns) if fmt == "table" and table_columns is not None else None
+        )
 
     def add(self, row: dict[str, Any], key: str, error: str | None) -> None:
         """One row, ``key`` its match key against the compared report, ``error`` the line to
@@ -70,6 +76,8 @@ class RowSink:
             rf.write_jsonl_row({**row, "change": change} if self.comparer else row, sys.stdout)
         else:
             self.rows.append(row)
+            if self.table is not None:
+                self.table.add(row)
             if change is not None and change["status"] != "unchanged":
                 self.changes.append(change)
 
@@ -168,7 +176,11 @@ def write_document(
         }
     doc = document(out.rows, out.totals, meta, compare)
     if out.fmt == "table":
-        rf.print_table(doc, wide)
+        table = out.table
+        made = None
+        if table is not None and table.columns == rf.row_columns(doc):
+            made = table.in_order(out.rows)
+        rf.print_table(doc, wide, made)
     else:
         rf.WRITERS[out.fmt](doc, sys.stdout)
         sys.stdout.flush()

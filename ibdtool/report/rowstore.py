@@ -103,6 +103,14 @@ class RowStore:
         for i in self._sorted():
             yield self._unpack(self._blobs[i])
 
+    def order(self) -> list[int]:
+        """The rows' arrival indices in ``key`` order (what iterating goes through)."""
+        return list(self._sorted())
+
+    def row_at(self, index: int) -> Row:
+        """The row that arrived ``index``-th, unpacked."""
+        return self._unpack(self._blobs[index])
+
     def in_arrival_order(self) -> Iterator[Row]:
         for blob in self._blobs:
             yield self._unpack(blob)
