@@ -446,6 +446,7 @@ def classic_pages(
     # a type-14 image is MySQL's whatever the vendor, unless MariaDB encryption may claim it
     # (the envelope's order): then its common case straight from its bytes
     type14_fast = not fmt.crypt_encrypted
+    zlib_name = Algorithm.ZLIB.value  # an enum's value is a descriptor call: once
     for k in compress(range(count), map(not_, good)):
         n = first_page + k
         t = ptype[k]
@@ -463,7 +464,7 @@ def classic_pages(
             if fast is not None:
                 ok[k] = True
                 heads[k], sizes[k], payload[k] = fast
-                algorithms[k] = Algorithm.ZLIB.value
+                algorithms[k] = zlib_name
                 continue
         got = classic_inner(mv[off : off + psize], fmt, logical)
         if got is not None:
