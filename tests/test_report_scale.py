@@ -563,3 +563,23 @@ def test_table_cells_made_as_rows_arrive_print_the_table_of_the_rows(
     rf.print_table(doc)
     assert made == capsys.readouterr().out
     assert "ftshop.docs FULLTEXT" in made and made.count("\n") > len(rows)
+
+
+def test_packed_rows_hold_a_few_hundred_bytes_each(trees: list[Path]) -> None:
+    """A packed row (pickle or JSON text) holds a few hundred bytes (tracemalloc), where the
+    dict held ~8.5 KB and a compressor's output buffer kept whole would hold ~1.4-2.1 KB."""
+    import tracemalloc
+
+    rows, _targets, _totals = scanned(trees)
+    rows = (rows * (3000 // len(rows) + 1))[:3000]
+    for text in (None, rf.json_row_text):
+        store = RowStore(sort_key, text)
+        store.append(rows[0])  # the dictionary and the compressor: made once
+        tracemalloc.start()
+        try:
+            before = tracemalloc.get_traced_memory()[0]
+            store.extend(rows[1:])
+            per_row = (tracemalloc.get_traced_memory()[0] - before) / (len(rows) - 1)
+        finally:
+            tracemalloc.stop()
+        assert per_row < 600, (text, per_row)
