@@ -61,6 +61,7 @@ requests in flight instead of waiting for four round trips a file. The pages are
 the host running ibdtool, by the same engine as a local report.
 """
 
+import bisect
 import contextlib
 import ctypes
 import ctypes.util
@@ -782,6 +783,8 @@ def punch_hole(fd, offset, length):
 
 # --- source --------------------------------------------------------------------------------------
 
+_preadv = getattr(os, "preadv", None)  # Python 3.7+
+
 
 def _open_read(path):
     # O_NONBLOCK: a FIFO named like a tablespace must not block the open; Source refuses it
@@ -1014,6 +1017,7 @@ class Destination:
         # set by a caller that checks more in the same read (ibdtool.copy.local: page checksums)
         self.read_back = None
         self.bytes_written = 0
+        self._run_buf = None  # copy_pieces' read buffer, made on first use
         self.created = False
         if os.path.isdir(final):
             raise AgentError(f"{final}: is a directory")
@@ -1296,7 +1300,7 @@ class Destination:
         tail between them) is read with one pread of at most :data:`PIECE` bytes, then each
         piece written with its own pwrite (the gaps stay holes); returns ``(crc, bytes
         copied)``."""
-        pread, pwrite, crc32 = os.pread, os.pwrite, zlib.crc32
+        pwrite, crc32 = os.pwrite, zlib.crc32
         fd = self.fd
         copied = 0
         if not isinstance(pieces, Pieces):
@@ -1322,7 +1326,7 @@ class Destination:
                 last = ends[j]
                 j += 1
             try:
-                data = pread(src_fd, last - start, start)
+                data = self._read_run(src_fd, start, last - start)
             except OSError as exc:
                 raise AgentError(describe_oserror(self.final, exc)) from None
             if len(data) != last - start:  # short: the careful loop copies each again
@@ -1331,7 +1335,7 @@ class Destination:
                     crc = self.copy_from(src_fd, starts[k], ends[k], crc)
                 i = j
                 continue
-            view = memoryview(data)
+            view = data
             for k in range(i, j):
                 at, stop = starts[k], ends[k]
                 n = stop - at
@@ -1348,6 +1352,18 @@ class Destination:
                 copied += n
             i = j
         return crc, copied
+
+    def _read_run(self, src_fd, start, n):
+        """``n`` bytes at ``start`` (fewer at the end of the file) as a view of one buffer
+        reused for every run (a fresh 1 MiB ``bytes`` a run is as many page faults as the copy
+        of its bytes costs); valid until the next call. ``pread`` where there is no
+        ``preadv`` (Python 3.6)."""
+        if _preadv is None:
+            return memoryview(os.pread(src_fd, n, start))
+        if self._run_buf is None:
+            self._run_buf = memoryview(bytearray(PIECE))
+        view = self._run_buf[:n]
+        return view[: _preadv(src_fd, [view], start)]
 
     def _copy_in_kernel(self, src_fd, start, end):
         pos = start
@@ -1874,37 +1890,59 @@ def fiemap_counts(fd):
     return [extents, unwritten, runs, unwritten_bytes]
 
 
+def _extent_columns(fd, start, end):
+    """The extents of :func:`_fiemap` over ``[start, end)`` as two ``array('Q')``, their
+    starts and their ends: each ioctl's answer unpacked at once (``struct.iter_unpack``), no
+    Python step an extent; 16 bytes an extent (a window of a page-compressed part: one a
+    page)."""
+    lows, highs = array("Q"), array("Q")
+    buf = bytearray(FIEMAP_HEAD.size + FIEMAP_BATCH * FIEMAP_EXTENT.size)
+    pos = start
+    while pos < end:
+        FIEMAP_HEAD.pack_into(buf, 0, pos, end - pos, 0, 0, FIEMAP_BATCH, 0)
+        try:
+            fcntl.ioctl(fd, FS_IOC_FIEMAP, buf, True)
+        except OSError as exc:
+            if exc.errno in (errno.ENOTTY, errno.EOPNOTSUPP, getattr(errno, "ENOTSUP", -1)):
+                raise _NoFiemap() from None
+            raise
+        mapped = min(FIEMAP_HEAD.unpack_from(buf, 0)[3], FIEMAP_BATCH)
+        if not mapped:
+            break
+        head = FIEMAP_HEAD.size
+        rows = list(FIEMAP_EXTENT.iter_unpack(buf[head : head + mapped * FIEMAP_EXTENT.size]))
+        starts = [r[0] for r in rows]
+        lows.extend(starts)
+        highs.extend(map(operator.add, starts, (r[2] for r in rows)))
+        last = rows[-1]
+        if last[3] & FIEMAP_LAST or highs[-1] <= pos:
+            break
+        pos = highs[-1]
+    return lows, highs
+
+
 def allocated_within(fd, holes, block):
     """The whole ``block``s of ``holes`` (sorted, disjoint) the filesystem holds allocated:
     what punching them would free, as :class:`Pieces`. All of ``holes`` where FIEMAP is
-    missing (then every hole is punched, as before). FIEMAP's extents are walked as they
-    come, beside the holes: only those overlapping the current hole are held."""
+    missing (then every hole is punched, as before). The extents over the holes' span are
+    read first (:func:`_extent_columns`), then each hole looks up the first extent ending
+    after its start (``bisect``) and takes those that begin before its end."""
     if not len(holes):
         return Pieces()
-    extents = _fiemap(fd, holes[0][0], holes[-1][1])
-    out = Pieces()
-    held = []  # type: list  # extents that may still overlap this hole or a later one
-    last_start = -1  # the start of the last extent taken from FIEMAP
-    more = True
     try:
-        for start, end in holes:
-            start, end = -(-start // block) * block, end // block * block
-            held = [e for e in held if e[1] > start]
-            while more and last_start < end:
-                extent = next(extents, None)
-                if extent is None:
-                    more = False
-                    break
-                logical, _, length, _ = extent
-                last_start = logical
-                if logical + length > start:
-                    held.append((logical, logical + length))
-            for lo, hi in held:
-                lo, hi = max(start, lo), min(end, hi)
-                if hi > lo:
-                    out.append((lo, hi))
+        lows, highs = _extent_columns(fd, holes[0][0], holes[-1][1])
     except _NoFiemap:
         return holes
+    out = Pieces()
+    n = len(lows)
+    for start, end in holes:
+        start, end = -(-start // block) * block, end // block * block
+        if end <= start:
+            continue
+        i = bisect.bisect_right(highs, start)
+        while i < n and lows[i] < end:
+            out.append((max(start, lows[i]), min(end, highs[i])))
+            i += 1
     return out
 
 

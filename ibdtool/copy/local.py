@@ -45,7 +45,14 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, cast, overload
 
 from ibdtool.copy import agent
-from ibdtool.copy.repunch import Needless, iter_needless, kept_pieces, needless_of, page_keeps
+from ibdtool.copy.repunch import (
+    Needless,
+    candidate_runs,
+    iter_needless,
+    kept_pieces,
+    needless_of,
+    page_keeps,
+)
 from ibdtool.errors import ExitCode, IbdtoolError, InputError
 from ibdtool.fs import Allocation, PackedRanges, lock_exclusive, read_allocation, users_of
 from ibdtool.parsers.layout import align_up
@@ -53,7 +60,7 @@ from ibdtool.tablespace import Tablespace
 
 if TYPE_CHECKING:  # checksum and readback load the page decoder: only for a page check
     from ibdtool.copy.readback import WindowPages
-    from ibdtool.tablespace import CheckResult
+    from ibdtool.tablespace import CheckResult, ChecksumTally
 
 Ranges = list[tuple[int, int]]
 
@@ -855,9 +862,13 @@ def repunch_in_place(
         try:
             ts = tablespace_to_repunch(path, repunch, result.notes)
             try:
-                _punch_streamed(
+                tally = _punch_streamed(
                     path, fd, st, ts, source, alloc, result, dig_holes, verify, confirm, progress
                 )
+                if tally is not None and ts is not None and result.punched_bytes:
+                    if progress is not None:
+                        progress(CopyProgress("check", st.st_size, st.st_size))
+                    result.pages = _scanned_pages(path, ts, alloc, tally)
             finally:
                 if ts is not None:
                     ts.close()
@@ -865,7 +876,7 @@ def repunch_in_place(
             source.close()
         if not result.punched_bytes:
             return result
-        if verify == "full":
+        if verify == "full" and result.pages is None:
             if progress is not None:
                 progress(CopyProgress("check", st.st_size, st.st_size))
             result.pages = check_pages(path)
@@ -889,21 +900,29 @@ def _punch_streamed(
     verify: str,
     confirm: Callable[[InPlaceResult], bool] | None,
     progress: ProgressFn | None,
-) -> None:
+) -> ChecksumTally | None:
     """One scan of the headers (:func:`ibdtool.copy.repunch.page_keeps`, 2 bytes a page),
     then what it found is counted for the preview (``confirm``) and punched, each range read
     back as zeros right after (``verify``). Where pages are whole blocks and no zero block is
     dug, the ranges punched are the needless ranges themselves, block-aligned: each lies in a
     wholly allocated slot, so the plan's complement less the file's holes is exactly them,
-    and no range algebra runs (a call a range, as ``fallocate -d`` makes)."""
+    and no range algebra runs (a call a range, as ``fallocate -d`` makes).
+
+    There, with ``verify="full"``, the scan also verifies the pages it reads, and the tally is
+    returned for :func:`_scanned_pages` (None: the caller checks the file after)."""
     block = alloc.fs_block_size
     totals = PlanTotals()
     keeps = None
     psize = 0
+    direct = ts is not None and not dig_holes and ts.physical_size % block == 0
+    tally = None
     if ts is not None:
         psize = ts.physical_size
-        keeps = page_keeps(ts, alloc, totals.needless, scan_progress(progress, ts))
-    direct = keeps is not None and not dig_holes and psize % block == 0
+        if direct and verify == "full":
+            from ibdtool.tablespace import ChecksumTally
+
+            tally = ChecksumTally(ts)
+        keeps = page_keeps(ts, alloc, totals.needless, scan_progress(progress, ts), tally)
 
     def punches(counts: PlanTotals, report: ProgressFn | None) -> Iterator[tuple[int, int]]:
         if direct:  # aligned in the punch loop
@@ -925,7 +944,7 @@ def _punch_streamed(
         if not result.punched_bytes:
             result.allocated_after = alloc.allocated
             result.notes.append("nothing to punch: the file already has its holes")
-            return
+            return None
         if not confirm(result):
             raise CopyFailed(f"{path}: not changed (not confirmed)")
         totals = PlanTotals(needless=totals.needless)  # the zero blocks are counted again
@@ -957,12 +976,38 @@ def _punch_streamed(
         if not punched:
             result.allocated_after = alloc.allocated
             result.notes.append("nothing to punch: the file already has its holes")
-            return
+            return None
     elif punched != result.punched_bytes:  # cannot happen on a file nothing else writes
         raise VerifyFailed(
             f"{path}: {punched} bytes punched, {result.punched_bytes} expected; the file changed"
         )
     os.fsync(fd)
+    return tally
+
+
+def _scanned_pages(
+    path: str, ts: Tablespace, alloc: Allocation, tally: ChecksumTally
+) -> dict[str, Any]:
+    """The page check of ``--in-place --verify full`` (what :func:`check_pages` gives, read
+    again after the punches) from the bytes the scan verified (``tally``) and, read now, the
+    pages it did not scan (slots not wholly allocated: never punched). An equal proof: the
+    scan read each page once, found every range punched all zeros in those same bytes, and
+    each punched range was then found a hole (``SEEK_DATA``, else read back as zeros); nothing
+    else of the file is written (the exclusive lock, no user: :func:`refuse_if_in_use`), and
+    a punch of whole blocks changes no byte outside its range. So the file now holds the
+    bytes verified, and its pages verify as they did, without a second read of the file."""
+    from ibdtool.tablespace import check_result, scan_range
+
+    n = ts.n_pages
+    parts = [tally.part()]
+    pos = 0
+    for run in [*candidate_runs(alloc, ts.physical_size, n), range(n, n)]:
+        if run.start > pos:
+            parts.append(scan_range(ts, pos, run.start))
+        pos = max(pos, run.stop)
+    pages = pages_verdict(path, check_result(path, n, ts, parts), None)
+    pages["where"] = "file"
+    return pages
 
 
 def _preview_totals(result: InPlaceResult, totals: PlanTotals, ts: Tablespace | None) -> None:

@@ -29,10 +29,20 @@ import os
 from array import array
 from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass, field
+from operator import or_
+from typing import TYPE_CHECKING
 
 from ibdtool.fs import Allocation
-from ibdtool.parsers.envelope import fcrc32_stored_size, may_have_stored_size, read_envelope
+from ibdtool.parsers.envelope import (
+    fcrc32_stored_size,
+    may_have_stored_size,
+    read_envelope,
+    sized_pages,
+)
 from ibdtool.tablespace import CHUNK_BYTES, Tablespace, map_ranges
+
+if TYPE_CHECKING:  # the page check loads the page decoder: only when one is asked for
+    from ibdtool.tablespace import ChecksumTally
 
 
 @dataclass
@@ -260,6 +270,7 @@ def page_keeps(
     alloc: Allocation | None,
     counts: Needless,
     progress: Callable[[int, int], None] | None = None,
+    tally: ChecksumTally | None = None,
 ) -> array[int]:
     """:func:`iter_needless` of the whole file, kept as what it leaves of each page: per page,
     the bytes from its slot's start that are not needless (the page size: all of them), 2
@@ -268,19 +279,104 @@ def page_keeps(
     kept its holes (a page-compressed table as its server punched it) has none to keep, and
     its copy holds no array at all. One scan gives it; :func:`needless_of` and
     :func:`kept_pieces` then make the plan from it as often as asked, without reading a header
-    again (a copy cuts its windows from it)."""
+    again (a copy cuts its windows from it).
+
+    The scan is :func:`_iter_scan`'s rules page for page (the tests compare the two on real
+    and fragmented files), made chunk by chunk without a Python frame a page: the type words
+    of a chunk's pages are two strided slices, only the pages whose word is zero or says
+    compressed are looked at, and each chunk is read into one buffer reused for the next
+    (:meth:`Tablespace.read_chunks`: no fresh 4 MiB a chunk to fault in). With ``tally``, the
+    pages scanned are also verified from the same bytes (``checksum``'s engine), the pages
+    outside the candidate runs (:func:`candidate_runs`) left to the caller."""
     psize = ts.physical_size
     keeps = array("H" if psize <= 0xFFFF else "I")
     whole = array(keeps.typecode, [psize])
-    for start, end in iter_needless(ts, alloc, counts, progress):
-        first, last = start // psize, end // psize  # a needless range ends at a slot's end
-        need = max(last, first + 1)
-        if len(keeps) < need:
-            keeps.extend(whole * (need - len(keeps)))
-        keeps[first] = start - first * psize
-        for page in range(first + 1, last):
-            keeps[page] = 0
+    runs = candidate_runs(alloc, psize, ts.n_pages)
+    total = sum(len(r) for r in runs)
+    done = 0
+    for run in runs:
+        for first, view in ts.read_chunks(run.start, run.stop, CHUNK_BYTES):
+            n = len(view) // psize
+            for page, keep in _chunk_keeps(view, n, ts, counts):
+                at = first + page
+                if len(keeps) <= at:
+                    keeps.extend(whole * (at + 1 - len(keeps)))
+                keeps[at] = keep
+            if tally is not None:
+                tally.chunk(first, view[: n * psize])
+            done += n
+            counts.pages_scanned = done
+            if progress is not None:
+                progress(done, total)
     return keeps
+
+
+_TAILS: dict[int, memoryview] = {}
+
+
+def _zero_tail(n: int) -> memoryview:
+    """``n`` zero bytes to compare a page's tail with (one view a length, kept)."""
+    tail = _TAILS.get(n)
+    if tail is None:
+        tail = _TAILS[n] = memoryview(bytes(n))
+    return tail
+
+
+def _chunk_keeps(
+    view: memoryview, n: int, ts: Tablespace, counts: Needless
+) -> list[tuple[int, int]]:
+    """``(page in the chunk, bytes it keeps)`` for each of the ``n`` whole pages of ``view``
+    that has needless bytes (see :func:`_iter_scan`, whose rules these are), ``counts``
+    added to. Pages whose type word is neither zero nor a compressed one are never visited:
+    the words of the chunk come as two strided slices, and the candidates are found in them
+    by C loops (``translate``, ``find``)."""
+    fmt = ts.format
+    psize = ts.physical_size
+    fcrc32 = fmt.full_crc32
+    end = n * psize
+    # the bytes methods (startswith, find, rstrip: memcmp and C loops) need the object itself:
+    # read_chunks' views start at their buffer's first byte
+    buf = view.obj
+    if not isinstance(buf, (bytes, bytearray)) or len(buf) < end:
+        buf = bytes(view[:end])
+    hi = bytes(buf[24:end:psize])
+    lo = bytes(buf[25:end:psize])
+    out: list[tuple[int, int]] = []
+    zero_page = _zero_tail(psize)
+    startswith = buf.startswith
+    # all-zero pages: only those whose type word is zero (``hi | lo`` has a zero byte there)
+    either = bytes(map(or_, hi, lo)) if hi.count(0) else b"\1"
+    zero_pages = 0
+    at = either.find(0)
+    while at >= 0:
+        if startswith(zero_page, at * psize):
+            out.append((at, 0))
+            zero_pages += 1
+        at = either.find(0, at + 1)
+    slots = stale = needless = 0
+    for page in sized_pages(view[:end], psize, fcrc32):
+        off = page * psize
+        if fcrc32:
+            image = fcrc32_stored_size(hi[page] << 8 | lo[page], psize)
+        else:
+            image = read_envelope(view[off : off + psize], fmt).stored_size
+        if not image or image >= psize:
+            continue
+        if startswith(_zero_tail(psize - image), off + image):
+            slots += 1
+            keep = image
+        else:
+            stale += 1
+            keep = image + len(buf[off + image : off + psize].rstrip(b"\0"))
+            if keep >= psize:
+                continue
+        needless += psize - keep
+        out.append((page, keep))
+    counts.zero_pages += zero_pages
+    counts.compressed_slots += slots
+    counts.stale_tails += stale
+    counts.bytes += needless + zero_pages * psize
+    return out
 
 
 def needless_of(keeps: array[int], psize: int, first_page: int = 0) -> Iterator[tuple[int, int]]:

@@ -25,7 +25,13 @@ Uses :mod:`ibdtool.fs` and :mod:`ibdtool.workers`.
 from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
-    from ibdtool.tablespace.checksum import CheckResult, ChecksumTally, check_file, check_result
+    from ibdtool.tablespace.checksum import (
+        CheckResult,
+        ChecksumTally,
+        check_file,
+        check_result,
+        scan_range,
+    )
     from ibdtool.tablespace.header_pages import scan_page_headers
     from ibdtool.tablespace.index_names import MAX_CFG_BYTES, IndexNames, cfg_path, from_rows
     from ibdtool.tablespace.inspect import (
@@ -78,7 +84,7 @@ else:
     __getattr__, __dir__ = lazy(
         __name__,
         {
-            "checksum": "CheckResult ChecksumTally check_file check_result",
+            "checksum": "CheckResult ChecksumTally check_file check_result scan_range",
             "header_pages": "scan_page_headers",
             "index_names": "IndexNames MAX_CFG_BYTES cfg_path from_rows",
             "inspect": (
