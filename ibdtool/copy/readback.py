@@ -14,9 +14,9 @@ next window; the pages after the last piece are verified by :meth:`WindowPages.f
 from __future__ import annotations
 
 import os
-import zlib
 from collections.abc import Sequence
 
+from ibdtool.copy import agent
 from ibdtool.tablespace import CheckResult, ChecksumTally, Tablespace, check_result
 
 CHUNK_PAGES = 256  # pages verified at a time: 4 MiB of 16K pages, as ``checksum`` reads
@@ -40,7 +40,7 @@ class WindowPages:
 
     def __call__(self, fd: int, pieces: Sequence[tuple[int, int]]) -> int | None:
         """The CRC-32 of ``pieces`` read from ``fd``; None when the file ends short."""
-        psize, view, preadv, crc32 = self.psize, self.view, os.preadv, zlib.crc32
+        psize, view, preadv, crc32 = self.psize, self.view, os.preadv, agent.crc32
         crc = 0
         at = self.base * psize  # the file offset of buf[0]
         limit = at + len(view)
