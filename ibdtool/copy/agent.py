@@ -1896,13 +1896,14 @@ def fiemap_counts(fd):
     return [extents, unwritten, runs, unwritten_bytes]
 
 
-def _extent_columns(fd, start, end):
-    """The extents of :func:`_fiemap` over ``[start, end)`` as two ``array('Q')``, their
-    starts and their ends: each ioctl's answer unpacked at once (``struct.iter_unpack``), no
-    Python step an extent; 16 bytes an extent (a window of a page-compressed part: one a
-    page)."""
-    lows, highs = array("Q"), array("Q")
+def _extent_batches(fd, start, end):
+    """The extents of :func:`_fiemap` over ``[start, end)``, one ioctl's answer at a time, as
+    two lists: their starts and their ends (each answer unpacked at once by
+    ``struct.iter_unpack``, no Python step an extent). Only one answer is held: a window of
+    a page-compressed part has an extent a page, and holding them all would cost 16 bytes an
+    extent beside the plan."""
     buf = bytearray(FIEMAP_HEAD.size + FIEMAP_BATCH * FIEMAP_EXTENT.size)
+    head = FIEMAP_HEAD.size
     pos = start
     while pos < end:
         FIEMAP_HEAD.pack_into(buf, 0, pos, end - pos, 0, 0, FIEMAP_BATCH, 0)
@@ -1914,40 +1915,64 @@ def _extent_columns(fd, start, end):
             raise
         mapped = min(FIEMAP_HEAD.unpack_from(buf, 0)[3], FIEMAP_BATCH)
         if not mapped:
-            break
-        head = FIEMAP_HEAD.size
+            return
         rows = list(FIEMAP_EXTENT.iter_unpack(buf[head : head + mapped * FIEMAP_EXTENT.size]))
-        starts = [r[0] for r in rows]
-        lows.extend(starts)
-        highs.extend(map(operator.add, starts, (r[2] for r in rows)))
-        last = rows[-1]
-        if last[3] & FIEMAP_LAST or highs[-1] <= pos:
-            break
+        lows = array("Q", [r[0] for r in rows])
+        highs = array("Q", map(operator.add, lows, (r[2] for r in rows)))
+        last = rows[-1][3] & FIEMAP_LAST or highs[-1] <= pos
+        del rows  # not held while the caller walks this answer
+        yield lows, highs
+        if last:
+            return
         pos = highs[-1]
-    return lows, highs
 
 
 def allocated_within(fd, holes, block):
     """The whole ``block``s of ``holes`` (sorted, disjoint) the filesystem holds allocated:
     what punching them would free, as :class:`Pieces`. All of ``holes`` where FIEMAP is
     missing (then every hole is punched, as before). The extents over the holes' span are
-    read first (:func:`_extent_columns`), then each hole looks up the first extent ending
-    after its start (``bisect``) and takes those that begin before its end."""
+    walked beside the holes, one FIEMAP answer at a time (:func:`_extent_batches`): each hole
+    skips the extents that end at or before its start (``bisect`` within an answer) and takes
+    those that begin before its end; an extent reaching past a hole's end is kept for the
+    next hole."""
     if not len(holes):
         return Pieces()
     try:
-        lows, highs = _extent_columns(fd, holes[0][0], holes[-1][1])
+        return _allocated_of(holes, _extent_batches(fd, holes[0][0], holes[-1][1]), block)
     except _NoFiemap:
         return holes
+
+
+def _allocated_of(holes, batches, block):
+    """:func:`allocated_within` of ``holes`` over the extents of ``batches``."""
     out = Pieces()
-    n = len(lows)
+    lows, highs = array("Q"), array("Q")
+    i = 0
     for start, end in holes:
         start, end = -(-start // block) * block, end // block * block
         if end <= start:
             continue
-        i = bisect.bisect_right(highs, start)
-        while i < n and lows[i] < end:
+        while True:
+            if i >= len(lows):
+                answer = next(batches, None)
+                if answer is None:
+                    return out
+                (lows, highs), i = answer, 0
+            if highs[-1] > start:
+                break
+            i = len(lows)  # every extent of this answer ends before the hole
+        i = max(i, bisect.bisect_right(highs, start))
+        while True:
+            if i >= len(lows):
+                answer = next(batches, None)
+                if answer is None:
+                    return out
+                (lows, highs), i = answer, 0
+            if lows[i] >= end:
+                break
             out.append((max(start, lows[i]), min(end, highs[i])))
+            if highs[i] > end:
+                break  # the extent goes on past this hole: the next hole may take it too
             i += 1
     return out
 
