@@ -1843,11 +1843,12 @@ class _NoFiemap(Exception):
     """The filesystem has no FS_IOC_FIEMAP."""
 
 
-def _fiemap(fd, start, end):
-    """Each extent ``(logical, physical, length, flags)`` of ``fd`` overlapping ``[start,
-    end)``, in order, by FS_IOC_FIEMAP (never with FIEMAP_FLAG_SYNC), ``FIEMAP_BATCH`` an
-    ioctl; raises :class:`_NoFiemap` where the filesystem has none."""
+def _fiemap_answers(fd, start, end):
+    """Each FS_IOC_FIEMAP answer over ``[start, end)`` (never with FIEMAP_FLAG_SYNC,
+    ``FIEMAP_BATCH`` extents an ioctl) as the bytes of its extent records, in order; raises
+    :class:`_NoFiemap` where the filesystem has none. Only one answer is held at a time."""
     buf = bytearray(FIEMAP_HEAD.size + FIEMAP_BATCH * FIEMAP_EXTENT.size)
+    head = FIEMAP_HEAD.size
     pos = start
     while pos < end:
         FIEMAP_HEAD.pack_into(buf, 0, pos, end - pos, 0, 0, FIEMAP_BATCH, 0)
@@ -1860,14 +1861,18 @@ def _fiemap(fd, start, end):
         mapped = min(FIEMAP_HEAD.unpack_from(buf, 0)[3], FIEMAP_BATCH)
         if not mapped:
             return
-        last_end = last_flags = 0
-        for i in range(mapped):
-            extent = FIEMAP_EXTENT.unpack_from(buf, FIEMAP_HEAD.size + i * FIEMAP_EXTENT.size)
-            yield extent
-            last_end, last_flags = extent[0] + extent[2], extent[3]
-        if last_flags & FIEMAP_LAST or last_end <= pos:
+        last = FIEMAP_EXTENT.unpack_from(buf, head + (mapped - 1) * FIEMAP_EXTENT.size)
+        yield bytes(buf[head : head + mapped * FIEMAP_EXTENT.size])
+        if last[3] & FIEMAP_LAST or last[0] + last[2] <= pos:
             return
-        pos = last_end
+        pos = last[0] + last[2]
+
+
+def _fiemap(fd, start, end):
+    """Each extent ``(logical, physical, length, flags)`` of ``fd`` overlapping ``[start,
+    end)``, in order (:func:`_fiemap_answers`)."""
+    for answer in _fiemap_answers(fd, start, end):
+        yield from FIEMAP_EXTENT.iter_unpack(answer)
 
 
 #: FIEMAP's length field is 64 bits: "to the end of the file"
@@ -1897,34 +1902,16 @@ def fiemap_counts(fd):
 
 
 def _extent_batches(fd, start, end):
-    """The extents of :func:`_fiemap` over ``[start, end)``, one ioctl's answer at a time, as
-    two lists: their starts and their ends (each answer unpacked at once by
-    ``struct.iter_unpack``, no Python step an extent). Only one answer is held: a window of
-    a page-compressed part has an extent a page, and holding them all would cost 16 bytes an
-    extent beside the plan."""
-    buf = bytearray(FIEMAP_HEAD.size + FIEMAP_BATCH * FIEMAP_EXTENT.size)
-    head = FIEMAP_HEAD.size
-    pos = start
-    while pos < end:
-        FIEMAP_HEAD.pack_into(buf, 0, pos, end - pos, 0, 0, FIEMAP_BATCH, 0)
-        try:
-            fcntl.ioctl(fd, FS_IOC_FIEMAP, buf, True)
-        except OSError as exc:
-            if exc.errno in (errno.ENOTTY, errno.EOPNOTSUPP, getattr(errno, "ENOTSUP", -1)):
-                raise _NoFiemap() from None
-            raise
-        mapped = min(FIEMAP_HEAD.unpack_from(buf, 0)[3], FIEMAP_BATCH)
-        if not mapped:
-            return
-        rows = list(FIEMAP_EXTENT.iter_unpack(buf[head : head + mapped * FIEMAP_EXTENT.size]))
+    """The extents of :func:`_fiemap_answers` over ``[start, end)``, an answer at a time, as
+    two arrays: their starts and their ends (each answer unpacked at once, no Python step an
+    extent). Only one answer is held: a window of a page-compressed part has an extent a
+    page, and holding them all would cost 16 bytes an extent beside the plan."""
+    for answer in _fiemap_answers(fd, start, end):
+        rows = list(FIEMAP_EXTENT.iter_unpack(answer))
         lows = array("Q", [r[0] for r in rows])
         highs = array("Q", map(operator.add, lows, (r[2] for r in rows)))
-        last = rows[-1][3] & FIEMAP_LAST or highs[-1] <= pos
-        del rows  # not held while the caller walks this answer
+        del rows, answer  # not held while the caller walks this answer
         yield lows, highs
-        if last:
-            return
-        pos = highs[-1]
 
 
 def allocated_within(fd, holes, block):
