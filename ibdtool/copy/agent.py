@@ -347,7 +347,29 @@ def choose_window(plan_bytes):
     return -(-w // PIECE) * PIECE
 
 
-class Pieces:
+class _Pairs:
+    """What :class:`Pieces` and :class:`WireRanges` share: ``==`` with any sequence of pairs
+    ``(start, end)`` (a list of tuples, the other class), and no hash (they grow)."""
+
+    __slots__ = ()
+
+    def __iter__(self):  # each subclass's own
+        raise NotImplementedError
+
+    def __len__(self):  # each subclass's own
+        raise NotImplementedError
+
+    def __eq__(self, other):
+        try:
+            pairs = zip(other, self)  # noqa: B905 (Python 3.6; the lengths are compared)
+            return len(other) == len(self) and all(tuple(o) == s for o, s in pairs)
+        except TypeError:
+            return NotImplemented
+
+    __hash__ = None  # type: ignore[assignment]
+
+
+class Pieces(_Pairs):
     """A window's pieces (or holes) ``(start, end)``, in order, kept as two ``array('Q')``:
     16 bytes a piece where a list of tuples costs ~130. A page-compressed file has a piece a
     page, so a 256 MiB window of 8 KiB pages is 32,768 of them, and a remote copy keeps every
@@ -394,20 +416,11 @@ class Pieces:
     def __iter__(self):
         return zip(self.starts, self.ends)  # noqa: B905 (Python 3.6: no strict=)
 
-    def __eq__(self, other):
-        try:
-            pairs = zip(other, self)  # noqa: B905 (Python 3.6; the lengths are compared)
-            return len(other) == len(self) and all(tuple(o) == s for o, s in pairs)
-        except TypeError:
-            return NotImplemented
-
-    __hash__ = None  # type: ignore[assignment]
-
     def __repr__(self):
         return f"Pieces({list(self)!r})"
 
 
-class WireRanges:
+class WireRanges(_Pairs):
     """Ranges ``(start, end)`` in order, kept in their wire form (:data:`RANGE` each) and
     zlib-compressed :data:`RANGE_CHUNK` at a time: ~4 bytes a range for a page-compressed
     file's map (a range a page) where :class:`Pieces` takes 16. The agent's data maps and
@@ -472,15 +485,6 @@ class WireRanges:
     def total(self):
         """Bytes inside the ranges."""
         return self._total
-
-    def __eq__(self, other):
-        try:
-            pairs = zip(other, self)  # noqa: B905 (Python 3.6; the lengths are compared)
-            return len(other) == len(self) and all(tuple(o) == s for o, s in pairs)
-        except TypeError:
-            return NotImplemented
-
-    __hash__ = None  # type: ignore[assignment]
 
     def __repr__(self):
         return f"WireRanges(<{self._n} ranges>)"
