@@ -411,9 +411,13 @@ def test_fetched_files_give_the_rows_read_a_range_at_a_time(
     assert mixed[str(grower)]["logical_size"] == limit + 16384 * 4
 
 
+SMALLEST = REPO / "samples" / "mariadb" / "p16k-rc_kbs1.ibd"  # 64 KiB
+
+
 def linked_tree(root: Path, files: int, per_folder: int = 250) -> Path:
-    """``files`` hard links of the smallest sample (64 KiB) in folders of ``per_folder``."""
-    source = REPO / "samples" / "mariadb" / "p16k-rc_kbs1.ibd"
+    """``files`` hard links of the smallest sample (:data:`SMALLEST`) in folders of
+    ``per_folder``."""
+    source = SMALLEST
     for i in range(files):
         folder = root / f"db{i // per_folder:03d}"
         if i % per_folder == 0:
@@ -466,8 +470,13 @@ def test_a_host_listing_is_held_a_batch_at_a_time(tmp_path: Path) -> None:
     runs = {n: [peak(trees[n]) for _ in range(2)] for n in (small, large)}
     peak_small, peak_large = (min(p for p, _ in runs[n]) for n in (small, large))
     assert all(h == n for n in (small, large) for _, h in runs[n])
-    per_file = (peak_large - peak_small) / (large - small)
-    assert per_file < 32, (peak_small, peak_large, per_file)
+    # what is in flight at a peak (a fetched file, the replies read ahead of it) depends on
+    # the timing: CI once measured one more 64 KiB file held at the large run's peak than at
+    # the small one's (64,314 B, i.e. 32.2 B a file). Four such files are allowed beside 32 B
+    # a file: 160 B a file here, against the ~770 a listing held whole costs.
+    in_flight = 4 * SMALLEST.stat().st_size
+    growth = peak_large - peak_small
+    assert growth < 32 * (large - small) + in_flight, (peak_small, peak_large, growth)
 
 
 def test_paths_of_a_host_that_overlap_list_each_file_once(
