@@ -15,14 +15,12 @@ from pathlib import Path
 
 import pytest
 
-from ibdtool.errors import InputError
 from ibdtool.parsers.codecimpl import ZLIB_PREFIX_INPUT
 from ibdtool.parsers.codecs import CodecError, codec_for
 from ibdtool.parsers.constants import Algorithm
 from ibdtool.parsers.envelope import MARIADB_FCRC32_PAYLOAD, fcrc32_stored_size
 from ibdtool.parsers.page import HEADER_PREFIX
-from ibdtool.tablespace.reader import Tablespace
-from tests.test_header_scan import FILES
+from tests.test_header_scan import FILES, open_tablespaces
 
 N = HEADER_PREFIX
 CUT = ZLIB_PREFIX_INPUT
@@ -50,21 +48,16 @@ def _ours(read: object, data: bytes) -> tuple[str, bytes | str]:
 def _zlib_payloads() -> list[bytes]:
     """Every full_crc32 zlib payload of the samples and the corpus (to the image's end)."""
     out = []
-    for path in FILES:
-        try:
-            ts = Tablespace(path)
-        except InputError:
+    for ts in open_tablespaces():
+        if not ts.format.full_crc32 or ts.format.fcrc32_algorithm is not Algorithm.ZLIB:
             continue
-        with ts:
-            if not ts.format.full_crc32 or ts.format.fcrc32_algorithm is not Algorithm.ZLIB:
-                continue
-            psize = ts.physical_size
-            for n in range(ts.n_pages):
-                page = ts.stored_page(n)
-                ptype = int.from_bytes(page[24:26], "big")
-                size = fcrc32_stored_size(ptype, psize) if ptype & 0x8000 else None
-                if size is not None and not any(page[0:4]):
-                    out.append(bytes(page[MARIADB_FCRC32_PAYLOAD:size]))
+        psize = ts.physical_size
+        for n in range(ts.n_pages):
+            page = ts.stored_page(n)
+            ptype = int.from_bytes(page[24:26], "big")
+            size = fcrc32_stored_size(ptype, psize) if ptype & 0x8000 else None
+            if size is not None and not any(page[0:4]):
+                out.append(bytes(page[MARIADB_FCRC32_PAYLOAD:size]))
     return out
 
 
