@@ -435,7 +435,7 @@ class Allocation:
 _COLUMN_EXTENTS = 512
 
 
-@dataclass
+@dataclass(eq=False, repr=False)  # an accumulator nothing compares or prints (start-up)
 class _ExtentCounts:
     """What the allocation snapshot counts of FIEMAP's extents, one extent at a time (so that
     6.5 million extents are never held at once), and the data ranges they give."""

@@ -30,7 +30,7 @@ def unpunched_bytes(info: PageInfo, allocated_in_slot: int, block: int) -> int:
     return max(0, allocated_in_slot - ideal)
 
 
-@dataclass
+@dataclass(eq=False, repr=False)  # an accumulator nothing compares or prints (start-up)
 class PageTally:
     """What one pass over a page range adds up; ranges scanned apart are merged."""
 
