@@ -8,7 +8,8 @@ Depends on nothing else in this repository. Module map, and where a new thing go
   (:class:`~ibdtool.parsers.errors.ParseError`, the one base), ``vendor`` (which server family).
 - Tablespace and page: ``space`` (facts from page 0), ``flags`` (FSP flags), ``envelope``
   (what wraps a stored page: kind, algorithm, stored size, payload, checksum scope),
-  ``inflate`` (the page inside a compressed image), ``page`` (one page decoded), ``checksum``,
+  ``inflate`` (the page inside a compressed image), ``page`` (one page decoded), ``index_fill``
+  (an index page's fill from its header), ``checksum``,
   ``crc32c_fast``, ``layout`` (how each server lays a compressed image into its slot),
   ``xdes`` (free extents).
 - Page families: ``pages/`` — one module per family behind ``PAGE_FAMILIES``; **a new page

@@ -18,9 +18,8 @@ from __future__ import annotations
 
 import zlib
 from collections.abc import Callable, Iterator, Sequence
-from dataclasses import dataclass
 from functools import partial
-from typing import Final
+from typing import Final, NamedTuple
 
 from ibdtool.parsers import codecimpl, syslibs
 from ibdtool.parsers.codecimpl import CodecError
@@ -31,8 +30,7 @@ __all__ = ["CODECS", "Codec", "CodecError", "codec", "codec_for", "compress", "d
 WHAT_IF: Final = "what-if"  # the vendor of a codec no server offers (zstd)
 
 
-@dataclass(frozen=True)
-class Codec:
+class Codec(NamedTuple):
     """One compression algorithm, as the servers and ibdtool use it."""
 
     name: str

@@ -24,10 +24,9 @@ metadata version 1 is encrypted to its write length, which needs the filesystem 
 
 from __future__ import annotations
 
-from dataclasses import dataclass
 from enum import StrEnum
 from functools import cache
-from typing import Protocol
+from typing import NamedTuple, Protocol
 
 from ibdtool.parsers._structs_gen import (
     FCRC32_CHECKSUM_SIZE,
@@ -123,8 +122,7 @@ class PageGeometry(Protocol):
         ...
 
 
-@dataclass(frozen=True, slots=True)
-class Geometry:
+class Geometry(NamedTuple):
     """A :class:`PageGeometry` for readers without a SpaceFormat (the page-size vote)."""
 
     physical_size: int
@@ -139,8 +137,7 @@ class Geometry:
         return self.physical_size < self.logical_size
 
 
-@dataclass(frozen=True, slots=True)
-class Envelope:
+class Envelope(NamedTuple):
     """One stored page's envelope (see the module doc)."""
 
     kind: Kind
@@ -316,7 +313,7 @@ def sized_pages(chunk: bytes | memoryview, page_size: int, full_crc32: bool) -> 
 _SIZED = frozenset(int.from_bytes(t, "big") for t in _SIZED_TYPE_WORDS)
 #: bytes ``translate`` deletes to leave the type high bytes that may mean a stored size
 _BELOW_FCRC32_MARKER = bytes(range(FIL_PAGE_COMPRESS_FCRC32_MARKER >> 8))
-_NOT_SIZED_HIGH = bytes(b for b in range(256) if b not in {t >> 8 for t in _SIZED})
+_NOT_SIZED_HIGH = bytes(sorted(set(range(256)) - {t >> 8 for t in _SIZED}))
 
 
 @cache

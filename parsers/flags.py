@@ -7,7 +7,7 @@ FORMATS.md §4.4.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from typing import NamedTuple
 
 from ibdtool.parsers.codecs import MARIADB_ALGORITHMS
 from ibdtool.parsers.constants import Algorithm
@@ -35,8 +35,7 @@ PAGE_SIZES = tuple(sorted(_SSIZE_TO_LOGICAL.values()))
 ZIP_SIZES = (1024, 2048, 4096, 8192, 16384)
 
 
-@dataclass(frozen=True, slots=True)
-class FspFlags:
+class FspFlags(NamedTuple):
     """Decoded FSP_SPACE_FLAGS."""
 
     raw: int

@@ -25,8 +25,8 @@ from __future__ import annotations
 
 import re
 from collections.abc import Iterable, Sequence
-from dataclasses import dataclass
 from enum import StrEnum
+from typing import NamedTuple
 
 from ibdtool.parsers.constants import (
     FIL_PAGE_COMPRESSED,
@@ -94,8 +94,7 @@ _KIND_WORDS = {
 }
 
 
-@dataclass(frozen=True)
-class Identity:
+class Identity(NamedTuple):
     """Who wrote a tablespace and what it is."""
 
     vendor: Vendor

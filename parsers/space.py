@@ -8,8 +8,7 @@ to 60 pages for every (logical, physical) size pair. Geometry helpers are §4.1 
 from __future__ import annotations
 
 from collections.abc import Callable
-from dataclasses import dataclass, field
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, NamedTuple
 
 from ibdtool.parsers import checksum
 from ibdtool.parsers._structs_gen import (
@@ -70,8 +69,7 @@ def sdi_offset(logical_size: int, physical_size: int) -> int:
     return encryption_info_offset(logical_size, physical_size) + MYSQL_ENCRYPTION_INFO_MAX_SIZE
 
 
-@dataclass(frozen=True)
-class SpaceFormat:
+class SpaceFormat(NamedTuple):
     """How to read every page of one tablespace."""
 
     flags: FspFlags
@@ -91,7 +89,7 @@ class SpaceFormat:
     mariadb_crypt: MariadbCrypt | None = None
     mysql_encryption: MysqlEncryptionInfo | None = None
     detected_by: str = "flags"
-    warnings: tuple[str, ...] = field(default_factory=tuple)
+    warnings: tuple[str, ...] = ()
     #: FIL_PAGE_TYPE of page 0 as stored: FSP_HDR (8) since MySQL 5.1.7, 0 before
     page0_type: int = 8
 

@@ -8,10 +8,9 @@ FREE bit. Pure decoding: the caller reads the descriptor pages.
 from __future__ import annotations
 
 from collections.abc import Callable, Iterable, Mapping
-from dataclasses import dataclass
 from functools import cache
 from struct import Struct
-from typing import Any
+from typing import Any, NamedTuple
 
 from ibdtool.parsers import _structs_gen
 from ibdtool.parsers._structs_gen import (
@@ -38,8 +37,7 @@ XDES_STATES = {
 }
 
 
-@dataclass(frozen=True, slots=True)
-class Extent:
+class Extent(NamedTuple):
     """One XDES entry, decoded."""
 
     first_page: int

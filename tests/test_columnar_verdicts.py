@@ -336,7 +336,7 @@ def test_index_fill_sum_is_the_decoders_fills_summed() -> None:
     import math
     import random
 
-    from ibdtool.parsers.page import index_fill, index_fill_sum
+    from ibdtool.parsers.index_fill import index_fill, index_fill_sum
 
     def check(n_heap: list[int], heap_top: list[int], garbage: list[int], logical: int) -> None:
         want = 0.0

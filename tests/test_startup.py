@@ -86,6 +86,17 @@ INSPECT_HEAVY = HEAVY | {
 }
 
 
+#: what the start-up bench's file (a plain one, every page data: ``tiny.ibd``) needs no more
+#: than the above (issue 24, item 4): the page decoder with its record classes (the columnar
+#: tallies do without: a file whose holes are tallied through the decoder's zero page loads
+#: it), the TUI's per-page records and the rebuilt fill of a ROW_FORMAT=COMPRESSED file
+PLAIN_HEAVY = INSPECT_HEAVY | {
+    "ibdtool.parsers.page",
+    "ibdtool.tablespace.header_pages",
+    "ibdtool.tablespace.zip_fill",
+}
+
+
 def _heavy(
     *args: str, heavy: set[str] = HEAVY, state: Path | None = None
 ) -> tuple[int, list[str], str]:
@@ -114,6 +125,59 @@ def test_inspect_json_imports_no_ui_and_no_client(tmp_path: Path) -> None:
     assert json.loads(out)["pages"] == path.stat().st_size // 16384
     assert json.loads(out)["drop_cost"]["source"] in ("built-in", "none")
     assert heavy == []
+
+
+def test_inspect_json_of_a_plain_file_loads_no_decoder(tmp_path: Path) -> None:
+    """The bench's case (bench/bench_startup.py: the 4K sample without its ``.cfg``): every
+    page is tallied from its columns, so neither the decoder's module nor its record classes
+    are made; the answer is the decoder's (tests/test_header_scan.py)."""
+    path = tmp_path / "tiny.ibd"
+    shutil.copyfile(SAMPLES / "mariadb" / "p4k-plain.ibd", path)
+    code, heavy, out = _heavy(
+        "inspect", "--json", str(path), heavy=PLAIN_HEAVY, state=tmp_path / "state"
+    )
+    assert code == 0
+    assert json.loads(out)["pages"] == path.stat().st_size // 4096
+    assert heavy == []
+    code, heavy, out = _heavy("checksum", str(path), heavy=PLAIN_HEAVY - INSPECT_HEAVY)
+    assert code == 0 and heavy == []
+
+
+def test_the_probe_sees_the_decoder_the_zip_fill_and_the_page_records(tmp_path: Path) -> None:
+    """Where they are used, the names PLAIN_HEAVY adds are loaded, so that each can fail: the
+    decoder for a file with a hole (its zero page), the zip fill for a ROW_FORMAT=COMPRESSED
+    file, the per-page records for an ``on_page`` listener (the TUI's page map)."""
+    path = tmp_path / "holed.ibd"
+    with path.open("wb") as out:
+        out.write((SAMPLES / "mariadb" / "p4k-plain.ibd").read_bytes())
+        out.truncate(out.tell() + 64 * 4096)  # a hole of 64 pages at the end
+    code, heavy, out = _heavy("inspect", "--json", str(path), heavy=PLAIN_HEAVY - INSPECT_HEAVY)
+    assert code == 0 and json.loads(out)["pages"] == path.stat().st_size // 4096
+    assert heavy == ["ibdtool.parsers.page"]
+    code, heavy, out = _heavy(
+        "inspect", "--json", str(SAMPLES / "mariadb" / "p16k-rc_kbs8.ibd"),
+        heavy=PLAIN_HEAVY - INSPECT_HEAVY,
+    )  # fmt: skip
+    assert code == 0 and json.loads(out)["zip_fill"]["rebuilt"] > 0
+    assert heavy == ["ibdtool.parsers.page", "ibdtool.tablespace.zip_fill"]
+    done = subprocess.run(
+        [sys.executable, "-c", ON_PAGE_PROBE, str(SAMPLES / "mariadb" / "p4k-plain.ibd")],
+        capture_output=True, text=True, check=True,
+    )  # fmt: skip
+    pages, loaded = done.stdout.split(" ", 1)
+    assert int(pages) == (SAMPLES / "mariadb" / "p4k-plain.ibd").stat().st_size // 4096
+    assert loaded.split() == ["ibdtool.parsers.page", "ibdtool.tablespace.header_pages"]
+
+
+ON_PAGE_PROBE = """
+import sys
+from ibdtool.tablespace import Tablespace, inspect_tablespace
+seen = []
+with Tablespace(sys.argv[1]) as ts:
+    inspect_tablespace(ts, on_page=seen.append)
+names = ("ibdtool.parsers.page", "ibdtool.tablespace.header_pages")
+print(len(seen), *sorted(m for m in sys.modules if m in names))
+"""
 
 
 def test_the_probe_sees_the_calibration_reader_where_there_is_a_state_file(

@@ -152,8 +152,9 @@ def test_sample_zip_pages_hold_every_row(rel: str) -> None:
 def test_inspect_samples_the_zip_fill_of_many_leaf_pages_evenly() -> None:
     """Past the limit, leaf pages spread evenly over the file are rebuilt: their fill is what
     the headers of those pages count (read here), and the JSON says it was sampled."""
-    from ibdtool.tablespace.inspect import inspect_path, zip_fill_summary
+    from ibdtool.tablespace.inspect import inspect_path
     from ibdtool.tablespace.reader import Tablespace
+    from ibdtool.tablespace.zip_fill import zip_fill_summary
 
     path = sample("mariadb/p16k-rc_kbs1.ibd")
     whole = inspect_path(path, with_sdi=False).zip_fill

@@ -32,6 +32,7 @@ from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
 from itertools import islice, repeat
 from operator import add, eq, or_, sub
+from typing import NamedTuple
 
 from ibdtool.fs.opening import open_nonblocking
 from ibdtool.fs.ranges import PackedRanges
@@ -87,8 +88,7 @@ Extent4 = tuple[int, int, int, int]
 _FIEMAP_UNSUPPORTED = frozenset({errno.ENOTTY, errno.EOPNOTSUPP, errno.ENOTSUP})
 
 
-@dataclass(frozen=True, slots=True)
-class Extent:
+class Extent(NamedTuple):
     """One extent as FS_IOC_FIEMAP reports it (bytes; ``physical`` is on the device)."""
 
     logical: int
@@ -295,11 +295,7 @@ def contiguous_runs(extents: Iterable[Extent] | Iterable[tuple[int, int, int, in
     """
     runs = 0
     prev: tuple[int, int, int] | None = None
-    for ext in extents:
-        if isinstance(ext, Extent):
-            logical, physical, length = ext.logical, ext.physical, ext.length
-        else:
-            logical, physical, length, _flags = ext
+    for logical, physical, length, _flags in extents:  # an Extent is such a tuple too
         if prev is None:
             runs = 1
         else:
@@ -439,7 +435,7 @@ class Allocation:
 _COLUMN_EXTENTS = 512
 
 
-@dataclass
+@dataclass(eq=False, repr=False)  # an accumulator nothing compares or prints (start-up)
 class _ExtentCounts:
     """What the allocation snapshot counts of FIEMAP's extents, one extent at a time (so that
     6.5 million extents are never held at once), and the data ranges they give."""

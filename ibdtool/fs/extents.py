@@ -23,9 +23,8 @@ from __future__ import annotations
 
 import os
 import stat
-from dataclasses import dataclass, replace
 from functools import lru_cache
-from typing import Any
+from typing import Any, NamedTuple
 
 from ibdtool.fs.mounts import Mount, discard_max_bytes, mount_of, read_mounts
 from ibdtool.fs.rates import RATES, Rate
@@ -34,8 +33,7 @@ from ibdtool.fs.statefile import has_state
 GIB = 1 << 30
 
 
-@dataclass(frozen=True)
-class DropCost:
+class DropCost(NamedTuple):
     """The predicted time to free a file's extents: ``seconds`` (typical) within
     ``[low, high]``, and what it is based on. ``seconds`` is None when nothing is known of
     the filesystem (then ``basis`` says so)."""
@@ -68,8 +66,7 @@ def _round(x: float | None) -> float | None:
     return None if x is None else round(x, 4)
 
 
-@dataclass(frozen=True)
-class Where:
+class Where(NamedTuple):
     """The filesystem a file is on, as far as the cost of its extents goes."""
 
     mount: Mount | None
@@ -171,8 +168,7 @@ def predict_between(
     mid = predict(extents, size, w, rate, source)
     if rate is None:
         return mid
-    return replace(
-        mid,
+    return mid._replace(
         low=predict(low, size, w, rate, source).low,
         high=predict(high, size, w, rate, source).high,
     )
@@ -227,8 +223,7 @@ SCAN_BYTES_PER_S = 500e6
 SCAN_PER_EXTENT_S = 3e-6
 
 
-@dataclass(frozen=True)
-class Layout:
+class Layout(NamedTuple):
     """How contiguous a file is, and what that costs a cold full scan."""
 
     extents: int

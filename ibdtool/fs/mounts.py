@@ -12,15 +12,14 @@ from __future__ import annotations
 
 import os
 import re
-from dataclasses import dataclass
 from pathlib import Path
+from typing import NamedTuple
 
 MOUNTINFO = "/proc/self/mountinfo"
 _OCTAL = re.compile(r"\\([0-7]{3})")
 
 
-@dataclass(frozen=True)
-class Mount:
+class Mount(NamedTuple):
     """One line of mountinfo: where, what filesystem, with which options."""
 
     device: str  # "MAJ:MIN"

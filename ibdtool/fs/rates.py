@@ -5,11 +5,10 @@ quiet figure a calibration's low end goes down to (:mod:`ibdtool.fs.calibrate`).
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from typing import NamedTuple
 
 
-@dataclass(frozen=True)
-class Rate:
+class Rate(NamedTuple):
     """What freeing extents costs on one kind of filesystem: seconds per extent (typical,
     fastest, slowest expected) and a fixed part per file."""
 

@@ -4,7 +4,8 @@
 - ``reader``: open one tablespace file and yield a page's header record per page, lazily.
 - ``decrypt``: an encrypted tablespace's key, proved, and its pages decrypted.
 - ``inspect``: summarise a whole tablespace; ``inspect_tally`` is its fast path beside it
-  (the common pages tallied straight from their stored bytes).
+  (the common pages tallied straight from their stored bytes); ``zip_fill``: the rebuilt fill
+  of a ROW_FORMAT=COMPRESSED file's leaf pages (loaded for such files alone).
 - ``header_pages``: every page's header record at scan speed, for the scans that want them
   (offered as ``scan_page_headers``: the submodule's own name is taken by the module).
 - ``parallel``: split a scan of one tablespace over forked child processes.

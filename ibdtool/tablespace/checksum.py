@@ -42,8 +42,8 @@ from ibdtool.parsers.envelope import (
     read_envelope,
 )
 from ibdtool.parsers.inflate import inflate
-from ibdtool.parsers.page import HEADER_PREFIX
 from ibdtool.parsers.pagecolumns import (
+    PREFIX_BYTES,
     columns,
     compressed_verified,
     plain_verified,
@@ -110,7 +110,7 @@ def classic_envelope(head: bytes, physical: int, logical: int) -> Envelope:
 def classic_inner(
     image: memoryview, fmt: SpaceFormat, logical: int
 ) -> tuple[bytes, int, int, str] | None:
-    """The first :data:`~ibdtool.parsers.page.HEADER_PREFIX` bytes of the page inside a
+    """The first :data:`~ibdtool.parsers.pagecolumns.PREFIX_BYTES` bytes of the page inside a
     MariaDB classic compressed image (§3.1) or a MySQL type-14 image (§2.1), the image's stored
     size and its payload's length, when that page verifies by crc32, untorn, and its
     algorithm's name; None sends it to the decoder, which says what else it is (the checksum
@@ -148,7 +148,7 @@ def classic_inner(
         and page[20:24] == page[logical - 4 : logical]
         and chk == crc32c(page[4:26]) ^ crc32c(page[38 : logical - 8])
     ):
-        return bytes(page[:HEADER_PREFIX]), env.stored_size, env.payload_length, env.algorithm.value
+        return bytes(page[:PREFIX_BYTES]), env.stored_size, env.payload_length, env.algorithm.value
     return None
 
 

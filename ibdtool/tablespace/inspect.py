@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import os
 from collections import Counter
-from collections.abc import Callable, Sequence
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
@@ -22,11 +22,9 @@ from ibdtool.parsers.constants import (
     Algorithm,
 )
 from ibdtool.parsers.identity import Identity, identify
-from ibdtool.parsers.page import PageInfo
 from ibdtool.parsers.rowformat import row_format
 from ibdtool.parsers.space import SpaceFormat
 from ibdtool.parsers.vendor import Vendor
-from ibdtool.tablespace.header_pages import header_pages
 from ibdtool.tablespace.index_names import IndexNames, from_cfg
 from ibdtool.tablespace.inspect_tally import tally_run
 from ibdtool.tablespace.page_tally import PageTally
@@ -34,13 +32,12 @@ from ibdtool.tablespace.reader import Tablespace
 
 if TYPE_CHECKING:  # ibdtool.parsers.keyring loads construct and cryptography: only with --keyring
     from ibdtool.parsers.keyring import Keyring
+    from ibdtool.parsers.page import PageInfo
     from ibdtool.parsers.sdi import SdiEntry
     from ibdtool.parsers.tabledef import TableDef
+    from ibdtool.tablespace.zip_fill import ZipFillSummary
 
 MAX_LISTED_PAGES = 1000
-#: ROW_FORMAT=COMPRESSED leaf pages rebuilt for their real fill; more are sampled evenly (a
-#: rebuild costs about 1 ms a page, twenty times a header read)
-ZIP_FILL_PAGES = 1024
 
 
 def format_name(fmt: SpaceFormat, name: str | None = None) -> str:
@@ -180,7 +177,8 @@ class InspectResult:
     #: index pages (the SDI's aside) in compact format and in REDUNDANT format
     compact_pages: int = 0
     redundant_pages: int = 0
-    #: ROW_FORMAT=COMPRESSED leaf pages rebuilt (:func:`zip_fill_summary`); None otherwise
+    #: ROW_FORMAT=COMPRESSED leaf pages rebuilt
+    #: (:func:`~ibdtool.tablespace.zip_fill.zip_fill_summary`); None otherwise
     zip_fill: ZipFillSummary | None = None
     #: what freeing the file's extents would cost (DROP TABLE); None without FIEMAP
     drop_cost: DropCost | None = None
@@ -333,6 +331,8 @@ def _tally_range(
     psize = ts.physical_size
     tally = PageTally()
     zero = bytes(psize)
+    if on_page is not None:  # the TUI's page map: the decoder's record of every page
+        from ibdtool.tablespace.header_pages import header_pages
     for first, end, has_data in ts.page_runs(start, stop):
         free = ts.free_window(first, end)
         if not has_data and on_page is None:
@@ -405,7 +405,8 @@ def inspect_tablespace(
     """One pass over ``ts`` (see module doc). ``progress(pages_done)`` is called now and then;
     ``on_page(info)``, when given, sees every page as it is read (the TUI's page map), and may
     raise to stop the scan. ``with_zip_fill``: rebuild ROW_FORMAT=COMPRESSED leaf pages for
-    their real fill (:func:`zip_fill_summary`, up to a second a file; ``report`` does not).
+    their real fill (:func:`~ibdtool.tablespace.zip_fill.zip_fill_summary`, up to a second a
+    file; ``report`` does not).
     ``schema``: the table's ``--schema`` definition (index names)."""
     alloc = ts.allocation
     ts.data_ranges  # noqa: B018  (the data map once, before any fork)
@@ -447,6 +448,11 @@ def inspect_tablespace(
     warnings.extend(names.warnings)
     identity = identify(ts.format, stored_types, str(ts.path), sdi.tables if sdi else ())
     vendor = identity.vendor
+    zip_fill = None
+    if ts.format.zip and with_zip_fill:
+        from ibdtool.tablespace.zip_fill import zip_fill_summary  # zip files only
+
+        zip_fill = zip_fill_summary(ts, tally.zip_leaves)
     return InspectResult(
         drop_cost=drop_cost(str(ts.path), alloc.extents, alloc.st_size) if ts.is_local else None,
         layout=layout(
@@ -483,75 +489,7 @@ def inspect_tablespace(
         index_levels=tally.index_levels,
         compact_pages=tally.compact_pages,
         redundant_pages=tally.redundant_pages,
-        zip_fill=zip_fill_summary(ts, tally.zip_leaves)
-        if ts.format.zip and with_zip_fill
-        else None,
-    )
-
-
-@dataclass
-class ZipFillSummary:
-    """The real fill of ROW_FORMAT=COMPRESSED leaf pages of the table's indexes (the SDI's and
-    pages the extent descriptors call free left out), each rebuilt as the server holds it: the
-    records walked and their bytes on the uncompressed page (what INNODB_BUFFER_PAGE's
-    NUMBER_RECORDS and DATA_SIZE count) and the bytes of the KEY_BLOCK_SIZE image in use
-    (stream, modification log, trailer) — how close each page is to a compression failure."""
-
-    leaf_pages: int  # zip leaf pages in the file
-    rebuilt: int  # of them, rebuilt (all, or an even sample of ZIP_FILL_PAGES)
-    failed: int  # that could not be rebuilt (damaged: reported by the scan too)
-    records: int  # records walked on the rebuilt pages (delete-marked too, as the server counts)
-    records_fill: float | None  # average live-record bytes / an empty page's free space
-    image_fill: float | None  # average bytes in use / KEY_BLOCK_SIZE
-    physical_size: int
-
-    @property
-    def sampled(self) -> bool:
-        return self.rebuilt + self.failed < self.leaf_pages
-
-    def to_json(self) -> dict[str, Any]:
-        return {
-            "leaf_pages": self.leaf_pages,
-            "rebuilt": self.rebuilt,
-            "failed": self.failed,
-            "sampled": self.sampled,
-            "records": self.records,
-            "records_fill": None if self.records_fill is None else round(self.records_fill, 4),
-            "image_fill": None if self.image_fill is None else round(self.image_fill, 4),
-        }
-
-
-def zip_fill_summary(
-    ts: Tablespace, leaves: Sequence[int], limit: int = ZIP_FILL_PAGES
-) -> ZipFillSummary:
-    """Rebuild the zip leaf pages ``leaves`` (an even sample of ``limit`` when there are more)
-    and average their fills (see :class:`ZipFillSummary`)."""
-    # zip files only
-    from ibdtool.parsers.zip_page import ZipPageError, decompress_zip_page, zip_fill
-
-    n = len(leaves)
-    picked = [leaves[i * n // limit] for i in range(limit)] if n > limit else list(leaves)
-    rebuilt = failed = records = 0
-    records_sum = image_sum = 0.0
-    for page_no in picked:
-        try:
-            zp = decompress_zip_page(ts.stored_page(page_no), ts.logical_size)
-            fill = zip_fill(zp)
-        except ZipPageError:
-            failed += 1
-            continue
-        rebuilt += 1
-        records += fill.records
-        records_sum += fill.fill
-        image_sum += fill.physical_fill
-    return ZipFillSummary(
-        leaf_pages=n,
-        rebuilt=rebuilt,
-        failed=failed,
-        records=records,
-        records_fill=records_sum / rebuilt if rebuilt else None,
-        image_fill=image_sum / rebuilt if rebuilt else None,
-        physical_size=ts.physical_size,
+        zip_fill=zip_fill,
     )
 
 

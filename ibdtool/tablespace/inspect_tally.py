@@ -51,7 +51,7 @@ from ibdtool.parsers.envelope import (
     fcrc32_stored_size,
     read_envelope,
 )
-from ibdtool.parsers.page import HEADER_PREFIX, index_fill_sum, zip_stream_length
+from ibdtool.parsers.index_fill import index_fill_sum
 from ibdtool.parsers.pagecolumns import (
     INDEX_FIELDS,
     PREFIX_BYTES,
@@ -93,8 +93,8 @@ def tally_run(
     partial: Callable[..., bytes] | None = None
     read_all: Callable[[Sequence[bytes | memoryview]], list[bytes]] | None = None
     if algorithm is not None and algorithm is not Algorithm.NONE:
-        partial = codec_for(algorithm).prefix_reader(HEADER_PREFIX, logical)
-        read_all = codec_for(algorithm).prefix_batch(HEADER_PREFIX, logical)
+        partial = codec_for(algorithm).prefix_reader(PREFIX_BYTES, logical)
+        read_all = codec_for(algorithm).prefix_batch(PREFIX_BYTES, logical)
     algo_name = algorithm.value if algorithm is not None else ""
     dblwr = ts.doublewrite_pages
     zero = bytes(psize)
@@ -248,6 +248,8 @@ def zip_verified(
     (:func:`ibdtool.parsers.page.zip_stream_length`, as the decoder does). Every other page
     (zero, innodb or legacy checksums, damage, encryption, R-tree pages, a doublewrite copy)
     is for the decoder."""
+    from ibdtool.parsers.page import zip_stream_length  # the decoder's module: zip files only
+
     psize, logical, fmt = ts.physical_size, ts.logical_size, ts.format
     idx_types = index_types(fmt.vendor)
     count = len(cols["page_no"])
@@ -283,7 +285,7 @@ def _zip_leaves(
     idx_types: frozenset[int],
 ) -> None:
     """The zip leaf pages of the table's indexes among a chunk's inline pages (``good``), for
-    :func:`ibdtool.tablespace.inspect.zip_fill_summary`: as :meth:`PageTally.add` keeps them."""
+    :func:`ibdtool.tablespace.zip_fill.zip_fill_summary`: as :meth:`PageTally.add` keeps them."""
     ptype, level, index_id = cols["page_type"], cols["level"], cols["index_id"]
     for k in compress(range(len(good)), good):
         if (

@@ -12,11 +12,14 @@ from __future__ import annotations
 from array import array
 from collections import Counter
 from dataclasses import dataclass, field
+from typing import TYPE_CHECKING
 
 from ibdtool.parsers.checksum import ChecksumAlgo
 from ibdtool.parsers.constants import SDI_INDEX_ID, Algorithm
 from ibdtool.parsers.layout import align_up
-from ibdtool.parsers.page import PageInfo
+
+if TYPE_CHECKING:
+    from ibdtool.parsers.page import PageInfo
 
 
 def unpunched_bytes(info: PageInfo, allocated_in_slot: int, block: int) -> int:
@@ -27,7 +30,7 @@ def unpunched_bytes(info: PageInfo, allocated_in_slot: int, block: int) -> int:
     return max(0, allocated_in_slot - ideal)
 
 
-@dataclass
+@dataclass(eq=False, repr=False)  # an accumulator nothing compares or prints (start-up)
 class PageTally:
     """What one pass over a page range adds up; ranges scanned apart are merged."""
 

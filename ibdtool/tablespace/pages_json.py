@@ -30,7 +30,8 @@ from ibdtool.errors import InputError
 from ibdtool.parsers.checksum import ChecksumAlgo
 from ibdtool.parsers.codecs import codec_for
 from ibdtool.parsers.constants import SDI_INDEX_ID, Algorithm, index_types, page_type_name
-from ibdtool.parsers.page import HEADER_PREFIX, index_fill
+from ibdtool.parsers.index_fill import index_fill
+from ibdtool.parsers.page import HEADER_PREFIX
 from ibdtool.parsers.pagecolumns import INDEX_FIELDS, columns, plain_verified, verdict_fields
 from ibdtool.tablespace.inspect import index_names_of
 from ibdtool.tablespace.inspect_tally import CompressedHeaders, classic_pages, compressed_headers

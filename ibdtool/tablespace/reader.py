@@ -15,7 +15,7 @@ from __future__ import annotations
 
 import errno
 import os
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from dataclasses import replace
 from functools import cached_property
 from pathlib import Path
@@ -25,13 +25,13 @@ from ibdtool.errors import InputError
 from ibdtool.fs import Allocation, PackedRanges, open_regular, read_allocation, scan_ranges
 from ibdtool.parsers.checksum import ChecksumAlgo
 from ibdtool.parsers.constants import FIL_PAGE_TYPE_XDES
-from ibdtool.parsers.page import DOUBLEWRITE_NAME, PageInfo, decode_page
 from ibdtool.parsers.space import SpaceFormat, detect_format
 from ibdtool.parsers.vendor import Vendor
 from ibdtool.parsers.xdes import decode_descriptor_page
 
 if TYPE_CHECKING:  # ibdtool.parsers.keyring loads construct and cryptography: only with --keyring
     from ibdtool.parsers.keyring import Keyring
+    from ibdtool.parsers.page import PageInfo
     from ibdtool.parsers.sdi import SdiEntry
     from ibdtool.tablespace.decrypt import PageDecryptor
 
@@ -220,6 +220,15 @@ class Tablespace:
         extent = self.format.extent_pages
         return frozenset(range(block1, block1 + extent)) | frozenset(range(block2, block2 + extent))
 
+    @cached_property
+    def _decode_page(self) -> Callable[..., PageInfo]:
+        """:func:`ibdtool.parsers.page.decode_page`, imported at the first page decoded whole:
+        the columnar tallies of ``inspect`` and ``checksum`` need neither the decoder nor its
+        record class (issue 24, item 4: start-up)."""
+        from ibdtool.parsers.page import decode_page
+
+        return decode_page
+
     def _decode(
         self,
         buf: memoryview | bytes,
@@ -227,6 +236,7 @@ class Tablespace:
         keep: list[bytes] | None,
         header_only: bool = False,
     ) -> PageInfo:
+        decode_page = self._decode_page
         dec = self.decryptor
         plain = dec.decrypt(buf, page_no) if dec is not None else None
         if dec is not None and plain is not None:
@@ -241,6 +251,8 @@ class Tablespace:
         if page_no in self.doublewrite_pages and not info.empty:
             # a copy of another page: not an index page of this tablespace, and a stale copy
             # that no longer verifies is not corruption (innochecksum skips these pages too)
+            from ibdtool.parsers.page import DOUBLEWRITE_NAME
+
             info = replace(
                 info,
                 type_name=DOUBLEWRITE_NAME,

@@ -11,7 +11,8 @@ from __future__ import annotations
 
 from ibdtool.parsers.compact_rec import PAGE_NEW_INFIMUM, PAGE_NEW_SUPREMUM
 from ibdtool.parsers.constants import FIL_PAGE_DATA, SDI_INDEX_ID, index_types
-from ibdtool.parsers.page import PAGE_NEW_SUPREMUM_END, PAGE_OLD_SUPREMUM_END, PageInfo
+from ibdtool.parsers.index_fill import PAGE_NEW_SUPREMUM_END, PAGE_OLD_SUPREMUM_END
+from ibdtool.parsers.page import PageInfo
 from ibdtool.parsers.pages.base import NOWHERE, FieldGroup, Parts, Region, field, spans
 from ibdtool.parsers.space import SpaceFormat
 from ibdtool.parsers.structs import PAGE_DATA, PAGE_HEADER, IndexHeader
