@@ -193,8 +193,7 @@ def test_memory_does_not_grow_with_the_page_count(
     from ibdtool.copy.local import CopyOptions, copy_local, repunch_in_place
     from tests.test_copy_remote import seek_data_ranges
 
-    peaks = []
-    for pages in (SMALL, LARGE):
+    def peak(pages: int) -> int:
         dense = _many_pages(sample("mysql80/zlib.ibd"), tmp_path / f"{pages}.ibd", pages)
         data = dense.read_bytes()
         tracemalloc.start()
@@ -205,7 +204,7 @@ def test_memory_does_not_grow_with_the_page_count(
             else:
                 out = tmp_path / f"{pages}-copy.ibd"
                 copy_local(str(dense), str(out), CopyOptions(verify="data"))
-            peaks.append(tracemalloc.get_traced_memory()[1])
+            held = tracemalloc.get_traced_memory()[1]
         finally:
             tracemalloc.stop()
         assert out.read_bytes() == data
@@ -213,6 +212,12 @@ def test_memory_does_not_grow_with_the_page_count(
         assert seek_data_ranges(out) == _expected_data(data, CASES["mysql80/zlib.ibd"], block)
         for f in tmp_path.iterdir():
             f.unlink()
+        return held
+
+    # the least of three runs of each size: a copy checkpoints each window in a thread (fsync,
+    # punch, read-back) while this one writes the next, so what both hold at the peak depends
+    # on how the two were scheduled; a plan kept whole grows in every run, the least included
+    peaks = [min(peak(pages) for _ in range(3)) for pages in (SMALL, LARGE)]
     grew = peaks[1] - peaks[0]
     assert grew < PER_PAGE_BOUND * (LARGE - SMALL), f"peaks {peaks}: {grew} bytes more"
 

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import os
 import re
+import time
 from pathlib import Path
 from typing import Any
 
@@ -420,9 +421,9 @@ async def test_simulation_can_be_cancelled(datadir: Path, monkeypatch: pytest.Mo
         sim = app.screen
         assert isinstance(sim, SimulationScreen)
         # a cancelled worker counts as complete at once; its thread reports when it stops
-        for _ in range(200):
-            if sim.failed or sim.result:
-                break
+        # (waited for by the clock, 30 s at most: a count of short pauses ran out under load)
+        deadline = time.monotonic() + 30
+        while not (sim.failed or sim.result) and time.monotonic() < deadline:
             await pilot.pause(0.01)
         assert sim.result is None and sim.failed == "cancelled"
         assert "cancelled" in static_text(sim.query_one("#sim-status"))
@@ -439,6 +440,25 @@ async def test_simulation_can_be_cancelled(datadir: Path, monkeypatch: pytest.Mo
 
 
 # --- command log, help, palette, errors ------------------------------------------------------
+
+
+async def palette_offers(pilot, prompt: str) -> None:  # type: ignore[no-untyped-def]
+    """Wait (30 s at most) until the command palette has finished searching what was typed
+    and shows ``prompt`` first, highlighted. A fixed pause was too short under load: the search
+    (a worker, restarted at each key) had not shown its hits, so enter picked nothing."""
+    from textual.command import CommandList
+
+    palette = pilot.app.screen
+    hits = palette.query_one(CommandList)
+    deadline = time.monotonic() + 30
+    while True:
+        searching = any(not w.is_finished for w in pilot.app.workers if w.node is palette)
+        if not searching and hits.option_count and hits.highlighted == 0:
+            first = hits.get_option_at_index(0).prompt
+            if str(getattr(first, "plain", first)).startswith(prompt):
+                return
+        assert time.monotonic() < deadline, f"the palette never offered {prompt!r} first"
+        await pilot.pause(0.05)
 
 
 @pytest.mark.asyncio
@@ -469,7 +489,7 @@ async def test_command_log_help_and_palette(datadir: Path) -> None:
         await pilot.press("ctrl+p")
         await pilot.pause()
         await pilot.press(*"colour by allocation")
-        await pilot.pause(0.5)
+        await palette_offers(pilot, "Colour by allocation")
         await pilot.press("enter")
         await pilot.pause()
         assert isinstance(app.screen, TablespaceScreen)
