@@ -16,7 +16,7 @@ from ibdtool.tui.app import create_app
 from ibdtool.tui.screens.tablespace import TablespaceScreen
 from tests.catalog import load_catalog
 from tests.conftest import corpus_file
-from tests.tui_helpers import static_text
+from tests.tui_helpers import settle, static_text
 
 REL = "percona-parser/tests/encrypted_test.ibd"
 KEYRING = "percona-parser/tests/keyring_test"
@@ -26,10 +26,7 @@ async def _legend_and_summary(path: Path, with_key: bool) -> tuple[str, str]:
     keyring = read_keyring(corpus_file(KEYRING)) if with_key else None
     app = create_app(path, keyring=keyring)
     async with app.run_test(size=(120, 40)) as pilot:
-        await pilot.app.workers.wait_for_complete()
-        await pilot.pause()
-        await pilot.app.workers.wait_for_complete()
-        await pilot.pause()
+        await settle(pilot)
         screen = app.screen
         assert isinstance(screen, TablespaceScreen)
         legend = " ".join(static_text(screen.query_one("#legend")).split())

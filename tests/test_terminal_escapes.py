@@ -30,7 +30,7 @@ from samples.servers import ThrowawayServer
 from tests.cli_runner import run_ibdtool
 from tests.samples_manifest import manifest, sample
 from tests.server_fixtures import clean_env, conn_args, ibdtool
-from tests.tui_helpers import static_text, table_rows
+from tests.tui_helpers import settle, static_text, table_rows
 
 BIDI_CONTROLS = {"LRE", "RLE", "PDF", "LRO", "RLO", "LRI", "RLI", "FSI", "PDI", "LRM", "RLM", "ALM"}
 #: a file name (no "/") with what takes a terminal over: OSC title, BEL, clear screen, RLO, CSI
@@ -323,14 +323,6 @@ def widget_text(app: Any) -> str:
     return "\n".join(
         "".join(s.text for s in strip) for strip in app.screen._compositor.render_strips()
     )
-
-
-async def settle(pilot: Any) -> None:
-    for _ in range(40):
-        await pilot.pause(0.05)
-        if not any(w.is_running for w in pilot.app.workers):
-            break
-    await pilot.pause()
 
 
 @pytest.mark.asyncio

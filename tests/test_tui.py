@@ -29,7 +29,14 @@ from ibdtool.tui.widgets.hexdump import HexDump
 from ibdtool.tui.widgets.pagemap import PageMap
 from tests.cli_runner import run_ibdtool
 from tests.samples_manifest import manifest
-from tests.tui_helpers import DATADIR_FILES, lines_of, make_datadir, static_text, table_rows
+from tests.tui_helpers import (
+    DATADIR_FILES,
+    lines_of,
+    make_datadir,
+    settle,
+    static_text,
+    table_rows,
+)
 
 SIZE = (120, 40)
 
@@ -37,14 +44,6 @@ SIZE = (120, 40)
 @pytest.fixture(scope="session")
 def datadir(tmp_path_factory: pytest.TempPathFactory) -> Path:
     return make_datadir(tmp_path_factory.mktemp("tui") / "datadir")
-
-
-async def settle(pilot) -> None:  # type: ignore[no-untyped-def]
-    """Let every worker finish and the messages they posted be handled."""
-    await pilot.app.workers.wait_for_complete()
-    await pilot.pause()
-    await pilot.app.workers.wait_for_complete()
-    await pilot.pause()
 
 
 def innochecksum_count(rel: str, label: str) -> int:

@@ -18,7 +18,8 @@ from ibdtool.tui.app import create_app
 from ibdtool.tui.screens.tablespace import TablespaceScreen
 from tests.conftest import sparse_copy
 from tests.samples_manifest import sample
-from tests.test_tui import SIZE, legend, settle
+from tests.test_tui import SIZE, legend
+from tests.tui_helpers import settle
 
 PAGE = 16384
 

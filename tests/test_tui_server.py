@@ -30,7 +30,7 @@ from tests.server_fixtures import (
     space_id,
 )
 from tests.test_migrate_load import dirty_in_pool
-from tests.tui_helpers import static_text, table_rows
+from tests.tui_helpers import settle, static_text, table_rows
 
 SIZE = (140, 40)
 
@@ -42,13 +42,6 @@ def server_app(srv: ThrowawayServer) -> Any:
         {"socket": str(srv.socket), "user": "root"}, no_defaults=True, environ={}
     )
     return create_app(server=(opts, None))
-
-
-async def settle(pilot: Any) -> None:
-    await pilot.app.workers.wait_for_complete()
-    await pilot.pause()
-    await pilot.app.workers.wait_for_complete()
-    await pilot.pause()
 
 
 def file_size(srv: ThrowawayServer, schema: str, table: str) -> int:

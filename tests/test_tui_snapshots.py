@@ -17,6 +17,7 @@ import pytest
 import ibdtool.advise.cpu_cost
 from ibdtool.tui.app import create_app
 from tests.tui_helpers import make_datadir
+from tests.tui_helpers import settle as settle_workers
 
 SIZE = (80, 24)
 FILE = "datadir/mysql80/mixed_zlib_lz4.ibd"
@@ -32,10 +33,7 @@ def in_datadir(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
 async def settle(pilot: Any) -> None:
     """Every worker done, its messages handled, and a frame drawn with what they changed
     (a modal pushed next shows the screen below as last drawn)."""
-    await pilot.app.workers.wait_for_complete()
-    await pilot.pause()
-    await pilot.app.workers.wait_for_complete()
-    await pilot.pause()
+    await settle_workers(pilot)
     await pilot.wait_for_scheduled_animations()
     await pilot.pause(0.1)
 

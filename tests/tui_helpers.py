@@ -1,4 +1,5 @@
-"""Helpers for the TUI tests: a sparse copy of sample files as a data directory, and widget text.
+"""Helpers for the TUI tests: a sparse copy of sample files as a data directory, waiting for the
+app's workers, and widget text.
 
 What a test asserts is what a widget shows: Static content rendered by Rich to plain text, the
 line-API widgets' lines (page map, hex dump), DataTable cells.
@@ -7,6 +8,7 @@ line-API widgets' lines (page map, hex dump), DataTable cells.
 from __future__ import annotations
 
 import io
+import time
 from pathlib import Path
 from typing import Any
 
@@ -35,6 +37,24 @@ def make_datadir(root: Path) -> Path:
         for rel in files:
             sparse_copy(sample(rel), root / folder / Path(rel).name)
     return root
+
+
+async def settle(pilot: Any, timeout: float = 120) -> None:
+    """Let every worker finish and the messages they posted be handled, and again while those
+    messages start more workers, until a round ends with none left (at most ``timeout`` s).
+
+    Two rounds were not always enough: a scan batch's last message starts the next batch, and
+    a browser's listing that came in two messages (its walk took over 0.1 s, as it can under
+    load) makes two batches, the second started after the second round looked: the status
+    still said "scanning" and rows had no compression yet."""
+    deadline = time.monotonic() + timeout
+    while True:
+        await pilot.app.workers.wait_for_complete()
+        await pilot.pause()
+        running = [w for w in pilot.app.workers if not w.is_finished]
+        if not running:
+            return
+        assert time.monotonic() < deadline, f"workers still running after {timeout} s: {running}"
 
 
 def rich_text(renderable: Any, width: int = 200) -> str:
