@@ -481,12 +481,17 @@ def assert_progress(events: list[Any], migration: Any, source: str) -> None:
         assert result.status == "done" and result.verified, result.message
 
 
-def wait_for_purge(srv: servers.ThrowawayServer, timeout: float = 60) -> None:
-    """Let purge empty the history, so that deleted rows become free-list records."""
+def wait_for_purge(srv: servers.ThrowawayServer, timeout: float = 180) -> None:
+    """Let purge empty the history, so that deleted rows become free-list records. Fails when
+    it has not in ``timeout`` seconds: it used to return as if it had, and the measure taken
+    next saw purge still rewriting pages (slow under a full suite's load)."""
     deadline = time.monotonic() + timeout
+    left = "no History list length in SHOW ENGINE INNODB STATUS"
     while time.monotonic() < deadline:
         status = str(srv.query("SHOW ENGINE INNODB STATUS")[0][2])
         m = re.search(r"History list length (\d+)", status)
         if m and int(m.group(1)) == 0:
             return
+        left = f"history list length {m.group(1)}" if m else left
         time.sleep(0.5)
+    pytest.fail(f"purge not done after {timeout:.0f} s: {left}", pytrace=False)

@@ -110,7 +110,7 @@ class ThrowawaySshd:
             [SSHD, "-D", "-e", "-f", str(r / "sshd_config")],
             stderr=open(r / "sshd.log", "wb"),  # noqa: SIM115
         )
-        deadline = time.monotonic() + 30
+        deadline = time.monotonic() + 120  # a login's key exchange waits for a core under load
         while True:
             probe = subprocess.run(
                 ["ssh", "-F", str(self.ssh_config), self.alias, "true"], capture_output=True

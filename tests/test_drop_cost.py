@@ -146,7 +146,11 @@ def test_mountinfo_unescapes_paths(tmp_path: Path) -> None:
 def test_calibrated_prediction_holds_for_a_real_unlink(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    """calibrate, then a file punched page by page: its timed unlink lies in the range."""
+    """calibrate, then a file punched page by page: its timed unlink lies in the range, in
+    one of three files. The calibration and the unlink are timed at different moments on a
+    shared machine: a burst of writes beside one of them (the journal's commit) can push one
+    unlink past four times the slowest calibrated run; a wrong rate (per extent, units, the
+    state file's run) misses with every file."""
     work = tmp_path / "work"
     work.mkdir()
     done = run_ibdtool(
@@ -157,17 +161,22 @@ def test_calibrated_prediction_holds_for_a_real_unlink(
     assert Path(cal["state_file"]).is_file() and len(cal["per_extent_s"]) == 3
     assert not [p for p in work.iterdir()], "the scratch files are removed"
     monkeypatch.setenv("XDG_STATE_HOME", str(tmp_path / "state"))
-    path = work / "t.ibd"
-    punched_file(path, 2048)
-    n = filefrag_extents(path)
-    assert n >= 2000
-    cost = extents.drop_cost(path, n, path.stat().st_size)
-    assert cost is not None and cost.source == "calibration"
-    assert cost.low is not None and cost.high is not None
-    t0 = time.monotonic()
-    os.unlink(path)
-    took = time.monotonic() - t0
-    assert cost.low <= took <= cost.high, (took, cost)
+    seen = []
+    for attempt in range(3):
+        path = work / f"t{attempt}.ibd"
+        punched_file(path, 2048)
+        n = filefrag_extents(path)
+        assert n >= 2000
+        cost = extents.drop_cost(path, n, path.stat().st_size)
+        assert cost is not None and cost.source == "calibration"
+        assert cost.low is not None and cost.high is not None
+        t0 = time.monotonic()
+        os.unlink(path)
+        took = time.monotonic() - t0
+        seen.append((took, cost))
+        if cost.low <= took <= cost.high:
+            break
+    assert cost.low <= took <= cost.high, seen
 
 
 def test_state_file_round_trip(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:

@@ -38,9 +38,10 @@ def _make_tables(srv: ThrowawayServer, schema: str) -> None:
 
 
 def _written(path: Path) -> Path:
-    """Wait (30 s at most) until the server has written page 0 (MariaDB writes it through the
-    buffer pool: an FTS auxiliary table's may wait for the page cleaner)."""
-    deadline = time.monotonic() + 30
+    """Wait (120 s at most: the page cleaner is slow on a loaded machine) until the server has
+    written page 0 (MariaDB writes it through the buffer pool: an FTS auxiliary table's may
+    wait for the page cleaner)."""
+    deadline = time.monotonic() + 120
     while time.monotonic() < deadline:
         with path.open("rb") as fh:
             if any(fh.read(4096)):

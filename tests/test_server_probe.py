@@ -14,6 +14,8 @@ between performance_schema's p50 and that plus ``max(2 ms, 2 × it)``; against s
 client, another table of the same shape) the warm point-read p50s agree within a factor of 4,
 or 2 ms above when that is more (seen at a load average of 17 on the 2 cores: the probe's
 2.2 ms against sysbench's 0.47 ms, a paced Python client waiting for a core after each sleep).
+Each latency comparison must hold in one of :data:`RUNS` runs, every run checked whole
+otherwise: a load burst can hold one side off the cores for a run, a wrong measure misses in all.
 """
 
 from __future__ import annotations
@@ -117,8 +119,29 @@ def quiet_lsn(srv: ThrowawayServer) -> int:
     pytest.fail("the server's LSN kept moving for a minute with nothing running")
 
 
+#: runs of a latency comparison before it fails: the two sides are measured by different
+#: clients (or at different moments) on a shared machine, where a burst of load can hold one
+#: client off the cores for a whole run; a wrong measure (units, a pause counted in, another
+#: percentile) misses in every run
+RUNS = 3
+
+
 @pytest.mark.parametrize("srv", SERVERS, indirect=True)
 def test_latency_agrees_with_performance_schema(srv: ThrowawayServer, table: str) -> None:
+    """The probe's p50 lies between performance_schema's p50 of the same statements and that
+    plus the stated tolerance, in one of :data:`RUNS` runs (each run checked whole otherwise)."""
+    seen: list[tuple[float, float]] = []
+    for _ in range(RUNS):
+        client_p50, server_p50 = _latency_run(srv, table)
+        seen.append((client_p50, server_p50))
+        if client_p50 <= server_p50 + max(0.002, 2 * server_p50):
+            break
+    assert server_p50 <= client_p50 <= server_p50 + max(0.002, 2 * server_p50), seen
+
+
+def _latency_run(srv: ThrowawayServer, table: str) -> tuple[float, float]:
+    """One probe, checked against performance_schema's history of its statements; its p50
+    and the server's, in seconds."""
     history_on(srv)
     code, doc, _ = probe(srv, table, "--points", "60", "--ranges", "6", "--rate", "200")
     assert code == 0 and doc["stopped"] is None
@@ -133,10 +156,6 @@ def test_latency_agrees_with_performance_schema(srv: ThrowawayServer, table: str
     assert len(points) == doc["latency"]["point"]["n"] == 120
     server_p50 = percentile(points, 50)
     client_p50 = doc["latency"]["point"]["p50_ms"] / 1000
-    assert server_p50 <= client_p50 <= server_p50 + max(0.002, 2 * server_p50), (
-        client_p50,
-        server_p50,
-    )
     # the probe's own reading of the server's timing is the same statements'
     assert doc["latency"]["point"]["server_n"] == 120
     assert doc["latency"]["point"]["server_p50_ms"] == pytest.approx(1000 * server_p50, rel=1e-3)
@@ -145,6 +164,8 @@ def test_latency_agrees_with_performance_schema(srv: ThrowawayServer, table: str
     assert doc["latency"]["range"]["rows"] == 6 * 20
     # its share of the time, by its own clock, stayed under the stated one
     assert doc["share_used"] <= doc["settings"]["share"] + 0.01
+    assert server_p50 <= client_p50, (client_p50, server_p50)
+    return client_p50, server_p50
 
 
 @pytest.mark.parametrize("srv", SERVERS, indirect=True)
@@ -192,6 +213,15 @@ def _sleepers(srv: ThrowawayServer, n: int, seconds: int) -> list[threading.Thre
     return threads
 
 
+def _probe_reads(srv: ThrowawayServer) -> int:
+    """The probe's own reads the server has recorded so far (performance_schema history)."""
+    ((n,),) = srv.query(
+        "SELECT COUNT(*) FROM performance_schema.events_statements_history_long "
+        "WHERE SQL_TEXT LIKE '/* ibdtool probe */ SELECT%' AND SQL_TEXT NOT LIKE '%MIN(%'"
+    )
+    return int(n)
+
+
 def _running(srv: ThrowawayServer) -> int:
     ((_, value),) = srv.query("SHOW GLOBAL STATUS LIKE 'Threads_running'")
     return int(value)
@@ -220,8 +250,16 @@ def test_max_load_stops_it(srv: ThrowawayServer, table: str) -> None:
         "--max-load",
         "Threads_running=4",
     ]
+    history_on(srv)
     child = start_ibdtool(*cmd, env=clean_env())
-    time.sleep(2.0)
+    # the load comes once the probe has run statements of its own, as the server recorded them
+    # (a fixed 2 s was not always enough for it to start under load, and a probe that sees the
+    # load before its first statement rightly stops at 0)
+    deadline = time.monotonic() + 120
+    while _probe_reads(srv) < 5:
+        assert child.poll() is None, child.communicate()
+        assert time.monotonic() < deadline, "the probe ran no statement in 120 s"
+        time.sleep(0.05)
     sleepers = _sleepers(srv, 4, 8)
     deadline = time.monotonic() + 5
     while _running(srv) < 5 and time.monotonic() < deadline:
@@ -239,7 +277,8 @@ def test_max_load_stops_it(srv: ThrowawayServer, table: str) -> None:
 
 def test_sysbench_agrees(mariadb: ThrowawayServer) -> None:
     """Warm point reads by the probe and by sysbench's oltp_point_select (one thread, paced)
-    on sysbench's own table: the two clients' p50 agree within the stated factor."""
+    on sysbench's own table: the two clients' p50 agree within the stated factor (in one of
+    :data:`RUNS` pairs of runs)."""
     srv = mariadb
     srv.query("CREATE DATABASE IF NOT EXISTS sbprobe")
     sb = [
@@ -252,39 +291,43 @@ def test_sysbench_agrees(mariadb: ThrowawayServer) -> None:
         "--tables=1",
         "--table-size=20000",
     ]
+    seen: list[tuple[float, float]] = []
     try:
         subprocess.run([*sb, "prepare"], capture_output=True, check=True, timeout=300)
         srv.query("SELECT COUNT(*), SUM(LENGTH(c)) FROM sbprobe.sbtest1")  # all in the pool
-        code, doc, _ = probe(
-            srv,
-            "sbprobe.sbtest1",
-            "--points",
-            "100",
-            "--ranges",
-            "0",
-            "--rate",
-            "100",
-            "--share",
-            "0.2",
-        )
-        assert code == 0
-        ran = subprocess.run(
-            [*sb, "--threads=1", "--rate=100", "--time=3", "--percentile=50", "run"],
-            capture_output=True,
-            text=True,
-            check=True,
-            timeout=120,
-        ).stdout
-        m = re.search(r"50th percentile:\s+([\d.]+)", ran)
-        assert m, ran
-        sysbench_p50 = float(m.group(1))  # ms
+        # the two clients run one after the other: a run where load came to one of them only is
+        # measured again (RUNS); they must agree in one
+        for _ in range(RUNS):
+            code, doc, _ = probe(
+                srv,
+                "sbprobe.sbtest1",
+                "--points",
+                "100",
+                "--ranges",
+                "0",
+                "--rate",
+                "100",
+                "--share",
+                "0.2",
+            )
+            assert code == 0
+            ran = subprocess.run(
+                [*sb, "--threads=1", "--rate=100", "--time=3", "--percentile=50", "run"],
+                capture_output=True,
+                text=True,
+                check=True,
+                timeout=120,
+            ).stdout
+            m = re.search(r"50th percentile:\s+([\d.]+)", ran)
+            assert m, ran
+            sysbench_p50 = float(m.group(1))  # ms
+            warm = doc["latency"]["repeat"]["p50_ms"]
+            seen.append((warm, sysbench_p50))
+            if sysbench_p50 / 4 <= warm <= max(sysbench_p50 * 4, sysbench_p50 + 2):
+                break
     finally:
         srv.query("DROP DATABASE IF EXISTS sbprobe")
-    warm = doc["latency"]["repeat"]["p50_ms"]
-    assert sysbench_p50 / 4 <= warm <= max(sysbench_p50 * 4, sysbench_p50 + 2), (
-        warm,
-        sysbench_p50,
-    )
+    assert sysbench_p50 / 4 <= warm <= max(sysbench_p50 * 4, sysbench_p50 + 2), seen
 
 
 @pytest.mark.parametrize(

@@ -198,7 +198,7 @@ def test_migrate_plan_predicts_the_rebuilt_file(srv: ThrowawayServer) -> None:
     """``migrate``'s dry run predicts the file as rebuilt (it says so), with the rebuild
     alone beside; the conversion it plans, run by hand, lands inside the interval."""
     history_table(srv, "rb_plan", "t")
-    wait_for_purge(srv, timeout=30)  # the deletes' purge done: else it dirties pages later
+    wait_for_purge(srv)  # the deletes' purge done: else it dirties pages later
     measured(srv, "rb_plan", "t")  # the pages on disk, as the page cleaner would leave them
     res = ibdtool("migrate", "rb_plan.t", "--to", "page:lz4", "--json", *conn_args(srv))
     assert res.returncode == 0, res.stderr
