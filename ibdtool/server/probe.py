@@ -42,7 +42,7 @@ import contextlib
 import random
 import time
 from collections.abc import Callable, Iterator, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from decimal import Decimal
 from typing import Any
 
@@ -295,7 +295,7 @@ def probe_table(
             took = time.monotonic() - t0
             after = _status(watch, status_sql, names)
             read = Read(kind, took, len(rows), _delta(before, after, "Innodb_buffer_pool_reads"))
-            read = window.with_server_time(read)
+            read = window.with_server_time(read, result.reads)
             result.reads.append(read)
             result.busy_seconds += took
             if on_read is not None:
@@ -456,6 +456,7 @@ class _Window:
         self.thread_id: int | None = None
         self.history = False
         self.last_event = 0
+        self.records = 0  # the probe's statements seen in the history since open()
         self.start: dict[str, Any] = {}
 
     def _try(self, fn: Callable[[], Any]) -> Any:
@@ -515,28 +516,48 @@ class _Window:
             self.watch.query(sql.PFS_THREAD_STATEMENTS, (self.thread_id, self.last_event)) or []
         )
 
-    def with_server_time(self, read: Read) -> Read:
+    def with_server_time(self, read: Read, earlier: list[Read]) -> Read:
         """The server's own timing of the statement just run (its history holds the last few
-        statements of each thread: read after each)."""
+        statements of each thread: read after each). ``earlier`` are the reads before it, in
+        order: a record of one of them that comes only now is given to it, in place.
+
+        The probe's statements are paired with their records by order: the n-th statement of
+        the probe's session since :meth:`open` carrying the tag is the n-th read (one session,
+        one statement a read, and the server records a statement's end before it takes the
+        next one). The server sends a statement's result before it records its end, so a read
+        that asks first finds nothing yet and asks again, briefly; a record later than that
+        (its server thread waiting for a core) shows up at the next read and goes to its own.
+        Matched to the read being asked for, as it was, a late record left its own read
+        untimed and gave the next one a wrong time or, beside that one's own, none (under
+        load: 118 of 120 statements timed)."""
         if not self.history:
             return read
-        # the server sends a statement's result before it records the statement's end in its
-        # history: a read that comes first finds nothing yet, so it asks again, briefly
+        reads = [*earlier, read]
+        self._pair(reads)
+        earlier[:] = reads[:-1]
+        return reads[-1]
+
+    def _pair(self, reads: list[Read]) -> None:
+        """Give ``reads`` (every read so far, in order) the records the history has now for
+        those without one, asking again briefly until the last read's has come."""
         for wait in HISTORY_WAITS:
             rows = self._try(self._history) or []
-            mine = [r for r in rows if sql.PROBE_TAG in str(r.get("sql_text") or "")]
             if rows:
                 self.last_event = max(int(r["event_id"]) for r in rows)
-            if mine or wait is None:
+            for r in rows:
+                if sql.PROBE_TAG not in str(r.get("sql_text") or ""):
+                    continue
+                n, self.records = self.records, self.records + 1
+                timer = r.get("timer_wait")
+                if n < len(reads) and timer is not None:
+                    reads[n] = replace(reads[n], server_seconds=int(timer) / 1e12)
+            if self.records >= len(reads) or wait is None:
                 break
             time.sleep(wait)
-        if len(mine) != 1 or mine[0].get("timer_wait") is None:
-            return read
-        return Read(
-            read.kind, read.seconds, read.rows, read.pool_reads, int(mine[0]["timer_wait"]) / 1e12
-        )
 
     def close(self, result: ProbeResult) -> None:
+        if self.history and self.records < len(result.reads):  # the last read's came late
+            self._pair(result.reads)
         end = self._snapshot()
         a, b = self.start, end
         w: dict[str, Any] = {}
