@@ -216,21 +216,32 @@ def _repunch(path: Path) -> None:
     repunch_in_place(str(path), verify="data", confirm=lambda _r: True)
 
 
-def test_in_place_repunch_memory_is_flat(tmp_path: Path) -> None:
+def test_in_place_repunch_memory_is_flat(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     """``copy --in-place --repunch`` of the densified file: two streamed scans, no range kept;
-    it leaves the holes the headers call for (worked out apart, by test_copy_repunch)."""
-    peaks = []
-    for n in (SMALL, LARGE):
+    it leaves the holes the headers call for (worked out apart, by test_copy_repunch). The
+    header scan's chunks are made small, as there: a 4 MiB chunk, freed before the punching,
+    was the peak, and what the punching keeps stayed under it unseen."""
+    from ibdtool.copy import repunch
+
+    monkeypatch.setattr(repunch, "CHUNK_BYTES", 64 << 10)
+
+    def peak(n: int) -> int:
         sparse = fragmented(tmp_path / f"{n}.ibd", n)
         dense = tmp_path / f"{n}-dense.ibd"
         data = sparse.read_bytes()
         dense.write_bytes(data)
         sparse.unlink()
-        peaks.append(_peak(lambda d=dense: _repunch(d)))
+        held = _peak(lambda: _repunch(dense))
         assert dense.read_bytes() == data
         block = os.statvfs(dense).f_bsize
         assert seek_data_ranges(dense) == _expected_data(data, PSIZE, block)
         dense.unlink()
+        return held
+
+    # the least of three runs of each size, as above: the first run in a process also holds
+    # what its first calls import and cache (1.6 MB here, run alone), which made the small
+    # file's peak the larger and hid any growth under ~350 B an extent
+    peaks = [min(peak(n) for _ in range(3)) for n in (SMALL, LARGE)]
     assert (peaks[1] - peaks[0]) / (LARGE - SMALL) < PER_EXTENT_BOUND, peaks
 
 
