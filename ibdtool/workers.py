@@ -9,6 +9,9 @@ worker takes the next task, and the run goes on. With ``depth`` 2 a worker holds
 task in its pipe while it runs the first, so that it never waits for the parent between tasks
 (a 1 ms file and a parent busy with the last row: ``report`` over 100,000 files); it runs them
 in order, so the first it holds is the one it died on, and the others go to a fresh worker.
+With ``pipe_bytes`` each worker's task pipe is widened (Linux ``F_SETPIPE_SZ``) so that a
+large task (a fetched file of ``report host:PATH``, ~125 KB) goes through in one write and one
+read, and waits in the pipe while the worker runs the one before it.
 Results come back as tasks finish; an exception raised by the task function is raised again in
 the parent, as with ``Pool``.
 
@@ -19,6 +22,7 @@ sends itself SIGKILL before running it (``tests/test_workpool.py``); unset, noth
 from __future__ import annotations
 
 import contextlib
+import fcntl
 import itertools
 import os
 import pickle
@@ -39,6 +43,8 @@ _LEN = struct.Struct(">Q")
 #: pipe holds it whole (64 KiB), so the parent never blocks writing it while the worker blocks
 #: writing a result the parent has not read yet
 QUEUED_TASK_MAX = 16 << 10
+F_SETPIPE_SZ = 1031
+F_GETPIPE_SZ = 1032
 
 
 @dataclass
@@ -48,6 +54,9 @@ class _Worker:
     results: int  # and reads results here
     #: (index, task) handed out, oldest first: the first is being run, the rest wait in the pipe
     held: deque[Any] = field(default_factory=deque)
+    #: the largest task that may wait in the task pipe behind the one being run (the pipe
+    #: holds it whole)
+    queued_max: int = QUEUED_TASK_MAX
 
     @property
     def busy(self) -> Any:
@@ -56,13 +65,65 @@ class _Worker:
 
 
 def _write_frame(fd: int, data: bytes) -> None:
-    view = memoryview(_LEN.pack(len(data)) + data)
+    _write_parts(fd, [data])
+
+
+def _write_parts(fd: int, parts: list[bytes | memoryview]) -> None:
+    """One frame of ``parts`` (its length, then each part), written with no copy of them."""
+    head = _LEN.pack(sum(map(len, parts)))
+    if len(parts) < 512:  # within IOV_MAX
+        sent = os.writev(fd, [head, *parts])
+        if sent == len(head) + sum(map(len, parts)):
+            return
+    else:
+        sent = 0
+    view = memoryview(b"".join([head, *parts]))[sent:]
     while view:
         view = view[os.write(fd, view) :]
 
 
+#: a task frame's head: how many buffers its pickle left out of band, then each one's length
+_BUFFERS = struct.Struct(">I")
+_BUFFER_LEN = struct.Struct(">Q")
+
+
+def _task_parts(item: Any) -> list[bytes | memoryview]:
+    """A task as a frame's parts: a pickle (protocol 5) with the buffers its objects offer
+    (:class:`pickle.PickleBuffer`: a fetched file's compressed frames) left out of it and
+    written as they are, after it, not copied into it."""
+    buffers: list[pickle.PickleBuffer] = []
+    meta = pickle.dumps(item, protocol=5, buffer_callback=buffers.append)
+    raws = [b.raw() for b in buffers]
+    head = _BUFFERS.pack(len(raws)) + b"".join(_BUFFER_LEN.pack(len(r)) for r in raws)
+    return [head, meta, *raws]
+
+
+def _task_of(frame: bytes) -> Any:
+    """The task of a frame :func:`_task_parts` made: its out-of-band buffers are views of the
+    frame (no copy)."""
+    (count,) = _BUFFERS.unpack_from(frame)
+    pos = _BUFFERS.size
+    lengths = [_BUFFER_LEN.unpack_from(frame, pos + i * _BUFFER_LEN.size)[0] for i in range(count)]
+    pos += count * _BUFFER_LEN.size
+    view = memoryview(frame)
+    end = len(frame) - sum(lengths)
+    meta = view[pos:end]
+    buffers = []
+    for n in lengths:
+        buffers.append(view[end : end + n])
+        end += n
+    return pickle.loads(meta, buffers=buffers)
+
+
 def _read_exact(fd: int, n: int) -> bytes | None:
-    chunks = []
+    chunks: list[bytes] = []
+    if 0 < n <= 1 << 20:  # one read when the writer put it all in the pipe at once
+        chunk = os.read(fd, n)
+        if not chunk:
+            return None
+        if len(chunk) == n:
+            return chunk
+        chunks, n = [chunk], n - len(chunk)
     while n:
         chunk = os.read(fd, min(n, 1 << 20))
         if not chunk:
@@ -70,6 +131,16 @@ def _read_exact(fd: int, n: int) -> bytes | None:
         chunks.append(chunk)
         n -= len(chunk)
     return b"".join(chunks)
+
+
+def _widened(fd: int, size: int) -> int:
+    """The pipe ``fd`` made to hold ``size`` bytes (as much as allowed); what it holds now."""
+    with contextlib.suppress(OSError):
+        fcntl.fcntl(fd, F_SETPIPE_SZ, size)
+    try:
+        return int(fcntl.fcntl(fd, F_GETPIPE_SZ))
+    except OSError:
+        return 1 << 16
 
 
 def _read_frame(fd: int) -> bytes | None:
@@ -104,11 +175,14 @@ class WorkerPool(Generic[T, R]):
         died: Callable[[T, str], R],
         label: Callable[[T], str] = str,
         depth: int = 1,
+        pipe_bytes: int = 0,
     ) -> None:
         """``depth``: tasks a worker holds at once (the second and later only when small,
-        :data:`QUEUED_TASK_MAX`); 1 hands a task only to an idle worker."""
+        :data:`QUEUED_TASK_MAX`, or up to half the widened pipe); 1 hands a task only to an
+        idle worker. ``pipe_bytes``: each worker's task pipe widened to this size."""
         self.fn = fn
         self.depth = max(1, depth)
+        self.pipe_bytes = pipe_bytes
         self.size = max(1, workers)
         self.died = died
         self.label = label
@@ -146,6 +220,9 @@ class WorkerPool(Generic[T, R]):
         os.close(task_r)
         os.close(result_w)
         worker = _Worker(pid, task_w, result_r)
+        if self.pipe_bytes:
+            # half of it: a task waiting there never fills it (see QUEUED_TASK_MAX)
+            worker.queued_max = max(QUEUED_TASK_MAX, _widened(task_w, self.pipe_bytes) // 2)
         self.workers[result_r] = worker
         return worker
 
@@ -155,7 +232,7 @@ class WorkerPool(Generic[T, R]):
             frame = _read_frame(tasks)
             if frame is None:
                 return
-            index, task = pickle.loads(frame)
+            index, task = _task_of(frame)
             if hook and hook in self.label(task):
                 os.kill(os.getpid(), signal.SIGKILL)
             try:
@@ -186,11 +263,18 @@ class WorkerPool(Generic[T, R]):
         queued here."""
         source = enumerate(tasks)
         todo: deque[tuple[int, T]] = deque()  # tasks taken back from a worker found dead
+        made: list[Any] = [None, None]  # the frame of todo[0], once made: (item, parts)
 
         def more() -> bool:
             if not todo:
                 todo.extend(itertools.islice(source, 1))
             return bool(todo)
+
+        def parts(item: tuple[int, T]) -> list[bytes | memoryview]:
+            if made[0] is not item:
+                made[:] = [item, _task_parts(item)]
+            frame: list[bytes | memoryview] = made[1]
+            return frame
 
         running = 0
         with selectors.DefaultSelector() as sel:
@@ -200,13 +284,14 @@ class WorkerPool(Generic[T, R]):
                 for w in list(self.workers.values()):
                     while len(w.held) < self.depth and more():
                         item = todo[0]
-                        task_frame = pickle.dumps(item)
-                        if w.held and len(task_frame) > QUEUED_TASK_MAX:
+                        task_frame = parts(item)
+                        if w.held and sum(map(len, task_frame)) > w.queued_max:
                             break  # for an idle worker: this one may block on its result
                         try:
-                            _write_frame(w.tasks, task_frame)
+                            _write_parts(w.tasks, task_frame)
                         except BrokenPipeError:  # it died (seen below): not its task
                             break
+                        made[:] = [None, None]
                         todo.popleft()
                         w.held.append(item)
                         running += 1

@@ -168,9 +168,9 @@ def test_push_to_a_lying_remote(case: str, scene: Scene) -> None:
 # --- report host:path ---------------------------------------------------------------------------
 
 #: J 2 answers ``walk`` (the root and the listing's first batch: the one file here), J 3
-#: ``fetch`` (then M 1 its data map, its D frames and E, an R frame a sibling file read: none
-#: here); with J 2 saying ``more``, J 3 answers the ``walk_more`` asked for at once (an empty
-#: last batch) and J 4 the fetch
+#: ``fetch`` (then M 1 its data map — the file has holes, so it is not ``dense`` —, its D
+#: frames and E, an R frame a sibling file read: none here); with J 2 saying ``more``, J 3
+#: answers the ``walk_more`` asked for at once (an empty last batch) and J 4 the fetch
 MORE = _set("J", 2, ["more"], True)
 REPORT_LIES = {
     "walk: files not a list": [_set("J", 2, ["files"], 5)],
@@ -199,6 +199,10 @@ REPORT_LIES = {
     "fetch: siblings not a list": [_set("J", 3, ["siblings"], 5)],
     "fetch: one sibling": [_set("J", 3, ["siblings"], [None])],
     "fetch: a sibling larger than asked": [_set("J", 3, ["siblings"], [None, 5000])],
+    "fetch: dense a string": [_set("J", 3, ["dense"], "yes")],
+    "fetch: dense missing": [{"kind": "J", "nth": 3, "op": "del", "path": ["dense"]}],
+    # the file has holes: its M follows where the reader told of no hole expects data
+    "fetch: dense said of a file with holes": [_set("J", 3, ["dense"], True)],
     "fetch: range map a zlib bomb": [{"kind": "M", "nth": 1, "op": "bomb", "n": 1 << 30}],
     "fetch: ranges past the end": [
         {"kind": "M", "nth": 1, "op": "ranges", "ranges": [[0, 2**62]]}

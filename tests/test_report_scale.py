@@ -317,9 +317,10 @@ def test_host_path_shows_the_local_reports_bar_on_a_terminal(
 
 
 def fragmented_tree(root: Path) -> Path:
-    """Every sample tablespace (sparse, with its ``.cfg``) in a schema folder, and two made
-    of one extent a page: a plain file with the last 4 KiB of every page but the first left a
-    hole, and one with every other page a hole."""
+    """Every sample tablespace (sparse, with its ``.cfg``) in a schema folder, two written
+    whole (no hole: a fetch sends no map for them), and two made of one extent a page: a
+    plain file with the last 4 KiB of every page but the first left a hole, and one with every
+    other page a hole."""
     from tests.conftest import sparse_copy
     from tests.samples_manifest import SAMPLES
 
@@ -331,6 +332,8 @@ def fragmented_tree(root: Path) -> Path:
         if ibd.with_suffix(".cfg").exists():
             (shop / f"{name}.cfg").write_bytes(ibd.with_suffix(".cfg").read_bytes())
     data = (SAMPLES / "mysql80" / "plain.ibd").read_bytes()
+    (shop / "dense.ibd").write_bytes(data)  # every byte written: no hole at all
+    (shop / "dense_zip.ibd").write_bytes((SAMPLES / "mariadb" / "p16k-rc_kbs8.ibd").read_bytes())
     pages = len(data) // 16384
     written = {
         "tails": [(0, 16384)] + [(i * 16384, i * 16384 + 12288) for i in range(1, pages)],
@@ -383,6 +386,9 @@ def test_fetched_files_give_the_rows_read_a_range_at_a_time(
         assert sum(listed) == files and max(listed) <= walk_batch
         assert len(listed) == -(-files // walk_batch)
         fetched = [pickle.loads(pickle.dumps(i)) for i in items if not isinstance(i, dict)]
+        # files with holes (their map sent) and files without (``dense``: no map sent) both
+        holes = {i[2].allocation(False).data_bytes < i[2].size for i in fetched}
+        assert holes == ({True, False} if fetched else set())
         out = [fleet.decode_item(i)[1] for i in items if isinstance(i, dict)]
         out += [fleet.decode_item(i)[1] for i in fetched]
         assert all(r["kind"] != "host" for r in out), out

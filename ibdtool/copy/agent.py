@@ -2160,30 +2160,75 @@ def _codec(name, level=None):
     return _CODECS[name, level]
 
 
+#: a reply is gathered up to this many bytes and written in one call: the reader wakes once
+#: for a small file's whole reply, not once for each of its frames
+GATHER_BYTES = 1 << 20
+
+
+class _Gathered:
+    """A writer that keeps what is written (no copy) and passes it on in one ``write`` once it
+    holds :data:`GATHER_BYTES`, and on :meth:`flush`."""
+
+    def __init__(self, out):
+        self.out = out
+        self.parts = []  # type: list
+        self.held = 0
+
+    def write(self, data):
+        self.parts.append(data)
+        self.held += len(data)
+        if self.held >= GATHER_BYTES:
+            self._pass()
+
+    def _pass(self):
+        if self.parts:
+            self.out.write(b"".join(self.parts))
+            self.parts, self.held = [], 0
+
+    def flush(self):
+        self._pass()
+        self.out.flush()
+
+
 def _serve_fetch(req, out):
+    """:func:`_fetch` of ``req``, its reply written to ``out`` in one piece (:class:`_Gathered`;
+    what was gathered goes out before a failure the main loop reports after it)."""
+    gathered = _Gathered(out)
+    try:
+        _fetch(req, gathered)
+    finally:
+        gathered._pass()
+    out.flush()
+
+
+def _fetch(req, out):
     """A small file whole, in one reply: its allocation facts (as ``open``) and the sizes of
     the small files asked for beside it (``siblings``: ``[path, max]`` each; null for one that
-    cannot be read), then ``M`` (its data map), its data as ``read`` sends it (``D`` frames,
-    then ``E``) and an ``R`` frame for each sibling read. A file larger than ``max`` is only
-    named so (``whole`` false): the reader reads it a range at a time."""
+    cannot be read), then ``M`` (its data map; none when ``dense`` says the file has no hole:
+    its map is the one run ``[0, size)``, as most small files' is), its data as ``read`` sends
+    it (``D`` frames, then ``E``) and an ``R`` frame for each sibling read. A file larger than
+    ``max`` is only named so (``whole`` false): the reader reads it a range at a time."""
     src = Source(os.path.expanduser(req["path"]))
     try:
         if src.size > int(req["max"]):
-            write_json(out, {"ok": True, "whole": False, "size": src.size})
+            named = {"ok": True, "whole": False, "size": src.size}
+            write_frame(out, b"J", json.dumps(named).encode())
             return
         ranges, block, counts = _allocation_facts(src, req)
         siblings = [_read_small(path, int(limit)) for path, limit in req.get("siblings", [])]
         lengths = [None if s is None else len(s) for s in siblings]
-        write_json(out, {"ok": True, "whole": True, "size": src.size,
-                         "allocated": src.st.st_blocks * 512, "fs_block": block,
-                         "fiemap": counts, "siblings": lengths})  # fmt: skip
-        write_frame(out, b"M", pack_ranges(ranges))
+        dense = ranges.total() == src.size  # one run from byte 0 to the end: no M
+        facts = {"ok": True, "whole": True, "size": src.size, "dense": dense,
+                 "allocated": src.st.st_blocks * 512, "fs_block": block, "fiemap": counts,
+                 "siblings": lengths}  # fmt: skip
+        write_frame(out, b"J", json.dumps(facts).encode())
+        if not dense:
+            write_frame(out, b"M", pack_ranges(ranges))
         codec = _codec(req.get("codec", "none"), req.get("level"))
         _send_data(out, src, ranges, 0, src.size, codec)
         for data in siblings:
             if data is not None:
                 write_frame(out, b"R", data)
-        out.flush()
     finally:
         src.close()
 

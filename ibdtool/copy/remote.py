@@ -101,34 +101,65 @@ def _widen_pipe(fd: int) -> None:
 
 class AgentOutput:
     """The agent's stdout, read with a limit on silence: :meth:`read` raises
-    :class:`~ibdtool.copy_agent.Interrupted` when no byte came for ``idle`` seconds."""
+    :class:`~ibdtool.copy_agent.Interrupted` when no byte came for ``idle`` seconds.
+
+    The pipe is read without blocking into one buffer, reused, as much as it holds at a time
+    (several frames of a reply in one call, then each handed out with one copy); ``select``
+    waits only when it is empty."""
+
+    #: the buffer's size to start with; it grows to the largest read asked for
+    #: (:data:`~ibdtool.copy.agent.READ_CHUNK` at most: longer reads come a chunk at a time)
+    BUFFER = 1 << 18
 
     def __init__(self, fd: int, idle: float | None, on_silence: Callable[[], None]) -> None:
         self.fd = fd
         self.idle = idle
         self.on_silence = on_silence
-        self._buf = bytearray()
-        self._pos = 0
+        self._buf = bytearray(self.BUFFER)
+        self._start = self._end = 0
+        os.set_blocking(fd, False)
 
     def read(self, n: int, idle: float | bool | None = True) -> bytes:
         limit = self.idle if idle is True else idle
-        while len(self._buf) - self._pos < n:
-            if limit is not None:
+        start, end = self._start, self._end
+        if end - start < n:
+            start, end = self._fill(n, limit)
+        n = min(n, end - start)
+        with memoryview(self._buf) as view:  # one copy, not a slice then its bytes
+            out = bytes(view[start : start + n])
+        start += n
+        self._start, self._end = (0, 0) if start == end else (start, end)
+        return out
+
+    def _fill(self, n: int, limit: float | None) -> tuple[int, int]:
+        """Read until ``n`` bytes are held (fewer: the stream ended); the bytes held, as
+        ``(start, end)`` in the buffer."""
+        start, end = self._start, self._end
+        if start + n > len(self._buf):  # what is held to the front; room for n at least
+            held = end - start
+            if n > len(self._buf):
+                grown = max(n, min(2 * len(self._buf), agent.READ_CHUNK))
+                old, self._buf = self._buf, bytearray(grown)
+                self._buf[:held] = old[start:end]
+            else:
+                self._buf[:held] = self._buf[start:end]
+            start, end = 0, held
+        while end - start < n:
+            try:
+                with memoryview(self._buf) as view:
+                    got = os.readv(self.fd, [view[end:]])
+            except BlockingIOError:
                 ready, _, _ = select.select([self.fd], [], [], limit)
                 if not ready:
+                    self._start, self._end = start, end
                     self.on_silence()
-                    raise agent.Interrupted(f"no answer for {limit:.0f} s")
-            chunk = os.read(self.fd, max(1 << 16, min(n, agent.READ_CHUNK)))
-            if not chunk:
+                    raise agent.Interrupted(f"no answer for {limit:.0f} s") from None
+                continue
+            if not got:
                 break
-            if self._pos:
-                del self._buf[: self._pos]
-                self._pos = 0
-            self._buf += chunk
-        with memoryview(self._buf) as view:  # one copy, not a slice then its bytes
-            out = bytes(view[self._pos : self._pos + n])
-        self._pos += len(out)
-        return out
+            end += got
+        self._start, self._end = start, end
+        return start, end
 
 
 class _Unhurried:

@@ -201,13 +201,15 @@ SHAPES: dict[str, Shape] = {
     "slurp": obj(ok=true),
     # report, ``fetch``: whether the file is sent whole (no larger than asked), and its size
     "fetch": obj(ok=true, whole=boolean, size=TABLESPACE_SIZE),
-    # report, ``fetch`` of a file sent whole: ``open``'s facts and the length of each small file
-    # asked for beside it (null: not read); M, D frames, E, then an R frame each follow
+    # report, ``fetch`` of a file sent whole: ``open``'s facts, the length of each small file
+    # asked for beside it (null: not read) and whether the file has no hole; M (unless dense:
+    # the map is [0, size)), D frames, E, then an R frame each follow
     "fetched": obj(
         allocated=SIZE,
         fs_block=BLOCK,
         fiemap=optional(row(SIZE, SIZE, SIZE, SIZE)),
         siblings=list_of(optional(integer(0, agent.FRAME_LIMITS[b"R"])), 8),
+        dense=boolean,
     ),
 }
 

@@ -744,7 +744,7 @@ def _share(progress: Callable[[float], None] | None) -> Callable[[int, int], Non
 
 #: a target as the tuple of its fields, the way it crosses to a worker (a tuple pickles in
 #: a seventh of the time a frozen dataclass takes)
-_TARGET_FIELDS = attrgetter(*(f.name for f in dataclass_fields(Target)))
+target_fields = attrgetter(*(f.name for f in dataclass_fields(Target)))
 
 
 def _scan_fields(opts: ScanOptions, task: tuple[Any, ...]) -> tuple[int, dict[str, Any]]:
@@ -811,7 +811,7 @@ class Scanner:
             yield from ((t.size, scan_one(t, one)) for t in self.small)
         else:
             # drawn as workers fall idle
-            yield from self._pool.map_unordered(map(_TARGET_FIELDS, self.small))
+            yield from self._pool.map_unordered(map(target_fields, self.small))
 
 
 def sort_key(row: dict[str, Any]) -> tuple[str, str, bool, str, str]:

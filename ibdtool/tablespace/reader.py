@@ -312,12 +312,26 @@ class Tablespace:
         """Like :meth:`read_pages` (``per_chunk`` in bytes here), into one buffer reused for
         every chunk: each view is valid only until the next one is asked for, so the caller
         must be done with it (scans that tally and keep nothing). Saves a fresh multi-MiB
-        allocation, and its page faults, per chunk. A remote source's chunks come as read."""
+        allocation, and its page faults, per chunk. A remote source's chunks come as read, or
+        as views of the bytes it holds (its ``view(offset, length)``: a file fetched whole)."""
         psize = self.physical_size
         pages = max(1, per_chunk // psize)
         if self._source is not None:
-            for n, chunk in self.read_pages(start, stop, pages):
-                yield n, memoryview(chunk)
+            view = getattr(self._source, "view", None)
+            if view is None:
+                for n, chunk in self.read_pages(start, stop, pages):
+                    yield n, memoryview(chunk)
+                return
+            n = start
+            while n < stop:
+                count = min(pages, stop - n)
+                mv: memoryview = view(n * psize, count * psize)
+                if len(mv) < count * psize:
+                    raise InputError(
+                        f"{self.path}: file shrank while reading (page {n + len(mv) // psize})"
+                    )
+                yield n, mv
+                n += count
             return
         buf = bytearray(min(pages, max(0, stop - start)) * psize)
         whole = memoryview(buf)

@@ -297,7 +297,7 @@ _KEYS: tuple[list[Any], ...] = tuple(
         ("identity", "ino"), "dest", "free", "start", "notes", ("notes", 0), "window", "done",
         "bytes_written", "root", "dir", "datadir", "files", ("files", 0), ("files", 0, 0),
         ("files", 0, 1), ("files", 0, 2), "unlisted", "more", "handle", "fiemap", ("fiemap", 0),
-        ("fiemap", 3), "sums", "crcs", ("crcs", 0), "whole", "siblings", ("siblings", 0),
+        ("fiemap", 3), "sums", "crcs", ("crcs", 0), "whole", "siblings", ("siblings", 0), "dense",
         ("siblings", 1),
     )
 )  # fmt: skip
