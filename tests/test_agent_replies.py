@@ -370,3 +370,100 @@ def test_a_walk_batch_stays_under_its_frame_limit_whatever_the_names(tmp_path: P
     assert len(sizes) > 3 and max(sizes) < agent.WALK_FRAME
     assert max(sizes) < agent.WALK_BYTES + 4 * 1024, sizes
     assert listed == [str(folder / name) for name in sorted(os.listdir(folder))]
+
+
+#: a reply of each shape that fits it (what the agent writes)
+FITTING: dict[str, dict[str, Any]] = {
+    "hello": {"ok": True, "protocol": 4, "codecs": ["zstd", "zlib", "none"], "python": "3.11"},
+    "source": {
+        "ok": True, "name": "t.ibd", "size": 65536, "mode": 0o640, "uid": 27, "gid": 27,
+        "atime_ns": 1, "mtime_ns": 2, "allocated": 65536, "fs_block": 4096,
+        "identity": {"size": 65536, "mtime_ns": 2, "ino": 12, "dev": 2049},
+    },
+    "sums": {"ok": True, "crcs": [1, 2, 3]},
+    "receiving": {"ok": True, "dest": "/x/t.ibd", "fs_block": 4096, "free": 1 << 30},
+    "asks_sums": {"ok": True, "sums": 3},
+    "started": {"ok": True, "start": 0, "notes": ["a note"]},
+    "window": {"ok": True, "window": 2, "allocated": 8192},
+    "done": {
+        "ok": True, "done": True, "dest": "/x/t.ibd", "allocated": 8192, "notes": [],
+        "bytes_written": 8192,
+    },
+    "walk": {
+        "ok": True, "root": "/x", "dir": True, "datadir": False, "more": True,
+        "files": [["/x/a/t.ibd", 65536, 65536, 32768], ["/x/a/f", 0, None, None]],
+        "unlisted": [["/x/b", "permission denied"]],
+    },
+    "walk_more": {"ok": True, "files": [], "unlisted": [], "more": False},
+    "open": {
+        "ok": True, "handle": 1, "size": 65536, "allocated": 65536, "fs_block": 4096,
+        "fiemap": [1, 0, 1, 0],
+    },
+    "size": {"ok": True, "size": 65536},
+    "slurp": {"ok": True},
+    "fetch": {"ok": True, "whole": True, "size": 65536},
+    "fetched": {
+        "ok": True, "whole": True, "size": 65536, "dense": False, "allocated": 65536,
+        "fs_block": 4096, "fiemap": None, "siblings": [None, 120],
+    },
+}  # fmt: skip
+
+
+def _paths(doc: Any, at: tuple[Any, ...] = ()) -> list[tuple[Any, ...]]:
+    """Every key and index path inside ``doc``."""
+    keys = doc.items() if isinstance(doc, dict) else enumerate(doc) if isinstance(doc, list) else ()
+    out = []
+    for k, v in keys:
+        out.append((*at, k))
+        out += _paths(v, (*at, k))
+    return out
+
+
+def _named(name: str, msg: Any) -> str | None:
+    """The reference: the shape's named pass (what every reply went through before the first
+    pass without names), its message or None."""
+    from ibdtool.copy import agent, replies
+
+    try:
+        agent.expect_ok(msg)
+        replies.SHAPES[name](msg, "")
+    except agent.AgentError as exc:
+        return str(exc)
+    return None
+
+
+def test_a_reply_is_refused_as_the_named_pass_refuses_it() -> None:
+    """Every value of the fuzzer's hostile list at every place of a fitting reply of every
+    shape (and every key removed): :func:`check_reply` accepts what the named pass accepts and
+    refuses the rest with its very message, though a fitting reply makes no name."""
+    import copy
+
+    from ibdtool.copy import agent, replies
+    from tests.fuzz.remote import _HOSTILE_VALUES
+
+    assert FITTING.keys() == replies.SHAPES.keys()
+    tried = refused = 0
+    for name, fitting in FITTING.items():
+        assert replies.check_reply(name, copy.deepcopy(fitting)) == fitting
+        for path in _paths(fitting):
+            for value in (*_HOSTILE_VALUES, KeyError):
+                msg = copy.deepcopy(fitting)
+                where = msg
+                for k in path[:-1]:
+                    where = where[k]
+                if value is KeyError:
+                    if not isinstance(where, dict):
+                        continue
+                    del where[path[-1]]
+                else:
+                    where[path[-1]] = value
+                expected = _named(name, msg)
+                try:
+                    replies.check_reply(name, msg)
+                    got = None
+                except agent.AgentError as exc:
+                    got = str(exc)
+                assert got == expected, (name, path, value)
+                tried += 1
+                refused += got is not None
+    assert tried > 3000 and refused > tried // 2, (tried, refused)

@@ -19,7 +19,10 @@ from typing import Any
 
 from ibdtool.copy import agent
 
-Shape = Callable[[Any, str], None]
+#: a check of one value; ``where`` names it in the message of a misfit, or is None: the
+#: first pass of :func:`check_reply`, which makes no name (a reply that fits, nearly every
+#: one, costs no string), and on a misfit runs again with names for the message
+Shape = Callable[[Any, "str | None"], None]
 
 MAX_OFF = 2**63 - 1  # off_t: no file is larger, no offset further
 MAX_TEXT = 4096
@@ -29,24 +32,30 @@ MAX_LIST = 1 << 20  # items of a list in a reply
 MAX_WALK_BATCH = 1 << 16
 
 
-def _fail(where: str, why: str) -> agent.ProtocolError:
+class _Misfit(agent.ProtocolError):
+    """A misfit found by the first pass (no names): :func:`check_reply` runs again to name it."""
+
+
+def _fail(where: str | None, why: str) -> agent.ProtocolError:
+    if where is None:
+        return _Misfit(why)
     return agent.ProtocolError(f"a reply of the wrong shape: {where or 'the message'} {why}")
 
 
 def integer(lo: int, hi: int) -> Shape:
-    def check_int(v: Any, where: str) -> None:
+    def check_int(v: Any, where: str | None) -> None:
         if type(v) is not int or not lo <= v <= hi:
             raise _fail(where, f"is not a whole number from {lo} to {hi}")
 
     return check_int
 
 
-def boolean(v: Any, where: str) -> None:
+def boolean(v: Any, where: str | None) -> None:
     if type(v) is not bool:
         raise _fail(where, "is not true or false")
 
 
-def true(v: Any, where: str) -> None:
+def true(v: Any, where: str | None) -> None:
     if v is not True:
         raise _fail(where, "is not true")
 
@@ -54,7 +63,7 @@ def true(v: Any, where: str) -> None:
 def text(limit: int = MAX_TEXT) -> Shape:
     """A string: valid Unicode (no lone surrogates), no NUL, at most ``limit`` characters."""
 
-    def check_text(v: Any, where: str) -> None:
+    def check_text(v: Any, where: str | None) -> None:
         if type(v) is not str or len(v) > limit or "\0" in v:
             raise _fail(where, f"is not a string of at most {limit} characters")
         try:
@@ -65,7 +74,7 @@ def text(limit: int = MAX_TEXT) -> Shape:
     return check_text
 
 
-def path_text(v: Any, where: str) -> None:
+def path_text(v: Any, where: str | None) -> None:
     """A path as the remote's Python names it: a string without NUL, at most 4 times
     ``PATH_MAX`` characters, valid Unicode but for the lone surrogates U+DC80–U+DCFF that stand
     for bytes that are not UTF-8 (``surrogateescape``: a file name in Latin-1 on a UTF-8
@@ -79,7 +88,7 @@ def path_text(v: Any, where: str) -> None:
         raise _fail(where, "is not a path (a surrogate no file name has)") from None
 
 
-def file_name(v: Any, where: str) -> None:
+def file_name(v: Any, where: str | None) -> None:
     """One plain name: not empty, not ``.`` or ``..``, no ``/``, no control characters."""
     text(255)(v, where)
     if v in ("", ".", "..") or "/" in v or not v.isprintable():
@@ -87,7 +96,7 @@ def file_name(v: Any, where: str) -> None:
 
 
 def optional(shape: Shape) -> Shape:
-    def check_optional(v: Any, where: str) -> None:
+    def check_optional(v: Any, where: str | None) -> None:
         if v is not None:
             shape(v, where)
 
@@ -95,9 +104,13 @@ def optional(shape: Shape) -> Shape:
 
 
 def list_of(shape: Shape, limit: int = MAX_LIST) -> Shape:
-    def check_list(v: Any, where: str) -> None:
+    def check_list(v: Any, where: str | None) -> None:
         if type(v) is not list or len(v) > limit:
             raise _fail(where, f"is not a list of at most {limit} items")
+        if where is None:
+            for item in v:
+                shape(item, None)
+            return
         for i, item in enumerate(v):
             shape(item, f"{where}[{i}]")
 
@@ -107,9 +120,13 @@ def list_of(shape: Shape, limit: int = MAX_LIST) -> Shape:
 def row(*shapes: Shape) -> Shape:
     """A list of exactly ``len(shapes)`` items, each of its shape."""
 
-    def check_row(v: Any, where: str) -> None:
+    def check_row(v: Any, where: str | None) -> None:
         if type(v) is not list or len(v) != len(shapes):
             raise _fail(where, f"is not a list of {len(shapes)} items")
+        if where is None:
+            for shape, item in zip(shapes, v, strict=True):
+                shape(item, None)
+            return
         for i, (shape, item) in enumerate(zip(shapes, v, strict=True)):
             shape(item, f"{where}[{i}]")
 
@@ -119,9 +136,15 @@ def row(*shapes: Shape) -> Shape:
 def obj(**fields: Shape) -> Shape:
     """An object with every one of ``fields`` (others are ignored, never read)."""
 
-    def check_obj(v: Any, where: str) -> None:
+    def check_obj(v: Any, where: str | None) -> None:
         if type(v) is not dict:
             raise _fail(where, "is not an object")
+        if where is None:
+            for key, shape in fields.items():
+                if key not in v:
+                    raise _fail(None, "is missing")
+                shape(v[key], None)
+            return
         for key, shape in fields.items():
             if key not in v:
                 raise _fail(f"{where}.{key}".lstrip("."), "is missing")
@@ -219,7 +242,12 @@ def check_reply(name: str, msg: dict[str, Any]) -> dict[str, Any]:
     :class:`~ibdtool.copy.agent.RemoteFailed` (its message one line), any other misfit a
     :class:`~ibdtool.copy.agent.ProtocolError`."""
     agent.expect_ok(msg)
-    SHAPES[name](msg, "")
+    shape = SHAPES[name]
+    try:
+        shape(msg, None)
+    except _Misfit:
+        shape(msg, "")  # the same checks again, naming the first misfit
+        raise  # never reached: a misfit of the first pass is one of the second
     return msg
 
 
