@@ -17,6 +17,7 @@ import sys
 import tracemalloc
 from collections.abc import Callable
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -338,3 +339,61 @@ def test_packed_plan_and_windows_read_as_the_lists_they_replace(files: dict[int,
         for index in (len(expected) - 1, 0, len(expected) // 2, 1):  # in any order
             assert list(windows[index]) == expected[index]
         assert [list(w) for w in windows] == expected
+
+
+@pytest.mark.parametrize("codec", ["none", "zlib", "zstd"])
+def test_the_agents_data_frames_are_its_pieces_batched(
+    codec: str, files: dict[int, Path], tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The agent's ``D`` frames (``fetch``, ``read``), its pieces read side by side into one
+    reused buffer, are byte for byte the reference's: each piece read on its own
+    (``os.pread``) and the batch made by ``encode_batch``, the frame sent once it holds a
+    ``PIECE`` or ``MAX_PIECES`` pieces; on a file of one extent a page (thousands of small
+    pieces a frame), one of large runs and holes (pieces of a MiB), and byte windows that cut
+    ranges; written through a fetch's gathering writer, here made to keep every frame's
+    bytes until the end (a frame sent raw must not be a view of the buffer read again)."""
+    import io
+
+    from ibdtool.copy import agent
+
+    monkeypatch.setattr(agent, "GATHER_BYTES", 1 << 40)
+    runs = tmp_path / "runs.ibd"
+    with runs.open("wb") as f:
+        for at in (0, 3 << 20, 5 << 20):
+            f.seek(at)
+            f.write(os.urandom(1 << 20) + bytes(300_000) + os.urandom(123_457))
+    coder = agent.Codec(codec, agent.ZSTD_FAST_LEVEL if codec == "zstd" else None)
+
+    def reference(src: agent.Source, ranges: Any, lo: int, hi: int) -> bytes:
+        out = io.BytesIO()
+        batch: list[tuple[int, bytes]] = []
+        held = 0
+        for a, b in ranges:
+            a, b = max(a, lo), min(b, hi)
+            while a < b:
+                data = os.pread(src.fd, min(agent.PIECE, b - a), a)
+                batch.append((a, data))
+                held += len(data)
+                a += len(data)
+                if held >= agent.PIECE or len(batch) >= agent.MAX_PIECES:
+                    agent.write_frame(out, b"D", agent.encode_batch(batch, coder))
+                    batch, held = [], 0
+        if batch:
+            agent.write_frame(out, b"D", agent.encode_batch(batch, coder))
+        agent.write_frame(out, b"E")
+        return out.getvalue()
+
+    for path in (files[LARGE], runs):
+        src = agent.Source(str(path))
+        try:
+            ranges = src.data_ranges()
+            assert len(ranges) > 2
+            size = src.size
+            for lo, hi in ((0, size), (1 << 20, size - 5000), (size // 3, size // 3 + 70_001)):
+                out = io.BytesIO()
+                gathered = agent._Gathered(out)  # as a fetch's reply: frames kept, not copied
+                agent._send_data(gathered, src, ranges, lo, hi, coder)
+                gathered.flush()
+                assert out.getvalue() == reference(src, ranges, lo, hi), (path, lo, hi)
+        finally:
+            src.close()

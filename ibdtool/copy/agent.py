@@ -2110,43 +2110,77 @@ def _serve_read(req, out):
     out.flush()
 
 
+#: the pieces of a ``D`` frame being made are read into one buffer (two :data:`PIECE`\ s: a
+#: frame is sent once it holds one), side by side: no fresh buffer a piece, and the frame's
+#: bytes are one run to compress, not pieces to join. Made on first use.
+_BATCH = []  # type: list
+
+
 def _send_data(out, src, ranges, lo, hi, codec):
-    """The data of ``src`` in ``[lo, hi)`` as ``D`` frames (its ``ranges`` only), then ``E``."""
-    batch = []
+    """The data of ``src`` in ``[lo, hi)`` as ``D`` frames (its ``ranges`` only), then ``E``
+    (each frame the :func:`encode_batch` of its pieces, read into one reused buffer)."""
+    if not _BATCH:
+        _BATCH.append(memoryview(bytearray(MAX_BATCH)))
+    view = _BATCH[0]
+    table = []
     held = 0
     for a, b in ranges:
         a, b = max(a, lo), min(b, hi)
         while a < b:
             n = min(PIECE, b - a)
             try:
-                data = os.pread(src.fd, n, a)
+                if _preadv is not None:
+                    got = _preadv(src.fd, [view[held : held + n]], a)
+                else:  # Python 3.6
+                    data = os.pread(src.fd, n, a)
+                    got = len(data)
+                    view[held : held + got] = data
             except OSError as exc:
                 raise AgentError(describe_oserror(src.path, exc)) from None
-            if not data:
+            if not got:
                 raise AgentError(f"{src.path}: file shrank while reading (at byte {a})")
-            batch.append((a, data))
-            held += len(data)
-            a += len(data)
-            if held >= PIECE or len(batch) >= MAX_PIECES:
-                write_frame(out, b"D", encode_batch(batch, codec))
-                batch, held = [], 0
-    if batch:
-        write_frame(out, b"D", encode_batch(batch, codec))
+            table.append((a, got))
+            held += got
+            a += got
+            if held >= PIECE or len(table) >= MAX_PIECES:
+                _write_batch(out, table, view[:held], codec)
+                table, held = [], 0
+    if table:
+        _write_batch(out, table, view[:held], codec)
     write_frame(out, b"E")
 
 
+def _write_batch(out, table, raw, codec):
+    """The ``D`` frame (:func:`encode_batch`) of the pieces ``table`` (offset, length) whose
+    bytes are ``raw``, side by side, written in three parts: its body is not copied behind
+    its head (what is sent raw is copied out of the reused buffer ``raw`` views)."""
+    cid, payload = codec.encode(raw)
+    if payload is raw:
+        payload = bytes(raw)
+    head = DATA_HEAD.pack(len(table), cid, len(raw))
+    head += b"".join(DATA_PIECE.pack(a, n) for a, n in table)
+    out.write(FRAME.pack(b"D", len(head) + len(payload)))
+    out.write(head)
+    out.write(payload)
+
+
 def _read_small(path, limit):
-    """At most ``limit`` bytes of the regular file ``path``, or None when it cannot be read."""
+    """At most ``limit`` bytes of the regular file ``path``, or None when it cannot be read
+    (as :class:`Source` opens it; most tablespaces have no ``.cfg``: a failed open costs no
+    more than the open)."""
     try:
-        src = Source(os.path.expanduser(path))
-    except AgentError:
+        fd = _open_read(os.path.expanduser(path))
+    except OSError:
         return None
     try:
-        return os.pread(src.fd, min(src.size, limit), 0)
+        st = os.fstat(fd)
+        if not stat.S_ISREG(st.st_mode):
+            return None
+        return os.pread(fd, min(st.st_size, limit), 0)
     except OSError:
         return None
     finally:
-        src.close()
+        os.close(fd)
 
 
 _CODECS = {}  # type: dict
