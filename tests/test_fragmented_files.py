@@ -33,7 +33,7 @@ from ibdtool.tablespace.reader import Tablespace
 from tests.samples_manifest import sample
 from tests.test_checkscan import _decoder_verdicts
 from tests.test_copy_remote import seek_data_ranges
-from tests.test_copy_repunch import _expected_data
+from tests.test_copy_repunch import _expected_data, checkpoints_inline
 from tests.test_header_scan import _current_by_decoder, _rows_by_decoder
 
 SOURCE = "mariadb/p16k-pc_zlib.ibd"  # full_crc32, page_compressed zlib: MariaDB's own pages
@@ -154,6 +154,7 @@ def test_memory_per_extent_is_small_and_flat(
     from ibdtool.tablespace import pages_json
 
     monkeypatch.setattr(pages_json, "BLOCK_PAGES", 256)
+    checkpoints_inline(monkeypatch)
     run = COMMANDS[name]
     # the least of three runs: a copy's batches follow the clock (rate and progress are looked
     # at once a batch), so a run on a loaded machine can hold one batch more at its peak
@@ -189,11 +190,12 @@ def _peak_over_ssh(direction: str, path: Path, out: Path) -> int:
 
 @pytest.mark.parametrize("direction", ["push", "pull"])
 def test_copy_over_ssh_memory_per_extent_is_small_and_flat(
-    direction: str, files: dict[int, Path]
+    direction: str, files: dict[int, Path], monkeypatch: pytest.MonkeyPatch
 ) -> None:
     """A copy over ssh keeps its whole plan (it is sent to the other end) and every window's
     place: packed, it grows no more per extent than a local copy; the copy reads back as the
     source, byte for byte, with the same data map (SEEK_DATA/SEEK_HOLE walked here)."""
+    checkpoints_inline(monkeypatch)  # a pull writes here: its windows' checkpoints
     peaks = []
     for n in (SMALL, LARGE):
         runs = []
