@@ -189,8 +189,10 @@ def checkpoints_inline(monkeypatch: pytest.MonkeyPatch) -> None:
 
 
 SMALL, LARGE = 1500, 4500
-#: bytes a page may add to the peak: a (start, end) tuple kept per page costs over 100
-PER_PAGE_BOUND = 16
+#: bytes a page may add to the peak: a (start, end) tuple kept per page costs over 100. Measured:
+#: in place ~0; a copy 10.8 alone (a record a window, and windows are 1 MiB here) and 17.4 once
+#: in a full suite under ``-n 2`` (what the extra 20 KB was is not settled)
+PER_PAGE_BOUND = 32
 
 
 @pytest.mark.parametrize("how", ["in-place", "copy"])
