@@ -1939,26 +1939,30 @@ def _allocated_of(holes, batches, block):
     out = Pieces()
     lows, highs = array("Q"), array("Q")
     i = 0
+
+    def refill():
+        """The next answer's extents from its first; False: there are no more."""
+        nonlocal lows, highs, i
+        answer = next(batches, None)
+        if answer is None:
+            return False
+        (lows, highs), i = answer, 0
+        return True
+
     for start, end in holes:
         start, end = -(-start // block) * block, end // block * block
         if end <= start:
             continue
         while True:
-            if i >= len(lows):
-                answer = next(batches, None)
-                if answer is None:
-                    return out
-                (lows, highs), i = answer, 0
+            if i >= len(lows) and not refill():
+                return out
             if highs[-1] > start:
                 break
             i = len(lows)  # every extent of this answer ends before the hole
         i = max(i, bisect.bisect_right(highs, start))
         while True:
-            if i >= len(lows):
-                answer = next(batches, None)
-                if answer is None:
-                    return out
-                (lows, highs), i = answer, 0
+            if i >= len(lows) and not refill():
+                return out
             if lows[i] >= end:
                 break
             out.append((max(start, lows[i]), min(end, highs[i])))
