@@ -29,7 +29,7 @@ from tests.server_fixtures import (
     space_id,
     wait_for_purge,
 )
-from tests.writeload import WriteLoad
+from tests.writeload import LockWatch, WriteLoad
 
 DOUBLINGS = 3  # 160,000 rows, ~125 MB: a rebuild of a few seconds
 
@@ -62,11 +62,12 @@ def srv(request: pytest.FixtureRequest) -> ThrowawayServer:
 
 def convert_under_load(
     srv: ThrowawayServer, target: str, **settings: Any
-) -> tuple[WriteLoad, Any, list[tuple[float, Any]]]:
-    """The conversion under two writers: the load, the table's result and each event with the
-    time it came (``time.monotonic()``, the writers' clock)."""
+) -> tuple[WriteLoad, Any, list[tuple[float, Any]], LockWatch]:
+    """The conversion under two writers: the load, the table's result, each event with the
+    time it came (``time.monotonic()``, the writers' clock) and the server's account of which
+    writer waited for a lock when."""
     timed: list[tuple[float, Any]] = []
-    with WriteLoad(srv, "load", "t", threads=2, limit=300) as load:
+    with WriteLoad(srv, "load", "t", threads=2, limit=300) as load, LockWatch(srv, load) as watch:
         _, run = run_migration(
             srv,
             [("load", "t")],
@@ -76,8 +77,9 @@ def convert_under_load(
             **settings,
         )
     assert not load.errors, load.errors
+    assert watch.error is None, watch.error
     assert all(w.statements > 20 for w in load.writers), [w.statements for w in load.writers]
-    return load, run.results[0], timed
+    return load, run.results[0], timed, watch
 
 
 def alter_end(timed: list[tuple[float, Any]]) -> float:
@@ -102,7 +104,7 @@ def test_no_writer_stalls_without_flush_for_export(mariadb: ThrowawayServer) -> 
     metadata lock at the end, the old file's removal under it) are left out of both sides:
     under the suite's load they alone reached 0.59 s, longer than a 0.54 s flush."""
     make_table(mariadb, "load", "t", rows=20000, doublings=DOUBLINGS)
-    quiet, r_quiet, ev_quiet = convert_under_load(
+    quiet, r_quiet, ev_quiet, w_quiet = convert_under_load(
         mariadb, "page:zlib", flush_for_export=False, flush_wait=3
     )
     assert r_quiet.ok, r_quiet.message  # done, or awaiting_flush: no flush was asked for
@@ -110,7 +112,7 @@ def test_no_writer_stalls_without_flush_for_export(mariadb: ThrowawayServer) -> 
     assert not any("FOR EXPORT" in s.sql for s in r_quiet.statements)
     events = [ev.to_json() for _, ev in ev_quiet]
     assert "FOR EXPORT" not in json.dumps(events, default=str)
-    locked, r_locked, ev_locked = convert_under_load(
+    locked, r_locked, ev_locked, w_locked = convert_under_load(
         mariadb, "page:lz4", flush_for_export=True, flush_wait=3
     )
     assert r_locked.status == "done", r_locked.message
@@ -122,6 +124,13 @@ def test_no_writer_stalls_without_flush_for_export(mariadb: ThrowawayServer) -> 
     assert locking > alter_end(ev_locked)
     under_lock = longest_stall_from(locked, locking, locking + r_locked.lock_seconds)
     assert under_lock >= 0.8 * r_locked.lock_seconds, (under_lock, r_locked)
+    # ... which the server saw them wait for: the lock watch's own proof that it sees one
+    held = w_locked.waits(locking, locking + r_locked.lock_seconds)
+    assert {lock for _, _, lock in held} & {"Waiting for table metadata lock",
+                                            "Waiting for table flush"}, held[:5]  # fmt: skip
+    # without it the server saw no writer wait for a lock once the ALTER was done
+    assert w_quiet.seen(alter_end(ev_quiet), float("inf")) > 0
+    assert not w_quiet.waits(alter_end(ev_quiet)), w_quiet.waits(alter_end(ev_quiet))[:5]
     # ... and without it no writer after the ALTER waited as long as that
     after_alter = longest_stall_from(quiet, alter_end(ev_quiet))
     assert after_alter < under_lock, (after_alter, under_lock)

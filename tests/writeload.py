@@ -25,6 +25,7 @@ class Writer:
     statements: int = 0
     latencies: list[tuple[float, float]] = field(default_factory=list)  # (start, seconds)
     error: str | None = None
+    conn_id: int | None = None  # the server's id of its connection (PROCESSLIST.ID)
 
     @property
     def max_stall(self) -> float:
@@ -64,6 +65,7 @@ class WriteLoad:
         ref = f"`{self.schema}`.`{self.table}`"
         deadline = time.monotonic() + self.limit
         conn: Any = self.srv.connect(timeout=self.limit)
+        w.conn_id = conn.thread_id()
         try:
             with conn.cursor() as cur:
                 cur.execute("SET SESSION lock_wait_timeout = 600, autocommit = 1")
@@ -97,3 +99,74 @@ class WriteLoad:
     @property
     def errors(self) -> list[str]:
         return [w.error for w in self.writers if w.error]
+
+
+#: what a connection waiting for a lock shows in PROCESSLIST.STATE on MariaDB and MySQL:
+#: metadata locks, FLUSH TABLES (… FOR EXPORT, WITH READ LOCK), table locks, MariaDB's backup
+#: lock: what a tool's statement takes. Row locks are left out: the writers update the same
+#: rows and wait for each other's, which is not the tool's doing
+LOCK_STATES = ("Waiting for table", "Waiting for global read lock", "Waiting for backup lock",
+               "Waiting for commit lock")  # fmt: skip
+
+
+@dataclass
+class Poll:
+    at: float  # time.monotonic() when the answer came (the writers' clock)
+    waiting: dict[int, str]  # connection id -> the lock it waited for
+
+
+class LockWatch:
+    """Asks the server, every ``every`` seconds while a :class:`WriteLoad` runs, which of its
+    writers wait for a lock: the server's own account of a stall's cause, where a statement's
+    length alone cannot tell a lock from a slow disk or a starved client thread."""
+
+    def __init__(self, srv: ThrowawayServer, load: WriteLoad, every: float = 0.01) -> None:
+        self.srv, self.load, self.every = srv, load, every
+        self.polls: list[Poll] = []
+        self.error: str | None = None
+        self._stop = threading.Event()
+        self._thread = threading.Thread(target=self._run, daemon=True)
+
+    def __enter__(self) -> LockWatch:
+        self._thread.start()
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self._stop.set()
+        self._thread.join(30)
+
+    def _run(self) -> None:
+        ids = [w.conn_id for w in self.load.writers if w.conn_id is not None]
+        if not ids:
+            self.error = "no writer connected"
+            return
+        marks = ", ".join(str(int(i)) for i in ids)
+        like = " OR ".join(f"STATE LIKE '{s}%%'" for s in LOCK_STATES)
+        conn: Any = self.srv.connect()
+        try:
+            with conn.cursor() as cur:
+                while not self._stop.is_set():
+                    cur.execute(
+                        f"SELECT ID, STATE FROM information_schema.PROCESSLIST "
+                        f"WHERE ID IN ({marks}) AND ({like})"
+                    )
+                    waiting = {int(i): str(st) for i, st in cur.fetchall()}
+                    self.polls.append(Poll(time.monotonic(), waiting))
+                    self._stop.wait(self.every)
+        except Exception as exc:  # the test reports it
+            self.error = f"{type(exc).__name__}: {exc}"
+        finally:
+            conn.close()
+
+    def waits(self, since: float, until: float = float("inf")) -> list[tuple[float, int, str]]:
+        """Every (time, connection id, lock) seen between ``since`` and ``until``."""
+        return [
+            (p.at, i, lock)
+            for p in self.polls
+            if since <= p.at <= until
+            for i, lock in p.waiting.items()
+        ]
+
+    def seen(self, since: float, until: float) -> int:
+        """How many answers came between ``since`` and ``until``."""
+        return sum(1 for p in self.polls if since <= p.at <= until)
