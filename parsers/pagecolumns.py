@@ -21,7 +21,7 @@ from __future__ import annotations
 
 import struct
 from collections import deque
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from functools import cache
 from itertools import compress, repeat
 from operator import add, and_, eq, is_not, itemgetter, mul, not_, xor
@@ -108,9 +108,23 @@ def prefix_columns(heads: bytes | bytearray, fields: tuple[str, ...]) -> dict[st
     return dict(zip(names, cols, strict=True))
 
 
-def _struct_of(
-    size: int, fields: tuple[str, ...], *more: tuple[int, tuple[tuple[str, str], ...], str]
-) -> tuple[struct.Struct, tuple[str, ...]]:
+@cache
+def prefix_layout(fields: tuple[str, ...]) -> tuple[tuple[str, int, int], ...]:
+    """Where ``fields`` are in the first :data:`PREFIX_BYTES` bytes of a page (FIL and index
+    page headers): ``(name, offset, width in bytes)`` each, big-endian unsigned, in the order
+    :func:`prefix_columns` gives them (for code that unpacks them itself: the compiled chunk
+    loop, :mod:`ibdtool.parsers.fcrc32_native`)."""
+    parts = _parts(fields)
+    return tuple(
+        (name, at, struct.calcsize(">" + code)) for at, name, code in parts if name in fields
+    )
+
+
+def _parts(
+    fields: tuple[str, ...], *more: tuple[int, tuple[tuple[str, str], ...], str]
+) -> list[tuple[int, str, str]]:
+    """Every declared field of the FIL header, the index page header and ``more`` as
+    ``(offset, name, struct code)``, in page order; ValueError when ``fields`` names another."""
     parts: list[tuple[int, str, str]] = []
     for base, flat, prefix in (
         (0, FIL_HEADER_FIELDS, ""),
@@ -124,6 +138,13 @@ def _struct_of(
     unknown = set(fields) - {name for _, name, _ in parts}
     if unknown:
         raise ValueError(f"no such page field: {', '.join(sorted(unknown))}")
+    return parts
+
+
+def _struct_of(
+    size: int, fields: tuple[str, ...], *more: tuple[int, tuple[tuple[str, str], ...], str]
+) -> tuple[struct.Struct, tuple[str, ...]]:
+    parts = _parts(fields, *more)
     fmt, names, at = [">"], [], 0
     for offset, name, code in parts:
         if name not in fields:
@@ -173,9 +194,9 @@ def _verdicts(count: int, cheap: list[bool], crc_ok: Iterable[bool]) -> list[boo
     return scatter(count, compress(range(count), cheap), crc_ok, False)
 
 
-def _numbers_ok(page_no: tuple[int, ...], first_page: int) -> bool:
-    """Is every page of the chunk at its own page number?"""
-    return page_no == tuple(range(first_page, first_page + len(page_no)))
+def _numbers_ok(page_no: Sequence[int], first_page: int) -> bool:
+    """Is every page of the chunk at its own page number? (``tuple`` of a tuple is the tuple.)"""
+    return tuple(page_no) == tuple(range(first_page, first_page + len(page_no)))
 
 
 def plain_verified(
@@ -281,7 +302,7 @@ def compressed_verified(
     chunk: memoryview,
     psize: int,
     first_page: int,
-    cols: dict[str, tuple[int, ...]],
+    cols: Mapping[str, Sequence[int]],
 ) -> list[bool]:
     """Per page of ``chunk`` in a full_crc32 tablespace (``cols`` as for
     :func:`plain_verified`): is it a page-compressed image, unencrypted, at its own page
@@ -294,7 +315,7 @@ def compressed_sized(
     chunk: memoryview,
     psize: int,
     first_page: int,
-    cols: dict[str, tuple[int, ...]],
+    cols: Mapping[str, Sequence[int]],
 ) -> tuple[list[bool], list[int | None]]:
     """:func:`compressed_verified`, and every page's image size as its type gives it
     (:func:`stored_sizes`; None where the type holds none)."""

@@ -13,7 +13,7 @@ key goes through :func:`ibdtool.parsers.page.decode_page`.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 
 from ibdtool.parsers.checksum import ChecksumAlgo
 from ibdtool.parsers.codecs import codec_for
@@ -47,7 +47,7 @@ def header_pages(ts: Tablespace, start: int = 0, stop: int | None = None) -> Ite
 scan_page_headers = header_pages
 
 
-def _index_of(cols: dict[str, tuple[int, ...]], k: int, logical: int) -> IndexStats:
+def _index_of(cols: Mapping[str, Sequence[int]], k: int, logical: int) -> IndexStats:
     """The index page header of page ``k`` of a chunk's columns, as :func:`index_stats`
     reads it from the page."""
     n_heap, heap_top, garbage = cols["n_heap"][k], cols["heap_top"][k], cols["garbage"][k]

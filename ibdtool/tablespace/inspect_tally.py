@@ -2,28 +2,28 @@
 
 A scan of a large file spends its time on a few kinds of page: all-zero ones, plain pages with a
 good crc32 or full_crc32 checksum, full_crc32 page-compressed images with a good CRC-32C (§3.2,
-§6.6), MariaDB classic page_compressed images (§3.1) and MySQL type-14 images (§2.1) whose
-inner page verifies. Those are tallied here from one chunk read at a time (into one reused
-buffer), without a :class:`~ibdtool.parsers.page.PageInfo` per page: the plain ones with their
-headers unpacked together and their CRCs mapped over memoryviews
-(:mod:`ibdtool.parsers.pagecolumns`), the full_crc32 compressed ones with their CRCs mapped the
-same way and only the header of the page inside inflated
-(:data:`ibdtool.parsers.page.HEADER_PREFIX` bytes through the codec registry,
-:func:`compressed_headers`), the classic and MySQL ones inflated whole, once, since their
-checksum is inside (:func:`classic_pages`); the headers of a chunk's compressed pages are then
-unpacked together too. Every other page — damaged, encrypted, MySQL compressed and encrypted,
-those whose codec is not installed, zip, innodb-checksummed, a page number that does not match, a
-doublewrite copy — goes through :func:`ibdtool.parsers.page.decode_page` as before, so the tally
-is exactly the decoder's (the tests compare both on every sample and corpus file, damaged copies
-too). Holes are counted by :mod:`ibdtool.tablespace.inspect` without reading them; this takes
-the runs that hold data.
+§6.6), MariaDB classic page_compressed images (§3.1) and MySQL type-14 images (§2.1) whose inner
+page verifies. Those are tallied here from one chunk read at a time (into one reused buffer),
+without a :class:`~ibdtool.parsers.page.PageInfo` per page: the plain ones with their headers
+unpacked together and their CRCs mapped over memoryviews (:mod:`ibdtool.parsers.pagecolumns`), the
+full_crc32 compressed ones with their CRCs mapped the same way and only the header of the page
+inside inflated (:data:`ibdtool.parsers.page.HEADER_PREFIX` bytes through the codec registry,
+:func:`compressed_headers`; zlib ones a chunk at a time in compiled code where it is built,
+:mod:`ibdtool.parsers.fcrc32_native`, with the Python path as its reference), the classic and MySQL
+ones inflated whole, once, since their checksum is inside (:func:`classic_pages`); the headers of a
+chunk's compressed pages are then unpacked together too. Every other page — damaged, encrypted,
+MySQL compressed and encrypted, those whose codec is not installed, zip, innodb-checksummed, a page
+number that does not match, a doublewrite copy — goes through
+:func:`ibdtool.parsers.page.decode_page` as before, so the tally is exactly the decoder's (the tests
+compare both on every sample and corpus file, damaged copies too). Holes are counted by
+:mod:`ibdtool.tablespace.inspect` without reading them; this takes the runs that hold data.
 """
 
 from __future__ import annotations
 
 from array import array
 from collections import Counter
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from functools import cache
 from itertools import compress, repeat
 from operator import add, and_, mul, not_, or_, sub
@@ -51,6 +51,7 @@ from ibdtool.parsers.envelope import (
     fcrc32_stored_size,
     read_envelope,
 )
+from ibdtool.parsers.fcrc32_native import NativeChunk, chunk_reader, enabled
 from ibdtool.parsers.index_fill import index_fill_sum
 from ibdtool.parsers.pagecolumns import (
     INDEX_FIELDS,
@@ -96,6 +97,8 @@ def tally_run(
         partial = codec_for(algorithm).prefix_reader(PREFIX_BYTES, logical)
         read_all = codec_for(algorithm).prefix_batch(PREFIX_BYTES, logical)
     algo_name = algorithm.value if algorithm is not None else ""
+    # full_crc32 zlib images through the compiled chunk loop where it is built and allowed
+    native = algorithm is Algorithm.ZLIB and enabled()
     dblwr = ts.doublewrite_pages
     zero = bytes(psize)
     names: dict[int, str] = {}
@@ -116,7 +119,7 @@ def tally_run(
     zip_plain = fmt.zip and not fcrc32
     n_zip = leaves_from = 0
 
-    def take(got: CompressedHeaders, at: int, stored: tuple[int, ...]) -> float:
+    def take(got: CompressedHeaders, at: int, stored: Sequence[int]) -> float:
         """Tally a chunk's compressed images that gave their header (``got``; ``at``: the
         chunk's first page within the run, ``stored``: the chunk's stored types); returns the
         sum of the leaf pages' fill."""
@@ -134,7 +137,14 @@ def tally_run(
             # the plain pages of the chunk at once (ibdtool.parsers.pagecolumns), the rest page by
             # page; a chunk of full_crc32 compressed images alone (its first page says to look)
             # has no plain page: only the columns its images need
-            cols = images_only(mv, psize) if partial is not None and mv[24] & 0x80 else None
+            # the compiled loop reads a chunk that starts with an image once (the stored types
+            # with the rest): a chunk of images alone needs nothing more of Python
+            fast = native_headers(mv, psize, n, dblwr) if native and mv[24] & 0x80 else None
+            cols: Mapping[str, Sequence[int]] | None
+            if fast is not None:
+                cols = {"page_type": fast[1].stored} if fast[1].marked == count else None
+            else:
+                cols = images_only(mv, psize) if partial is not None and mv[24] & 0x80 else None
             if cols is not None:
                 good = [False] * count
             else:
@@ -155,7 +165,9 @@ def tally_run(
             # the compressed images of the chunk at once (full_crc32: their CRCs, then their
             # headers; classic: each inflated whole, its checksum being inside)
             got: CompressedHeaders | None = None
-            if partial is not None and algorithm is not None:
+            if fast is not None:
+                got = fast[0]
+            elif partial is not None and algorithm is not None:
                 got = compressed_headers(mv, psize, n, cols, partial, algorithm, dblwr, read_all)
             elif classic:
                 got = classic_pages(ts, mv, n, cols, good, dblwr)
@@ -333,12 +345,12 @@ class CompressedHeaders(NamedTuple):
 
     ok: list[bool]
     #: :data:`HEADER_FIELDS` of the page inside (zeros where not ``ok``)
-    heads: dict[str, tuple[int, ...]]
+    heads: Mapping[str, Sequence[int]]
     #: the image's stored size (0 where not ``ok``)
-    sizes: list[int]
+    sizes: Sequence[int]
     #: the length of its compressed payload, as the decoder's ``compressed_size`` gives it
     #: (0 where not ``ok``)
-    payload: list[int]
+    payload: Sequence[int]
     #: :func:`classic_pages`: each image's algorithm name ("" where not ``ok``); None for
     #: full_crc32 images, all of the tablespace's one algorithm
     algorithms: list[str] | None = None
@@ -367,11 +379,13 @@ def compressed_headers(
     mv: memoryview,
     psize: int,
     first_page: int,
-    cols: dict[str, tuple[int, ...]],
+    cols: Mapping[str, Sequence[int]],
     read_header: Callable[[memoryview], bytes],
     algorithm: Algorithm,
     dblwr: frozenset[int] | set[int] | None = None,
     read_all: Callable[[Sequence[bytes | memoryview]], list[bytes]] | None = None,
+    *,
+    native: bool = True,
 ) -> CompressedHeaders:
     """:func:`compressed_header` for every page of the chunk ``mv`` at once (``cols``: its
     :func:`~ibdtool.parsers.pagecolumns.columns` with the verdict fields): the CRC-32Cs in one
@@ -380,7 +394,15 @@ def compressed_headers(
     default ``read_header`` mapped over them) and unpacked together
     (:func:`~ibdtool.parsers.pagecolumns.prefix_columns`): columns throughout, no Python step
     per page. A page whose header does not inflate, or that is in ``dblwr``, is not ``ok``: the
-    decoder says what it is."""
+    decoder says what it is.
+
+    zlib images go through the compiled chunk loop (:func:`native_headers`) where it is built
+    and allowed, unless ``native`` is false: what follows is the reference it is tested
+    against."""
+    if native and algorithm is Algorithm.ZLIB and enabled():
+        fast = native_headers(mv, psize, first_page, dblwr)
+        if fast is not None:
+            return fast[0]
     count = len(cols["page_no"])
     ok, type_sizes = compressed_sized(mv, psize, first_page, cols)
     if dblwr:
@@ -421,11 +443,37 @@ def compressed_headers(
     return CompressedHeaders(ok, head_cols, all_sizes, payload)
 
 
+@cache
+def _native_reader(on: bool) -> Callable[[memoryview, int, int], NativeChunk | None] | None:
+    return chunk_reader(HEADER_FIELDS, PREFIX_BYTES) if on else None
+
+
+def native_headers(
+    mv: memoryview,
+    psize: int,
+    first_page: int,
+    dblwr: frozenset[int] | set[int] | None = None,
+) -> tuple[CompressedHeaders, NativeChunk] | None:
+    """:func:`compressed_headers` of a chunk of a full_crc32 zlib tablespace through the
+    compiled chunk loop (:mod:`ibdtool.parsers.fcrc32_native`), with the loop's own answer
+    (the stored types, how many pages are marked compressed); None without the library, or
+    for a chunk holding a doublewrite page (the Python path leaves those to the decoder)."""
+    read = _native_reader(enabled())
+    if read is None:
+        return None
+    if dblwr and not dblwr.isdisjoint(range(first_page, first_page + len(mv) // psize)):
+        return None
+    got = read(mv, psize, first_page)
+    if got is None:
+        return None
+    return CompressedHeaders(got.ok, got.heads, got.sizes, got.payload), got
+
+
 def classic_pages(
     ts: Tablespace,
     mv: memoryview,
     first_page: int,
-    cols: dict[str, tuple[int, ...]],
+    cols: Mapping[str, Sequence[int]],
     good: list[bool],
     dblwr: frozenset[int] | set[int] | None = None,
 ) -> CompressedHeaders:
@@ -516,7 +564,7 @@ def _tally_images(
 
 def _count_types(
     tally: PageTally,
-    page_types: tuple[int, ...],
+    page_types: Sequence[int],
     mask: list[bool],
     names: dict[int, str],
     vendor: Vendor,
@@ -532,7 +580,7 @@ def _count_types(
 
 def _tally_plain(
     tally: PageTally,
-    cols: dict[str, tuple[int, ...]],
+    cols: Mapping[str, Sequence[int]],
     good: list[bool],
     at: int,
     per_page: Sequence[int],

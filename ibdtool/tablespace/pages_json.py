@@ -21,7 +21,7 @@ from __future__ import annotations
 
 import json
 import os
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from functools import partial
 from typing import TYPE_CHECKING
@@ -206,7 +206,7 @@ def _data_run(ctx: _Context, first: int, end: int, per_page: Sequence[int], out:
                 comp = classic_pages(ts, mv, n, cols, good, dblwr)
         payload: int | str  # the payload and image sizes, "null" for a plain page
         size: int | str
-        heads: dict[str, tuple[int, ...]] | None
+        heads: Mapping[str, Sequence[int]] | None
         for k in range(count):
             page_no = n + k
             allocated = per_page[page_no - first]

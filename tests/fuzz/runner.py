@@ -284,6 +284,15 @@ def _records(path: Path) -> Any:
         run.ts.close()
 
 
+def _native(path: Path) -> Any:
+    """The compiled chunk loop of full_crc32 scans over the file's bytes at every page size,
+    against the Python path (:mod:`tests.fuzz.native_chunks`): a crash ends the run, a
+    different answer is an AssertionError (a traceback)."""
+    from tests.fuzz.native_chunks import compare_bytes
+
+    return compare_bytes(path.read_bytes())
+
+
 #: in-process entry points: name -> function of the path
 ENTRY_POINTS: dict[str, Callable[[Path], Any]] = {
     "records": _records,
@@ -293,6 +302,7 @@ ENTRY_POINTS: dict[str, Callable[[Path], Any]] = {
     "sdi": _sdi,
     "layouts": _layouts,
     "simulate": _simulate,
+    "native": _native,
 }
 
 
