@@ -282,15 +282,24 @@ def _plain_inside(image: bytes, algorithm: Algorithm) -> bytes:
     ],
 )
 @pytest.mark.parametrize("sparse", [False, True], ids=["dense", "one-extent-a-page"])
+@pytest.mark.parametrize("way", ["python", "native"])
 def test_image_chunks_inline_match_the_decoder(
-    rel: str, variant: str, sparse: bool, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+    rel: str,
+    variant: str,
+    sparse: bool,
+    way: str,
+    tmp_path: Path,
+    monkeypatch: pytest.MonkeyPatch,
 ) -> None:
     """Chunks of full_crc32 compressed images alone (``inspect_tally.images_only``: only the
     columns images need, no plain-page verdict) give inspect the decoder's result, whole and
     damaged (a CRC that fails, a page at the wrong number, in chunks that start with an
     image), with a plain page and an all-zero page among the images of a chunk that starts
     with one (the chunk then goes the way of mixed chunks), dense and one extent a page; and
-    they did take that path. Chunks of plain index pages with a damaged one, too."""
+    they did take that path. Chunks of plain index pages with a damaged one, too. The Python
+    path (``IBDTOOL_NATIVE=0``) and the compiled chunk loop (zlib, where it is built: the
+    chunks it reads wholly marked are its chunks of images alone)."""
+    from ibdtool.parsers import fcrc32_native
     from ibdtool.tablespace import inspect_tally
     from tests.test_header_scan import _sparse, _tallies
 
@@ -308,15 +317,27 @@ def test_image_chunks_inline_match_the_decoder(
         path.write_bytes(bytes(data))
     if sparse:
         path = _sparse(path, tmp_path / "sparse.ibd")
+    if way == "python":
+        monkeypatch.setenv(fcrc32_native.SWITCH, "0")
+    elif fcrc32_native.library() is None:
+        pytest.skip(fcrc32_native.describe())
     taken: list[bool] = []
     real = inspect_tally.images_only
+    real_native = inspect_tally.native_headers
 
     def counting(mv: memoryview, psize: int) -> dict[str, tuple[int, ...]] | None:
         cols = real(mv, psize)
         taken.append(cols is not None)
         return cols
 
+    def counting_native(mv: memoryview, psize: int, first: int, dblwr: object = None) -> object:
+        got = real_native(mv, psize, first, dblwr)
+        if got is not None:
+            taken.append(got[1].marked == len(mv) // psize)
+        return got
+
     monkeypatch.setattr(inspect_tally, "images_only", counting)
+    monkeypatch.setattr(inspect_tally, "native_headers", counting_native)
     inline, decoded = _tallies(path)
     assert inline == decoded
     if variant == "damaged":

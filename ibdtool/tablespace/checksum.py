@@ -41,7 +41,7 @@ from ibdtool.parsers.envelope import (
     fcrc32_stored_size,
     read_envelope,
 )
-from ibdtool.parsers.fcrc32_native import chunk_reader
+from ibdtool.parsers.fcrc32_native import NativeChunk, chunk_reader, enabled
 from ibdtool.parsers.inflate import inflate
 from ibdtool.parsers.pagecolumns import (
     PREFIX_BYTES,
@@ -221,8 +221,10 @@ class ChecksumTally:
         self.invalid: list[int] = []
         self.dblwr = ts.doublewrite_pages
         # full_crc32 images' CRC-32C verdicts a chunk at a time in compiled code, where it is
-        # built and allowed (ibdtool.parsers.fcrc32_native; compressed_verified the reference)
-        self.native = chunk_reader((), 0) if fmt.full_crc32 else None
+        # built and allowed (ibdtool.parsers.fcrc32_native; compressed_verified the reference):
+        # looked up at the first image, so a file without one never loads ctypes
+        self.native_images = fmt.full_crc32 and enabled()
+        self._native: Callable[[memoryview, int, int], NativeChunk | None] | None = None
 
     def holes(self, count: int) -> None:
         """``count`` pages in a hole: all zeros, empty without a read."""
@@ -240,16 +242,17 @@ class ChecksumTally:
             # the plain pages of the chunk at once (ibdtool.parsers.pagecolumns), the rest below;
             # a chunk that starts with a page_compressed image: its images' verdicts first, in
             # one compiled call, and of a chunk of images alone nothing more
-            read_images = self.native
-            native = read_images(mv, psize, n) if read_images and mv[24] & 0x80 else None
+            read_images = self._images_reader() if mv[24] & 0x80 else None
+            native = read_images(mv, psize, n) if read_images is not None else None
             if native is not None and native.marked == count:
                 good = native.ok
             else:
                 cols = columns(mv, psize, fast_fcrc32, verdict_fields(fast_fcrc32))
                 good = plain_verified(mv, psize, n, fast_fcrc32, cols)
                 if fast_fcrc32 and not all(good):  # page_compressed images, also at once
-                    if native is None and read_images is not None:
-                        native = read_images(mv, psize, n)
+                    if native is None and self.native_images:
+                        read_images = self._images_reader()
+                        native = read_images(mv, psize, n) if read_images is not None else None
                     packed = (
                         native.ok if native is not None else compressed_verified(mv, psize, n, cols)
                     )
@@ -295,6 +298,13 @@ class ChecksumTally:
                 self.counts[info.checksum_algo.value] += 1
                 if info.checksum_valid is None and page_no not in self.dblwr:
                     self.unverifiable += 1
+
+    def _images_reader(self) -> Callable[[memoryview, int, int], NativeChunk | None] | None:
+        """The compiled loop's CRC-32C verdicts of a chunk's full_crc32 images, or None."""
+        if self._native is None and self.native_images:
+            self._native = chunk_reader((), 0)
+            self.native_images = self._native is not None
+        return self._native
 
     def part(self) -> ScanPart:
         counts = Counter(self.counts)
