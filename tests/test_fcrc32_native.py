@@ -215,6 +215,40 @@ def test_damaged_pages_answer_as_the_python_path(case: tuple[bytes, int, int]) -
     compare_chunk(memoryview(bytearray(data)), psize, first)
 
 
+def _image(payload: bytes, page_no: int, psize: int = 16384) -> bytes:
+    """A full_crc32 page_compressed image holding ``payload`` (cut to fit), with its CRC-32C."""
+    units = min((26 + len(payload) + 4 + 255) // 256, psize // 256 - 1)
+    size = units * 256
+    page = bytearray(psize)
+    page[4:8] = page_no.to_bytes(4, "big")
+    page[24:26] = (0x8000 | units).to_bytes(2, "big")
+    body = payload[: size - 30]
+    page[26 : 26 + len(body)] = body
+    page[size - 4 : size] = crc32c(bytes(page[: size - 4])).to_bytes(4, "big")
+    return bytes(page)
+
+
+@needs_library
+def test_made_zlib_streams_under_a_valid_crc() -> None:
+    """The streams made so that zlib's verdict turns on its last steps (tests/test_prefix_inflate:
+    empty and stored blocks, an invalid block right after the header's bytes, a stream that
+    ends with the header or before it), and each with a byte made wrong every 7, in images
+    whose CRC-32C verifies: the loop's verdict is zlib's."""
+    from tests.test_prefix_inflate import _made_streams
+
+    pages = []
+    for data in _made_streams().values():
+        pages.append(data)
+        for at in range(0, min(len(data), 1536), 7):
+            bad = bytearray(data)
+            bad[at] ^= 0xFF
+            pages.append(bytes(bad))
+    chunk = bytearray(b"".join(_image(p, 100 + k) for k, p in enumerate(pages)))
+    got = compare_chunk(memoryview(chunk), 16384, 100)
+    assert got is not None
+    assert 0 < sum(got.ok) < len(got.ok)  # headers out, and zlib errors or short streams
+
+
 @needs_library
 @settings(max_examples=200, deadline=None, derandomize=True, database=None)
 @given(
