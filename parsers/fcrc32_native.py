@@ -129,6 +129,8 @@ def chunk_reader(
     lib = library()
     if lib is None or not 0 <= prefix_len <= MAX_PREFIX or (fields and not prefix_len):
         return None
+    if (_ZERO_B.itemsize, _ZERO_H.itemsize, _ZERO_I.itemsize, _ZERO_Q.itemsize) != (1, 2, 4, 8):
+        return None  # the C loop's uint8/16/32/64 columns (every platform Python runs on here)
     import ctypes
 
     layout = [f for f in prefix_layout(fields) if f[1] + f[2] <= prefix_len]
