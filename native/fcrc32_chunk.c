@@ -204,6 +204,17 @@ int fcrc32_abi(void)
     return FCRC32_ABI;
 }
 
+#ifndef FCRC32_SOURCE
+#define FCRC32_SOURCE "unknown"
+#endif
+
+/* The SHA-256 of this file the build was made from (scripts/build_native.sh passes it): the
+ * tests compare it with the source as it is, to say when the library needs building again. */
+const char *fcrc32_source(void)
+{
+    return FCRC32_SOURCE;
+}
+
 /* Which CRC-32C path fcrc32_chunk takes: 1 with SSE4.2, 0 with the table. */
 int fcrc32_uses_sse42(void)
 {

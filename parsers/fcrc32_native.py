@@ -181,6 +181,19 @@ def chunk_reader(
     return read
 
 
+def built_from() -> str | None:
+    """The SHA-256 of the C source the library was built from (``scripts/build_native.sh``
+    records it), or None without the library."""
+    import ctypes
+
+    lib = _load()[0]
+    if lib is None:
+        return None
+    fn = lib.fcrc32_source
+    fn.restype = ctypes.c_char_p
+    return bytes(fn()).decode("ascii", "replace")
+
+
 def crc32c(data: bytes | bytearray, mode: int = 0) -> int | None:
     """The C loop's CRC-32C of ``data`` (``mode`` 0: the path it takes; 1: the table; 2: the
     SSE4.2 instruction, None where the CPU lacks it), for the tests; None without the library."""
