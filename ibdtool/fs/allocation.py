@@ -29,7 +29,6 @@ import stat
 import struct
 from array import array
 from collections.abc import Iterable, Iterator
-from dataclasses import dataclass
 from itertools import islice, repeat
 from operator import add, eq, or_, sub
 from typing import NamedTuple
@@ -306,18 +305,7 @@ def contiguous_runs(extents: Iterable[Extent] | Iterable[tuple[int, int, int, in
     return runs
 
 
-@dataclass(frozen=True)
-class Allocation:
-    """A snapshot of how the filesystem stores one file.
-
-    ``data_ranges`` holes are from ``SEEK_DATA``/``SEEK_HOLE`` (unwritten extents count as
-    holes there), or from FIEMAP's extents where they say the same
-    (:func:`ranges_from_extents`); ``allocated`` is ``st_blocks * 512`` and also includes
-    unwritten extents, block rounding of the tail and filesystem metadata such as extent-tree
-    blocks. The ranges are kept packed (:class:`~ibdtool.fs.ranges.PackedRanges`, ~2.5 bytes
-    a range: a page-compressed file has one a page); any sequence of pairs given is packed.
-    """
-
+class _AllocationFields(NamedTuple):
     st_size: int
     allocated: int
     fs_block_size: int
@@ -327,9 +315,47 @@ class Allocation:
     contiguous_runs: int | None = None
     unwritten_bytes: int | None = None
 
-    def __post_init__(self) -> None:
-        if not isinstance(self.data_ranges, PackedRanges):
-            object.__setattr__(self, "data_ranges", PackedRanges(self.data_ranges))
+
+class Allocation(_AllocationFields):
+    """A snapshot of how the filesystem stores one file.
+
+    ``data_ranges`` holes are from ``SEEK_DATA``/``SEEK_HOLE`` (unwritten extents count as
+    holes there), or from FIEMAP's extents where they say the same
+    (:func:`ranges_from_extents`); ``allocated`` is ``st_blocks * 512`` and also includes
+    unwritten extents, block rounding of the tail and filesystem metadata such as extent-tree
+    blocks. The ranges are kept packed (:class:`~ibdtool.fs.ranges.PackedRanges`, ~2.5 bytes
+    a range: a page-compressed file has one a page); any sequence of pairs given is packed.
+
+    A read-only record like the other :class:`~typing.NamedTuple`\\ s of the start-up path (a
+    frozen dataclass took ~0.8 ms to make at every start: issue 24, item 4).
+    """
+
+    __slots__ = ()
+
+    def __new__(
+        cls,
+        st_size: int,
+        allocated: int,
+        fs_block_size: int,
+        data_ranges: PackedRanges | Iterable[tuple[int, int]],
+        extents: int | None,
+        unwritten_extents: int | None,
+        contiguous_runs: int | None = None,
+        unwritten_bytes: int | None = None,
+    ) -> Allocation:
+        if not isinstance(data_ranges, PackedRanges):
+            data_ranges = PackedRanges(data_ranges)
+        return super().__new__(
+            cls,
+            st_size,
+            allocated,
+            fs_block_size,
+            data_ranges,
+            extents,
+            unwritten_extents,
+            contiguous_runs,
+            unwritten_bytes,
+        )
 
     @property
     def data_bytes(self) -> int:
@@ -435,21 +461,19 @@ class Allocation:
 _COLUMN_EXTENTS = 512
 
 
-@dataclass(eq=False, repr=False)  # an accumulator nothing compares or prints (start-up)
 class _ExtentCounts:
     """What the allocation snapshot counts of FIEMAP's extents, one extent at a time (so that
-    6.5 million extents are never held at once), and the data ranges they give."""
+    6.5 million extents are never held at once), and the data ranges they give. A plain class:
+    an accumulator nothing compares or prints (start-up, issue 24 item 4)."""
 
-    size: int
-    extents: int = 0
-    unwritten: int = 0
-    unwritten_bytes: int = 0
-    runs: int = 0
-    ranges: PackedRanges | None = None
-    _prev: tuple[int, int, int] | None = None
-
-    def __post_init__(self) -> None:
-        self.ranges = PackedRanges()
+    def __init__(self, size: int) -> None:
+        self.size = size
+        self.extents = 0
+        self.unwritten = 0
+        self.unwritten_bytes = 0
+        self.runs = 0
+        self.ranges: PackedRanges | None = PackedRanges()
+        self._prev: tuple[int, int, int] | None = None
 
     def add(self, batch: Iterable[Extent4]) -> None:
         """Count a FIEMAP call's extents (as :func:`contiguous_runs` and

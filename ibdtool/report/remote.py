@@ -42,7 +42,6 @@ import queue
 import threading
 from collections import deque
 from collections.abc import Callable, Iterator
-from dataclasses import fields as dataclass_fields
 from functools import partial
 from operator import attrgetter
 from pathlib import Path
@@ -639,7 +638,7 @@ class FetchedFile:
         pass
 
 
-_ALLOCATION_FIELDS = attrgetter(*(f.name for f in dataclass_fields(Allocation)))
+_ALLOCATION_FIELDS = attrgetter(*Allocation._fields)
 
 
 def _fetched_file(

@@ -18,7 +18,6 @@ source
 from __future__ import annotations
 
 from collections.abc import Callable
-from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -28,15 +27,24 @@ DICT_TF_ATOMIC_BLOBS = 1 << 5
 MAX_CFG_BYTES = 16 << 20  # a table of 4,096 columns and 64 indexes is far smaller
 
 
-@dataclass
 class IndexNames:
-    """id → name, where the names came from, and what the source says of the row format."""
+    """id → name, where the names came from, and what the source says of the row format.
 
-    source: str | None = None  # "sdi", "cfg", "server", "schema" (--schema, by order)
-    names: dict[int, str] = field(default_factory=dict)
-    roots: dict[int, int] = field(default_factory=dict)  # id → root page, when known
-    row_format: str | None = None
-    warnings: list[str] = field(default_factory=list)
+    A plain class (issue 24, item 4: start-up): nothing compares or prints it."""
+
+    def __init__(
+        self,
+        source: str | None = None,
+        names: dict[int, str] | None = None,
+        roots: dict[int, int] | None = None,
+        row_format: str | None = None,
+        warnings: list[str] | None = None,
+    ) -> None:
+        self.source = source  # "sdi", "cfg", "server", "schema" (--schema, by order)
+        self.names: dict[int, str] = {} if names is None else names
+        self.roots: dict[int, int] = {} if roots is None else roots  # id → root page, if known
+        self.row_format = row_format
+        self.warnings: list[str] = [] if warnings is None else warnings
 
     @property
     def described(self) -> str:

@@ -11,7 +11,6 @@ from __future__ import annotations
 import os
 from collections import Counter
 from collections.abc import Callable
-from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 from ibdtool.errors import InputError
@@ -45,24 +44,24 @@ def format_name(fmt: SpaceFormat, name: str | None = None) -> str:
     return identify(fmt, name=name).label
 
 
-@dataclass
 class SdiSummary:
     """The SDI's table records: one for a table, 63–68 for mysql.ibd, several for a general
     tablespace. ``table``, ``schema``, ``row_format`` and ``compression`` are set only when
-    there is one table."""
+    there is one table. A plain class: nothing compares or prints it (start-up)."""
 
-    table: str | None = None
-    schema: str | None = None
-    row_format: str | None = None
-    compression: str | None = None
-    indexes: dict[int, str] = field(default_factory=dict)  # index id -> name
-    tables: list[str] = field(default_factory=list)  # "schema.table" of every table record
-    #: the table's partitions as created, ``p`` or ``p/sp`` (MySQL 8.0.17+ file names hold
-    #: them lower-cased)
-    partitions: list[str] = field(default_factory=list)
-    #: the table's InnoDB table id (``se_private_id``): the hex in its FULLTEXT tablespaces'
-    #: names (``fts_<table id>_…``); set only when there is one table
-    table_id: int | None = None
+    def __init__(self) -> None:
+        self.table: str | None = None
+        self.schema: str | None = None
+        self.row_format: str | None = None
+        self.compression: str | None = None
+        self.indexes: dict[int, str] = {}  # index id -> name
+        self.tables: list[str] = []  # "schema.table" of every table record
+        #: the table's partitions as created, ``p`` or ``p/sp`` (MySQL 8.0.17+ file names hold
+        #: them lower-cased)
+        self.partitions: list[str] = []
+        #: the table's InnoDB table id (``se_private_id``): the hex in its FULLTEXT tablespaces'
+        #: names (``fts_<table id>_…``); set only when there is one table
+        self.table_id: int | None = None
 
 
 _DD_ROW_FORMATS = {1: "FIXED", 2: "DYNAMIC", 3: "COMPRESSED", 4: "REDUNDANT", 5: "COMPACT"}
@@ -141,49 +140,87 @@ def _partition_labels(table: dict[str, Any]) -> list[str]:
     return out
 
 
-@dataclass
 class InspectResult:
-    """Everything ``ibdtool inspect`` reports for one file."""
+    """Everything ``ibdtool inspect`` reports for one file.
 
-    path: str
-    fmt: SpaceFormat
-    vendor: Vendor
-    pages: int
-    logical_size: int
-    allocation: Allocation
-    page_types: Counter[str]
-    compression: Counter[str]
-    checksum_by_algo: Counter[str]
-    invalid_pages: list[int]
-    unverifiable: int
-    problems: list[tuple[int, str]]
-    unpunched_pages: int
-    unpunched_bytes: int
-    compressed_bytes: int  # sum of stored images of compressed pages
-    index_pages: Counter[int]
-    avg_fill: float | None
-    sdi: SdiSummary | None
-    trailing_bytes: int
-    warnings: list[str]
-    #: pages the extent descriptors call free: count, how many still hold data, bytes on disk
-    free: dict[str, int] = field(default_factory=dict)
-    #: page 0's encryption info / crypt data and what the scan saw (None: not encrypted)
-    encryption: dict[str, Any] | None = None
-    identity: Identity | None = None
-    #: index id → name, from the SDI, the .cfg beside the file, or a server
-    index_names: IndexNames = field(default_factory=IndexNames)
-    #: (index id, level) → pages
-    index_levels: Counter[tuple[int, int]] = field(default_factory=Counter)
-    #: index pages (the SDI's aside) in compact format and in REDUNDANT format
-    compact_pages: int = 0
-    redundant_pages: int = 0
-    #: ROW_FORMAT=COMPRESSED leaf pages rebuilt
-    #: (:func:`~ibdtool.tablespace.zip_fill.zip_fill_summary`); None otherwise
-    zip_fill: ZipFillSummary | None = None
-    #: what freeing the file's extents would cost (DROP TABLE); None without FIEMAP
-    drop_cost: DropCost | None = None
-    #: how contiguous the file is, and its cold scan against dense; None without FIEMAP
-    layout: Layout | None = None
+    A plain class (issue 24, item 4: start-up): nothing compares or prints a result, and a
+    dataclass of these 30 fields took ~1 ms to make at every start of the command."""
+
+    def __init__(
+        self,
+        *,
+        path: str,
+        fmt: SpaceFormat,
+        vendor: Vendor,
+        pages: int,
+        logical_size: int,
+        allocation: Allocation,
+        page_types: Counter[str],
+        compression: Counter[str],
+        checksum_by_algo: Counter[str],
+        invalid_pages: list[int],
+        unverifiable: int,
+        problems: list[tuple[int, str]],
+        unpunched_pages: int,
+        unpunched_bytes: int,
+        compressed_bytes: int,
+        index_pages: Counter[int],
+        avg_fill: float | None,
+        sdi: SdiSummary | None,
+        trailing_bytes: int,
+        warnings: list[str],
+        free: dict[str, int] | None = None,
+        encryption: dict[str, Any] | None = None,
+        identity: Identity | None = None,
+        index_names: IndexNames | None = None,
+        index_levels: Counter[tuple[int, int]] | None = None,
+        compact_pages: int = 0,
+        redundant_pages: int = 0,
+        zip_fill: ZipFillSummary | None = None,
+        drop_cost: DropCost | None = None,
+        layout: Layout | None = None,
+    ) -> None:
+        self.path = path
+        self.fmt = fmt
+        self.vendor = vendor
+        self.pages = pages
+        self.logical_size = logical_size
+        self.allocation = allocation
+        self.page_types = page_types
+        self.compression = compression
+        self.checksum_by_algo = checksum_by_algo
+        self.invalid_pages = invalid_pages
+        self.unverifiable = unverifiable
+        self.problems = problems
+        self.unpunched_pages = unpunched_pages
+        self.unpunched_bytes = unpunched_bytes
+        self.compressed_bytes = compressed_bytes  # sum of stored images of compressed pages
+        self.index_pages = index_pages
+        self.avg_fill = avg_fill
+        self.sdi = sdi
+        self.trailing_bytes = trailing_bytes
+        self.warnings = warnings
+        #: pages the extent descriptors call free: count, how many still hold data, bytes on disk
+        self.free: dict[str, int] = {} if free is None else free
+        #: page 0's encryption info / crypt data and what the scan saw (None: not encrypted)
+        self.encryption = encryption
+        self.identity = identity
+        #: index id → name, from the SDI, the .cfg beside the file, or a server
+        self.index_names: IndexNames = IndexNames() if index_names is None else index_names
+        #: (index id, level) → pages
+        self.index_levels: Counter[tuple[int, int]] = (
+            Counter() if index_levels is None else index_levels
+        )
+        #: index pages (the SDI's aside) in compact format and in REDUNDANT format
+        self.compact_pages = compact_pages
+        self.redundant_pages = redundant_pages
+        #: ROW_FORMAT=COMPRESSED leaf pages rebuilt
+        #: (:func:`~ibdtool.tablespace.zip_fill.zip_fill_summary`); None otherwise
+        self.zip_fill = zip_fill
+        #: what freeing the file's extents would cost (DROP TABLE); None without FIEMAP
+        self.drop_cost = drop_cost
+        #: how contiguous the file is, and its cold scan against dense; None without FIEMAP
+        self.layout = layout
 
     @property
     def checksum_valid(self) -> int:

@@ -16,7 +16,6 @@ from __future__ import annotations
 import errno
 import os
 from collections.abc import Callable, Iterator
-from dataclasses import replace
 from functools import cached_property
 from pathlib import Path
 from typing import TYPE_CHECKING, Protocol
@@ -240,6 +239,8 @@ class Tablespace:
         dec = self.decryptor
         plain = dec.decrypt(buf, page_no) if dec is not None else None
         if dec is not None and plain is not None:
+            from dataclasses import replace  # PageInfo's module loaded it: no start-up cost
+
             # the plaintext is a stored page again: its own envelope, checksum and decompression
             info = replace(
                 decode_page(plain, page_no, self.format, keep_page=keep, header_only=header_only),
@@ -251,6 +252,8 @@ class Tablespace:
         if page_no in self.doublewrite_pages and not info.empty:
             # a copy of another page: not an index page of this tablespace, and a stale copy
             # that no longer verifies is not corruption (innochecksum skips these pages too)
+            from dataclasses import replace
+
             from ibdtool.parsers.page import DOUBLEWRITE_NAME
 
             info = replace(
