@@ -15,6 +15,10 @@ Run by hand:  PYTHONPATH=$PWD .venv/bin/python bench/bench_startup.py [--runs N]
                               the editable install's finder and what it imports)
               [--installed PY]  (an interpreter with ibdtool installed from the wheel, run
                                  outside the tree, under PYTHONDONTWRITEBYTECODE=1)
+              [--script LABEL=PATH ...]  (an installed console script, as a user runs it:
+                                          e.g. the ``.venv/bin/ibdtool`` that
+                                          ``scripts/setup.sh`` made in a fresh clone; run
+                                          outside the tree, nothing on PYTHONPATH)
 
 (The issue's own start-up row, with innochecksum beside it, is :func:`startup_row`, run by
 bench_issue14.py.)
@@ -155,6 +159,13 @@ def main() -> None:
     )
     ap.add_argument("--installed", help="an interpreter with ibdtool installed from the wheel")
     ap.add_argument(
+        "--script",
+        action="append",
+        default=[],
+        metavar="LABEL=PATH",
+        help="an installed console script (e.g. a fresh clone's .venv/bin/ibdtool), run as is",
+    )
+    ap.add_argument(
         "--no-finder",
         action="store_true",
         help="also this tree under python -S, the venv's site-packages on PYTHONPATH",
@@ -226,6 +237,23 @@ def main() -> None:
             ),
             ("now, no finder", "`ibdtool --help`", [*bare, "--help"], env),
         ]
+    for spec in args.script:
+        label, _, script = spec.partition("=")
+        rows += [
+            (
+                f"{label}, installed",
+                "`ibdtool inspect --json tiny.ibd`",
+                [script, "inspect", "--json", str(tiny)],
+                base_env,
+            ),
+            (
+                f"{label}, installed",
+                "`ibdtool checksum tiny.ibd`",
+                [script, "checksum", str(tiny)],
+                base_env,
+            ),
+            (f"{label}, installed", "`ibdtool --help`", [script, "--help"], base_env),
+        ]
     rows += _pyc_rows(args.no_pyc, args.installed, tiny, base_env)
     load = os.getloadavg()
     walls: list[list[float]] = [[] for _ in rows]
@@ -264,6 +292,7 @@ def main() -> None:
         + (" --no-pyc" if args.no_pyc else "")
         + (" --installed PY" if args.installed else "")
         + (" --no-finder" if args.no_finder else "")
+        + "".join(f" --script {spec.partition('=')[0]}=PATH" for spec in args.script)
         + "`",
     ]
     body = "\n".join(lines)

@@ -59,6 +59,9 @@ if [ "$want_test" -eq 1 ]; then
 else
   .venv/bin/python -m pip install -q -e .
 fi
+# the editable install as a plain path entry (a folder with one link, ibdtool -> ibdtool/), not
+# the .pth line that imports setuptools' finder, and pathlib with it, at every start
+.venv/bin/python scripts/editable_path.py
 # byte-compile the tree once: the editable install runs these sources, and where
 # PYTHONDONTWRITEBYTECODE is set (it stops Python writing .pyc, not reading them) every start
 # would compile every module again, ~60 ms CPU a start (bench/RESULTS.md). pip compiles what it

@@ -211,3 +211,63 @@ def test_an_editable_install_maps_only_ibdtool(tmp_path: Path) -> None:
     owner, origin = seen.stdout.splitlines()
     assert owner == "the other tui project"
     assert Path(origin).resolve() == (REPO / "parsers" / "page.py").resolve()
+
+
+START_PROBE = """
+import sys
+at_start = sorted(m for m in sys.modules if m in ("pathlib", "urllib.parse", "ipaddress")
+                  or "editable" in m)
+finders = [f for f in sys.meta_path if "Editable" in repr(f)]
+import importlib.util, tui
+print(tui.OWNER)
+print(importlib.util.find_spec("ibdtool.parsers.page").origin)
+print(" ".join(at_start) or "-", len(finders))
+"""
+
+
+def test_setup_makes_the_editable_install_a_path_entry(tmp_path: Path) -> None:
+    """``scripts/setup.sh`` turns the editable install's finder into a plain path entry
+    (scripts/editable_path.py): the venv's Python then starts without importing the finder or
+    pathlib, still maps one name (the other project's ``tui`` is the one ``import tui`` gives)
+    and still runs the checkout's modules. The finder's own start is the oracle of the first
+    probe (it imports both), pip's uninstall of the second (the path entry goes with it)."""
+    env_dir = tmp_path / "venv"
+    venv.create(env_dir, with_pip=True, system_site_packages=False)
+    py = env_dir / "bin" / "python"
+    for args in ([str(_foreign_wheel(tmp_path, "tui"))], ["--no-deps", "-e", str(REPO)]):
+        res = subprocess.run(
+            [py, "-m", "pip", "install", "-q", "--disable-pip-version-check", *args],
+            capture_output=True, text=True, check=False, timeout=600,
+        )  # fmt: skip
+        assert res.returncode == 0, res.stderr[-3000:]
+    env = {"PATH": "/usr/bin:/bin", "HOME": str(tmp_path)}
+
+    def probe() -> list[str]:
+        seen = subprocess.run(
+            [py, "-c", START_PROBE], capture_output=True, text=True, check=False,
+            cwd=tmp_path, env=env,
+        )  # fmt: skip
+        assert seen.returncode == 0, seen.stderr
+        return seen.stdout.splitlines()
+
+    page = (REPO / "parsers" / "page.py").resolve()
+    owner, origin, loaded = probe()
+    assert (owner, Path(origin).resolve()) == ("the other tui project", page)
+    assert loaded != "- 0"  # the finder's start: it and pathlib imported, in sys.meta_path
+    line = next(line for line in (REPO / "scripts" / "setup.sh").read_text().splitlines()
+                if "editable_path.py" in line and not line.lstrip().startswith("#"))  # fmt: skip
+    subprocess.run(
+        ["bash", "-c", line.replace(".venv/bin/python", str(py))],
+        check=True, cwd=REPO, env=env,
+    )  # fmt: skip
+    owner, origin, loaded = probe()
+    assert (owner, Path(origin).resolve()) == ("the other tui project", page)
+    assert loaded == "- 0"
+    subprocess.run(
+        [py, "-m", "pip", "uninstall", "-q", "-y", "ibdtool"],
+        check=True, capture_output=True, env=env,
+    )  # fmt: skip
+    gone = subprocess.run(
+        [py, "-c", "import ibdtool"], capture_output=True, text=True, cwd=tmp_path, env=env
+    )
+    assert "No module named 'ibdtool'" in gone.stderr

@@ -17,6 +17,7 @@ import os
 import shutil
 import subprocess
 import sys
+import sysconfig
 from pathlib import Path
 
 import click
@@ -102,13 +103,22 @@ PLAIN_HEAVY = INSPECT_HEAVY | {
 
 
 def _heavy(
-    *args: str, heavy: set[str] = HEAVY, state: Path | None = None
+    *args: str, heavy: set[str] = HEAVY, state: Path | None = None, bare: bool = False
 ) -> tuple[int, list[str], str]:
     """Run ibdtool with ``args`` in a fresh interpreter: its exit code, the names of ``heavy``
-    it imported, its stdout. ``state``: its XDG_STATE_HOME (the calibration file's home)."""
+    it imported, its stdout. ``state``: its XDG_STATE_HOME (the calibration file's home).
+    ``bare``: without ``site`` (``python -S``, the venv's packages put on ``sys.path`` by hand),
+    so that what an editable install's ``.pth`` imports at start is not counted as ibdtool's."""
     env = {**os.environ, "XDG_STATE_HOME": str(state)} if state else None
+    head = f"import sys; sys.path.append({sysconfig.get_paths()['purelib']!r})\n" if bare else ""
     done = subprocess.run(
-        [sys.executable, "-c", f"HEAVY = {sorted(heavy)!r}\n{PROBE}", *args],
+        [
+            sys.executable,
+            *(["-S"] if bare else []),
+            "-c",
+            f"{head}HEAVY = {sorted(heavy)!r}\n{PROBE}",
+            *args,
+        ],
         capture_output=True,
         text=True,
         check=True,
@@ -260,6 +270,27 @@ def test_checksum_of_a_small_file_imports_no_keyring() -> None:
     assert code == 0
     assert "OK" in out or "ok" in out.lower()
     assert heavy == [m for m in heavy if m.split(".")[0] == "rich"]  # the text verdict
+
+
+#: what ``--help`` and a text ``checksum`` need no more than :data:`HEAVY` (issue 24, item 4):
+#: ``json`` (JSON output only), ``dataclasses``; and for ``--help``, ``pathlib`` (with
+#: ``urllib`` and ``ipaddress``: the tablespace reader's, ~3 ms)
+TEXT_HEAVY = HEAVY | {"json", "dataclasses"}
+
+
+def test_help_and_a_text_checksum_load_no_json(tmp_path: Path) -> None:
+    """Run bare (no ``site``: setup.sh's path entry imports nothing at start either), ``--help``
+    loads neither ``json`` nor ``pathlib``, a text ``checksum`` no ``json``; ``checksum
+    --json`` loads ``json`` (so that the name can fail)."""
+    path = tmp_path / "tiny.ibd"
+    shutil.copyfile(SAMPLES / "mariadb" / "p4k-plain.ibd", path)
+    code, heavy, out = _heavy("--help", heavy=TEXT_HEAVY | {"pathlib"}, bare=True)
+    assert code == 0 and "inspect" in out and heavy == []
+    code, heavy, out = _heavy("checksum", str(path), heavy=TEXT_HEAVY, bare=True)
+    assert code == 0 and "OK" in out and heavy == []
+    code, heavy, out = _heavy("checksum", "--json", str(path), heavy=TEXT_HEAVY, bare=True)
+    assert code == 0 and json.loads(out)["pages"] == path.stat().st_size // 4096
+    assert "json" in heavy
 
 
 def test_help_imports_no_lazy_command() -> None:

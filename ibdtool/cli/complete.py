@@ -20,8 +20,9 @@ if TYPE_CHECKING:
     from click.shell_completion import CompletionItem
 
 SHELLS = ("bash", "zsh", "fish")
-#: the files ``report`` takes from a data directory; what the path arguments offer
-TABLESPACE_FILE = re.compile(r"(\.(ibd|ibu)|^ibdata\d+|^undo_?\d+)$")
+#: the files ``report`` takes from a data directory; what the path arguments offer (a pattern
+#: ``re`` compiles at its first use, in completion: not at every start, issue 24 item 4)
+TABLESPACE_FILE = r"(\.(ibd|ibu)|^ibdata\d+|^undo_?\d+)$"
 
 
 def _item(value: str, **kw: Any) -> CompletionItem:
@@ -93,7 +94,7 @@ def tablespace_paths(incomplete: str) -> list[CompletionItem]:
             continue
         if is_dir:
             items.append(_item(path + "/", type="plain"))
-        elif TABLESPACE_FILE.search(entry.name):
+        elif re.search(TABLESPACE_FILE, entry.name):
             items.append(_item(path, type="plain"))
     return items
 

@@ -7,7 +7,6 @@ work lives in an engine module; this file only wires it to the terminal.
 
 from __future__ import annotations
 
-import json
 import os
 import sys
 from collections.abc import Callable, Sequence
@@ -204,6 +203,8 @@ def main(traceback: bool) -> None:
 
 
 def _emit_json(obj: Any) -> None:
+    import json  # only where a command writes JSON: not for --help or text (start-up)
+
     sys.stdout.write(json.dumps(obj, indent=2, default=str) + "\n")
 
 

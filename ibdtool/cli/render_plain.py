@@ -9,7 +9,6 @@ when ``NO_COLOR`` is set.
 
 from __future__ import annotations
 
-import json
 import os
 import sys
 from collections.abc import Iterable
@@ -74,6 +73,8 @@ def write_rows(rows: Iterable[dict[str, Any]], fmt: str, wide: bool = False) -> 
     w = sys.stdout.write
     writer: Any = None
     if fmt == "json":
+        import json  # not at import: ``checksum`` writes text (issue 24, start-up)
+
         encode = json.JSONEncoder().encode
         batch: list[str] = []
         try:
