@@ -5,7 +5,9 @@ Bootstrap as innochecksum and ibd2sdi do (FORMATS.md §0, §10 step 1): flags at
 to 60 pages for every (logical, physical) size pair. Geometry helpers are §4.1 and §9.1.
 """
 
-from __future__ import annotations
+# No ``from __future__ import annotations`` here: a NamedTuple's string annotations are each
+# compiled by typing when the class is made, ~0.9 ms of every start over the records of
+# inspect's path (issue 24, item 4; tests/test_startup.py checks them)
 
 from collections.abc import Callable
 from typing import TYPE_CHECKING, NamedTuple
@@ -86,8 +88,8 @@ class SpaceFormat(NamedTuple):
     #: MySQL "lC?" magic or MariaDB crypt data found on page 0
     encryption_info: str | None = None
     #: page 0's MariaDB crypt data / MySQL encryption info, decoded (ibdtool.parsers.crypt)
-    mariadb_crypt: MariadbCrypt | None = None
-    mysql_encryption: MysqlEncryptionInfo | None = None
+    mariadb_crypt: "MariadbCrypt | None" = None  # a string: imported for type checkers only
+    mysql_encryption: "MysqlEncryptionInfo | None" = None
     detected_by: str = "flags"
     warnings: tuple[str, ...] = ()
     #: FIL_PAGE_TYPE of page 0 as stored: FSP_HDR (8) since MySQL 5.1.7, 0 before

@@ -383,6 +383,42 @@ def test_the_cli_raises_the_young_gc_threshold() -> None:
     assert after[1:] == before[1:]
 
 
+#: the modules of inspect's path that declare NamedTuples without ``from __future__ import
+#: annotations`` (each says why)
+REAL_ANNOTATIONS = (
+    "ibdtool.fs.allocation",
+    "ibdtool.fs.extents",
+    "ibdtool.fs.mounts",
+    "ibdtool.fs.rates",
+    "ibdtool.parsers.codecs",
+    "ibdtool.parsers.envelope",
+    "ibdtool.parsers.flags",
+    "ibdtool.parsers.identity",
+    "ibdtool.parsers.space",
+    "ibdtool.parsers.xdes",
+)
+
+
+def test_the_start_up_records_take_no_string_annotations() -> None:
+    """The NamedTuples on inspect's path get their field types as objects, not strings:
+    typing compiles each string annotation (a ``ForwardRef``) when the class is made, at every
+    start (issue 24, item 4). The two fields typed by a module imported for type checkers
+    only (SpaceFormat's crypt info) are the strings left; a module given ``from __future__
+    import annotations`` again fails here."""
+    import importlib
+    import typing
+
+    strings = {}
+    for name in REAL_ANNOTATIONS:
+        for cls in vars(importlib.import_module(name)).values():
+            if isinstance(cls, type) and issubclass(cls, tuple) and cls.__module__ == name:
+                hints = vars(cls).get("__annotations__", {})
+                found = [f for f, t in hints.items() if isinstance(t, typing.ForwardRef | str)]
+                if found:
+                    strings[cls.__name__] = found
+    assert strings == {"SpaceFormat": ["mariadb_crypt", "mysql_encryption"]}
+
+
 def test_the_cli_freezes_what_its_imports_made() -> None:
     """Importing the CLI freezes the objects its imports made (ibdtool/cli/__init__.py): the
     collector has almost nothing left to walk, neither in a later pass nor at exit."""

@@ -8,7 +8,9 @@ longest mount point holding its path first (bind mounts repeat a device). mounti
 space, tab, newline and backslash in paths as octal (``\\040``); they are unescaped here.
 """
 
-from __future__ import annotations
+# No ``from __future__ import annotations`` here: a NamedTuple's string annotations are each
+# compiled by typing when the class is made, ~0.9 ms of every start over the records of
+# inspect's path (issue 24, item 4; tests/test_startup.py checks them)
 
 import os
 import re

@@ -3,7 +3,9 @@ prediction uses where this filesystem was not calibrated (:mod:`ibdtool.fs.exten
 quiet figure a calibration's low end goes down to (:mod:`ibdtool.fs.calibrate`).
 """
 
-from __future__ import annotations
+# No ``from __future__ import annotations`` here: a NamedTuple's string annotations are each
+# compiled by typing when the class is made, ~0.9 ms of every start over the records of
+# inspect's path (issue 24, item 4; tests/test_startup.py checks them)
 
 from typing import NamedTuple
 
