@@ -273,8 +273,8 @@ def test_checksum_of_a_small_file_imports_no_keyring() -> None:
 
 
 #: what ``--help`` and a text ``checksum`` need no more than :data:`HEAVY` (issue 24, item 4):
-#: ``json`` (JSON output only), ``dataclasses``; and for ``--help``, ``pathlib`` (with
-#: ``urllib`` and ``ipaddress``: the tablespace reader's, ~3 ms)
+#: ``json`` (written for JSON output only) and ``dataclasses``; ``--help`` also no ``pathlib``
+#: (with ``urllib`` and ``ipaddress``, ~3 ms: a tablespace's reader loads it)
 TEXT_HEAVY = HEAVY | {"json", "dataclasses"}
 
 
