@@ -15,6 +15,7 @@ import os
 import struct
 from collections import Counter
 from collections.abc import Callable, Iterable
+from dataclasses import dataclass, field
 from functools import lru_cache, partial
 from itertools import compress
 from operator import not_, or_
@@ -59,27 +60,15 @@ if TYPE_CHECKING:  # ibdtool.parsers.keyring loads construct and cryptography: o
 PARALLEL_MIN_PAGES = 8192
 
 
+@dataclass
 class CheckResult:
-    """What ``checksum`` found in one file. A plain class (issue 24, item 4: start-up): nothing
-    compares or prints it, and a dataclass took ~0.5 ms to make at every start."""
-
-    def __init__(
-        self,
-        path: str,
-        pages: int,
-        physical_size: int,
-        trailing_bytes: int,
-        by_algorithm: Counter[str] | None = None,
-        invalid_pages: list[int] | None = None,
-        unverifiable: int = 0,
-    ) -> None:
-        self.path = path
-        self.pages = pages
-        self.physical_size = physical_size
-        self.trailing_bytes = trailing_bytes
-        self.by_algorithm: Counter[str] = Counter() if by_algorithm is None else by_algorithm
-        self.invalid_pages: list[int] = [] if invalid_pages is None else invalid_pages
-        self.unverifiable = unverifiable
+    path: str
+    pages: int
+    physical_size: int
+    trailing_bytes: int
+    by_algorithm: Counter[str] = field(default_factory=Counter)
+    invalid_pages: list[int] = field(default_factory=list)
+    unverifiable: int = 0
 
     @property
     def empty(self) -> int:
