@@ -40,6 +40,7 @@ import shutil
 import statistics
 import subprocess
 import sys
+import sysconfig
 from pathlib import Path
 
 from common import IBDTOOL, REPO, WORK, append_results
@@ -222,8 +223,6 @@ def main() -> None:
             (label, "`ibdtool --help`", [*ibd, "--help"], env),
         ]
     if args.no_finder:
-        import sysconfig
-
         site_dir = sysconfig.get_paths()["purelib"]
         env = {**base_env, "PYTHONPATH": f"{REPO}{os.pathsep}{site_dir}"}
         bare = [py, "-S", "-m", "ibdtool.cli"]
@@ -264,10 +263,17 @@ def main() -> None:
             walls[i].append(w)
             cpus[i].append(c)
     load_after = os.getloadavg()
+    pths = Path(sysconfig.get_paths()["purelib"]).glob("__editable__.ibdtool-*.pth")
+    finder = any(p.read_text().startswith("import") for p in pths)
+    site = (
+        "its site runs the editable install's finder, which imports pathlib: about 8 ms of the "
+        "`python -c pass` row"
+        if finder
+        else "its editable install a path entry: scripts/editable_path.py"
+    )
     lines = [
         f"{args.runs} interleaved runs of each; load average {load[0]:.2f} / {load[1]:.2f} / "
-        f"{load[2]:.2f} before, {load_after[0]:.2f} after. `python` is the venv's (its site "
-        "runs the editable install's finder, about 8 ms of the `python -c pass` row: see below).",
+        f"{load[2]:.2f} before, {load_after[0]:.2f} after. `python` is the venv's ({site}).",
         "",
         "| code | command | wall min ms | wall median ms | CPU min ms | CPU median ms |",
         "|---|---|---:|---:|---:|---:|",
