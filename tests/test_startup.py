@@ -93,12 +93,15 @@ INSPECT_HEAVY = HEAVY | {
 #: it), the TUI's per-page records and the rebuilt fill of a ROW_FORMAT=COMPRESSED file; and
 #: ``dataclasses`` (the records of inspect's path are plain classes and named tuples: a
 #: dataclass cost 0.4–1 ms to make, the module 0.6 ms to load; the decoder's records and
-#: checksum's result, which tests compare, are dataclasses)
+#: checksum's result, which tests compare, are dataclasses); and ``ctypes``, which the
+#: compiled chunk loop (``ibdtool.parsers.fcrc32_native``) is loaded with, looked up only for a
+#: chunk that holds a full_crc32 page_compressed image (~4 ms)
 PLAIN_HEAVY = INSPECT_HEAVY | {
     "ibdtool.parsers.page",
     "ibdtool.tablespace.header_pages",
     "ibdtool.tablespace.zip_fill",
     "dataclasses",
+    "ctypes",
 }
 
 
@@ -166,13 +169,13 @@ def test_the_probe_sees_the_decoder_the_zip_fill_and_the_page_records(tmp_path: 
     with path.open("wb") as out:
         out.write((SAMPLES / "mariadb" / "p4k-plain.ibd").read_bytes())
         out.truncate(out.tell() + 64 * 4096)  # a hole of 64 pages at the end
-    code, heavy, out = _heavy("inspect", "--json", str(path), heavy=PLAIN_HEAVY - INSPECT_HEAVY)
+    added = PLAIN_HEAVY - INSPECT_HEAVY - {"ctypes"}  # ctypes: below
+    code, heavy, out = _heavy("inspect", "--json", str(path), heavy=added)
     assert code == 0 and json.loads(out)["pages"] == path.stat().st_size // 4096
     assert heavy == ["dataclasses", "ibdtool.parsers.page"]
     code, heavy, out = _heavy(
-        "inspect", "--json", str(SAMPLES / "mariadb" / "p16k-rc_kbs8.ibd"),
-        heavy=PLAIN_HEAVY - INSPECT_HEAVY,
-    )  # fmt: skip
+        "inspect", "--json", str(SAMPLES / "mariadb" / "p16k-rc_kbs8.ibd"), heavy=added
+    )
     assert code == 0 and json.loads(out)["zip_fill"]["rebuilt"] > 0
     assert heavy == ["dataclasses", "ibdtool.parsers.page", "ibdtool.tablespace.zip_fill"]
     done = subprocess.run(
@@ -182,6 +185,12 @@ def test_the_probe_sees_the_decoder_the_zip_fill_and_the_page_records(tmp_path: 
     pages, loaded = done.stdout.split(" ", 1)
     assert int(pages) == (SAMPLES / "mariadb" / "p4k-plain.ibd").stat().st_size // 4096
     assert loaded.split() == ["ibdtool.parsers.page", "ibdtool.tablespace.header_pages"]
+    # ctypes: for a file of full_crc32 page_compressed images, where the compiled loop is built
+    from ibdtool.parsers.fcrc32_native import library
+
+    images = SAMPLES / "mariadb" / "p16k-pc_zlib.ibd"
+    code, heavy, out = _heavy("checksum", str(images), heavy={"ctypes"})
+    assert code == 0 and ("ctypes" in heavy) == (library() is not None), out
 
 
 ON_PAGE_PROBE = """

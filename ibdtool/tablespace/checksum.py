@@ -250,7 +250,13 @@ class ChecksumTally:
                 cols = columns(mv, psize, fast_fcrc32, verdict_fields(fast_fcrc32))
                 good = plain_verified(mv, psize, n, fast_fcrc32, cols)
                 if fast_fcrc32 and not all(good):  # page_compressed images, also at once
-                    if native is None and self.native_images:
+                    # the compiled loop looked up only for a chunk that holds an image (bit 15
+                    # of the type): a plain file's empty pages never load ctypes
+                    if (
+                        native is None
+                        and self.native_images
+                        and any(t & FIL_PAGE_COMPRESS_FCRC32_MARKER for t in cols["page_type"])
+                    ):
                         read_images = self._images_reader()
                         native = read_images(mv, psize, n) if read_images is not None else None
                     packed = (
