@@ -28,11 +28,14 @@ from ibdtool.fs.allocation import (
     FIEMAP_EXTENT_UNWRITTEN,
     Allocation,
     Extent,
+    WindowCounts,
     data_ranges,
     fiemap,
     fiemap_tuples,
+    join_windows,
     ranges_from_extents,
     read_allocation,
+    read_window,
     scan_ranges,
 )
 from ibdtool.fs.ranges import PackedRanges
@@ -604,3 +607,155 @@ def test_per_page_allocated_is_each_pages_bytes(seed: int) -> None:
         n = rng.randrange(0, pages - first + 3)
         got = alloc.per_page_allocated(psize, n, first)
         assert list(got) == _per_page_by_bytes(ranges, psize, n, first), (first, n)
+
+
+# --- windows: a map read a part a process, joined -------------------------------------------
+
+
+def _windows(fd: int, size: int, edges: list[int]) -> list[tuple[PackedRanges, WindowCounts]]:
+    """:func:`read_window` of ``[0, e1), [e1, e2), … [en, None)``."""
+    cuts = [0, *edges]
+    stops: list[int | None] = [*edges, None]
+    return [read_window(fd, size, start, stop) for start, stop in zip(cuts, stops, strict=True)]
+
+
+def check_windows(path: Path, edge_sets: list[list[int]]) -> int:
+    """For each set of edges: every window's ranges are the file's (SEEK_DATA/SEEK_HOLE walked
+    whole, :func:`data_ranges`) that meet it, and the windows' counts joined are the totals of
+    the file read whole (FIEMAP from its start, the figures ``filefrag`` checks above).
+    Returns how many windows had an extent across their start."""
+    whole = read_allocation(path)  # twice: ext4 may cut extents on a cold extent cache
+    whole = read_allocation(path)
+    crossing = 0
+    fd = os.open(path, os.O_RDONLY)
+    try:
+        size = os.fstat(fd).st_size
+        by_seek = list(data_ranges(fd, size))
+        for edges in edge_sets:
+            parts = _windows(fd, size, edges)
+            for ranges, counts in parts:
+                # those that meet the window, the first cut at its start, the last whole
+                top = counts.stop if counts.stop is not None else size
+                meet = [
+                    (max(s, counts.start), e) for s, e in by_seek if e > counts.start and s < top
+                ]
+                assert list(ranges) == meet, (edges, counts)
+                first = counts.first
+                crossing += first is not None and first[0] <= counts.start < first[0] + first[2]
+            joined = join_windows(
+                whole.st_size, whole.allocated, whole.fs_block_size, [counts for _, counts in parts]
+            )
+            assert joined == whole.totals(), edges
+    finally:
+        os.close(fd)
+    return crossing
+
+
+def _edge_sets(size: int, step: int, rng: random.Random, n: int = 30) -> list[list[int]]:
+    """One edge at every ``step`` (a page or a block) and random sets of up to five."""
+    singles = [[e] for e in range(step, size, step)]
+    picks = [sorted(rng.sample(range(step, size, step), rng.randint(2, 5))) for _ in range(n)]
+    return singles + picks
+
+
+def test_windows_joined_are_the_whole_file(ext4_dir: Path, filefrag_bin: str) -> None:
+    """Window edges in data, on a hole's first byte, inside holes, at extent ends, at every
+    block of a punched file (page-compressed pages' holes, a short tail); then a dense file
+    whose extents span several windows (the second window sees an extent it must not count
+    again, cut at its start on ext4)."""
+    path = ext4_dir / "mixed.ibd"
+    write_file(path, 40 * PAGE + 100)
+    fd = os.open(path, os.O_RDWR)
+    try:
+        bs = os.fstatvfs(fd).f_bsize
+        punch_hole(fd, 0, PAGE)
+        for n in range(3, 30, 3):
+            punch_hole(fd, n * PAGE + bs, PAGE - bs)
+        punch_hole(fd, 33 * PAGE, 4 * PAGE)
+        os.fsync(fd)
+    finally:
+        os.close(fd)
+    check_against_filefrag(filefrag_bin, path, read_allocation(path))
+    rng = random.Random(24)
+    crossing = check_windows(path, _edge_sets(40 * PAGE + 100, bs, rng))
+    assert crossing > 0
+    dense = ext4_dir / "dense.ibd"
+    write_file(dense, 64 * PAGE)
+    alloc = read_allocation(dense)
+    assert alloc.extents is not None and alloc.extents < 8  # long extents: edges cut them
+    crossing = check_windows(dense, _edge_sets(64 * PAGE, 4 * PAGE, rng))
+    assert crossing > 0
+
+
+def test_windows_of_unwritten_and_past_the_end(ext4_dir: Path) -> None:
+    """Unwritten extents across edges (their bytes counted once), space allocated past the
+    file's end (``fallocate --keep-size``: the last window's, extents but no data), and an
+    unwritten extent with dirty pages over it in one window only: that window's map is
+    SEEK_DATA's, as the whole file's is."""
+    fallocate_bin = shutil.which("fallocate")
+    if fallocate_bin is None:
+        pytest.fail("fallocate (util-linux) is required for this test", pytrace=False)
+    path = ext4_dir / "prealloc.ibd"
+    subprocess.run([fallocate_bin, "-l", str(32 * PAGE), str(path)], check=True)
+    fd = os.open(path, os.O_RDWR)
+    try:
+        for n in (3, 4, 10, 20):
+            os.pwrite(fd, random.Random(n).randbytes(PAGE), n * PAGE)
+        os.fsync(fd)
+    finally:
+        os.close(fd)
+    subprocess.run(
+        [fallocate_bin, "-n", "-o", str(32 * PAGE), "-l", str(8 * PAGE), str(path)], check=True
+    )
+    whole = read_allocation(path)
+    assert whole.unwritten_extents and whole.unwritten_bytes and whole.extents
+    assert whole.data_ranges == (
+        (3 * PAGE, 5 * PAGE),
+        (10 * PAGE, 11 * PAGE),
+        (20 * PAGE, 21 * PAGE),
+    )
+    rng = random.Random(7)
+    assert check_windows(path, _edge_sets(32 * PAGE, PAGE, rng)) > 0
+    fd = os.open(path, os.O_RDWR)
+    try:
+        os.pwrite(fd, b"\x5a" * PAGE, 25 * PAGE)  # dirty, over an unwritten extent
+        size = os.fstat(fd).st_size
+        whole = read_allocation(fd)
+        assert whole.data_ranges[-1] == (25 * PAGE, 26 * PAGE)
+        parts = _windows(fd, size, [8 * PAGE, 16 * PAGE])
+        assert parts[-1][0] == [(20 * PAGE, 21 * PAGE), (25 * PAGE, 26 * PAGE)]
+        joined = join_windows(size, whole.allocated, whole.fs_block_size, [c for _, c in parts])
+        assert joined == whole.totals()
+        os.fsync(fd)
+    finally:
+        os.close(fd)
+
+
+def test_windows_without_fiemap() -> None:
+    """tmpfs has no FIEMAP: each window's map is SEEK_DATA's and the extent figures are None,
+    as the whole file's."""
+    shm = Path("/dev/shm")
+    if not shm.is_dir():
+        pytest.skip("no /dev/shm")
+    path = shm / f"ibdtool-windows-{os.getpid()}.ibd"
+    try:
+        path.write_bytes(random.Random(3).randbytes(10 * PAGE))
+        whole = read_allocation(path)
+        if whole.extents is not None:
+            pytest.skip("/dev/shm has FIEMAP here")
+        fd = os.open(path, os.O_RDONLY)
+        try:
+            parts = _windows(fd, 10 * PAGE, [3 * PAGE, 7 * PAGE])
+        finally:
+            os.close(fd)
+        assert [list(r) for r, _ in parts] == [
+            [(0, 10 * PAGE)],
+            [(3 * PAGE, 10 * PAGE)],
+            [(7 * PAGE, 10 * PAGE)],
+        ]
+        joined = join_windows(
+            10 * PAGE, whole.allocated, whole.fs_block_size, [c for _, c in parts]
+        )
+        assert joined == whole.totals() and joined.extents is None
+    finally:
+        path.unlink(missing_ok=True)

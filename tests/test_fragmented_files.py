@@ -261,6 +261,81 @@ def test_inspect_fast_path_is_the_decoders(files: dict[int, Path]) -> None:
     assert isinstance(inline["data_ranges"], int) and inline["data_ranges"] > 0.9 * SMALL
 
 
+def _punched_at_the_edges(src: Path, dst: Path) -> Path:
+    """``src`` with whole pages punched across, up to and from the edges where a scan of
+    1,500 pages is split over two and three processes (pages 500, 750, 1,000)."""
+    from tests.test_allocation import punch_hole
+
+    dst.write_bytes(src.read_bytes())
+    fd = os.open(dst, os.O_RDWR)
+    try:
+        for first, end in ((495, 505), (740, 760), (990, 1000), (1000, 1010), (1499, 1500)):
+            punch_hole(fd, first * PSIZE, (end - first) * PSIZE)
+        os.fsync(fd)
+    finally:
+        os.close(fd)
+    return dst
+
+
+@pytest.mark.parametrize("jobs", [2, 3])
+def test_inspect_split_reads_the_map_a_window_a_process(
+    jobs: int, files: dict[int, Path], tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Split over processes, each reads the allocation map of its own pages (none is read
+    whole before the fork): the document is one process's, extents, data ranges and per-page
+    holes included, on the fragmented file and on it with holes across the split's edges."""
+    import ibdtool.tablespace.inspect as inspect_mod
+
+    punched = _punched_at_the_edges(files[SMALL], tmp_path / "edges.ibd")
+    for path in (files[SMALL], punched):
+        read_allocation(path)  # ext4 may cut extents on a cold extent cache: warm it
+        with Tablespace(path) as ts:
+            one = inspect_tablespace(ts, jobs=1).to_json()
+        monkeypatch.setattr(inspect_mod, "PARALLEL_MIN_PAGES", 1)
+        with Tablespace(path) as ts:
+            split = inspect_tablespace(ts, jobs=jobs)
+            assert "allocation" not in ts.__dict__  # the whole map was never read
+        monkeypatch.undo()
+        assert split.to_json() == one
+        assert one["data_ranges"] > 0.9 * SMALL and one["extents"] >= one["data_ranges"]
+
+
+def test_inspect_split_of_a_file_that_grows_or_shrinks(
+    files: dict[int, Path], tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The file changes between the open and the workers' reads of their windows: grown, the
+    answer is the file as opened (its pages, its data ranges and bytes up to the size it had;
+    the extents past it are counted, as space allocated past the end is); shrunk, one
+    InputError line (what the CLI prints on stderr, exit 2), never a traceback."""
+    import ibdtool.tablespace.inspect as inspect_mod
+    from ibdtool.errors import InputError
+
+    path = tmp_path / "changing.ibd"
+    path.write_bytes(files[SMALL].read_bytes())
+    with Tablespace(path) as ts:
+        before = inspect_tablespace(ts, jobs=1).to_json()
+    monkeypatch.setattr(inspect_mod, "PARALLEL_MIN_PAGES", 1)
+    with Tablespace(path) as ts:
+        ts.allocation_stat  # noqa: B018  (taken at the open, as before a fork)
+        with path.open("r+b") as f:  # 100 more pages, each a block of data and a hole
+            for n in range(SMALL, SMALL + 100):
+                f.seek(n * PSIZE)
+                f.write(os.urandom(4096))
+            f.truncate((SMALL + 100) * PSIZE)
+            os.fsync(f.fileno())
+        grown = inspect_tablespace(ts, jobs=2).to_json()
+    moved = {"extents", "layout", "drop_cost"}
+    assert {k: v for k, v in grown.items() if k not in moved} == {
+        k: v for k, v in before.items() if k not in moved
+    }
+    assert grown["extents"] == read_allocation(path).extents == before["extents"] + 100
+    with Tablespace(path) as ts:
+        ts.allocation_stat  # noqa: B018
+        os.truncate(path, 700 * PSIZE)
+        with pytest.raises(InputError, match="shrank"):
+            inspect_tablespace(ts, jobs=2)
+
+
 @pytest.mark.parametrize("jobs", [1, 2])
 def test_checksum_fast_path_is_the_decoders(jobs: int, files: dict[int, Path]) -> None:
     counts, invalid = _decoder_verdicts(files[SMALL])

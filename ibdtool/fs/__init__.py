@@ -22,7 +22,16 @@ Uses nothing of ibdtool but :mod:`ibdtool.errors`.
 from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
-    from ibdtool.fs.allocation import Allocation, read_allocation, scan_ranges
+    from ibdtool.fs.allocation import (
+        Allocation,
+        AllocationTotals,
+        WindowCounts,
+        allocation_stat,
+        join_windows,
+        read_allocation,
+        read_window,
+        scan_ranges,
+    )
     from ibdtool.fs.calibrate import (
         Calibration,
         CalibrationRun,
@@ -63,7 +72,10 @@ else:
     __getattr__, __dir__ = lazy(
         __name__,
         {
-            "allocation": "Allocation read_allocation scan_ranges",
+            "allocation": (
+                "Allocation AllocationTotals WindowCounts allocation_stat join_windows "
+                "read_allocation read_window scan_ranges"
+            ),
             "calibrate": (
                 "Calibration CalibrationRun load_calibrations measure_filesystem "
                 "save_calibration state_path"

@@ -30,9 +30,10 @@ import os
 import stat
 import struct
 from array import array
+from bisect import bisect_left
 from collections.abc import Iterable, Iterator
-from itertools import islice, repeat
-from operator import add, eq, or_, sub
+from itertools import compress, repeat
+from operator import add, ne, sub
 from typing import NamedTuple
 
 from ibdtool.fs.opening import open_nonblocking
@@ -45,15 +46,20 @@ __all__ = [
     "FIEMAP_EXTENT_UNWRITTEN",
     "FS_IOC_FIEMAP",
     "Allocation",
+    "AllocationTotals",
     "Extent",
     "PackedRanges",
+    "WindowCounts",
+    "allocation_stat",
     "contiguous_runs",
     "data_ranges",
     "fiemap",
     "fiemap_tuples",
     "iter_fiemap",
+    "join_windows",
     "ranges_from_extents",
     "read_allocation",
+    "read_window",
     "scan_ranges",
 ]
 
@@ -123,40 +129,42 @@ class Extent(NamedTuple):
         return bool(self.flags & FIEMAP_EXTENT_UNKNOWN)
 
 
-def data_ranges(fd: int, size: int) -> PackedRanges:
+def data_ranges(fd: int, size: int, start: int = 0, stop: int | None = None) -> PackedRanges:
     """Byte ranges ``[start, end)`` holding data, found with ``lseek(SEEK_DATA/SEEK_HOLE)``.
 
     Ranges are clipped to ``size`` (normally ``st_size``), merged and in file order. If the
     filesystem or kernel does not support ``SEEK_DATA`` (``EINVAL``), the whole file is one
-    data range. The fd's file offset is restored afterwards.
+    data range. The fd's file offset is restored afterwards. ``start``/``stop``: only the
+    ranges that meet ``[start, stop)``, the first cut at ``start`` (the last one whole).
     """
     ranges = PackedRanges()
-    if size <= 0:
+    limit = size if stop is None else min(size, stop)
+    if limit <= start:
         return ranges
     saved = os.lseek(fd, 0, os.SEEK_CUR)
     try:
-        pos = 0
-        while pos < size:
+        pos = start
+        while pos < limit:
             try:
-                start = os.lseek(fd, pos, os.SEEK_DATA)
+                data = os.lseek(fd, pos, os.SEEK_DATA)
             except OSError as exc:
                 if exc.errno == errno.ENXIO:  # no data at or after pos
                     break
-                if exc.errno == errno.EINVAL and not ranges and pos == 0:
-                    return PackedRanges([(0, size)])  # SEEK_DATA unsupported: all data
+                if exc.errno == errno.EINVAL and not ranges and pos == start:
+                    return PackedRanges([(start, size)])  # SEEK_DATA unsupported: all data
                 raise
-            if start >= size:
+            if data >= limit:
                 break
             try:
-                end = os.lseek(fd, start, os.SEEK_HOLE)
+                end = os.lseek(fd, data, os.SEEK_HOLE)
             except OSError as exc:
                 if exc.errno == errno.ENXIO:  # file shrank under us: nothing more
                     break
                 raise
             end = min(end, size)
-            if end <= start:  # defensive: never loop in place
-                end = start + 1
-            ranges.add(start, end)
+            if end <= data:  # defensive: never loop in place
+                end = data + 1
+            ranges.add(data, end)
             pos = end
     finally:
         os.lseek(fd, saved, os.SEEK_SET)
@@ -242,40 +250,48 @@ def fiemap_tuples(fd: int, batch: int = FIEMAP_BATCH) -> list[tuple[int, int, in
     return [extent for one in batches for extent in one]
 
 
-def iter_fiemap(fd: int, batch: int = FIEMAP_BATCH) -> Iterator[Iterator[Extent4]] | None:
+def iter_fiemap(
+    fd: int, batch: int = FIEMAP_BATCH, start: int = 0
+) -> Iterator[Iterator[Extent4]] | None:
     """:func:`fiemap_tuples` a FIEMAP call at a time, None where the filesystem has no FIEMAP.
     Each call's extents are unpacked as they are iterated, from the call's buffer: iterate them
     before asking for the next call (which reuses the buffer). A pass over 6.5 million
-    extents then holds one buffer (``batch`` extents, 56 bytes each), never a list of them."""
+    extents then holds one buffer (``batch`` extents, 56 bytes each), never a list of them.
+    ``start``: from the extent holding that byte on (the kernel may give that extent whole or
+    cut at ``start``: ext4 cuts it)."""
     if batch <= 0:
         raise ValueError(f"batch must be positive, got {batch}")
     buf = bytearray(_FIEMAP_HEADER.size + batch * _FIEMAP_EXTENT.size)
-    mapped = _fiemap_call(fd, buf, 0, batch)
+    mapped = _fiemap_call(fd, buf, start, batch, first=True)
     if mapped is None:
         return None
-    return _fiemap_batches(fd, buf, batch, mapped)
+    bodies = _fiemap_bodies(fd, buf, batch, mapped, start)
+    return map(_FIEMAP_EXTENT.iter_unpack, bodies)
 
 
-def _fiemap_call(fd: int, buf: bytearray, start: int, batch: int) -> int | None:
-    """One FIEMAP call from ``start`` into ``buf``: extents mapped, None if not supported."""
+def _fiemap_call(
+    fd: int, buf: bytearray, start: int, batch: int, first: bool = False
+) -> int | None:
+    """One FIEMAP call from ``start`` into ``buf``: extents mapped, None if not supported
+    (known at a walk's ``first`` call)."""
     _FIEMAP_HEADER.pack_into(buf, 0, start, FIEMAP_MAX_OFFSET, 0, 0, batch, 0)
     try:
         fcntl.ioctl(fd, FS_IOC_FIEMAP, buf, True)
     except OSError as exc:
-        if exc.errno in _FIEMAP_UNSUPPORTED and start == 0:
+        if exc.errno in _FIEMAP_UNSUPPORTED and first:
             return None
         raise
     return min(int(_FIEMAP_HEADER.unpack_from(buf, 0)[3]), batch)
 
 
-def _fiemap_batches(
-    fd: int, buf: bytearray, batch: int, mapped: int
-) -> Iterator[Iterator[Extent4]]:
-    start = 0
+def _fiemap_bodies(
+    fd: int, buf: bytearray, batch: int, mapped: int, start: int
+) -> Iterator[memoryview]:
+    """Each call's extents as a view of ``buf``, a call at a time from ``start`` on (the view
+    is not released: the buffer is never resized, only refilled by the next call)."""
     while mapped:
         body_end = _FIEMAP_HEADER.size + mapped * _FIEMAP_EXTENT.size
-        # a view the iterator holds (not released: the buffer is never resized, only refilled)
-        yield _FIEMAP_EXTENT.iter_unpack(memoryview(buf)[_FIEMAP_HEADER.size : body_end])
+        yield memoryview(buf)[_FIEMAP_HEADER.size : body_end]
         logical, _physical, length, flags = _FIEMAP_EXTENT.unpack_from(buf, body_end - 56)
         end = logical + length
         if flags & FIEMAP_EXTENT_LAST or end <= start:  # done, or no progress (defensive)
@@ -363,6 +379,20 @@ class Allocation(_AllocationFields):
     def data_bytes(self) -> int:
         """Bytes inside data ranges."""
         return self.data_ranges.total()
+
+    def totals(self) -> "AllocationTotals":
+        """Its figures without its map (what ``inspect`` and ``report`` print)."""
+        return AllocationTotals(
+            st_size=self.st_size,
+            allocated=self.allocated,
+            fs_block_size=self.fs_block_size,
+            data_range_count=len(self.data_ranges),
+            data_bytes=self.data_bytes,
+            extents=self.extents,
+            unwritten_extents=self.unwritten_extents,
+            contiguous_runs=self.contiguous_runs,
+            unwritten_bytes=self.unwritten_bytes,
+        )
 
     @property
     def holes(self) -> int:
@@ -461,83 +491,285 @@ class Allocation(_AllocationFields):
 
 #: extents unpacked into columns at once (a constant: ~170 bytes each while held)
 _COLUMN_EXTENTS = 512
+#: a FIEMAP extent as u64 words (logical, physical, length at 0-2) and u32 words (flags at 10)
+_EXTENT_WORDS, _EXTENT_HALVES = _FIEMAP_EXTENT.size // 8, _FIEMAP_EXTENT.size // 4
+
+#: a FIEMAP call's extents as columns: logical, physical, length, flags
+Columns = tuple[list[int], list[int], list[int], list[int]]
+
+
+def _fiemap_columns(fd: int, batch: int, start: int = 0) -> Iterator[Columns] | None:
+    """:func:`iter_fiemap` as columns of at most :data:`_COLUMN_EXTENTS` extents, read out of
+    the call's buffer at C speed (no tuple an extent); None where there is no FIEMAP."""
+    if batch <= 0:
+        raise ValueError(f"batch must be positive, got {batch}")
+    buf = bytearray(_FIEMAP_HEADER.size + batch * _FIEMAP_EXTENT.size)
+    mapped = _fiemap_call(fd, buf, start, batch, first=True)
+    if mapped is None:
+        return None
+    return _column_batches(fd, buf, batch, mapped, start)
+
+
+def _column_batches(
+    fd: int, buf: bytearray, batch: int, mapped: int, start: int
+) -> Iterator[Columns]:
+    step = _COLUMN_EXTENTS * _FIEMAP_EXTENT.size
+    for body in _fiemap_bodies(fd, buf, batch, mapped, start):
+        for at in range(0, len(body), step):
+            piece = body[at : at + step]
+            words, halves = piece.cast("Q"), piece.cast("I")
+            yield (
+                words[0::_EXTENT_WORDS].tolist(),
+                words[1::_EXTENT_WORDS].tolist(),
+                words[2::_EXTENT_WORDS].tolist(),
+                halves[10::_EXTENT_HALVES].tolist(),
+            )
+
+
+class AllocationTotals(NamedTuple):
+    """An :class:`Allocation`'s figures without its map: what ``inspect`` and ``report`` print
+    of a file's allocation (:meth:`Allocation.totals`), or what a scan split over processes
+    adds up from the windows each read of its own pages (:func:`join_windows`). A named tuple,
+    as the other records of inspect's path."""
+
+    st_size: int
+    allocated: int
+    fs_block_size: int
+    #: data ranges (touching ones merged) and the bytes in them
+    data_range_count: int
+    data_bytes: int
+    extents: int | None
+    unwritten_extents: int | None
+    contiguous_runs: int | None = None
+    unwritten_bytes: int | None = None
+
+    @property
+    def holes(self) -> int:
+        """Bytes of the logical size that are holes (``st_size - data_bytes``)."""
+        return self.st_size - self.data_bytes
+
+
+class WindowCounts(NamedTuple):
+    """What one window ``[start, stop)`` of a file's bytes adds to its :class:`AllocationTotals`
+    (``stop`` None: to the end of the file and past it), and what its neighbours need to join
+    it: a range or an extent across an edge is seen by both windows (:func:`join_windows`)."""
+
+    start: int
+    stop: int | None
+    #: data ranges meeting the window, and their bytes inside it
+    ranges: int
+    data_bytes: int
+    #: its first range begins at ``start``; its last reaches ``stop``
+    starts_at_start: bool
+    ends_at_stop: bool
+    #: FIEMAP's extents from the one holding ``start`` to the last starting before ``stop``
+    #: (None without FIEMAP), the unwritten ones, their bytes, and runs of them (as
+    #: :func:`contiguous_runs`, the first extent a run)
+    extents: int | None
+    unwritten: int = 0
+    unwritten_bytes: int = 0
+    runs: int = 0
+    #: the first extent as the kernel gave it (ext4 cuts one across ``start`` there), and the
+    #: last one's logical start, physical start and length
+    first: Extent4 | None = None
+    last: tuple[int, int, int] | None = None
 
 
 class _ExtentCounts:
-    """What the allocation snapshot counts of FIEMAP's extents, one extent at a time (so that
-    6.5 million extents are never held at once), and the data ranges they give. A plain class:
-    an accumulator nothing compares or prints (start-up, issue 24 item 4)."""
+    """What the allocation snapshot counts of FIEMAP's extents, a column of them at a time (so
+    that 6.5 million extents are never held at once), and the data ranges they give; of the
+    extents from the one holding ``start`` to the last starting before ``stop`` (None: all).
+    A plain class: an accumulator nothing compares or prints (start-up, issue 24 item 4)."""
 
-    def __init__(self, size: int) -> None:
+    def __init__(self, size: int, start: int = 0, stop: int | None = None) -> None:
         self.size = size
+        self.start = start
+        self.stop = stop
         self.extents = 0
         self.unwritten = 0
         self.unwritten_bytes = 0
         self.runs = 0
         self.ranges: PackedRanges | None = PackedRanges()
+        self.first: Extent4 | None = None
         self._prev: tuple[int, int, int] | None = None
 
-    def add(self, batch: Iterable[Extent4]) -> None:
-        """Count a FIEMAP call's extents (as :func:`contiguous_runs` and
-        :func:`ranges_from_extents` do over the whole list), column by column: a
-        page-compressed file has an extent a page, and a Python step per extent was most of
-        the snapshot's time (issue 24)."""
-        extents = iter(batch)
-        while rows := list(islice(extents, _COLUMN_EXTENTS)):
-            self._add_rows(rows)
+    def add(
+        self, logical: list[int], physical: list[int], length: list[int], flags: list[int]
+    ) -> bool:
+        """Count a column of extents (as :func:`contiguous_runs` and
+        :func:`ranges_from_extents` do over the whole list): a page-compressed file has an
+        extent a page, and a Python step per extent was most of the snapshot's time (issue
+        24). False once an extent starting at or past ``stop`` was met (it is not counted)."""
+        stop = self.stop
+        if stop is not None and logical and logical[-1] >= stop:
+            n = bisect_left(logical, stop)
+            if n:
+                self._add(logical[:n], physical[:n], length[:n], flags[:n])
+            return False
+        if logical:
+            self._add(logical, physical, length, flags)
+        return True
 
-    def _add_rows(self, rows: list[Extent4]) -> None:
-        logical, physical, length, flags = zip(*rows, strict=True)
-        self.extents += len(rows)
-        unwritten = [n for n, f in zip(length, flags, strict=True) if f & FIEMAP_EXTENT_UNWRITTEN]
-        self.unwritten += len(unwritten)
-        self.unwritten_bytes += sum(unwritten)
+    def _add(
+        self, logical: list[int], physical: list[int], length: list[int], flags: list[int]
+    ) -> None:
+        if self.first is None:
+            self.first = logical[0], physical[0], length[0], flags[0]
+        self.extents += len(logical)
+        seen = set(flags)  # a file's extents have a flag or two between them
+        if any(f & FIEMAP_EXTENT_UNWRITTEN for f in seen):
+            unwritten = [
+                n for n, f in zip(length, flags, strict=True) if f & FIEMAP_EXTENT_UNWRITTEN
+            ]
+            self.unwritten += len(unwritten)
+            self.unwritten_bytes += sum(unwritten)
         ranges = self.ranges
         if ranges is not None:
-            if any(map(_FIEMAP_NOT_PLAIN.__and__, flags)):
+            if any(f & _FIEMAP_NOT_PLAIN for f in seen):
                 self.ranges = None
             else:
-                ends = list(map(min, map(add, logical, length), repeat(self.size)))
-                ranges.extend(logical, ends)
+                ends = list(map(add, logical, length))
+                if max(ends) > self.size:
+                    ends = list(map(min, ends, repeat(self.size)))
+                starts = logical
+                if starts[0] < self.start:  # the extent across the window's start, cut there
+                    starts = [self.start, *starts[1:]]
+                ranges.extend(starts, ends)
         # a new run where the physical start neither follows the previous extent nor keeps
-        # its logical-to-physical offset (a punched hole in between)
+        # its logical-to-physical offset (a punched hole in between: a page-compressed file's
+        # extents keep it, a column of them at a time)
         prev = self._prev
         if prev is None:
             self.runs += 1
             lo, ph, ln = logical, physical, length
         else:
-            lo, ph, ln = (prev[0], *logical), (prev[1], *physical), (prev[2], *length)
-        follows = map(eq, ph[1:], map(add, ph[:-1], ln[:-1]))
-        offset = map(eq, ph[1:], map(add, ph[:-1], map(sub, lo[1:], lo[:-1])))
-        self.runs += len(ph) - 1 - sum(map(or_, follows, offset))
+            lo, ph, ln = [prev[0], *logical], [prev[1], *physical], [prev[2], *length]
+        offsets = list(map(sub, ph, lo))
+        if offsets[1:] != offsets[:-1]:  # not all one offset: the extents that change it
+            for k in compress(range(1, len(ph)), map(ne, offsets[1:], offsets)):
+                self.runs += ph[k] != ph[k - 1] + ln[k - 1]
         self._prev = logical[-1], physical[-1], length[-1]
 
 
-def _allocation_of_fd(fd: int, with_extents: bool = True) -> Allocation:
+def _block_size(fd: int, st: os.stat_result) -> int:
+    try:
+        return os.fstatvfs(fd).f_bsize or st.st_blksize
+    except OSError:
+        return st.st_blksize
+
+
+def allocation_stat(fd: int) -> tuple[int, int, int]:
+    """``(st_size, allocated, fs_block_size)`` of a regular file: what a scan split over
+    processes reads before forking (each process then reads its window, :func:`read_window`)."""
     st = os.fstat(fd)
     if not stat.S_ISREG(st.st_mode):
         raise ValueError("not a regular file")
-    try:
-        block_size = os.fstatvfs(fd).f_bsize or st.st_blksize
-    except OSError:
-        block_size = st.st_blksize
-    batches = iter_fiemap(fd, FIEMAP_BIG_BATCH) if with_extents else None
+    return st.st_size, st.st_blocks * 512, _block_size(fd, st)
+
+
+def read_window(
+    fd: int, size: int, start: int = 0, stop: int | None = None, *, with_extents: bool = True
+) -> tuple[PackedRanges, WindowCounts]:
+    """The data ranges of the bytes ``[start, stop)`` of a file of ``size`` bytes (those that
+    meet the window, the first cut at ``start``, the last whole: clipped to ``size``) and what
+    the window adds to the file's totals (:class:`WindowCounts`): FIEMAP from ``start``, its
+    calls ending past ``stop``, or ``SEEK_DATA``/``SEEK_HOLE`` where it has no FIEMAP or its
+    extents there are not plain (:func:`ranges_from_extents`). The whole file is the window
+    ``[0, None)``; a scan split over processes reads a window each, in parallel."""
+    batches = _fiemap_columns(fd, FIEMAP_BIG_BATCH, start) if with_extents else None
     counts = None
     if batches is not None:
-        counts = _ExtentCounts(st.st_size)
-        for batch in batches:
-            counts.add(batch)
+        counts = _ExtentCounts(size, start, stop)
+        for columns in batches:
+            if not counts.add(*columns):
+                break
     found = None if counts is None else counts.ranges
-    ranges = data_ranges(fd, st.st_size) if found is None else found
+    ranges = data_ranges(fd, size, start, stop) if found is None else found
+    n = len(ranges)
+    first_start = ranges[0][0] if n else None
+    last_end = ranges[-1][1] if n else 0
+    over = max(0, last_end - stop) if stop is not None else 0
+    window = WindowCounts(
+        start=start,
+        stop=stop,
+        ranges=n,
+        data_bytes=ranges.total() - over,
+        starts_at_start=first_start == start,
+        ends_at_stop=stop is not None and n > 0 and last_end >= stop,
+        extents=None if counts is None else counts.extents,
+        unwritten=0 if counts is None else counts.unwritten,
+        unwritten_bytes=0 if counts is None else counts.unwritten_bytes,
+        runs=0 if counts is None else counts.runs,
+        first=None if counts is None else counts.first,
+        last=None if counts is None else counts._prev,
+    )
+    return ranges, window
+
+
+def join_windows(
+    st_size: int, allocated: int, fs_block_size: int, windows: Iterable[WindowCounts]
+) -> AllocationTotals:
+    """The totals of a file from its windows' counts, given in file order and covering it
+    (``[0, w1), [w1, w2), … [wn, None)``): what :meth:`Allocation.totals` says of the file
+    read whole. A range across an edge is counted once; an extent across one, which both
+    windows saw (the second one cut at the edge on ext4, or whole), once, with the first
+    window's length; the extent after an edge starts a run only where it does not continue
+    the one before it (:func:`contiguous_runs`)."""
+    ranges = data = 0
+    extents: int | None = 0
+    unwritten = unwritten_bytes = runs = 0
+    prev_end_at_edge = False
+    prev_last: tuple[int, int, int] | None = None
+    for w in windows:
+        ranges += w.ranges - (prev_end_at_edge and w.starts_at_start)
+        data += w.data_bytes
+        prev_end_at_edge = w.ends_at_stop
+        if w.extents is None or extents is None:
+            extents = None
+            continue
+        extents += w.extents
+        unwritten += w.unwritten
+        unwritten_bytes += w.unwritten_bytes
+        runs += w.runs
+        first = w.first
+        if first is not None and prev_last is not None:
+            lo, ph, ln = prev_last
+            if lo + ln > w.start:  # the extent across the edge, seen by both windows
+                extents -= 1
+                runs -= 1
+                if first[3] & FIEMAP_EXTENT_UNWRITTEN:
+                    unwritten -= 1
+                    unwritten_bytes -= first[2]
+            elif first[1] == ph + ln or first[1] == ph + (first[0] - lo):
+                runs -= 1  # continues the run before the edge
+        if w.last is not None:
+            prev_last = w.last
+    return AllocationTotals(
+        st_size=st_size,
+        allocated=allocated,
+        fs_block_size=fs_block_size,
+        data_range_count=ranges,
+        data_bytes=data,
+        extents=extents,
+        unwritten_extents=None if extents is None else unwritten,
+        contiguous_runs=None if extents is None else runs,
+        unwritten_bytes=None if extents is None else unwritten_bytes,
+    )
+
+
+def _allocation_of_fd(fd: int, with_extents: bool = True) -> Allocation:
+    size, allocated, block_size = allocation_stat(fd)
+    ranges, whole = read_window(fd, size, with_extents=with_extents)
+    counted = whole.extents is not None
     return Allocation(
-        st_size=st.st_size,
-        allocated=st.st_blocks * 512,
+        st_size=size,
+        allocated=allocated,
         fs_block_size=block_size,
         data_ranges=ranges,
-        extents=None if counts is None else counts.extents,
-        unwritten_extents=None if counts is None else counts.unwritten,
-        contiguous_runs=None if counts is None else counts.runs,
-        unwritten_bytes=None if counts is None else counts.unwritten_bytes,
+        extents=whole.extents,
+        unwritten_extents=whole.unwritten if counted else None,
+        contiguous_runs=whole.runs if counted else None,
+        unwritten_bytes=whole.unwritten_bytes if counted else None,
     )
 
 

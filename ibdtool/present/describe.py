@@ -23,7 +23,7 @@ from ibdtool.present.text import (
 
 if TYPE_CHECKING:
     from ibdtool.advise import Cost, Recommendation, Scenario, ScenarioResult, SimResult
-    from ibdtool.fs import Allocation, DropCost, Layout
+    from ibdtool.fs import Allocation, AllocationTotals, DropCost, Layout
     from ibdtool.parsers.space import SpaceFormat
     from ibdtool.parsers.vendor import Vendor
     from ibdtool.tablespace import InspectResult
@@ -50,7 +50,7 @@ def format_rows(
     ]
 
 
-def disk_text(logical_size: int, a: Allocation) -> str:
+def disk_text(logical_size: int, a: Allocation | AllocationTotals) -> str:
     """The "Disk" row: logical against allocated size, blocks and extents."""
     saved = logical_size - a.allocated
     pct = 100 * saved / logical_size if logical_size else 0

@@ -14,7 +14,16 @@ from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
 from ibdtool.errors import InputError
-from ibdtool.fs import Allocation, DropCost, Layout, drop_cost, layout
+from ibdtool.fs import (
+    Allocation,
+    AllocationTotals,
+    DropCost,
+    Layout,
+    WindowCounts,
+    drop_cost,
+    join_windows,
+    layout,
+)
 from ibdtool.parsers.checksum import ChecksumAlgo
 from ibdtool.parsers.constants import (
     SDI_INDEX_ID,
@@ -154,7 +163,7 @@ class InspectResult:
         vendor: Vendor,
         pages: int,
         logical_size: int,
-        allocation: Allocation,
+        allocation: AllocationTotals,
         page_types: Counter[str],
         compression: Counter[str],
         checksum_by_algo: Counter[str],
@@ -185,6 +194,8 @@ class InspectResult:
         self.vendor = vendor
         self.pages = pages
         self.logical_size = logical_size
+        #: the file's allocation figures (its map is not kept: a split scan reads it a window
+        #: a process, :func:`ibdtool.fs.join_windows`)
         self.allocation = allocation
         self.page_types = page_types
         self.compression = compression
@@ -308,7 +319,7 @@ class InspectResult:
             "unwritten_extents": a.unwritten_extents,
             "drop_cost": None if self.drop_cost is None else self.drop_cost.to_json(),
             "layout": None if self.layout is None else self.layout.to_json(),
-            "data_ranges": len(a.data_ranges),
+            "data_ranges": a.data_range_count,
             "page_types": dict(self.page_types.most_common()),
             "compression": dict(self.compression.most_common()),
             "checksum": {
@@ -360,17 +371,21 @@ def _tally_range(
     *,
     on_page: Callable[[PageInfo], None] | None = None,
     progress: Callable[[int], None] | None = None,
+    alloc: Allocation | None = None,
 ) -> PageTally:
     """The tally of pages [start, stop), a run of at most ``RUN_PAGES`` at a time, so that the
-    per-page allocation and free maps stay small; runs in holes are counted, not read."""
-    alloc = ts.allocation
+    per-page allocation and free maps stay small; runs in holes are counted, not read.
+    ``alloc``: a map that holds the window (:meth:`Tablespace.window_allocation`), else the
+    file's."""
+    if alloc is None:
+        alloc = ts.allocation
     block = alloc.fs_block_size
     psize = ts.physical_size
     tally = PageTally()
     zero = bytes(psize)
     if on_page is not None:  # the TUI's page map: the decoder's record of every page
         from ibdtool.tablespace.header_pages import header_pages
-    for first, end, has_data in ts.page_runs(start, stop):
+    for first, end, has_data in ts.page_runs(start, stop, ranges=alloc.data_ranges):
         free = ts.free_window(first, end)
         if not has_data and on_page is None:
             info = ts._decode(zero, first, None)
@@ -396,6 +411,13 @@ def _tally_range(
                 progress(info.page_no + 1)
     ts.check_not_shrunk()
     return tally
+
+
+def _tally_window(ts: Tablespace, start: int, stop: int) -> tuple[PageTally, WindowCounts]:
+    """:func:`_tally_range` of a split scan's part, the allocation map of its own pages read
+    here (in parallel with the other parts'), and what they add to the file's totals."""
+    alloc, counts = ts.window_allocation(start, stop)
+    return _tally_range(ts, start, stop, alloc=alloc), counts
 
 
 def index_names_of(
@@ -445,19 +467,28 @@ def inspect_tablespace(
     their real fill (:func:`~ibdtool.tablespace.zip_fill.zip_fill_summary`, up to a second a
     file; ``report`` does not).
     ``schema``: the table's ``--schema`` definition (index names)."""
-    alloc = ts.allocation
-    ts.data_ranges  # noqa: B018  (the data map once, before any fork)
     n = ts.n_pages
     jobs = jobs or os.cpu_count() or 1
+    alloc: AllocationTotals
     if on_page is None and progress is None and jobs > 1 and n >= PARALLEL_MIN_PAGES:
         # pickle, pipes: only when it forks
         from ibdtool.tablespace.parallel import map_ranges, split
 
-        parts = map_ranges(ts, _tally_range, split(n, jobs))
-        tally = parts[0]
-        for part in parts[1:]:
+        if ts.is_local and "allocation" not in ts.__dict__:
+            # each part reads the map of its own pages: none is read whole before the fork
+            size, allocated, block = ts.allocation_stat
+            parts = map_ranges(ts, _tally_window, split(n, jobs))
+            alloc = join_windows(size, allocated, block, [counts for _, counts in parts])
+            tallies = [tally for tally, _ in parts]
+        else:
+            alloc = ts.allocation.totals()
+            ts.data_ranges  # noqa: B018  (the data map once, before any fork)
+            tallies = map_ranges(ts, _tally_range, split(n, jobs))
+        tally = tallies[0]
+        for part in tallies[1:]:
             tally.merge(part)
     else:
+        alloc = ts.allocation.totals()
         tally = _tally_range(ts, 0, n, on_page=on_page, progress=progress)
     types, comp, chk = tally.types, tally.comp, tally.chk
     stored_types, invalid, problems = tally.stored_types, tally.invalid, tally.problems
@@ -494,7 +525,7 @@ def inspect_tablespace(
         drop_cost=drop_cost(str(ts.path), alloc.extents, alloc.st_size) if ts.is_local else None,
         layout=layout(
             alloc.extents,
-            len(alloc.data_ranges),
+            alloc.data_range_count,
             alloc.data_bytes,
             alloc.st_size,
             alloc.contiguous_runs,

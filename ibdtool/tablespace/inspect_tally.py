@@ -85,7 +85,7 @@ def tally_run(
     fmt = ts.format
     psize = ts.physical_size
     logical = ts.logical_size
-    block = ts.allocation.fs_block_size
+    block = ts.fs_block_size
     fcrc32 = fmt.full_crc32
     crc32_plain = not fcrc32 and not fmt.zip
     vendor = fmt.vendor

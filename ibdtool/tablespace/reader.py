@@ -21,7 +21,16 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Protocol
 
 from ibdtool.errors import InputError
-from ibdtool.fs import Allocation, PackedRanges, open_regular, read_allocation, scan_ranges
+from ibdtool.fs import (
+    Allocation,
+    PackedRanges,
+    WindowCounts,
+    allocation_stat,
+    open_regular,
+    read_allocation,
+    read_window,
+    scan_ranges,
+)
 from ibdtool.parsers.checksum import ChecksumAlgo
 from ibdtool.parsers.constants import FIL_PAGE_TYPE_XDES
 from ibdtool.parsers.space import SpaceFormat, detect_format
@@ -411,6 +420,7 @@ class Tablespace:
         max_run: int = RUN_PAGES,
         *,
         coarse: bool = False,
+        ranges: PackedRanges | None = None,
     ) -> Iterator[tuple[int, int, bool]]:
         """Runs ``(first, end, has_data)`` covering pages [start, stop) in order, none longer
         than ``max_run`` pages; a run without data lies wholly in holes (all-zero pages), so a
@@ -418,11 +428,13 @@ class Tablespace:
         :data:`MIN_HOLE_PAGES` are read with the data around them (fewer, longer runs).
         ``coarse``: from :attr:`scan_ranges` (a data run may then also hold up to
         :data:`MIN_HOLE_PAGES` zero pages at the start of a long hole), for scans that read
-        every page anyway and want no exact map."""
+        every page anyway and want no exact map. ``ranges``: the data map of a window that holds
+        [start, stop) (:meth:`window_allocation`) instead."""
         stop = self.n_pages if stop is None else min(stop, self.n_pages)
         start = max(0, start)
         psize = self.physical_size
-        ranges = self.scan_ranges if coarse else self.data_ranges
+        if ranges is None:
+            ranges = self.scan_ranges if coarse else self.data_ranges
         # one walk over the packed ranges from a bisection, a range looked at once (a
         # compressed file has a range a page: no lookup by index, no list of them)
         pairs = ranges.pairs_from(ranges.index_at(start * psize))
@@ -522,6 +534,40 @@ class Tablespace:
             return read_allocation(self._fd)
         except OSError as exc:
             raise InputError(f"{self.path}: cannot read allocation: {exc.strerror}") from None
+
+    @cached_property
+    def allocation_stat(self) -> tuple[int, int, int]:
+        """``(st_size, allocated, fs_block_size)`` as :attr:`allocation` has them, without
+        its map when it is not read yet (a split scan reads a window each,
+        :meth:`window_allocation`)."""
+        if "allocation" in self.__dict__ or self._source is not None:
+            a = self.allocation
+            return a.st_size, a.allocated, a.fs_block_size
+        try:
+            return allocation_stat(self._fd)
+        except OSError as exc:
+            raise InputError(f"{self.path}: cannot read allocation: {exc.strerror}") from None
+
+    @property
+    def fs_block_size(self) -> int:
+        """The filesystem's block size (:attr:`allocation`'s)."""
+        return self.allocation_stat[2]
+
+    def window_allocation(self, start: int, stop: int) -> tuple[Allocation, WindowCounts]:
+        """The allocation of pages [start, stop) read apart from the rest of the file's (the
+        last window, ``stop`` at :attr:`n_pages`, to the file's end and past it): an
+        :class:`Allocation` whose data ranges are those that meet the window (for
+        :meth:`page_runs` and per-page figures there), and what the window adds to the file's
+        totals (:func:`ibdtool.fs.join_windows`). Local files only."""
+        size, allocated, block = self.allocation_stat
+        psize = self.physical_size
+        end = None if stop >= self.n_pages else stop * psize
+        try:
+            ranges, counts = read_window(self._fd, size, start * psize, end)
+        except OSError as exc:
+            raise InputError(f"{self.path}: cannot read allocation: {exc.strerror}") from None
+        alloc = Allocation(size, allocated, block, ranges, None, None)
+        return alloc, counts
 
     def logical_page(self, page_no: int) -> bytes:
         return self.page_with_data(page_no)[2]
