@@ -550,6 +550,13 @@ def test_scan_ranges_cover_the_data_and_skip_long_holes(ext4_dir: Path) -> None:
         exact = data_ranges(fd, n_pages * PAGE)
         coarse = scan_ranges(fd, n_pages * PAGE, step)
         assert os.lseek(fd, 0, os.SEEK_CUR) == 0
+        # a split scan's parts, each its own window's (edges in data, in holes, at a hole)
+        for start, stop in ((0, 150), (150, 400), (400, 1000), (1000, 1950), (1950, None)):
+            lo, hi = start * PAGE, n_pages * PAGE if stop is None else stop * PAGE
+            part = scan_ranges(fd, n_pages * PAGE, step, lo, None if stop is None else hi)
+            inside = [(max(s, lo), min(e, hi)) for s, e in exact if e > lo and s < hi]
+            assert _covered(inside, list(part)), (start, stop)
+            assert all(lo <= s < e <= hi for s, e in part)
     finally:
         os.close(fd)
     assert _covered(exact, coarse)

@@ -113,6 +113,16 @@ def _inspect(path: Path) -> None:
         inspect_tablespace(ts, jobs=1, with_sdi=False).to_json()
 
 
+def _inspect_split(path: Path) -> None:
+    """``inspect`` split over two processes (this one scans the first half): each reads the
+    map of its own pages, this one's freed with its part."""
+    import ibdtool.tablespace.inspect as inspect_mod
+
+    with pytest.MonkeyPatch.context() as mp, Tablespace(path) as ts:
+        mp.setattr(inspect_mod, "PARALLEL_MIN_PAGES", 1)
+        inspect_tablespace(ts, jobs=2, with_sdi=False).to_json()
+
+
 def _tui_scan(path: Path) -> None:
     with Tablespace(path) as ts:
         for _info in header_pages(ts):
@@ -136,6 +146,7 @@ def _copy(path: Path) -> None:
 COMMANDS: dict[str, Callable[[Path], object]] = {
     "allocation": lambda p: read_allocation(p),
     "inspect": _inspect,
+    "inspect split": _inspect_split,
     "checksum": lambda p: check_file(str(p), jobs=1),
     "pages --json": lambda p: sum(len(s) for s in json_lines(str(p), jobs=1)),
     "tui scan": _tui_scan,

@@ -3,7 +3,8 @@ filesystem really stores for a file.
 
 - ``opening``: open an input file read-only, a regular file only, before reading a byte.
 - ``creating``: create the files ibdtool writes (new files only, never through a link).
-- ``allocation``: allocated bytes, holes and extents (st_blocks, SEEK_DATA/SEEK_HOLE, FIEMAP).
+- ``allocation``: allocated bytes, holes and extents (st_blocks, SEEK_DATA/SEEK_HOLE, FIEMAP),
+  of a whole file or of a window of it (a split scan's part reads its own; the totals joined).
 - ``mounts``: the mount holding a file (``/proc/self/mountinfo``) and its device's discard.
 - ``rates``: the cost of freeing extents measured on named filesystems (the built-in table).
 - ``calibrate``: measure that cost on this filesystem, in place; the state file keeping it.

@@ -193,7 +193,9 @@ def ranges_from_extents(
     return ranges
 
 
-def scan_ranges(fd: int, size: int, step: int) -> PackedRanges:
+def scan_ranges(
+    fd: int, size: int, step: int, start: int = 0, stop: int | None = None
+) -> PackedRanges:
     """Byte ranges ``[start, end)`` that hold all the data of the file, zeros maybe included:
     ``lseek(SEEK_DATA)`` probed once every ``step`` bytes of data, not twice per hole.
 
@@ -202,26 +204,28 @@ def scan_ranges(fd: int, size: int, step: int) -> PackedRanges:
     shorter one may be read as data (zeros, which is what a hole reads as). A page-compressed
     file has a hole in every page: 89,000 pages cost ~1,400 calls here, not 178,000. Falls
     back to the whole file where ``SEEK_DATA`` is not supported. The fd's offset is kept.
+    ``start``/``stop``: the data of ``[start, stop)`` alone (a split scan's part).
     """
     ranges = PackedRanges()
-    if size <= 0:
+    limit = size if stop is None else min(size, stop)
+    if limit <= start:
         return ranges
     step = max(1, step)
     saved = os.lseek(fd, 0, os.SEEK_CUR)
     try:
-        pos = 0
-        while pos < size:
+        pos = start
+        while pos < limit:
             try:
                 data = os.lseek(fd, pos, os.SEEK_DATA)
             except OSError as exc:
                 if exc.errno == errno.ENXIO:  # nothing but a hole from pos on
                     break
-                if exc.errno == errno.EINVAL and not ranges and pos == 0:
-                    return PackedRanges([(0, size)])
+                if exc.errno == errno.EINVAL and not ranges and pos == start:
+                    return PackedRanges([(start, limit)])
                 raise
-            if data >= size:
+            if data >= limit:
                 break
-            end = min(size, data + step)
+            end = min(limit, data + step)
             ranges.add(data, end)
             pos = end
     finally:

@@ -329,7 +329,8 @@ def scan_range(
     zeros, counted as empty without a read. ``progress(pages_done)`` follows each read. A
     file that shrinks under the scan is an :class:`InputError`, never a shorter result."""
     tally = ChecksumTally(ts)
-    for first, run_end, has_data in ts.page_runs(start, stop, coarse=True):
+    ranges = ts.scan_window(start, stop)  # where the data is, read by the part that reads it
+    for first, run_end, has_data in ts.page_runs(start, stop, ranges=ranges):
         if not has_data:
             tally.holes(run_end - first)
             continue
@@ -371,7 +372,6 @@ def check_file(
     with Tablespace(path, keyring) as ts:
         n = ts.n_pages
         jobs = jobs or os.cpu_count() or 1
-        ts.scan_ranges  # noqa: B018  (where the data is, once, before any fork)
         if jobs == 1 or n < parallel_min:
             parts = [scan_range(ts, 0, n, progress)]
         else:  # tablespace.parallel (pickle, the worker pipes) only for a file worth forking for

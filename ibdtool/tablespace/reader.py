@@ -413,6 +413,22 @@ class Tablespace:
             raise InputError(f"{self.path}: cannot read allocation: {exc.strerror}") from None
         return found
 
+    def scan_window(self, start: int, stop: int) -> PackedRanges:
+        """:attr:`scan_ranges` of pages [start, stop) alone, read by the part of a split scan
+        that reads those pages (none is read whole before the fork): for
+        ``page_runs(start, stop, ranges=...)``. The whole file's when already known."""
+        if (
+            self._source is not None
+            or {"scan_ranges", "data_map", "data_ranges", "allocation"} & self.__dict__.keys()
+        ):
+            return self.scan_ranges
+        psize = self.physical_size
+        end = None if stop >= self.n_pages else stop * psize
+        try:
+            return scan_ranges(self._fd, self.size, MIN_HOLE_PAGES * psize, start * psize, end)
+        except OSError as exc:
+            raise InputError(f"{self.path}: cannot read allocation: {exc.strerror}") from None
+
     def page_runs(
         self,
         start: int = 0,
