@@ -272,12 +272,13 @@ def test_inspect_fast_path_is_the_decoders(files: dict[int, Path]) -> None:
     assert isinstance(inline["data_ranges"], int) and inline["data_ranges"] > 0.9 * SMALL
 
 
-def _punched_at_the_edges(src: Path, dst: Path) -> Path:
-    """``src`` with whole pages punched across, up to and from the edges where a scan of
-    1,500 pages is split over two and three processes (pages 500, 750, 1,000)."""
+def _punched_at_the_edges(dst: Path) -> Path:
+    """A fragmented file of :data:`SMALL` pages with whole pages punched across, up to and
+    from the edges where its scan is split over two and three processes (pages 500, 750,
+    1,000)."""
     from tests.test_allocation import punch_hole
 
-    dst.write_bytes(src.read_bytes())
+    fragmented(dst, SMALL)
     fd = os.open(dst, os.O_RDWR)
     try:
         for first, end in ((495, 505), (740, 760), (990, 1000), (1000, 1010), (1499, 1500)):
@@ -297,7 +298,7 @@ def test_inspect_split_reads_the_map_a_window_a_process(
     holes included, on the fragmented file and on it with holes across the split's edges."""
     import ibdtool.tablespace.inspect as inspect_mod
 
-    punched = _punched_at_the_edges(files[SMALL], tmp_path / "edges.ibd")
+    punched = _punched_at_the_edges(tmp_path / "edges.ibd")
     for path in (files[SMALL], punched):
         read_allocation(path)  # ext4 may cut extents on a cold extent cache: warm it
         with Tablespace(path) as ts:
@@ -312,7 +313,7 @@ def test_inspect_split_reads_the_map_a_window_a_process(
 
 
 def test_inspect_split_of_a_file_that_grows_or_shrinks(
-    files: dict[int, Path], tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     """The file changes between the open and the workers' reads of their windows: grown, the
     answer is the file as opened (its pages, its data ranges and bytes up to the size it had;
@@ -321,8 +322,7 @@ def test_inspect_split_of_a_file_that_grows_or_shrinks(
     import ibdtool.tablespace.inspect as inspect_mod
     from ibdtool.errors import InputError
 
-    path = tmp_path / "changing.ibd"
-    path.write_bytes(files[SMALL].read_bytes())
+    path = fragmented(tmp_path / "changing.ibd", SMALL)
     with Tablespace(path) as ts:
         before = inspect_tablespace(ts, jobs=1).to_json()
     monkeypatch.setattr(inspect_mod, "PARALLEL_MIN_PAGES", 1)
