@@ -312,6 +312,22 @@ def test_inspect_split_reads_the_map_a_window_a_process(
         assert one["data_ranges"] > 0.9 * SMALL and one["extents"] >= one["data_ranges"]
 
 
+def test_pages_json_split_reads_the_map_a_block_at_a_time(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """``pages --json`` over processes: each block reads the allocation map of its own pages
+    (its rows' allocated bytes and holes), the decoder's rows byte for byte, with blocks that
+    end inside the punched stretches and at their edges."""
+    from ibdtool.tablespace import pages_json
+
+    path = _punched_at_the_edges(tmp_path / "edges.ibd")
+    expected = _rows_by_decoder(path)
+    monkeypatch.setattr(pages_json, "PARALLEL_MIN_PAGES", 1)
+    for block in (250, 333):
+        monkeypatch.setattr(pages_json, "BLOCK_PAGES", block)
+        assert "".join(json_lines(str(path), jobs=3)) == expected
+
+
 def test_inspect_split_of_a_file_that_grows_or_shrinks(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:

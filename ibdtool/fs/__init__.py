@@ -24,6 +24,7 @@ from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
     from ibdtool.fs.allocation import (
+        FIEMAP_BIG_BATCH,
         Allocation,
         AllocationTotals,
         WindowCounts,
@@ -74,8 +75,8 @@ else:
         __name__,
         {
             "allocation": (
-                "Allocation AllocationTotals WindowCounts allocation_stat join_windows "
-                "read_allocation read_window scan_ranges"
+                "FIEMAP_BIG_BATCH Allocation AllocationTotals WindowCounts allocation_stat "
+                "join_windows read_allocation read_window scan_ranges"
             ),
             "calibrate": (
                 "Calibration CalibrationRun load_calibrations measure_filesystem "

@@ -672,15 +672,23 @@ def allocation_stat(fd: int) -> tuple[int, int, int]:
 
 
 def read_window(
-    fd: int, size: int, start: int = 0, stop: int | None = None, *, with_extents: bool = True
+    fd: int,
+    size: int,
+    start: int = 0,
+    stop: int | None = None,
+    *,
+    with_extents: bool = True,
+    batch: int = FIEMAP_BIG_BATCH,
 ) -> tuple[PackedRanges, WindowCounts]:
     """The data ranges of the bytes ``[start, stop)`` of a file of ``size`` bytes (those that
     meet the window, the first cut at ``start``, the last whole: clipped to ``size``) and what
     the window adds to the file's totals (:class:`WindowCounts`): FIEMAP from ``start``, its
     calls ending past ``stop``, or ``SEEK_DATA``/``SEEK_HOLE`` where it has no FIEMAP or its
     extents there are not plain (:func:`ranges_from_extents`). The whole file is the window
-    ``[0, None)``; a scan split over processes reads a window each, in parallel."""
-    batches = _fiemap_columns(fd, FIEMAP_BIG_BATCH, start) if with_extents else None
+    ``[0, None)``; a scan split over processes reads a window each, in parallel. ``batch``:
+    extents a FIEMAP call asks for (a small window's extents and no more: the kernel maps
+    every one a call asks for, those past ``stop`` too)."""
+    batches = _fiemap_columns(fd, batch, start) if with_extents else None
     counts = None
     if batches is not None:
         counts = _ExtentCounts(size, start, stop)

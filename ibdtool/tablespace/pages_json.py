@@ -99,20 +99,29 @@ def json_lines(
             raise InputError(f"{path}: --from {start} is past the last page ({n - 1})")
         stop = n if stop is None else min(stop, n)
         ctx = _Context(ts, index_names_of(ts, schema=schema).names, type_names, type_numbers)
-        ts.data_map  # noqa: B018  (the data ranges once, before any fork)
         blocks = [(b, min(stop, b + BLOCK_PAGES)) for b in range(start, stop, BLOCK_PAGES)]
         jobs = jobs or os.cpu_count() or 1
         if stop - start < PARALLEL_MIN_PAGES:
             jobs = 1
-        yield from ordered_map(ts, partial(_block, ctx=ctx), blocks, jobs)
+        # split over processes, each block reads the map of its own pages: none is read whole
+        # before the fork (a page-compressed file has an extent a page)
+        windows = jobs > 1 and ts.is_local and "allocation" not in ts.__dict__
+        if windows:
+            ts.allocation_stat  # noqa: B018  (sizes once, before any fork)
+        else:
+            ts.data_map  # noqa: B018  (the data ranges once, before any fork)
+        yield from ordered_map(ts, partial(_block, ctx=ctx, windows=windows), blocks, jobs)
 
 
-def _block(ts: Tablespace, first: int, end: int, *, ctx: _Context) -> str:
-    """The JSON lines of pages [first, end)."""
+def _block(ts: Tablespace, first: int, end: int, *, ctx: _Context, windows: bool = False) -> str:
+    """The JSON lines of pages [first, end); ``windows``: the allocation map of those pages
+    alone read here (:meth:`Tablespace.window_allocation`)."""
     out: list[str] = []
     psize = ts.physical_size
-    per_page = ts.data_map.per_page_allocated(psize, end - first, first)
-    for run_first, run_end, has_data in ts.page_runs(first, end):
+    # a FIEMAP call for the block's extents (a page-compressed page has one) and a few more
+    alloc = ts.window_allocation(first, end, batch=end - first + 16)[0] if windows else ts.data_map
+    per_page = alloc.per_page_allocated(psize, end - first, first)
+    for run_first, run_end, has_data in ts.page_runs(first, end, ranges=alloc.data_ranges):
         if has_data:
             _data_run(ctx, run_first, run_end, per_page[run_first - first :], out)
         else:

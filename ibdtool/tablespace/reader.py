@@ -22,6 +22,7 @@ from typing import TYPE_CHECKING, Protocol
 
 from ibdtool.errors import InputError
 from ibdtool.fs import (
+    FIEMAP_BIG_BATCH,
     Allocation,
     PackedRanges,
     WindowCounts,
@@ -569,17 +570,20 @@ class Tablespace:
         """The filesystem's block size (:attr:`allocation`'s)."""
         return self.allocation_stat[2]
 
-    def window_allocation(self, start: int, stop: int) -> tuple[Allocation, WindowCounts]:
+    def window_allocation(
+        self, start: int, stop: int, *, batch: int = FIEMAP_BIG_BATCH
+    ) -> tuple[Allocation, WindowCounts]:
         """The allocation of pages [start, stop) read apart from the rest of the file's (the
         last window, ``stop`` at :attr:`n_pages`, to the file's end and past it): an
         :class:`Allocation` whose data ranges are those that meet the window (for
         :meth:`page_runs` and per-page figures there), and what the window adds to the file's
-        totals (:func:`ibdtool.fs.join_windows`). Local files only."""
+        totals (:func:`ibdtool.fs.join_windows`). Local files only. ``batch``: extents a
+        FIEMAP call asks for."""
         size, allocated, block = self.allocation_stat
         psize = self.physical_size
         end = None if stop >= self.n_pages else stop * psize
         try:
-            ranges, counts = read_window(self._fd, size, start * psize, end)
+            ranges, counts = read_window(self._fd, size, start * psize, end, batch=batch)
         except OSError as exc:
             raise InputError(f"{self.path}: cannot read allocation: {exc.strerror}") from None
         alloc = Allocation(size, allocated, block, ranges, None, None)
