@@ -95,7 +95,8 @@ def main() -> None:
             for label, got in runs.items():
                 serial = [r[0] for r in got]
                 print(
-                    f"| {Path(path).name} | `{command}` | {label} | {min(serial):.4f}–"
+                    f"| {Path(path).parent.name}/{Path(path).name} | `{command}` | {label} "
+                    f"| {min(serial):.4f}–"
                     f"{max(serial):.4f} | {min(r[1] for r in got):.4f} "
                     f"| {min(r[2] for r in got):.3f} | {min(r[3] for r in got):.3f} |"
                 )
