@@ -697,6 +697,14 @@ def read_window(
                 break
     found = None if counts is None else counts.ranges
     ranges = data_ranges(fd, size, start, stop) if found is None else found
+    return ranges, _window_counts(ranges, counts, start, stop)
+
+
+def _window_counts(
+    ranges: PackedRanges, counts: _ExtentCounts | None, start: int, stop: int | None
+) -> WindowCounts:
+    """What the window ``[start, stop)`` adds to the file's totals: its ranges (those that meet
+    it, the first cut at ``start``) and its extents' counts (None: no FIEMAP)."""
     n = len(ranges)
     first_start = ranges[0][0] if n else None
     last_end = ranges[-1][1] if n else 0
@@ -715,7 +723,7 @@ def read_window(
         first=None if counts is None else counts.first,
         last=None if counts is None else counts._prev,
     )
-    return ranges, window
+    return window
 
 
 def join_windows(
