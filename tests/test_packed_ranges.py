@@ -224,6 +224,53 @@ def test_page_runs_are_the_page_by_page_answer(pairs: Pairs, seed: int) -> None:
 
 
 @quick
+@given(
+    st.lists(
+        st.one_of(
+            st.sampled_from([CHUNK - 1, CHUNK, 2 * CHUNK - 1, 3 * CHUNK - 1, 3 * CHUNK]),
+            st.integers(0, 6 * CHUNK),
+        ),
+        max_size=4,
+    ),
+    st.sampled_from([BLOCK, 4 * BLOCK, 256, 4096 + 256]),
+    st.integers(0, 1000),
+)
+def test_page_runs_join_whole_chunks_as_range_by_range(
+    long_after: list[int], data: int, seed: int
+) -> None:
+    """A page-compressed file's map (a range a page, each shorter than its page) over many
+    chunks, with long holes after some ranges (at chunk edges or inside): the walk that joins
+    a chunk of near ranges at once (``PackedRanges.close_chunk_end``) gives the page-by-page
+    runs, for windows that start and stop anywhere, inside a chunk or at its edge."""
+    pairs: list[tuple[int, int]] = []
+    page = 0
+    for k in range(6 * CHUNK + 7):
+        pairs.append((page * PSIZE, page * PSIZE + data))
+        # a long hole after range k: exactly the limit in pages, or far more
+        page += 1 + (MIN_HOLE_PAGES + (k % 3) * 40 if k in long_after else 0)
+    packed = PackedRanges(pairs)
+    n_pages = page + 10
+    view = SimpleNamespace(
+        n_pages=n_pages, physical_size=PSIZE, data_ranges=packed, scan_ranges=packed
+    )
+    rnd = random.Random(seed)
+    # the pages of the third chunk's first range, of a range inside it, and of its last range
+    edge, inside, last = (pairs[k][0] // PSIZE for k in (2 * CHUNK, 2 * CHUNK + 100, 3 * CHUNK - 1))
+    for start, stop, max_run in (
+        (0, n_pages, 1 << 16),
+        (0, edge, 1 << 16),
+        (0, inside, 1 << 16),
+        (0, last, 1 << 16),
+        (0, last + 1, 1 << 16),
+        (edge, n_pages, 700),
+        (rnd.randrange(n_pages), rnd.randrange(n_pages + 1), rnd.choice([1, 64, 1 << 16])),
+        (rnd.randrange(n_pages // 2), n_pages // 2 + rnd.randrange(n_pages // 2), 1 << 16),
+    ):
+        got = list(Tablespace.page_runs(view, start, stop, max_run))  # type: ignore[arg-type]
+        assert got == runs_by_flags(pairs, n_pages, start, stop, max_run), (start, stop)
+
+
+@quick
 @given(maps)
 def test_a_remote_copy_reads_the_packed_map_as_the_list(pairs: Pairs) -> None:
     """The wire form, its CRC and bytes, and the windows cut from a packed map are the list's;

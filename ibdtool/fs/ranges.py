@@ -68,6 +68,9 @@ class PackedRanges(Sequence[Pair]):
 
     __slots__ = ("_bases", "_cache", "_chunks", "_last_end", "_n", "_open", "_total", "_units")
 
+    #: ranges a chunk (:data:`CHUNK`): chunk ``c`` holds ranges ``c * CHUNK`` on
+    CHUNK = CHUNK
+
     def __init__(self, pairs: Iterable[Pair] = ()) -> None:
         self._bases: array[int] = array("Q")  # each chunk's first start (the open one's last)
         self._units: array[int] = array("Q")  # each sealed chunk's delta divisor
@@ -211,6 +214,19 @@ class PackedRanges(Sequence[Pair]):
         flat = iter(self._positions(c)[2 * k :])
         later = map(self._chunk_pairs, range(c + 1, len(self._bases)))
         return chain(zip(flat, flat, strict=True), chain.from_iterable(later))
+
+    def close_chunk_end(self, c: int, after: int, gap: int) -> int | None:
+        """Where chunk ``c``'s last range ends, when the chunk is sealed and none of its ranges
+        starts ``gap`` bytes or more after the end before it (its first range: after
+        ``after``, the end of the range before the chunk); else None. For a walk that joins
+        ranges closer than ``gap`` (``Tablespace.page_runs``): a chunk at a time, from its
+        deltas (its gaps are every second one), not a range at a time."""
+        if c >= len(self._chunks) or self._bases[c] - after >= gap:
+            return None
+        deltas, unit = self._chunks[c], self._units[c]
+        if len(deltas) > 1 and max(deltas[1::2]) * unit >= gap:
+            return None
+        return self._bases[c] + sum(deltas) * unit
 
     def index_at(self, pos: int) -> int:
         """Index of the last range starting at or before ``pos`` (0 when none does): where a

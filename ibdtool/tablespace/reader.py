@@ -454,13 +454,18 @@ class Tablespace:
             ranges = self.scan_ranges if coarse else self.data_ranges
         # one walk over the packed ranges from a bisection, a range looked at once (a
         # compressed file has a range a page: no lookup by index, no list of them)
-        pairs = ranges.pairs_from(ranges.index_at(start * psize))
+        nxt = ranges.index_at(start * psize)  # the index of the range next(pairs) gives
+        pairs = ranges.pairs_from(nxt)
         cur = next(pairs, None)
+        nxt += 1
+        near = MIN_HOLE_PAGES * psize  # ranges closer than this are surely one data run
+        chunk = ranges.CHUNK
         n = start
         while n < stop:
             # the next data range that reaches past page n
             while cur is not None and cur[1] <= n * psize:
                 cur = next(pairs, None)
+                nxt += 1
             if cur is None:
                 data_first = data_end = stop
             else:
@@ -473,7 +478,20 @@ class Tablespace:
                 # every range to the end of the file)
                 reach = data_end + MIN_HOLE_PAGES
                 while data_end < stop:
+                    if nxt % chunk == 0 and cur is not None:
+                        # a whole chunk of ranges each closer than ``near`` to the one before
+                        # joins the run as its ranges would one by one (a page-compressed
+                        # file: a range a page), when it ends before ``stop``
+                        last = ranges.close_chunk_end(nxt // chunk, cur[1], near)
+                        if last is not None and -(-last // psize) < stop:
+                            data_end = max(data_end, -(-last // psize))
+                            reach = data_end + MIN_HOLE_PAGES
+                            nxt += chunk
+                            pairs = ranges.pairs_from(nxt)
+                            cur = (last, last)
+                            continue
                     cur = next(pairs, None)
+                    nxt += 1
                     if cur is None or cur[0] // psize >= reach:
                         break  # ``cur`` is where the next run's walk starts
                     end_page = -(-cur[1] // psize)
