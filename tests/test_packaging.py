@@ -186,9 +186,9 @@ def test_the_wheel_installs_beside_other_tui_and_parsers_packages(
     assert [line for line in loaded if line.endswith(".py") and "/ibdtool/" in line] == []
 
 
-def test_an_editable_install_maps_only_ibdtool(tmp_path: Path) -> None:
-    """``pip install -e .`` beside the other ``tui``: setuptools' finder maps one name, so the
-    other project's ``tui`` is still the one ``import tui`` gives."""
+def _editable_beside_a_foreign_tui(tmp_path: Path) -> Path:
+    """A fresh venv holding another project's ``tui`` and then ``pip install -e`` of this
+    checkout: its Python."""
     env_dir = tmp_path / "venv"
     venv.create(env_dir, with_pip=True, system_site_packages=False)
     py = env_dir / "bin" / "python"
@@ -198,6 +198,13 @@ def test_an_editable_install_maps_only_ibdtool(tmp_path: Path) -> None:
             capture_output=True, text=True, check=False, timeout=600,
         )  # fmt: skip
         assert res.returncode == 0, res.stderr[-3000:]
+    return py
+
+
+def test_an_editable_install_maps_only_ibdtool(tmp_path: Path) -> None:
+    """``pip install -e .`` beside the other ``tui``: setuptools' finder maps one name, so the
+    other project's ``tui`` is still the one ``import tui`` gives."""
+    py = _editable_beside_a_foreign_tui(tmp_path)
     probe = (
         "import importlib.util, tui\n"
         "print(tui.OWNER)\n"
@@ -231,15 +238,7 @@ def test_setup_makes_the_editable_install_a_path_entry(tmp_path: Path) -> None:
     pathlib, still maps one name (the other project's ``tui`` is the one ``import tui`` gives)
     and still runs the checkout's modules. The finder's own start is the oracle of the first
     probe (it imports both), pip's uninstall of the second (the path entry goes with it)."""
-    env_dir = tmp_path / "venv"
-    venv.create(env_dir, with_pip=True, system_site_packages=False)
-    py = env_dir / "bin" / "python"
-    for args in ([str(_foreign_wheel(tmp_path, "tui"))], ["--no-deps", "-e", str(REPO)]):
-        res = subprocess.run(
-            [py, "-m", "pip", "install", "-q", "--disable-pip-version-check", *args],
-            capture_output=True, text=True, check=False, timeout=600,
-        )  # fmt: skip
-        assert res.returncode == 0, res.stderr[-3000:]
+    py = _editable_beside_a_foreign_tui(tmp_path)
     env = {"PATH": "/usr/bin:/bin", "HOME": str(tmp_path)}
 
     def probe() -> list[str]:
