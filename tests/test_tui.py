@@ -14,6 +14,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from rich.text import Text
 from textual.widgets import DataTable
 
 from ibdtool.present.describe import cost_text
@@ -23,7 +24,7 @@ from ibdtool.tui.screens.browser import BrowserScreen
 from ibdtool.tui.screens.commandlog import CommandLogScreen
 from ibdtool.tui.screens.help import HelpScreen
 from ibdtool.tui.screens.page import PageScreen
-from ibdtool.tui.screens.simulation import SimulationScreen
+from ibdtool.tui.screens.simulation import SIM_COLUMNS, SimulationScreen
 from ibdtool.tui.screens.tablespace import TablespaceScreen
 from ibdtool.tui.widgets.hexdump import HexDump
 from ibdtool.tui.widgets.pagemap import PageMap
@@ -388,6 +389,38 @@ async def test_simulation_predicts_what_the_server_allocated(datadir: Path) -> N
         assert "block size 8K" in static_text(sim.query_one("#sim-block"))
         rows8 = {r[0]: r for r in table_rows(sim.query_one("#sim-table", DataTable))}
         assert rows8["mysql zlib:6"][1] != shown or rows8["mysql lz4"][1] != rows["mysql lz4"][1]
+
+
+@pytest.mark.asyncio
+async def test_simulation_table_is_as_wide_as_its_cells_when_drawn(datadir: Path) -> None:
+    """The table's widths come with its rows, not when the table is next idle: a header drawn
+    in between (a busy machine; the full suite once caught it in a snapshot) kept its old
+    widths over the new rows. Checked right after a redraw, before anything else runs."""
+    app = create_app(datadir / "mysql80" / "plain.ibd")
+    async with app.run_test(size=SIZE) as pilot:
+        await settle(pilot)
+        await pilot.press("s")
+        await settle(pilot)
+        sim = app.screen
+        assert isinstance(sim, SimulationScreen)
+        table = sim.query_one("#sim-table", DataTable)
+        for _ in range(len(sim.blocks)):
+            # the columns as the screen's mount made them (label wide, before any result),
+            # then the next block size drawn at once; no await until the check
+            table.clear(columns=True)
+            table.add_columns(*SIM_COLUMNS)
+            sim.action_block(1)
+            cells = [table.get_row_at(i) for i in range(table.row_count)]
+            assert cells, "no rows drawn"
+            for k, column in enumerate(table.ordered_columns):
+                drawn = column.get_render_width(table) - 2 * table.cell_padding
+                widest = max(
+                    [Text.from_markup(str(column.label)).cell_len]
+                    + [c.cell_len if isinstance(c, Text) else len(str(c)) for c in
+                       (row[k] for row in cells)]
+                )  # fmt: skip
+                assert drawn >= widest, (str(column.label), drawn, widest)
+            await settle(pilot)
 
 
 @pytest.mark.asyncio

@@ -15,6 +15,7 @@ import time
 from pathlib import Path
 from typing import TYPE_CHECKING, ClassVar
 
+from rich.cells import cell_len
 from rich.text import Text
 from textual import work
 from textual.app import ComposeResult, SystemCommand
@@ -58,6 +59,35 @@ if TYPE_CHECKING:
 
 PROGRESS_INTERVAL = 0.1
 BAR_MIN, BAR_MAX = 8, 60
+
+
+#: the simulation table's columns, and the ROW_FORMAT=COMPRESSED table's
+SIM_COLUMNS = ("algorithm", "predicted", "95% CI", "saving", "size", "µs c/d", "DROP")
+ZIP_COLUMNS = ("KEY_BLOCK_SIZE", "predicted", "95% CI", "splits", "size")
+
+
+def fill_table(
+    table: DataTable[str | Text],
+    labels: tuple[str, ...],
+    rows: list[tuple[str, tuple[str | Text, ...]]],
+) -> None:
+    """Replace ``table``'s rows with ``rows`` (key, cells), each column made as wide as its
+    label and widest cell here, with the rows. Left to the table, the widths are measured when
+    it is next idle, and a header drawn before that (a busy machine) kept its old widths over
+    the new rows: Textual caches the header by a count of updates that the measuring does not
+    raise."""
+    widths = [cell_len(label) for label in labels]
+    for _key, cells in rows:
+        widths = [max(w, _cell_width(c)) for w, c in zip(widths, cells, strict=True)]
+    table.clear(columns=True)
+    for label, width in zip(labels, widths, strict=True):
+        table.add_column(label, width=width)
+    for key, cells in rows:
+        table.add_row(*cells, key=key)
+
+
+def _cell_width(cell: str | Text) -> int:
+    return cell.cell_len if isinstance(cell, Text) else cell_len(cell)
 
 
 class SimulationScreen(Screen[None]):
@@ -118,9 +148,9 @@ punching holes alone would do) and back.
     def on_mount(self) -> None:
         self.sub_title = shown(f"{self.path} · simulate")
         table = self.query_one("#sim-table", DataTable)
-        table.add_columns("algorithm", "predicted", "95% CI", "saving", "size", "µs c/d", "DROP")
+        table.add_columns(*SIM_COLUMNS)
         zt = self.query_one("#zip-table", DataTable)
-        zt.add_columns("KEY_BLOCK_SIZE", "predicted", "95% CI", "splits", "size")
+        zt.add_columns(*ZIP_COLUMNS)
         zt.display = False
         table.focus()
         self.action_run()
@@ -246,7 +276,7 @@ punching holes alone would do) and back.
         ]
         width = self._bar_width(max((len(c) for c in cpus), default=1))
         table = self.query_one("#sim-table", DataTable)
-        table.clear()
+        cells_of: list[tuple[str, tuple[str | Text, ...]]] = []
         for key, label, style, size, color in (
             ("today", "today (allocated)", "bold", r.allocated_size, "#b0b0b0"),
             ("logical", "logical size", "dim", r.logical_size, "#5c6370"),
@@ -254,35 +284,44 @@ punching holes alone would do) and back.
             now = r.drop_now if key == "today" else None
             drop = "" if now is None else seconds_text(now.seconds)
             cells = (human_bytes(size), "", "", bar(size, scale, width, color), "", drop)
-            table.add_row(safe(label, style=style), *cells, key=key)
+            cells_of.append((key, (safe(label, style=style), *cells)))
         best = min(rows, key=lambda x: x.predicted) if rows else None
         for x, cpu in zip(rows, cpus, strict=True):
             saving = safe(f"{x.saving_pct:.1f}%", style="green" if x.saving_pct > 0 else "red")
             color = "#98c379" if x is best else "#5f9ee8"
             if x.scenario.server == "what-if":
                 color = "#8787af"
-            table.add_row(
-                scenario_label(x.scenario),
-                human_bytes(x.predicted),
-                ci_text(x.ci95, x.predicted),
-                saving,
-                bar(x.predicted, scale, width, color),
-                cpu,
-                "" if x.drop_cost is None else seconds_text(x.drop_cost.seconds),
-                key=x.scenario.label,
+            cells_of.append(
+                (
+                    x.scenario.label,
+                    (
+                        scenario_label(x.scenario),
+                        human_bytes(x.predicted),
+                        ci_text(x.ci95, x.predicted),
+                        saving,
+                        bar(x.predicted, scale, width, color),
+                        cpu,
+                        "" if x.drop_cost is None else seconds_text(x.drop_cost.seconds),
+                    ),
+                )
             )
+        fill_table(table, SIM_COLUMNS, cells_of)
         zt = self.query_one("#zip-table", DataTable)
-        zt.clear()
         zt.display = bool(r.row_compressed)
-        for z in r.row_compressed:
-            zt.add_row(
-                f"{z.key_block_size // 1024}K",
-                human_bytes(z.predicted_size),
-                ci_text(z.ci95, z.predicted_size),
-                f"{100 * z.failure_rate:.0f}%",
-                bar(z.predicted_size, scale, width, "#c678dd"),
-                key=str(z.key_block_size),
+        zip_cells: list[tuple[str, tuple[str | Text, ...]]] = [
+            (
+                str(z.key_block_size),
+                (
+                    f"{z.key_block_size // 1024}K",
+                    human_bytes(z.predicted_size),
+                    ci_text(z.ci95, z.predicted_size),
+                    f"{100 * z.failure_rate:.0f}%",
+                    bar(z.predicted_size, scale, width, "#c678dd"),
+                ),
             )
+            for z in r.row_compressed
+        ]
+        fill_table(zt, ZIP_COLUMNS, zip_cells)
         notes = Text()
         for rec in recommendations(r):
             if rec.block == block:
