@@ -345,16 +345,22 @@ async def test_page_view_fields_and_hex_against_the_file(datadir: Path) -> None:
         assert page.page == 5 and "page 5 of" in static_text(page.query_one("#page-title"))
 
 
+async def open_simulation(pilot: Any) -> SimulationScreen:
+    """The simulation screen of the app's file (``s``), its result in."""
+    await settle(pilot)
+    await pilot.press("s")
+    await settle(pilot)
+    sim = pilot.app.screen
+    assert isinstance(sim, SimulationScreen)
+    return sim
+
+
 @pytest.mark.asyncio
 async def test_simulation_predicts_what_the_server_allocated(datadir: Path) -> None:
     path = datadir / "mysql80" / "plain.ibd"
     app = create_app(path)
     async with app.run_test(size=SIZE) as pilot:
-        await settle(pilot)
-        await pilot.press("s")
-        await settle(pilot)
-        sim = app.screen
-        assert isinstance(sim, SimulationScreen)
+        sim = await open_simulation(pilot)
         # by default the file as rebuilt, the rebuild alone beside; the sample was loaded,
         # not rebuilt: its pages as they are (a) are what its server's own file compares to
         info = static_text(sim.query_one("#sim-info"))
@@ -398,11 +404,7 @@ async def test_simulation_table_is_as_wide_as_its_cells_when_drawn(datadir: Path
     widths over the new rows. Checked right after a redraw, before anything else runs."""
     app = create_app(datadir / "mysql80" / "plain.ibd")
     async with app.run_test(size=SIZE) as pilot:
-        await settle(pilot)
-        await pilot.press("s")
-        await settle(pilot)
-        sim = app.screen
-        assert isinstance(sim, SimulationScreen)
+        sim = await open_simulation(pilot)
         table = sim.query_one("#sim-table", DataTable)
         for _ in range(len(sim.blocks)):
             # the columns as the screen's mount made them (label wide, before any result),
