@@ -16,6 +16,7 @@ from __future__ import annotations
 import errno
 import os
 from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from functools import cached_property
 from pathlib import Path
 from typing import TYPE_CHECKING, Protocol
@@ -397,38 +398,38 @@ class Tablespace:
         """The byte ranges that hold data (SEEK_DATA/SEEK_HOLE); the rest reads as zeros."""
         return self.data_map.data_ranges
 
+    @contextmanager
+    def _reading_allocation(self) -> Iterator[None]:
+        """The filesystem's refusal of an allocation call (FIEMAP, SEEK_DATA, fstat) as the
+        one line of an :class:`InputError`."""
+        try:
+            yield
+        except OSError as exc:
+            raise InputError(f"{self.path}: cannot read allocation: {exc.strerror}") from None
+
     @cached_property
     def scan_ranges(self) -> PackedRanges:
         """Byte ranges holding all the data, for ``page_runs(coarse=True)``: the exact
         :attr:`data_ranges` when already known, else SEEK_DATA probed every
         :data:`MIN_HOLE_PAGES` pages (:func:`ibdtool.fs.allocation.scan_ranges`) — holes shorter
         than that are read like data anyway, and a page-compressed file has one in every page."""
-        if (
-            self._source is not None
-            or {"data_map", "data_ranges", "allocation"} & self.__dict__.keys()
-        ):
-            return self.data_ranges
-        try:
-            found = scan_ranges(self._fd, self.size, MIN_HOLE_PAGES * self.physical_size)
-        except OSError as exc:
-            raise InputError(f"{self.path}: cannot read allocation: {exc.strerror}") from None
-        return found
+        return self.scan_window(0, self.n_pages)
 
     def scan_window(self, start: int, stop: int) -> PackedRanges:
         """:attr:`scan_ranges` of pages [start, stop) alone, read by the part of a split scan
         that reads those pages (none is read whole before the fork): for
         ``page_runs(start, stop, ranges=...)``. The whole file's when already known."""
+        if "scan_ranges" in self.__dict__:
+            return self.scan_ranges
         if (
             self._source is not None
-            or {"scan_ranges", "data_map", "data_ranges", "allocation"} & self.__dict__.keys()
+            or {"data_map", "data_ranges", "allocation"} & self.__dict__.keys()
         ):
-            return self.scan_ranges
+            return self.data_ranges
         psize = self.physical_size
         end = None if stop >= self.n_pages else stop * psize
-        try:
+        with self._reading_allocation():
             return scan_ranges(self._fd, self.size, MIN_HOLE_PAGES * psize, start * psize, end)
-        except OSError as exc:
-            raise InputError(f"{self.path}: cannot read allocation: {exc.strerror}") from None
 
     def page_runs(
         self,
@@ -565,10 +566,8 @@ class Tablespace:
     def allocation(self) -> Allocation:
         if self._source is not None:
             return self._source.allocation(with_extents=True)
-        try:
+        with self._reading_allocation():
             return read_allocation(self._fd)
-        except OSError as exc:
-            raise InputError(f"{self.path}: cannot read allocation: {exc.strerror}") from None
 
     @cached_property
     def allocation_stat(self) -> tuple[int, int, int]:
@@ -578,10 +577,8 @@ class Tablespace:
         if "allocation" in self.__dict__ or self._source is not None:
             a = self.allocation
             return a.st_size, a.allocated, a.fs_block_size
-        try:
+        with self._reading_allocation():
             return allocation_stat(self._fd)
-        except OSError as exc:
-            raise InputError(f"{self.path}: cannot read allocation: {exc.strerror}") from None
 
     @property
     def fs_block_size(self) -> int:
@@ -600,10 +597,8 @@ class Tablespace:
         size, allocated, block = self.allocation_stat
         psize = self.physical_size
         end = None if stop >= self.n_pages else stop * psize
-        try:
+        with self._reading_allocation():
             ranges, counts = read_window(self._fd, size, start * psize, end, batch=batch)
-        except OSError as exc:
-            raise InputError(f"{self.path}: cannot read allocation: {exc.strerror}") from None
         alloc = Allocation(size, allocated, block, ranges, None, None)
         return alloc, counts
 
