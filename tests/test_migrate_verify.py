@@ -94,7 +94,7 @@ def test_a_default_conversion_ends_verified_and_no_writer_waits_for_it(
     # saw none of them wait for a lock (the verification takes none) ...
     alter_end = marks["statement_done"]
     assert watch.seen(alter_end, end) > 0, "the lock watch saw nothing after the rebuild"
-    assert not watch.waits(alter_end), watch.waits(alter_end)[:5]
+    assert not watch.waits_begun(alter_end), watch.waits_begun(alter_end)[:5]
     # ... and none waited longer than the longest wait the statement itself caused (or a
     # scheduling blip on a shared machine), unless the server, asked while it waited, said it
     # waited for no lock: a commit's disk flush on a loaded machine (the nudged page cleaner's

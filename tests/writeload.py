@@ -109,8 +109,15 @@ LOCK_STATES = ("Waiting for table", "Waiting for global read lock", "Waiting for
                "Waiting for commit lock")  # fmt: skip
 
 
+#: how long a writer may still show the lock state of a wait that ended: the server releases a
+#: statement's metadata lock before its client hears the statement end, and the woken writer
+#: updates its own STATE only once it gets a core (a loaded two-core machine took ms for that)
+WAKE_GRACE = 0.25
+
+
 @dataclass
 class Poll:
+    asked: float  # time.monotonic() when the question left: the answer is no older
     at: float  # time.monotonic() when the answer came (the writers' clock)
     waiting: dict[int, str]  # connection id -> the lock it waited for
 
@@ -146,12 +153,13 @@ class LockWatch:
         try:
             with conn.cursor() as cur:
                 while not self._stop.is_set():
+                    asked = time.monotonic()
                     cur.execute(
                         f"SELECT ID, STATE FROM information_schema.PROCESSLIST "
                         f"WHERE ID IN ({marks}) AND ({like})"
                     )
                     waiting = {int(i): str(st) for i, st in cur.fetchall()}
-                    self.polls.append(Poll(time.monotonic(), waiting))
+                    self.polls.append(Poll(asked, time.monotonic(), waiting))
                     self._stop.wait(self.every)
         except Exception as exc:  # the test reports it
             self.error = f"{type(exc).__name__}: {exc}"
@@ -166,6 +174,30 @@ class LockWatch:
             if since <= p.at <= until
             for i, lock in p.waiting.items()
         ]
+
+    def waits_begun(self, since: float, grace: float = WAKE_GRACE) -> list[tuple[float, int, str]]:
+        """Every (time, connection id, lock) of a wait that is not one which ended by ``since``.
+
+        A wait is seen as a run of polls that found the writer in a lock state. The run is a wait
+        of its own, not the tail of one that ended by ``since``, when a poll asked at or after
+        ``since`` first found the writer free, or when a poll asked ``grace`` seconds after
+        ``since`` still finds it waiting (a woken writer shows its old state until it runs).
+        """
+        ids = {i for p in self.polls for i in p.waiting}
+        found: list[tuple[float, int, str]] = []
+        for i in sorted(ids):
+            free_since = float("-inf")  # when a poll last began that found the writer free
+            run: list[Poll] = []
+            for p in [*self.polls, None]:
+                if p is not None and i in p.waiting:
+                    run.append(p)
+                    continue
+                if run and (free_since >= since or any(q.asked >= since + grace for q in run)):
+                    found += [(q.at, i, q.waiting[i]) for q in run if q.at >= since]
+                run = []
+                if p is not None:
+                    free_since = p.asked
+        return sorted(found)
 
     def seen(self, since: float, until: float) -> int:
         """How many answers came between ``since`` and ``until``."""
