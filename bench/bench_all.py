@@ -60,13 +60,10 @@ TITLE = "Issue 24: every row beside its anchor (bench_all)"
 #: the TUI's scan of a tablespace (tui/screens/tablespace.py, ``scan``), without a terminal
 TUI_SCAN = """
 import sys
-from ibdtool.tablespace import Tablespace, inspect_tablespace
-from ibdtool.tui.pagemodel import PageMapModel
+from ibdtool.tablespace import Tablespace
+from ibdtool.tui.pagemodel import model_for, scan_into
 with Tablespace(sys.argv[1]) as ts:
-    alloc = ts.allocation
-    model = PageMapModel(ts.n_pages, ts.physical_size, ts.logical_size, alloc.fs_block_size,
-                         alloc, sys.argv[1], ts.format)
-    inspect_tablespace(ts, on_page=model.add)
+    scan_into(ts, model_for(ts))
 """
 
 

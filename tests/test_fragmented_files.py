@@ -259,6 +259,45 @@ def test_in_place_repunch_memory_is_flat(tmp_path: Path, monkeypatch: pytest.Mon
     assert (peaks[1] - peaks[0]) / (LARGE - SMALL) < PER_EXTENT_BOUND, peaks
 
 
+def _view_scan_peak(path: Path, whole: bool) -> int:
+    """The peak of the tablespace view's scan past its page map (made before the count: four
+    bytes a page, what the map draws); ``whole``: the map read whole first and the model filled
+    from it, as the view did before it read the map a window at a time (the control)."""
+    from ibdtool.tui.pagemodel import model_for, scan_into
+
+    with Tablespace(path) as ts:
+        model = model_for(ts)
+        tracemalloc.start()
+        try:
+            if whole:
+                model.fill_window(0, ts.n_pages, ts.allocation)
+                inspect_tablespace(ts, on_page=model.add, jobs=1)
+            else:
+                scan_into(ts, model)
+            return tracemalloc.get_traced_memory()[1]
+        finally:
+            tracemalloc.stop()
+
+
+def test_tui_scan_holds_no_map_of_the_whole_file(
+    files: dict[int, Path], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The view's scan reads the map a window at a time (windows of 1,024 pages here, 65,536
+    in use): past its page map, nothing grows with the extents — under a byte an extent
+    between the two files, where the map read whole (the control, so that the measure is
+    seen to catch it) costs its packed ranges and a run's per-page arrays, over 2."""
+    import ibdtool.tablespace.inspect as inspect_mod
+
+    monkeypatch.setattr(inspect_mod, "WINDOW_PAGES", 1024)
+    extents = [len(read_allocation(files[n]).data_ranges) for n in (SMALL, LARGE)]
+    grown = {}
+    for whole in (False, True):
+        peaks = [min(_view_scan_peak(files[n], whole) for _ in range(3)) for n in (SMALL, LARGE)]
+        grown[whole] = (peaks[1] - peaks[0]) / (extents[1] - extents[0])
+    assert grown[False] < 1.0, grown
+    assert grown[True] > 2.0, grown
+
+
 # --- the fast paths against the decoder, on a fragmented file -----------------------------------
 
 

@@ -11,16 +11,29 @@ from __future__ import annotations
 import os
 import shutil
 import struct
+import sys
 import tracemalloc
 from bisect import bisect_right
+from collections.abc import Callable
 from itertools import takewhile
 from pathlib import Path
+from typing import Any
 
 import pytest
 
+import ibdtool.tablespace.inspect as inspect_mod
 from ibdtool.tablespace.inspect import inspect_tablespace
 from ibdtool.tablespace.reader import Tablespace
-from ibdtool.tui.pagemodel import FULL, HOLE, PUNCHED, Mode, PageMapModel
+from ibdtool.tui.pagemodel import (
+    FULL,
+    HOLE,
+    PUNCHED,
+    UNKNOWN,
+    Mode,
+    PageMapModel,
+    model_for,
+    scan_into,
+)
 from tests.samples_manifest import sample
 from tests.test_copy_remote import seek_data_ranges, synced_sparse_copy
 
@@ -141,3 +154,94 @@ def test_map_of_a_large_sparse_file_costs_four_bytes_a_page(tmp_path: Path) -> N
     assert model.codes(Mode.ALLOCATION)[n_pages - 1] == HOLE
     assert model.allocated_at(n_pages - 1) == 0
     assert model.labels(n_pages - 1)[Mode.TYPE] == "not read yet"
+
+
+def _scan_both(
+    path: Path, window_map: Callable[[int, int], Any] | None = None
+) -> tuple[PageMapModel, PageMapModel, dict[str, Any], dict[str, Any], set[str]]:
+    """The page map and inspect result of the tablespace view's scan (its map read a window at
+    a time: ``scan_into``) and of the reference (the map read whole first, the model filled
+    from it, inspect's one-process pass over it); and what of the whole map the view's scan
+    left on its tablespace (nothing, if it never read it whole)."""
+    with Tablespace(path) as ts:
+        ref = _model(ts, path)
+        want = inspect_tablespace(ts, on_page=ref.add, jobs=1).to_json()
+    with Tablespace(path) as ts:
+        model = model_for(ts)
+        got = scan_into(ts, model, window_map=window_map).to_json()
+        whole = {"allocation", "data_map", "data_ranges", "scan_ranges"} & ts.__dict__.keys()
+    return ref, model, want, got, whole
+
+
+def _same_map(ref: PageMapModel, model: PageMapModel, n_pages: int) -> None:
+    for mode in Mode:
+        assert bytes(model.codes(mode)) == bytes(ref.codes(mode)), mode
+        assert model.counts(mode) == ref.counts(mode), mode
+    for n in range(n_pages):
+        assert model.allocated_at(n) == ref.allocated_at(n), n
+
+
+@pytest.mark.parametrize(
+    "rel", ["mariadb/p16k-crc32_pc_zlib.ibd", "mariadb/p16k-pc_lz4.ibd", "mysql80/zlib.ibd"]
+)
+def test_window_scan_gives_the_whole_maps_answers(
+    rel: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The view's scan with windows of 7 pages (edges everywhere) on server-punched copies:
+    every colouring, every slot's bytes and the inspect result as the map read whole gives
+    them, the allocation as SEEK_DATA walked here says; the whole map never read."""
+    monkeypatch.setattr(inspect_mod, "WINDOW_PAGES", 7)
+    path = synced_sparse_copy(sample(rel), tmp_path / "t.ibd")
+    ref, model, want, got, whole = _scan_both(path)
+    assert got == want
+    assert not whole
+    _same_map(ref, model, model.n_pages)
+    _check_codes(model, path, path.read_bytes(), seek_data_ranges(path))
+
+
+def test_window_scan_of_an_extent_a_page(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """A file with a data range a page, windows of 1,000 pages (edges inside the scan's
+    4,096-page lookups) and slots left whole across them: the same answers as the whole map's.
+    While a window is read, the pages past it are "not read yet" in the allocation colouring
+    and their slots' bytes are read on demand, as SEEK_DATA walked here says."""
+    from tests.test_fragmented_files import fragmented
+
+    monkeypatch.setattr(inspect_mod, "WINDOW_PAGES", 1000)
+    path = fragmented(tmp_path / "f.ibd", 9000)
+    raw = bytearray(path.read_bytes())
+    with path.open("r+b") as f:  # compressed slots written whole: unpunched, at window edges
+        for n in (5, 999, 1000, 4095, 4096, 4097, 8191, 8999):
+            f.seek(n * PAGE)
+            f.write(raw[n * PAGE : (n + 1) * PAGE])
+        os.fsync(f.fileno())
+    ranges = seek_data_ranges(path)
+    seen: list[int] = []
+    model_of: list[PageMapModel] = []
+
+    def window_map(start: int, stop: int) -> Any:
+        if model_of:
+            m = model_of[0]
+            assert m.allocation_known == start and m.scanned == start
+            unknown = m.codes(Mode.ALLOCATION, start)
+            assert unknown.count(UNKNOWN) == len(unknown) == m.n_pages - start
+            assert m.labels(start)[Mode.ALLOCATION] == "not read yet"
+            for n in (start, start + 1, stop - 1, m.n_pages - 1):
+                assert m.allocated_at(n) == _held(ranges, n), n
+        seen.append(start)
+        return ts_of[0].window_allocation(start, stop)
+
+    ts_of: list[Tablespace] = []
+    real = model_for
+
+    def capture(ts: Tablespace) -> PageMapModel:
+        ts_of.append(ts)
+        model_of.append(real(ts))
+        return model_of[0]
+
+    monkeypatch.setattr(sys.modules[__name__], "model_for", capture)
+    ref, model, want, got, whole = _scan_both(path, window_map)
+    assert seen == list(range(0, 9000, 1000))
+    assert got == want and not whole
+    _same_map(ref, model, 9000)
+    _check_codes(model, path, path.read_bytes(), ranges)
+    assert model.codes(Mode.ALLOCATION).count(3) >= 8

@@ -31,11 +31,12 @@ class FileOpened(Message):
 
 @dataclass
 class ScanStarted(Message):
-    """The file is open and its allocation read: the header summary and the allocation map can
-    be shown before a single page is decoded."""
+    """The file is open and its page map made: the header summary and the map can be shown
+    before a single page is decoded. ``allocation``: the file's map when read whole before the
+    scan, None when the scan reads it a window at a time (its totals come with the result)."""
 
     fmt: SpaceFormat
-    allocation: Allocation
+    allocation: Allocation | None
     model: PageMapModel
     logical_size: int
 

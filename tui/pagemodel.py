@@ -3,8 +3,11 @@
 A scan worker calls :meth:`PageMapModel.add` with each :class:`~ibdtool.parsers.page.PageInfo` the
 engine yields; the UI thread reads the codes to draw cells, count legend entries and find
 filter matches. Pages at or past :attr:`PageMapModel.scanned` have not been read yet (code 0 in
-the page-content colourings); the allocation colouring is known for every page before the scan
-starts, from SEEK_DATA.
+the page-content colourings). The allocation colouring comes from the data ranges (SEEK_DATA,
+FIEMAP): of the whole file at once when the model is made with its map, else a window at a
+time as the scan reads each window's map just before its pages (:meth:`PageMapModel.fill_window`,
+so the map of a page-compressed file's millions of extents is never held whole); pages past
+:attr:`PageMapModel.allocation_known` are then "not read yet" there too.
 
 Memory: four bytes a page, in four ``bytearray`` objects, and nothing else per page (a 1 TiB file
 of 16K pages: 256 MiB). The page type and the index each take a byte (up to 254 values each:
@@ -22,12 +25,13 @@ from __future__ import annotations
 
 import os
 from collections import Counter
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from enum import StrEnum
+from typing import TYPE_CHECKING
 
 from ibdtool.errors import InputError
-from ibdtool.fs import Allocation, open_regular
+from ibdtool.fs import Allocation, open_regular, read_window
 from ibdtool.parsers import codecs
 from ibdtool.parsers.constants import Algorithm
 from ibdtool.parsers.envelope import read_envelope
@@ -45,7 +49,11 @@ from ibdtool.present import (
     compression_color,
     type_color,
 )
-from ibdtool.tablespace import unpunched_bytes
+from ibdtool.tablespace import InspectResult, Tablespace, inspect_tablespace, unpunched_bytes
+
+if TYPE_CHECKING:
+    from ibdtool.fs import WindowCounts
+    from ibdtool.parsers.tabledef import TableDef
 
 
 class Mode(StrEnum):
@@ -116,7 +124,7 @@ LEVEL_COLORS = ("#5f9ee8", "#98c379", "#e5c07b", "#d7875f", "#c678dd", "#ff5f5f"
 MAX_CODES = 254  # codes 0 and 1 are "not read yet" and "not an index page"
 OTHER_INDEXES = MAX_CODES - 1  # the code of every index past the first 251
 
-HOLE, PUNCHED, FULL, UNPUNCHED = range(4)
+HOLE, PUNCHED, FULL, UNPUNCHED, UNKNOWN = range(5)
 ALLOCATION_CATEGORIES = (
     Category("hole", HOLE_COLOR, "░", "nothing allocated"),
     Category("punched", PARTIAL_COLOR, description="part of the slot allocated"),
@@ -124,6 +132,7 @@ ALLOCATION_CATEGORIES = (
     Category(
         "unpunched", UNPUNCHED_COLOR, description="compressed, but more blocks than its image needs"
     ),
+    UNSCANNED,  # past allocation_known: its window's map not read yet (never stored: 2 bits)
 )
 
 CHECKSUM_CATEGORIES = (
@@ -167,7 +176,7 @@ class PageMapModel:
         physical_size: int,
         logical_size: int,
         fs_block_size: int,
-        alloc: Allocation,
+        alloc: Allocation | None,
         path: str | os.PathLike[str] | None = None,
         fmt: SpaceFormat | None = None,
     ) -> None:
@@ -193,21 +202,40 @@ class PageMapModel:
         #: the scan's window of allocated bytes per page (:meth:`_held`)
         self._held_base = 0
         self._held_pages: Sequence[int] = ()
-        self._fill_allocation()
+        #: the map that holds pages [first, stop): the file's, or the window the scan is in
+        self._window: tuple[int, int, Allocation | None] = (0, 0, None)
+        #: pages [0, allocation_known) have their allocation codes
+        self.allocation_known = 0
+        if alloc is not None:
+            self.fill_window(0, n_pages, alloc)
 
-    def _fill_allocation(self) -> None:
-        """Allocation codes from the data ranges, a range at a time (never page by page: a
-        sparse file of a billion pages has a handful of ranges): slots a range covers whole
-        are full, slots it covers in part punched, the rest holes (code 0 already)."""
-        acr, psize, n_pages = self._acr, self.physical_size, self.n_pages
-        full = bytes([FULL]) * min(_ALLOC_WINDOW, n_pages)
-        for start, end in self.alloc.data_ranges:
-            first, stop = -(-start // psize), min(n_pages, end // psize)
+    def fill_window(self, first: int, stop: int, alloc: Allocation) -> None:
+        """The allocation codes of pages [first, stop) from ``alloc``, a map that holds them
+        (the file's, or :meth:`~ibdtool.tablespace.Tablespace.window_allocation`'s, given by
+        the scan before the window's pages), kept for the scan's lookups until the next
+        window: windows come in page order, from page 0."""
+        self._fill_allocation(alloc, first, min(stop, self.n_pages))
+        self._held_pages = ()
+        self._window = (first, stop, alloc)
+        self.allocation_known = max(self.allocation_known, min(stop, self.n_pages))
+
+    def _fill_allocation(self, alloc: Allocation, first_page: int, stop_page: int) -> None:
+        """Allocation codes of pages [first_page, stop_page) from the data ranges, a range at
+        a time (never page by page: a sparse file of a billion pages has a handful of ranges):
+        slots a range covers whole are full, slots it covers in part punched, the rest holes
+        (code 0 already)."""
+        acr, psize = self._acr, self.physical_size
+        full = bytes([FULL]) * min(_ALLOC_WINDOW, stop_page - first_page)
+        limit = stop_page * psize
+        for start, end in alloc.data_ranges_from(first_page * psize):
+            if start >= limit:
+                break
+            first, stop = -(-start // psize), min(stop_page, end // psize)
             for lo in range(first, stop, _ALLOC_WINDOW):
                 hi = min(stop, lo + _ALLOC_WINDOW)
                 acr[lo:hi] = full[: hi - lo]
             for part in {start // psize, end // psize} - set(range(first, stop)):
-                if part < n_pages and part * psize < end and (part + 1) * psize > start:
+                if part < stop_page and part * psize < end and (part + 1) * psize > start:
                     acr[part] = PUNCHED
 
     # --- filled by the scan worker ---------------------------------------------------------
@@ -266,18 +294,38 @@ class PageMapModel:
         a page, and one lookup of the ranges per page was most of the cost of its map)."""
         base, held = self._held_base, self._held_pages
         if not base <= page < base + len(held):
-            count = min(_HELD_WINDOW, self.n_pages - page)
-            held = self._held_pages = self.alloc.per_page_allocated(self.physical_size, count, page)
+            first, stop, alloc = self._window
+            if alloc is None or not first <= page < stop:
+                return self.allocated_at(page)
+            count = min(_HELD_WINDOW, self.n_pages - page, stop - page)
+            held = self._held_pages = alloc.per_page_allocated(self.physical_size, count, page)
             base = self._held_base = page
         return held[page - base]
 
     # --- per page, on demand --------------------------------------------------------------
 
     def allocated_at(self, page: int) -> int:
-        """Bytes the filesystem holds in the slot of ``page`` (from the data ranges)."""
+        """Bytes the filesystem holds in the slot of ``page``: from the map that holds it (the
+        file's, or the scan's window), else read now (SEEK_DATA over the slot alone)."""
         if not 0 <= page < self.n_pages:
             return 0
-        return self.alloc.per_page_allocated(self.physical_size, 1, page)[0]
+        first, stop, alloc = self._window
+        if alloc is not None and first <= page < stop:
+            return alloc.per_page_allocated(self.physical_size, 1, page)[0]
+        if self.path is None:
+            return 0
+        lo, hi = page * self.physical_size, (page + 1) * self.physical_size
+        try:
+            fd, st = open_regular(self.path)
+        except InputError:
+            return 0
+        try:
+            ranges, _ = read_window(fd, st.st_size, lo, hi, with_extents=False)
+        except OSError:
+            return 0
+        finally:
+            os.close(fd)
+        return sum(max(0, min(end, hi) - max(start, lo)) for start, end in ranges)
 
     def stored_size(self, page: int) -> int | None:
         """The stored image size of a compressed ``page``, read from its header now; None
@@ -308,7 +356,12 @@ class PageMapModel:
         if mode is Mode.INDEX:
             return self._index if whole else self._index[start:stop]
         packed: bytearray = getattr(self, _PACKED[mode][0])
-        return (packed if whole else packed[start:stop]).translate(_UNPACK[mode])
+        out = (packed if whole else packed[start:stop]).translate(_UNPACK[mode])
+        known = self.allocation_known - start
+        if mode is Mode.ALLOCATION and known < len(out):
+            out = bytearray(out)  # the pages whose window's map is not read yet
+            out[max(0, known) :] = bytes([UNKNOWN]) * (len(out) - max(0, known))
+        return out
 
     # --- read by the UI -------------------------------------------------------------------
 
@@ -396,3 +449,50 @@ class PageMapModel:
             if any(table):
                 acc |= int.from_bytes(self.codes(mode).translate(table), "big")
         return acc.to_bytes(self.n_pages, "big")
+
+
+def model_for(ts: Tablespace) -> PageMapModel:
+    """An empty page map of ``ts`` whose allocation codes :func:`scan_into` fills a window at a
+    time (``fstat`` alone here: no map is read)."""
+    return PageMapModel(
+        ts.n_pages,
+        ts.physical_size,
+        ts.logical_size,
+        ts.allocation_stat[2],
+        None,
+        ts.path,
+        ts.format,
+    )
+
+
+def scan_into(
+    ts: Tablespace,
+    model: PageMapModel,
+    *,
+    on_page: Callable[[PageInfo], None] | None = None,
+    window_map: Callable[[int, int], tuple[Allocation, WindowCounts]] | None = None,
+    schema: TableDef | None = None,
+) -> InspectResult:
+    """The tablespace view's scan (:func:`~ibdtool.tablespace.inspect_tablespace` in this
+    process): each window's allocation map (``window_map``, else
+    :meth:`~ibdtool.tablespace.Tablespace.window_allocation`: the view's logs the call) fills
+    ``model``'s allocation codes just before the window's pages, each page is added to
+    ``model``, then handed to ``on_page`` (progress, cancellation). The file's map is never held
+    whole: a few bytes a window's extent, dropped with the window."""
+    read = window_map or ts.window_allocation
+
+    def window(start: int, stop: int) -> tuple[Allocation, WindowCounts]:
+        alloc, counts = read(start, stop)
+        model.fill_window(start, stop, alloc)
+        return alloc, counts
+
+    add = model.add
+    if on_page is not None:
+        hook = on_page
+
+        def both(info: PageInfo) -> None:
+            add(info)
+            hook(info)
+
+        add = both
+    return inspect_tablespace(ts, on_page=add, schema=schema, window_map=window)

@@ -14,6 +14,7 @@ key goes through :func:`ibdtool.parsers.page.decode_page`.
 from __future__ import annotations
 
 from collections.abc import Callable, Iterator, Mapping, Sequence
+from typing import TYPE_CHECKING
 
 from ibdtool.parsers.checksum import ChecksumAlgo
 from ibdtool.parsers.codecs import codec_for
@@ -23,18 +24,24 @@ from ibdtool.parsers.pagecolumns import INDEX_FIELDS, columns, plain_verified, v
 from ibdtool.tablespace.inspect_tally import CompressedHeaders, compressed_headers
 from ibdtool.tablespace.reader import Tablespace
 
+if TYPE_CHECKING:
+    from ibdtool.fs import PackedRanges
+
 _FIELDS = ("prev", "next", "space_id")
 
 
-def header_pages(ts: Tablespace, start: int = 0, stop: int | None = None) -> Iterator[PageInfo]:
-    """The records of pages [start, stop), as ``ts.pages(start, stop, header_only=True)``."""
+def header_pages(
+    ts: Tablespace, start: int = 0, stop: int | None = None, ranges: PackedRanges | None = None
+) -> Iterator[PageInfo]:
+    """The records of pages [start, stop), as ``ts.pages(start, stop, header_only=True)``;
+    ``ranges``: the data map of a window that holds them (else the file's)."""
     fmt = ts.format
     if ts.decryptor is not None or not (fmt.full_crc32 or not fmt.zip):
-        yield from ts.pages(start, stop, header_only=True)
+        yield from ts.pages(start, stop, header_only=True, ranges=ranges)
         return
     stop = ts.n_pages if stop is None else min(stop, ts.n_pages)
     zero = memoryview(bytes(ts.physical_size))
-    for first, end, has_data in ts.page_runs(start, stop):
+    for first, end, has_data in ts.page_runs(start, stop, ranges=ranges):
         if not has_data:
             for n in range(first, end):
                 yield ts._decode(zero, n, None, True)

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import os
 from collections import Counter
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from typing import TYPE_CHECKING, Any
 
 from ibdtool.errors import InputError
@@ -362,6 +362,13 @@ _NOT_VALID = {ChecksumAlgo.INVALID.value, ChecksumAlgo.ENCRYPTED.value}
 
 
 PARALLEL_MIN_PAGES = 16384  # below 256 MiB of 16K pages one process is as fast
+#: pages whose allocation map one process reads at once when it scans a file alone (the TUI's
+#: page map, a progress bar, ``jobs`` 1): 1 GiB of 16K pages, a few hundred KiB of packed
+#: ranges on a page-compressed file, where the whole map of 6.5 million extents is ~16 MB
+WINDOW_PAGES = 1 << 16
+
+#: reads the allocation of pages [start, stop) (:meth:`Tablespace.window_allocation`)
+WindowMap = Callable[[int, int], tuple[Allocation, WindowCounts]]
 
 
 def _tally_range(
@@ -402,7 +409,7 @@ def _tally_range(
             if progress is not None:
                 progress(end)
             continue
-        for info in header_pages(ts, first, end):  # the decoder's records, sooner
+        for info in header_pages(ts, first, end, alloc.data_ranges):  # the decoder's, sooner
             k = info.page_no - first
             if on_page is not None:
                 on_page(info)
@@ -418,6 +425,36 @@ def _tally_window(ts: Tablespace, start: int, stop: int) -> tuple[PageTally, Win
     here (in parallel with the other parts'), and what they add to the file's totals."""
     alloc, counts = ts.window_allocation(start, stop)
     return _tally_range(ts, start, stop, alloc=alloc), counts
+
+
+def _tally_windows(
+    ts: Tablespace,
+    on_page: Callable[[PageInfo], None] | None,
+    progress: Callable[[int], None] | None,
+    window_map: WindowMap | None,
+) -> tuple[PageTally, AllocationTotals]:
+    """The one-process scan of a local file a window of :data:`WINDOW_PAGES` at a time, each
+    window's allocation map read just before its pages (``window_map``, else
+    :meth:`Tablespace.window_allocation`) and dropped after them, the totals joined as a
+    split scan joins its parts' (:func:`ibdtool.fs.join_windows`): the map is never held
+    whole, and a caller drawing pages (the TUI) sees the first ones before the last window's
+    map is read."""
+    read = window_map or ts.window_allocation
+    n = ts.n_pages
+    size, allocated, block = ts.allocation_stat
+    tally = PageTally()
+
+    def windows() -> Iterator[WindowCounts]:  # joined as they come: none is kept
+        for start in range(0, max(n, 1), WINDOW_PAGES):
+            stop = min(n, start + WINDOW_PAGES)
+            alloc, counts = read(start, stop)
+            tally.merge(
+                _tally_range(ts, start, stop, on_page=on_page, progress=progress, alloc=alloc)
+            )
+            del alloc  # this window's map: gone before the next one is read
+            yield counts
+
+    return tally, join_windows(size, allocated, block, windows())
 
 
 def index_names_of(
@@ -460,13 +497,16 @@ def inspect_tablespace(
     jobs: int | None = None,
     with_zip_fill: bool = True,
     schema: TableDef | None = None,
+    window_map: WindowMap | None = None,
 ) -> InspectResult:
     """One pass over ``ts`` (see module doc). ``progress(pages_done)`` is called now and then;
     ``on_page(info)``, when given, sees every page as it is read (the TUI's page map), and may
-    raise to stop the scan. ``with_zip_fill``: rebuild ROW_FORMAT=COMPRESSED leaf pages for
-    their real fill (:func:`~ibdtool.tablespace.zip_fill.zip_fill_summary`, up to a second a
-    file; ``report`` does not).
-    ``schema``: the table's ``--schema`` definition (index names)."""
+    raise to stop the scan. A local file scanned in this process has its allocation map read
+    a window at a time (:func:`_tally_windows`); ``window_map(start, stop)`` then reads each
+    window's (the TUI's logs the call and fills its page map's allocation from it).
+    ``with_zip_fill``: rebuild ROW_FORMAT=COMPRESSED leaf pages for their real fill
+    (:func:`~ibdtool.tablespace.zip_fill.zip_fill_summary`, up to a second a file; ``report``
+    does not). ``schema``: the table's ``--schema`` definition (index names)."""
     n = ts.n_pages
     jobs = jobs or os.cpu_count() or 1
     alloc: AllocationTotals
@@ -487,6 +527,8 @@ def inspect_tablespace(
         tally = tallies[0]
         for part in tallies[1:]:
             tally.merge(part)
+    elif window_map is not None or (ts.is_local and "allocation" not in ts.__dict__):
+        tally, alloc = _tally_windows(ts, on_page, progress, window_map)
     else:
         alloc = ts.allocation.totals()
         tally = _tally_range(ts, 0, n, on_page=on_page, progress=progress)

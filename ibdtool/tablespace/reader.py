@@ -288,13 +288,15 @@ class Tablespace:
         info = self._decode(raw, page_no, keep)
         return info, raw, keep[0]
 
-    def _stored_pages(self, start: int, stop: int | None) -> Iterator[tuple[int, memoryview]]:
+    def _stored_pages(
+        self, start: int, stop: int | None, ranges: PackedRanges | None = None
+    ) -> Iterator[tuple[int, memoryview]]:
         """(page number, stored bytes) for [start, stop), reading a few MiB at a time; pages in
-        holes are zeros without a read."""
+        holes are zeros without a read. ``ranges``: as :meth:`page_runs` takes it."""
         psize = self.physical_size
         per_chunk = max(1, CHUNK_BYTES // psize)
         zero = memoryview(bytes(psize))
-        for first, end, has_data in self.page_runs(start, stop):
+        for first, end, has_data in self.page_runs(start, stop, ranges=ranges):
             if not has_data:
                 for n in range(first, end):
                     yield n, zero
@@ -508,12 +510,18 @@ class Tablespace:
             n = max(n, min(data_end, stop))
 
     def pages(
-        self, start: int = 0, stop: int | None = None, *, header_only: bool = False
+        self,
+        start: int = 0,
+        stop: int | None = None,
+        *,
+        header_only: bool = False,
+        ranges: PackedRanges | None = None,
     ) -> Iterator[PageInfo]:
         """Every page in [start, stop), decoded lazily, reading a few MiB at a time;
         ``header_only``: inflate no more of a compressed page than its header where its
-        checksum does not need the page (:func:`ibdtool.parsers.page.decode_page`)."""
-        for n, stored in self._stored_pages(start, stop):
+        checksum does not need the page (:func:`ibdtool.parsers.page.decode_page`);
+        ``ranges``: the data map of a window that holds the pages (:meth:`page_runs`)."""
+        for n, stored in self._stored_pages(start, stop, ranges):
             yield self._decode(stored, n, None, header_only)
 
     def logical_pages(

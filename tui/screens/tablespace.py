@@ -1,16 +1,18 @@
 """The tablespace view: the inspect summary and the page map of one file.
 
-A thread worker opens the file, reads its allocation (SEEK_DATA, FIEMAP) and posts
-:class:`~ibdtool.tui.messages.ScanStarted` at once, so the format, sizes and allocation map show
-before any page is decoded; then it runs :func:`ibdtool.tablespace.inspect.inspect_tablespace` with
-an ``on_page`` hook that fills the page map, checks for cancellation between pages and posts
-progress at most ten times a second. The finished :class:`~ibdtool.tablespace.inspect.InspectResult`
-replaces the header with the full summary.
+A thread worker opens the file and posts :class:`~ibdtool.tui.messages.ScanStarted` at once, so
+the format, sizes and the (unread) page map show before the allocation map is read; then it runs
+:func:`ibdtool.tablespace.inspect.inspect_tablespace`, which reads the allocation map (SEEK_DATA,
+FIEMAP) a window of pages at a time just before their pages (a ``window_map`` hook that logs the
+call and fills the page map's allocation colouring: a page-compressed file's millions of
+extents are never held at once, and the first pages are drawn before the last window is read),
+with an ``on_page`` hook that fills the page map, checks for cancellation between pages and
+posts progress at most ten times a second. The finished
+:class:`~ibdtool.tablespace.inspect.InspectResult` replaces the header with the full summary.
 """
 
 from __future__ import annotations
 
-import os
 import time
 from collections.abc import Callable
 from pathlib import Path
@@ -28,6 +30,7 @@ from textual.widgets import Footer, Header, ProgressBar, Static
 from textual.worker import Worker, get_current_worker
 
 from ibdtool.errors import IbdtoolError
+from ibdtool.fs import Allocation, WindowCounts
 from ibdtool.parsers.page import PageInfo
 from ibdtool.present import disk_text, format_rows, human_bytes, inspect_rows, shown
 from ibdtool.tablespace import (
@@ -40,7 +43,7 @@ from ibdtool.tablespace import (
 )
 from ibdtool.tui.commandlog import Cancelled
 from ibdtool.tui.messages import FileOpened, ScanFailed, ScanFinished, ScanProgress, ScanStarted
-from ibdtool.tui.pagemodel import MODE_TITLES, Mode, PageMapModel
+from ibdtool.tui.pagemodel import MODE_TITLES, Mode, PageMapModel, model_for, scan_into
 from ibdtool.tui.screens.prompt import PromptScreen, ask_page
 from ibdtool.tui.shown import safe
 from ibdtool.tui.widgets.legend import Legend
@@ -145,27 +148,12 @@ type, compression algorithm, stored size, allocation on disk or checksum.
                 ts = Tablespace(self.path, self.ibd_app.keyring)
                 run.detail = f"{ts.n_pages:,} pages of {ts.physical_size} bytes"
             with ts:
-                allocated = os.stat(self.path).st_blocks * 512
+                allocated = ts.allocation_stat[1]
                 self.post_message(FileOpened(ts.format, ts.size, allocated, ts.n_pages))
                 if ts.n_pages > MAP_MAX_PAGES:
                     self._summary_only(ts, worker)
                     return
-                with log.timed("file", f"lseek SEEK_DATA/SEEK_HOLE + FIEMAP {self.path}") as run:
-                    alloc = ts.allocation
-                    run.detail = (
-                        f"{len(alloc.data_ranges)} data ranges, "
-                        f"{alloc.extents if alloc.extents is not None else '?'} extents, "
-                        f"{alloc.allocated:,} bytes allocated"
-                    )
-                model = PageMapModel(
-                    ts.n_pages,
-                    ts.physical_size,
-                    ts.logical_size,
-                    alloc.fs_block_size,
-                    alloc,
-                    self.path,
-                    ts.format,
-                )
+                model = model_for(ts)  # its allocation codes come a window at a time (scan_into)
                 with log.timed("file", f"index names of {self.path}") as run:
                     schema = self.ibd_app.schema_for(self.path)
                     names = (
@@ -175,13 +163,25 @@ type, compression algorithm, stored size, allocation on disk or checksum.
                         names = index_names_of(ts, None, schema)
                     model.index_names = names.names
                     run.detail = f"{len(names.names)} {names.described}"
-                self.post_message(ScanStarted(ts.format, alloc, model, ts.size))
+                self.post_message(ScanStarted(ts.format, None, model, ts.size))
                 total = ts.n_pages
                 last = time.monotonic()
 
+                def window_map(start: int, stop: int) -> tuple[Allocation, WindowCounts]:
+                    if worker.is_cancelled:
+                        raise Cancelled
+                    text = f"lseek SEEK_DATA/SEEK_HOLE + FIEMAP {self.path}"
+                    with log.timed("file", text) as run:
+                        alloc, counts = ts.window_allocation(start, stop)
+                        extents = "?" if counts.extents is None else f"{counts.extents:,}"
+                        run.detail = (
+                            f"pages {start:,}–{max(start, stop - 1):,}: {counts.ranges:,} data "
+                            f"ranges, {extents} extents"
+                        )
+                    return alloc, counts
+
                 def on_page(info: PageInfo) -> None:
                     nonlocal last
-                    model.add(info)
                     if worker.is_cancelled:
                         raise Cancelled
                     now = time.monotonic()
@@ -190,8 +190,15 @@ type, compression algorithm, stored size, allocation on disk or checksum.
                         self.post_message(ScanProgress(info.page_no + 1, total))
 
                 with log.timed("file", f"pread {ts.size:,} bytes of {self.path}") as run:
-                    result = inspect_tablespace(ts, on_page=on_page, schema=schema)
-                    run.detail = f"{total:,} pages decoded"
+                    result = scan_into(
+                        ts, model, on_page=on_page, window_map=window_map, schema=schema
+                    )
+                    a = result.allocation
+                    run.detail = (
+                        f"{total:,} pages decoded, {a.data_range_count:,} data ranges, "
+                        f"{a.extents if a.extents is not None else '?'} extents, "
+                        f"{a.allocated:,} bytes allocated"
+                    )
             self.post_message(ScanProgress(total, total))
             self.post_message(ScanFinished(result))
         except Cancelled:
@@ -280,18 +287,18 @@ type, compression algorithm, stored size, allocation on disk or checksum.
             grid.add_row(name, safe(value))
         grid.add_row("Row format", o.fmt.flags.row_format or "(full_crc32: not in the flags)")
         s = self.started
-        if s is None:
+        if s is None or s.allocation is None:
             saved = 100 * (o.logical_size - o.allocated) / o.logical_size if o.logical_size else 0
             disk = (
                 f"{human_bytes(o.logical_size)} logical → {human_bytes(o.allocated)} allocated "
-                f"({saved:.0f}% saved) · reading the extent map…"
+                f"({saved:.0f}% saved) · "
+                + ("reading the extent map…" if s is None else "extents counted as pages are read")
             )
             grid.add_row("Disk", disk)
-            grid.add_row("Pages", f"{o.pages:,}")
         else:
             grid.add_row("Disk", disk_text(s.logical_size, s.allocation))
-            # the bar below counts the pages; the grid is not laid out again ten times a second
-            grid.add_row("Pages", f"{o.pages:,}  reading…")
+        # the bar below counts the pages; the grid is not laid out again ten times a second
+        grid.add_row("Pages", f"{o.pages:,}" if s is None else f"{o.pages:,}  reading…")
         self._set_summary(grid)
 
     def _set_summary(self, content: RenderableType) -> None:
