@@ -14,13 +14,13 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from rich.text import Text
 from textual.widgets import DataTable
 
 from ibdtool.present.describe import cost_text
 from ibdtool.present.text import human_bytes
 from ibdtool.tui.app import IbdtoolApp, create_app
-from ibdtool.tui.screens.browser import BrowserScreen
+from ibdtool.tui.screens.browser import COLUMNS as BROWSER_COLUMNS
+from ibdtool.tui.screens.browser import FILLED_WIDTHS, BrowserScreen
 from ibdtool.tui.screens.commandlog import CommandLogScreen
 from ibdtool.tui.screens.help import HelpScreen
 from ibdtool.tui.screens.page import PageScreen
@@ -32,6 +32,7 @@ from tests.cli_runner import run_ibdtool
 from tests.samples_manifest import manifest
 from tests.tui_helpers import (
     DATADIR_FILES,
+    assert_columns_fit,
     lines_of,
     make_datadir,
     settle,
@@ -141,6 +142,15 @@ async def test_browser_lists_every_file_with_stat_sizes_and_report_flags(datadir
         assert by_name["p16k-plain"][4] == "none"
         status = static_text(screen.query_one("#browser-status"))
         assert "6 tablespaces" in status and "scanning" not in status
+        # the widths come with the rows: drawn again (a sort, a filter, a fold) from the
+        # columns as the screen's mount makes them, every column fits before anything runs
+        table = screen.query_one(DataTable)
+        table.clear(columns=True)
+        for name in BROWSER_COLUMNS:
+            table.add_column(name, key=name, width=FILLED_WIDTHS.get(name))
+        screen.rebuild()
+        assert_columns_fit(table)
+        assert table_rows(table) == rows
 
 
 @pytest.mark.asyncio
@@ -412,16 +422,7 @@ async def test_simulation_table_is_as_wide_as_its_cells_when_drawn(datadir: Path
             table.clear(columns=True)
             table.add_columns(*SIM_COLUMNS)
             sim.action_block(1)
-            cells = [table.get_row_at(i) for i in range(table.row_count)]
-            assert cells, "no rows drawn"
-            for k, column in enumerate(table.ordered_columns):
-                drawn = column.get_render_width(table) - 2 * table.cell_padding
-                widest = max(
-                    [Text.from_markup(str(column.label)).cell_len]
-                    + [c.cell_len if isinstance(c, Text) else len(str(c)) for c in
-                       (row[k] for row in cells)]
-                )  # fmt: skip
-                assert drawn >= widest, (str(column.label), drawn, widest)
+            assert_columns_fit(table)
             await settle(pilot)
 
 
@@ -528,6 +529,39 @@ async def test_command_log_help_and_palette(datadir: Path) -> None:
         await pilot.pause()
         assert isinstance(app.screen, TablespaceScreen)
         assert legend(app.screen).startswith("allocation on disk:")
+
+
+@pytest.mark.asyncio
+async def test_command_log_is_as_wide_as_its_cells_when_drawn(datadir: Path) -> None:
+    """The log's widths come with its rows: filled again (as a filter does) and given a new
+    entry wider than any before (a long statement) while the app is busy, every column is
+    checked before anything else runs. The columns are made again as the screen's mount makes
+    them first (label wide), as the simulation table's test does."""
+    from datetime import datetime
+
+    from ibdtool.tui.commandlog import LogEntry
+
+    app = create_app(datadir / "mysql80" / "plain.ibd")
+    async with app.run_test(size=SIZE) as pilot:
+        await settle(pilot)
+        await pilot.press("at")
+        log = app.screen
+        assert isinstance(log, CommandLogScreen)
+        table = log.query_one(DataTable)
+        table.clear(columns=True)
+        table.add_columns("time", "kind", "took", "operation")
+        log.reload()
+        assert_columns_fit(table)
+        wide = "SELECT " + ", ".join(f"column_{i}" for i in range(30))
+        log.add_entry(LogEntry(datetime.now(), "sql", wide, 12.5, "error: gone away"))
+        assert_columns_fit(table)
+        last = table.get_row_at(table.row_count - 1)
+        assert table.row_count == len(log.shown) and str(last[3]).startswith(wide)
+        log.add_entry(LogEntry(datetime.now(), "file", "open x", 0.001))  # narrower: appended
+        assert_columns_fit(table)
+        assert table.cursor_row == table.row_count - 1  # still following the newest
+        await pilot.pause()
+        assert_columns_fit(table)
 
 
 @pytest.mark.asyncio

@@ -17,6 +17,7 @@ from textual.widgets import DataTable, OptionList, RichLog
 from ibdtool.present.text import human_bytes
 from ibdtool.tui.app import create_app
 from ibdtool.tui.screens.migration import MigrationScreen
+from ibdtool.tui.screens.server import COLUMNS as SERVER_COLUMNS
 from ibdtool.tui.screens.server import ServerScreen
 from ibdtool.tui.screens.targets import TargetScreen
 from samples.servers import ThrowawayServer
@@ -30,7 +31,7 @@ from tests.server_fixtures import (
     space_id,
 )
 from tests.test_migrate_load import dirty_in_pool
-from tests.tui_helpers import settle, static_text, table_rows
+from tests.tui_helpers import assert_columns_fit, settle, static_text, table_rows
 
 SIZE = (140, 40)
 
@@ -198,6 +199,14 @@ async def test_page_map_names_indexes_from_the_server(mariadb: ThrowawayServer) 
     async with app.run_test(size=SIZE) as pilot:
         await settle(pilot)
         table = app.screen.query_one(DataTable)
+        # the tables' widths come with the rows: drawn again from the columns as the screen's
+        # mount makes them (label wide), every column is checked before anything else runs
+        assert isinstance(app.screen, ServerScreen)
+        table.clear(columns=True)
+        for name in SERVER_COLUMNS:
+            table.add_column(name, key=name)
+        app.screen.rebuild()
+        assert_columns_fit(table)
         row = table.get_row_index("tui.named")
         while table.cursor_row != row:
             await pilot.press("down" if table.cursor_row < row else "up")

@@ -12,7 +12,9 @@ import time
 from pathlib import Path
 from typing import Any
 
+from rich.cells import cell_len
 from rich.console import Console
+from rich.text import Text
 from textual.widget import Widget
 from textual.widgets import DataTable, Static
 
@@ -76,3 +78,20 @@ def lines_of(widget: Any, count: int | None = None) -> list[str]:
 
 def table_rows(table: DataTable[Any]) -> list[list[str]]:
     return [[str(cell) for cell in table.get_row_at(i)] for i in range(table.row_count)]
+
+
+def assert_columns_fit(table: DataTable[Any]) -> None:
+    """Every column is drawn as wide as its label and widest cell, now: called right after a
+    table is filled, before the app is idle again (no await in between), it fails on a table
+    whose widths wait for the idle measuring (a header drawn then kept the old widths; see
+    ``ibdtool.tui.tables``). Widths measured here: a cell's text, its cells by Rich."""
+    cells = [table.get_row_at(i) for i in range(table.row_count)]
+    assert cells, "no rows drawn"
+    for k, column in enumerate(table.ordered_columns):
+        drawn = column.get_render_width(table) - 2 * table.cell_padding
+        widest = max(
+            [Text.from_markup(str(column.label)).cell_len]
+            + [c.cell_len if isinstance(c, Text) else cell_len(str(c)) for c in
+               (row[k] for row in cells)]
+        )  # fmt: skip
+        assert drawn >= widest, (str(column.label), drawn, widest)

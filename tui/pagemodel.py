@@ -486,13 +486,14 @@ def scan_into(
         model.fill_window(start, stop, alloc)
         return alloc, counts
 
-    add = model.add
+    record = model.add
     if on_page is not None:
         hook = on_page
 
         def both(info: PageInfo) -> None:
-            add(info)
+            record(info)
             hook(info)
 
-        add = both
-    return inspect_tablespace(ts, on_page=add, schema=schema, window_map=window)
+    return inspect_tablespace(
+        ts, on_page=record if on_page is None else both, schema=schema, window_map=window
+    )

@@ -37,6 +37,7 @@ from ibdtool.report import ScanOptions, Target, fulltext_owners, scan_one, walk_
 from ibdtool.tui.messages import RowsScanned, ScanFailed
 from ibdtool.tui.screens.prompt import PromptScreen
 from ibdtool.tui.shown import safe
+from ibdtool.tui.tables import Row, add_rows, fill_table, set_cells
 
 if TYPE_CHECKING:
     from ibdtool.tui.appstate import AppState
@@ -395,22 +396,24 @@ Every tablespace under the directory, grouped by folder (schema). Sizes come fro
                 return False
             last_folder, last[e.folder] = e.folder, e
             placed.append((folder, e))
+        rows: list[Row] = []
         for folder, e in placed:
             key = f"folder:{folder.name}"
             if not self._drawn or self._drawn[-1] != folder.name:
                 self._drawn.append(folder.name)
                 folder.shown = folder.logical = folder.allocated = 0
-                table.add_row(*self._folder_cells(folder), key=key)
+                rows.append((key, self._folder_cells(folder)))
             folder.shown += 1
             folder.logical += e.logical
             folder.allocated += e.allocated or 0
             self._last[folder.name] = e
             if not folder.collapsed:
-                table.add_row(*self._cells(e), key=e.target.path)
+                rows.append((e.target.path, self._cells(e)))
+        # the widths with the rows (ibdtool.tui.tables): a batch arrives while the app is busy
+        add_rows(table, rows)
         for name in dict.fromkeys(f.name for f, _ in placed):
-            folder = self.folders[name]
-            for column, value in zip(COLUMNS, self._folder_cells(folder), strict=True):
-                table.update_cell(f"folder:{name}", column, value)
+            cells = self._folder_cells(self.folders[name])
+            set_cells(table, f"folder:{name}", dict(zip(COLUMNS, cells, strict=True)))
         return True
 
     def _after(self, order: Callable[[Entry], Any], before: Entry, e: Entry) -> bool:
@@ -434,8 +437,7 @@ Every tablespace under the directory, grouped by folder (schema). Sizes come fro
                 folder.allocated += (entry.allocated or 0) - before
             key = entry.target.path
             if key in table.rows:
-                for column, value in zip(COLUMNS, self._cells(entry), strict=True):
-                    table.update_cell(key, column, value)
+                set_cells(table, key, dict(zip(COLUMNS, self._cells(entry), strict=True)))
         if message.final:
             self._batch_running = False
             if self._tie_fulltext():
@@ -517,7 +519,7 @@ Every tablespace under the directory, grouped by folder (schema). Sizes come fro
         are then scanned in that order."""
         table = self.query_one(DataTable)
         keep = self.cursor_key()
-        table.clear()
+        rows: list[Row] = []
         self._drawn, self._last = [], {}
         self._redraw_pending = False
         self._redraw_at = time.monotonic() + REDRAW_INTERVAL
@@ -532,11 +534,12 @@ Every tablespace under the directory, grouped by folder (schema). Sizes come fro
             self._drawn.append(folder.name)
             self._last[folder.name] = visible[-1]
             order.extend(visible)
-            table.add_row(*self._folder_cells(folder), key=f"folder:{folder.name}")
+            rows.append((f"folder:{folder.name}", self._folder_cells(folder)))
             if folder.collapsed:
                 continue
-            for e in visible:
-                table.add_row(*self._cells(e), key=e.target.path)
+            rows.extend((e.target.path, self._cells(e)) for e in visible)
+        # the widths with the rows (ibdtool.tui.tables); the columns a scan fills keep theirs
+        fill_table(table, COLUMNS, rows, FILLED_WIDTHS)
         shown_paths = {e.target.path for e in order}
         rest = [e for e in self.by_path.values() if e.target.path not in shown_paths]
         self._todo = deque(e for e in [*order, *rest] if e.row is None)

@@ -14,11 +14,13 @@ from ibdtool.tui.commandlog import LogEntry
 from ibdtool.tui.screens.browser import matches
 from ibdtool.tui.screens.prompt import PromptScreen
 from ibdtool.tui.shown import safe
+from ibdtool.tui.tables import Row, add_rows, fill_table
 
 if TYPE_CHECKING:
     from ibdtool.tui.appstate import AppState
 
 KIND_STYLES = {"file": "cyan", "sql": "magenta"}
+COLUMNS = ("time", "kind", "took", "operation")
 
 
 def _duration(seconds: float | None) -> str:
@@ -61,41 +63,41 @@ What the app ran, as lazygit's `@` shows the git commands it ran: file operation
     def on_mount(self) -> None:
         self.sub_title = "command log"
         table = self.query_one(DataTable)
-        table.add_columns("time", "kind", "took", "operation")
+        table.add_columns(*COLUMNS)
         table.focus()
         self.reload()
 
     def reload(self) -> None:
+        """The table filled again with the entries the filter keeps (widths with the rows:
+        :mod:`ibdtool.tui.tables`), the cursor on the newest."""
         table = self.query_one(DataTable)
-        table.clear()
         self.shown = []
         entries = self.ibd_app.command_log.entries()
-        shown = 0
-        for entry in entries:
-            if self._add(entry):
-                shown += 1
-        status = f"{shown} of {len(entries)} entries"
+        rows = [row for row in map(self._row, entries) if row is not None]
+        fill_table(table, COLUMNS, rows)
+        status = f"{len(rows)} of {len(entries)} entries"
         if self.filter_text:
             status += f" · filter /{self.filter_text}"
         self.query_one("#log-status", Static).update(safe(status))
         table.move_cursor(row=table.row_count - 1, animate=False)
 
-    def _add(self, entry: LogEntry) -> bool:
+    def _row(self, entry: LogEntry) -> Row | None:
+        """The row of ``entry`` (kept in :attr:`shown`), None when the filter drops it."""
         line = f"{entry.kind} {entry.text} {entry.outcome}".lower()
         if not matches(line, self.filter_text):
-            return False
+            return None
         text = safe(entry.text)
         if entry.outcome != "ok":
             style = "yellow" if entry.outcome == "cancelled" else "red"
             text.append(f"  [{entry.outcome}]", style=style)
         self.shown.append(entry)
-        self.query_one(DataTable).add_row(
+        cells = (
             entry.started.strftime("%H:%M:%S.%f")[:-3],
             safe(entry.kind, style=KIND_STYLES.get(entry.kind, "")),
             safe(_duration(entry.seconds), justify="right"),
             text,
         )
-        return True
+        return str(len(self.shown) - 1), cells
 
     @on(DataTable.RowHighlighted)
     def _highlighted(self, event: DataTable.RowHighlighted) -> None:
@@ -111,7 +113,11 @@ What the app ran, as lazygit's `@` shows the git commands it ran: file operation
         """A new entry while the log is shown: append it and follow it if at the bottom."""
         table = self.query_one(DataTable)
         at_end = table.cursor_row >= table.row_count - 1
-        if self._add(entry) and at_end:
+        row = self._row(entry)
+        if row is None:
+            return
+        add_rows(table, [row])
+        if at_end:
             table.move_cursor(row=table.row_count - 1, animate=False)
 
     def action_filter(self) -> None:

@@ -32,6 +32,7 @@ from ibdtool.tui.screens.browser import matches
 from ibdtool.tui.screens.prompt import PromptScreen
 from ibdtool.tui.screens.targets import TargetScreen
 from ibdtool.tui.shown import safe
+from ibdtool.tui.tables import Row, fill_table
 
 if TYPE_CHECKING:
     from ibdtool.tui.appstate import AppState
@@ -161,10 +162,8 @@ prediction first; nothing runs before you confirm).
 
     def rebuild(self) -> None:
         table = self.query_one(DataTable)
-        keep = self.cursor_table()
-        table.clear()
         vendor = self.server.flavor.name if self.server else Vendor.MYSQL
-        listed = 0
+        rows: list[Row] = []
         for t in self.tables:
             fmt = t.current_format(vendor) if t.innodb else (t.engine or "-")
             problems = [s.state_error for s in t.spaces if s.state_error]
@@ -172,11 +171,10 @@ prediction first; nothing runs before you confirm).
             note = note or t.fulltext_summary()
             if not matches(f"{t.name} {fmt} {note}".lower(), self.filter_text):
                 continue
-            listed += 1
             saved = ""
             if t.file_size and t.allocated_size is not None:
                 saved = f"{100 * (t.file_size - t.allocated_size) / t.file_size:.0f}%"
-            table.add_row(
+            cells = (
                 safe(t.name),
                 safe(human_bytes(t.file_size), justify="right"),
                 safe(human_bytes(t.allocated_size), justify="right"),
@@ -184,11 +182,11 @@ prediction first; nothing runs before you confirm).
                 safe(fmt),
                 safe(t.page_summary() or ""),
                 safe(note, style="yellow"),
-                key=t.name,
             )
-        if keep and keep in table.rows:
-            table.move_cursor(row=table.get_row_index(keep), animate=False)
-        status = f"{listed} of {len(self.tables)} tables"
+            rows.append((t.name, cells))
+        # the widths with the rows (ibdtool.tui.tables); the cursor stays on its table
+        fill_table(table, COLUMNS, rows)
+        status = f"{len(rows)} of {len(self.tables)} tables"
         if self.filter_text:
             status += f" · filter /{self.filter_text}"
         self.query_one("#server-status", Static).update(status)

@@ -15,7 +15,6 @@ import time
 from pathlib import Path
 from typing import TYPE_CHECKING, ClassVar
 
-from rich.cells import cell_len
 from rich.text import Text
 from textual import work
 from textual.app import ComposeResult, SystemCommand
@@ -52,6 +51,7 @@ from ibdtool.present import (
 from ibdtool.tui.commandlog import Cancelled
 from ibdtool.tui.messages import SimulationFailed, SimulationFinished, SimulationProgress
 from ibdtool.tui.shown import safe
+from ibdtool.tui.tables import fill_table
 from ibdtool.tui.widgets.barchart import bar
 
 if TYPE_CHECKING:
@@ -64,30 +64,6 @@ BAR_MIN, BAR_MAX = 8, 60
 #: the simulation table's columns, and the ROW_FORMAT=COMPRESSED table's
 SIM_COLUMNS = ("algorithm", "predicted", "95% CI", "saving", "size", "µs c/d", "DROP")
 ZIP_COLUMNS = ("KEY_BLOCK_SIZE", "predicted", "95% CI", "splits", "size")
-
-
-def fill_table(
-    table: DataTable[str | Text],
-    labels: tuple[str, ...],
-    rows: list[tuple[str, tuple[str | Text, ...]]],
-) -> None:
-    """Replace ``table``'s rows with ``rows`` (key, cells), each column made as wide as its
-    label and widest cell here, with the rows. Left to the table, the widths are measured when
-    it is next idle, and a header drawn before that (a busy machine) kept its old widths over
-    the new rows: Textual caches the header by a count of updates that the measuring does not
-    raise."""
-    widths = [cell_len(label) for label in labels]
-    for _key, cells in rows:
-        widths = [max(w, _cell_width(c)) for w, c in zip(widths, cells, strict=True)]
-    table.clear(columns=True)
-    for label, width in zip(labels, widths, strict=True):
-        table.add_column(label, width=width)
-    for key, cells in rows:
-        table.add_row(*cells, key=key)
-
-
-def _cell_width(cell: str | Text) -> int:
-    return cell.cell_len if isinstance(cell, Text) else cell_len(cell)
 
 
 class SimulationScreen(Screen[None]):
