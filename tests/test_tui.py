@@ -18,7 +18,9 @@ from textual.widgets import DataTable
 
 from ibdtool.present.describe import cost_text
 from ibdtool.present.text import human_bytes
+from ibdtool.tablespace.inspect import inspect_tablespace
 from ibdtool.tui.app import IbdtoolApp, create_app
+from ibdtool.tui.pagemodel import Mode
 from ibdtool.tui.screens.browser import COLUMNS as BROWSER_COLUMNS
 from ibdtool.tui.screens.browser import FILLED_WIDTHS, BrowserScreen
 from ibdtool.tui.screens.commandlog import CommandLogScreen
@@ -274,6 +276,72 @@ async def test_page_compressed_file_counts_and_allocation(datadir: Path) -> None
         await settle(pilot)  # the folder is walked only now that it is shown
         assert isinstance(app.screen, BrowserScreen)
         assert app.screen.cursor_key() == str(path)
+
+
+@pytest.mark.asyncio
+async def test_page_map_is_drawn_and_answers_while_its_map_is_read(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A file of an extent a page, its map read a window of 1,000 pages at a time, the third
+    window's read held until the test lets it go: the first 2,000 pages are drawn and the keys
+    answer before the rest of the map is read (the allocation colouring says "not read yet"
+    there, a slot's bytes come from SEEK_DATA on demand); let go, every colouring and the
+    summary are what the map read whole gives (the reference: inspect's pass over it)."""
+    import threading
+
+    import ibdtool.tablespace.inspect as inspect_mod
+    from ibdtool.tablespace.reader import Tablespace
+    from tests.test_copy_remote import seek_data_ranges
+    from tests.test_fragmented_files import fragmented
+    from tests.test_pagemodel import _held, _model
+
+    monkeypatch.setattr(inspect_mod, "WINDOW_PAGES", 1000)
+    path = fragmented(tmp_path / "f.ibd", 3000)
+    gate = threading.Event()
+    real = Tablespace.window_allocation
+
+    def held(self: Tablespace, start: int, stop: int, **kw: Any) -> Any:
+        if start >= 2000:
+            gate.wait(60)
+        return real(self, start, stop, **kw)
+
+    monkeypatch.setattr(Tablespace, "window_allocation", held)
+    app = create_app(path)
+    try:
+        async with app.run_test(size=SIZE) as pilot:
+            screen = app.screen
+            assert isinstance(screen, TablespaceScreen)
+            deadline = time.monotonic() + 60
+            while screen.model is None or screen.model.scanned < 2000:
+                assert time.monotonic() < deadline
+                await pilot.pause(0.02)
+            model = screen.model
+            assert model.allocation_known == 2000 and screen.result is None
+            await pilot.press("4")
+            assert "not read yet 1,000 33%" in legend(screen)
+            await pilot.press("right", "right", "right")
+            k = screen.query_one(PageMap).pages_per_cell
+            assert screen._cursor == (3 * k, k)
+            assert cursor_info(screen).startswith("page 3:" if k == 1 else f"pages {3 * k}–")
+            ranges = seek_data_ranges(path)
+            for n in (1999, 2000, 2999):
+                assert model.allocated_at(n) == _held(ranges, n)
+            gate.set()
+            await settle(pilot)
+            assert screen.result is not None and model.allocation_known == 3000
+            assert "not read yet" not in legend(screen)
+            got = screen.result.to_json()
+    finally:
+        gate.set()
+    with Tablespace(path) as ts:
+        ref = _model(ts, path)
+        want = inspect_tablespace(ts, on_page=ref.add, jobs=1).to_json()
+    for mode in Mode:
+        assert bytes(model.codes(mode)) == bytes(ref.codes(mode)), mode
+    for doc in (got, want):
+        doc.pop("sdi", None)  # the view names indexes from the same SDI: not this test's
+    assert got["data_ranges"] == want["data_ranges"] and got["extents"] == want["extents"]
+    assert got == want
 
 
 @pytest.mark.asyncio
