@@ -124,6 +124,8 @@ def map_path(
         pm.labels.append(label_of(info, mode))
 
     with Tablespace(path, keyring) as ts:
+        if mode == "allocation":  # drawn from the whole map below: read once, before the pass
+            ts.allocation  # noqa: B018
         result = inspect_tablespace(ts, with_sdi=with_sdi, on_page=on_page, jobs=1, schema=schema)
         if mode == "index" and result.index_names.names:  # "index 24 (ua)"
             names = {f"index {i}": f"index {i} ({n})" for i, n in result.index_names.names.items()}
