@@ -341,6 +341,7 @@ def test_inspect_split_reads_the_map_a_window_a_process(
     for path in (files[SMALL], punched):
         read_allocation(path)  # ext4 may cut extents on a cold extent cache: warm it
         with Tablespace(path) as ts:
+            ts.allocation  # noqa: B018  (the map read whole first: one pass over it)
             one = inspect_tablespace(ts, jobs=1).to_json()
         monkeypatch.setattr(inspect_mod, "PARALLEL_MIN_PAGES", 1)
         with Tablespace(path) as ts:
@@ -349,6 +350,32 @@ def test_inspect_split_reads_the_map_a_window_a_process(
         monkeypatch.undo()
         assert split.to_json() == one
         assert one["data_ranges"] > 0.9 * SMALL and one["extents"] >= one["data_ranges"]
+
+
+@pytest.mark.parametrize("window", [333, 500])
+def test_inspect_in_one_process_reads_the_map_a_window_at_a_time(
+    window: int, files: dict[int, Path], tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """One process (``jobs`` 1, a progress bar, the TUI's page map) reads the map a window at
+    a time (edges inside and at the punched stretches here): the document is the one of a pass
+    over the map read whole, extents, data ranges and per-page holes included."""
+    import ibdtool.tablespace.inspect as inspect_mod
+
+    punched = _punched_at_the_edges(tmp_path / "edges.ibd")
+    for path in (files[SMALL], punched):
+        read_allocation(path)  # ext4 may cut extents on a cold extent cache: warm it
+        with Tablespace(path) as ts:
+            ts.allocation  # noqa: B018  (the reference: the map read whole first)
+            whole = inspect_tablespace(ts, jobs=1).to_json()
+        monkeypatch.setattr(inspect_mod, "WINDOW_PAGES", window)
+        done: list[int] = []
+        for kw in ({}, {"progress": done.append}, {"on_page": lambda _info: None}):
+            with Tablespace(path) as ts:
+                got = inspect_tablespace(ts, jobs=1, **kw).to_json()  # type: ignore[arg-type]
+                assert "allocation" not in ts.__dict__ and "data_ranges" not in ts.__dict__
+            assert got == whole, kw
+        assert done and done[-1] == SMALL
+        monkeypatch.undo()
 
 
 def test_pages_json_split_reads_the_map_a_block_at_a_time(
