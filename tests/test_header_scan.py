@@ -87,7 +87,15 @@ def test_header_only_covers_full_crc32_compressed_pages() -> None:
 
 
 def _tallies(path: Path) -> tuple[dict[str, object], dict[str, object]]:
-    """inspect's result through the inline path, and through the decoder for every page."""
+    """inspect's result through the inline path, and through the decoder for every page.
+    The file is flushed first: each pass reads the allocation map (a window at a time), and
+    ext4 shows a block being written back as an unwritten extent until its write ends, so a
+    file just written would change between the two passes."""
+    fd = os.open(path, os.O_RDONLY)
+    try:
+        os.fsync(fd)
+    finally:
+        os.close(fd)
     with Tablespace(path) as ts:
         inline = inspect_tablespace(ts, jobs=1, with_sdi=False).to_json()
         decoded = inspect_tablespace(
