@@ -10,6 +10,7 @@ import pytest
 from ibdtool.tablespace.checksum import check_file
 from ibdtool.tablespace.reader import Tablespace
 from tests.samples_manifest import sample
+from tests.test_parallel import force_windows
 
 FILES = [
     "mariadb/p4k-plain.ibd",  # full_crc32 fast path
@@ -45,8 +46,13 @@ def _corrupt(src: Path, dst: Path, pages: list[int], page_size: int) -> None:
 
 
 @pytest.mark.parametrize("rel", FILES)
-@pytest.mark.parametrize("jobs", [1, 3])
-def test_fast_path_and_workers_match_the_decoder(rel: str, jobs: int, tmp_path: Path) -> None:
+@pytest.mark.parametrize(("jobs", "windows"), [(1, 1), (3, 2), (3, 7), (2, 30), (3, "pages")])
+def test_fast_path_and_workers_match_the_decoder(
+    rel: str, jobs: int, windows: int | str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Split over processes a window at a time (any number of windows, a page each too),
+    the verdicts are the decoder's, invalid pages in page order."""
+    force_windows(monkeypatch, windows)
     with Tablespace(sample(rel)) as ts:
         psize, n = ts.physical_size, ts.n_pages
     victims = sorted({1, n // 3, n // 2 + 1, n - 2})
@@ -64,6 +70,10 @@ def test_fast_path_and_workers_match_the_decoder(rel: str, jobs: int, tmp_path: 
 def test_inspect_split_over_processes_equals_one_pass(
     rel: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
+    """The document of a split scan is the one of a single pass (lists in page order),
+    whatever the windows (a page each too) and the processes taking them. (The order of keys
+    of equal count in a JSON object follows the windows' merge where a window edge cuts the
+    first pages' chunk: tests/test_fragmented_files.py compares the bytes of real splits.)"""
     import ibdtool.tablespace.inspect as inspect_mod
 
     with Tablespace(sample(rel)) as ts:
@@ -71,7 +81,9 @@ def test_inspect_split_over_processes_equals_one_pass(
     path = tmp_path / "damaged.ibd"
     _corrupt(sample(rel), path, [2, n // 2], psize)
     one = inspect_mod.inspect_path(path, jobs=1).to_json()
-    monkeypatch.setattr(inspect_mod, "PARALLEL_MIN_PAGES", 1)
-    three = inspect_mod.inspect_path(path, jobs=3).to_json()
-    assert three == one
     assert one["checksum"]["invalid_pages"] == [2, n // 2]
+    monkeypatch.setattr(inspect_mod, "PARALLEL_MIN_PAGES", 1)
+    for jobs, windows in ((3, 2), (3, 3), (2, 7), (3, 31), (2, "pages")):
+        force_windows(monkeypatch, windows)
+        split = inspect_mod.inspect_path(path, jobs=jobs).to_json()
+        assert split == one, (jobs, windows)

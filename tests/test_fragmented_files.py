@@ -12,6 +12,7 @@ costs over 100 bytes; two ``array('Q')`` 16; the packed map ~2.5).
 
 from __future__ import annotations
 
+import json
 import os
 import sys
 import tracemalloc
@@ -114,8 +115,8 @@ def _inspect(path: Path) -> None:
 
 
 def _inspect_split(path: Path) -> None:
-    """``inspect`` split over two processes (this one scans the first half): each reads the
-    map of its own pages, this one's freed with its part."""
+    """``inspect`` split over two processes a window at a time: each reads the map of the
+    windows it scans, freed with each window's part."""
     import ibdtool.tablespace.inspect as inspect_mod
 
     with pytest.MonkeyPatch.context() as mp, Tablespace(path) as ts:
@@ -313,8 +314,8 @@ def test_inspect_fast_path_is_the_decoders(files: dict[int, Path]) -> None:
 
 def _punched_at_the_edges(dst: Path) -> Path:
     """A fragmented file of :data:`SMALL` pages with whole pages punched across, up to and
-    from the edges where its scan is split over two and three processes (pages 500, 750,
-    1,000)."""
+    from the windows' edges of the split tests (:data:`EDGES`: pages 500, 750, 1,000…) and
+    over the last page."""
     from tests.test_allocation import punch_hole
 
     fragmented(dst, SMALL)
@@ -328,14 +329,28 @@ def _punched_at_the_edges(dst: Path) -> Path:
     return dst
 
 
-@pytest.mark.parametrize("jobs", [2, 3])
+#: window edges of a split: at a punched stretch's edges and inside it, a page apart, and at
+#: a page before the end (:func:`_punched_at_the_edges`)
+EDGES = [495, 500, 505, 506, 750, 760, 990, 1000, 1005, 1010, 1499]
+
+
+@pytest.mark.parametrize(
+    ("jobs", "windows"), [(2, None), (3, None), (2, EDGES), (3, EDGES), (2, 37), (3, 150)]
+)
 def test_inspect_split_reads_the_map_a_window_a_process(
-    jobs: int, files: dict[int, Path], tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+    jobs: int,
+    windows: int | list[int] | None,
+    files: dict[int, Path],
+    tmp_path: Path,
+    monkeypatch: pytest.MonkeyPatch,
 ) -> None:
-    """Split over processes, each reads the allocation map of its own pages (none is read
-    whole before the fork): the document is one process's, extents, data ranges and per-page
-    holes included, on the fragmented file and on it with holes across the split's edges."""
+    """Split over processes a window at a time, each window's allocation map read by the
+    process that scans it (none is read whole before the fork): the JSON document is one
+    process's byte for byte, extents, data ranges and per-page holes included, on the
+    fragmented file and on it with holes across and at the windows' edges; ``windows`` None:
+    the split's own windows."""
     import ibdtool.tablespace.inspect as inspect_mod
+    from tests.test_parallel import force_windows
 
     punched = _punched_at_the_edges(tmp_path / "edges.ibd")
     for path in (files[SMALL], punched):
@@ -344,11 +359,13 @@ def test_inspect_split_reads_the_map_a_window_a_process(
             ts.allocation  # noqa: B018  (the map read whole first: one pass over it)
             one = inspect_tablespace(ts, jobs=1).to_json()
         monkeypatch.setattr(inspect_mod, "PARALLEL_MIN_PAGES", 1)
+        if windows is not None:
+            force_windows(monkeypatch, windows)
         with Tablespace(path) as ts:
             split = inspect_tablespace(ts, jobs=jobs)
             assert "allocation" not in ts.__dict__  # the whole map was never read
         monkeypatch.undo()
-        assert split.to_json() == one
+        assert json.dumps(split.to_json()) == json.dumps(one)
         assert one["data_ranges"] > 0.9 * SMALL and one["extents"] >= one["data_ranges"]
 
 
@@ -429,11 +446,24 @@ def test_inspect_split_of_a_file_that_grows_or_shrinks(
             inspect_tablespace(ts, jobs=2)
 
 
-@pytest.mark.parametrize("jobs", [1, 2])
-def test_checksum_fast_path_is_the_decoders(jobs: int, files: dict[int, Path]) -> None:
-    counts, invalid = _decoder_verdicts(files[SMALL])
-    got = check_file(str(files[SMALL]), jobs=jobs, parallel_min=1)
-    assert (dict(got.by_algorithm), got.invalid_pages, got.pages) == (counts, invalid, SMALL)
+@pytest.mark.parametrize(("jobs", "windows"), [(1, None), (2, None), (2, EDGES), (3, 61)])
+def test_checksum_fast_path_is_the_decoders(
+    jobs: int,
+    windows: int | list[int] | None,
+    files: dict[int, Path],
+    tmp_path: Path,
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """Over one process or split a window at a time, on the fragmented file and on it with
+    holes at the windows' edges."""
+    from tests.test_parallel import force_windows
+
+    if windows is not None:
+        force_windows(monkeypatch, windows)
+    for path in (files[SMALL], _punched_at_the_edges(tmp_path / "edges.ibd")):
+        counts, invalid = _decoder_verdicts(path)
+        got = check_file(str(path), jobs=jobs, parallel_min=1)
+        assert (dict(got.by_algorithm), got.invalid_pages, got.pages) == (counts, invalid, SMALL)
 
 
 def test_pages_json_fast_path_is_the_decoders(files: dict[int, Path]) -> None:

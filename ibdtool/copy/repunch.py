@@ -98,6 +98,8 @@ def _zeros(n: int) -> memoryview:
 
 
 PARALLEL_MIN_PAGES = 8192
+#: windows of a split scan a process (:func:`ibdtool.tablespace.map_ranges`)
+WINDOWS_A_JOB = 4
 
 
 def needless_ranges(
@@ -118,19 +120,25 @@ def needless_ranges(
     jobs = jobs or os.cpu_count() or 1
     if jobs == 1 or total < PARALLEL_MIN_PAGES:
         return _scan(ts, runs, progress, total)
-    parts = _balanced(runs, jobs)
-    scale = len(parts)
+    # windows of as many candidate pages each, handed out as the processes free up
+    parts = _balanced(runs, WINDOWS_A_JOB * jobs)
+    here = os.getpid()
+    done_here = 0  # this process's pages over its windows: its share of the progress
 
-    def scaled(done: int, _total: int) -> None:
-        if progress is not None:
-            progress(min(total, done * scale), total)
+    def scan(t: Tablespace, a: int, b: int) -> Needless:
+        nonlocal done_here
+        if progress is None or os.getpid() != here:
+            return _scan(t, _clip(runs, a, b), None, total)
+        base = done_here
 
-    first = parts[0]
-    results = map_ranges(
-        ts,
-        lambda t, a, b: _scan(t, _clip(runs, a, b), scaled if (a, b) == first else None, total),
-        parts,
-    )
+        def scaled(done: int, _total: int) -> None:
+            progress(min(total, (base + done) * jobs), total)
+
+        part = _scan(t, _clip(runs, a, b), scaled, total)
+        done_here += part.pages_scanned
+        return part
+
+    results = map_ranges(ts, scan, parts, jobs)
     out = Needless()
     for part in results:
         for start, end in part.ranges:

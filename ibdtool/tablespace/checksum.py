@@ -16,7 +16,7 @@ import struct
 from collections import Counter
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
-from functools import lru_cache, partial
+from functools import lru_cache
 from itertools import compress
 from operator import not_, or_
 from typing import TYPE_CHECKING
@@ -342,6 +342,23 @@ def scan_range(
     return tally.part()
 
 
+class _WindowScan:
+    """:func:`scan_range` of a window of a split scan, ``progress`` told the pages this
+    process has verified over all its windows (each process counts its own, after the fork)."""
+
+    def __init__(self, progress: Callable[[int], None] | None) -> None:
+        self.progress = progress
+        self.done = 0
+
+    def __call__(self, ts: Tablespace, start: int, stop: int) -> ScanPart:
+        if self.progress is None:
+            return scan_range(ts, start, stop)
+        base, progress = self.done, self.progress
+        part = scan_range(ts, start, stop, lambda done: progress(base + done))
+        self.done += part[3]
+        return part
+
+
 def check_result(path: str, n: int, ts: Tablespace, parts: Iterable[ScanPart]) -> CheckResult:
     """The :class:`CheckResult` of ``parts`` covering the ``n`` pages of ``ts``; a shortfall
     is an :class:`InputError`, never a result."""
@@ -375,7 +392,7 @@ def check_file(
         if jobs == 1 or n < parallel_min:
             parts = [scan_range(ts, 0, n, progress)]
         else:  # tablespace.parallel (pickle, the worker pipes) only for a file worth forking for
-            from ibdtool.tablespace.parallel import map_ranges, split
+            from ibdtool.tablespace.parallel import map_ranges, windows
 
-            parts = map_ranges(ts, partial(scan_range, progress=progress), split(n, jobs))
+            parts = map_ranges(ts, _WindowScan(progress), windows(n, jobs, ts.physical_size), jobs)
         return check_result(path, n, ts, parts)

@@ -512,18 +512,19 @@ def inspect_tablespace(
     alloc: AllocationTotals
     if on_page is None and progress is None and jobs > 1 and n >= PARALLEL_MIN_PAGES:
         # pickle, pipes: only when it forks
-        from ibdtool.tablespace.parallel import map_ranges, split
+        from ibdtool.tablespace.parallel import map_ranges, windows
 
+        parts_of = windows(n, jobs, ts.physical_size)
         if ts.is_local and "allocation" not in ts.__dict__:
-            # each part reads the map of its own pages: none is read whole before the fork
+            # each window's map read by the process that scans it: none whole before the fork
             size, allocated, block = ts.allocation_stat
-            parts = map_ranges(ts, _tally_window, split(n, jobs))
+            parts = map_ranges(ts, _tally_window, parts_of, jobs)
             alloc = join_windows(size, allocated, block, [counts for _, counts in parts])
             tallies = [tally for tally, _ in parts]
         else:
             alloc = ts.allocation.totals()
             ts.data_ranges  # noqa: B018  (the data map once, before any fork)
-            tallies = map_ranges(ts, _tally_range, split(n, jobs))
+            tallies = map_ranges(ts, _tally_range, parts_of, jobs)
         tally = tallies[0]
         for part in tallies[1:]:
             tally.merge(part)
