@@ -15,6 +15,7 @@ from typing import TYPE_CHECKING, Any
 
 from ibdtool.errors import InputError
 from ibdtool.fs import (
+    FIEMAP_BIG_BATCH,
     Allocation,
     AllocationTotals,
     DropCost,
@@ -423,7 +424,11 @@ def _tally_range(
 def _tally_window(ts: Tablespace, start: int, stop: int) -> tuple[PageTally, WindowCounts]:
     """:func:`_tally_range` of a split scan's part, the allocation map of its own pages read
     here (in parallel with the other parts'), and what they add to the file's totals."""
-    alloc, counts = ts.window_allocation(start, stop)
+    # FIEMAP calls of one size that end just past the window's extents (a page-compressed
+    # page has one, and a call maps every extent it asks for, those past the window too)
+    want = stop - start + 16
+    calls = -(-want // FIEMAP_BIG_BATCH)
+    alloc, counts = ts.window_allocation(start, stop, batch=-(-want // calls))
     return _tally_range(ts, start, stop, alloc=alloc), counts
 
 

@@ -253,7 +253,7 @@ def _child(
     """Run in a forked child: take windows and send ``(number, result)`` frames down ``wfd``
     until none is left; an error is sent as the last frame. Returns the exit status."""
     hook = os.environ.get(KILL_HOOK)
-    doomed = bool(hook) and hook in str(ts.path)  # tests only: see ibdtool.workers
+    doomed = hook is not None and hook != "" and hook in str(ts.path)  # tests: ibdtool.workers
     try:
         while True:
             i = _take(tokens)
