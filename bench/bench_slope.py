@@ -1,7 +1,7 @@
 """Issue 24 item 4: full_crc32 ``inspect`` against its inflate floor, per page and per file.
 
 Run by hand:  PYTHONPATH=$PWD .venv/bin/python bench/bench_slope.py [--pages 89088,250000]
-              [--rounds 4]
+              [--rounds 4] [--before TREE]
 
 ``bench_all``'s inflate row compares one file of 89,088 pages, where what a file costs once
 (start-up, the pool's fork, the SDI, index names and the JSON) weighs as much as a tenth of
@@ -28,6 +28,10 @@ def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--pages", default="89088,250000", help="two page counts, a,b")
     ap.add_argument("--rounds", type=int, default=4, help="interleaved runs of each command")
+    ap.add_argument(
+        "--before",
+        help="a tree (bench_all's --before worktree, byte-compiled) whose inspect runs beside",
+    )
     args = ap.parse_args()
     small, large = (int(n) for n in args.pages.split(","))
     files = {n: make_bench_file("big-fcrc32-zlib.ibd", n) for n in (small, large)}
@@ -37,6 +41,17 @@ def main() -> None:
         ],
         "`ibdtool inspect --json`": lambda f: [*IBDTOOL, "inspect", "--json", str(f)],
     }  # fmt: skip
+    if args.before:  # its ibdtool first on the path (as bench_issue24.ibdtool)
+        code = (
+            f"import sys; sys.path.insert(0, {args.before!r}); "
+            "from ibdtool.cli.main import main; main(prog_name='ibdtool')"
+        )
+        name = f"`ibdtool inspect --json` (before: {Path(args.before).name})"
+        commands = {
+            **dict(list(commands.items())[:1]),
+            name: lambda f: [sys.executable, "-c", code, "inspect", "--json", str(f)],
+            **dict(list(commands.items())[1:]),
+        }
     for f in files.values():
         warm(f)
     best: dict[tuple[str, int], tuple[float, float]] = {}
@@ -61,8 +76,9 @@ def main() -> None:
             f"| {label} | {ws:.3f} / {cs:.3f} | {wl:.3f} / {cl:.3f} | "
             f"{sw * 1e6:.2f} / {sc * 1e6:.2f} | {ws - sw * small:.3f} / {cs - sc * small:.3f} |"
         )
-    (aw, ac), (iw, ic) = slopes.values()
-    print(f"\nA page: {iw / aw:.2f}× the bare inflate in wall, {ic / ac:.2f}× in CPU.")
+    (aw, ac), *ours = slopes.values()
+    for label, (iw, ic) in zip(list(commands)[1:], ours, strict=True):
+        print(f"\n{label}: a page {iw / aw:.2f}× the bare inflate in wall, {ic / ac:.2f}× in CPU.")
 
 
 if __name__ == "__main__":
