@@ -113,15 +113,40 @@ def report(r: dict[str, Any]) -> None:
     print()
 
 
+def summary(r: dict[str, Any]) -> str:
+    """One line of a round, its splits added up: wall of the splits, the longest CPU a process
+    spent in its windows (the split's critical path), CPU in all windows, this process's waits
+    after its own last window."""
+    wall = crit = cpu = wait = 0.0
+    for t0, t1, _a, _b in r["splits"]:
+        per: dict[str, float] = defaultdict(float)
+        own_end = t0
+        for c in r["calls"]:
+            if t0 <= float(c[5]) <= t1:
+                per[c[0]] += float(c[4]) - float(c[3])
+                if int(c[0]) == r["parent"]:
+                    own_end = max(own_end, float(c[6]))
+        wall += t1 - t0
+        crit += max(per.values(), default=0.0)
+        cpu += sum(per.values())
+        wait += t1 - own_end
+    return f"split wall {wall:.3f} critical CPU {crit:.3f} window CPU {cpu:.3f} wait {wait:.3f}"
+
+
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--rounds", type=int, default=3)
+    ap.add_argument("--summary", action="store_true", help="a line a round (see summary())")
     ap.add_argument("command", nargs=argparse.REMAINDER, help="-- and ibdtool's arguments")
     args = ap.parse_args()
     argv = args.command[1:] if args.command[:1] == ["--"] else args.command
     rounds = []
     for _ in range(args.rounds):
         rounds.append(one_round(argv))
+    if args.summary:
+        for r in rounds:
+            print(summary(r))
+        return
     print(f"`ibdtool {' '.join(argv)}`, load {os.getloadavg()[0]:.2f}, {sys.executable}")
     print()
     rounds.sort(key=lambda r: sum(t1 - t0 for t0, t1, _a, _b in r["splits"]))
