@@ -421,15 +421,30 @@ def _tally_range(
     return tally
 
 
-def _tally_window(ts: Tablespace, start: int, stop: int) -> tuple[PageTally, WindowCounts]:
-    """:func:`_tally_range` of a split scan's part, the allocation map of its own pages read
-    here (in parallel with the other parts'), and what they add to the file's totals."""
-    # FIEMAP calls of one size that end just past the window's extents (a page-compressed
-    # page has one, and a call maps every extent it asks for, those past the window too)
-    want = stop - start + 16
-    calls = -(-want // FIEMAP_BIG_BATCH)
-    alloc, counts = ts.window_allocation(start, stop, batch=-(-want // calls))
-    return _tally_range(ts, start, stop, alloc=alloc), counts
+class _WindowTally:
+    """:func:`_tally_range` of a window of a split scan, the allocation map of its own pages
+    read here (in parallel with the other windows'), and what they add to the file's totals.
+
+    A FIEMAP call maps every extent it asks for, those past the window too (to the end of a
+    file that has fewer): each window asks for about as many as it holds, as many as its
+    pages at first (a page-compressed page has one), then the extents a page this process
+    met in its windows before, with room to spare, in calls of one size."""
+
+    def __init__(self) -> None:
+        self.pages = 0  # pages of this process's windows so far (each process its own)
+        self.extents = 0  # … and their extents
+
+    def __call__(self, ts: Tablespace, start: int, stop: int) -> tuple[PageTally, WindowCounts]:
+        pages = stop - start
+        want = pages + 16
+        if self.pages:
+            want = min(want, 64 + 3 * pages * self.extents // (2 * self.pages))
+        calls = -(-want // FIEMAP_BIG_BATCH)
+        alloc, counts = ts.window_allocation(start, stop, batch=-(-want // calls))
+        if counts.extents is not None:
+            self.pages += pages
+            self.extents += counts.extents
+        return _tally_range(ts, start, stop, alloc=alloc), counts
 
 
 def _tally_windows(
@@ -523,7 +538,7 @@ def inspect_tablespace(
         if ts.is_local and "allocation" not in ts.__dict__:
             # each window's map read by the process that scans it: none whole before the fork
             size, allocated, block = ts.allocation_stat
-            parts = map_ranges(ts, _tally_window, parts_of, jobs)
+            parts = map_ranges(ts, _WindowTally(), parts_of, jobs)
             alloc = join_windows(size, allocated, block, [counts for _, counts in parts])
             tallies = [tally for tally, _ in parts]
         else:
