@@ -263,14 +263,21 @@ def iter_fiemap(
     extents then holds one buffer (``batch`` extents, 56 bytes each), never a list of them.
     ``start``: from the extent holding that byte on (the kernel may give that extent whole or
     cut at ``start``: ext4 cuts it)."""
+    first = _first_fiemap(fd, batch, start)
+    if first is None:
+        return None
+    buf, mapped = first
+    return map(_FIEMAP_EXTENT.iter_unpack, _fiemap_bodies(fd, buf, batch, mapped, start))
+
+
+def _first_fiemap(fd: int, batch: int, start: int) -> tuple[bytearray, int] | None:
+    """A walk's buffer for ``batch`` extents and its first call from ``start`` (extents
+    mapped), or None where there is no FIEMAP."""
     if batch <= 0:
         raise ValueError(f"batch must be positive, got {batch}")
     buf = bytearray(_FIEMAP_HEADER.size + batch * _FIEMAP_EXTENT.size)
     mapped = _fiemap_call(fd, buf, start, batch, first=True)
-    if mapped is None:
-        return None
-    bodies = _fiemap_bodies(fd, buf, batch, mapped, start)
-    return map(_FIEMAP_EXTENT.iter_unpack, bodies)
+    return None if mapped is None else (buf, mapped)
 
 
 def _fiemap_call(
@@ -505,12 +512,10 @@ Columns = tuple[list[int], list[int], list[int], list[int]]
 def _fiemap_columns(fd: int, batch: int, start: int = 0) -> Iterator[Columns] | None:
     """:func:`iter_fiemap` as columns of at most :data:`_COLUMN_EXTENTS` extents, read out of
     the call's buffer at C speed (no tuple an extent); None where there is no FIEMAP."""
-    if batch <= 0:
-        raise ValueError(f"batch must be positive, got {batch}")
-    buf = bytearray(_FIEMAP_HEADER.size + batch * _FIEMAP_EXTENT.size)
-    mapped = _fiemap_call(fd, buf, start, batch, first=True)
-    if mapped is None:
+    first = _first_fiemap(fd, batch, start)
+    if first is None:
         return None
+    buf, mapped = first
     return _column_batches(fd, buf, batch, mapped, start)
 
 
