@@ -67,8 +67,8 @@ def add_rows(table: DataTable[Any], rows: Iterable[Row]) -> None:
 def set_cells(table: DataTable[Any], key: str, cells: Mapping[str, Any]) -> None:
     """Set the cells of the row ``key`` (column label: value) of a table :func:`fill_table`
     made; when one is wider than its column, the table is filled again with the new cells."""
-    columns = {str(c.key.value): c for c in table.columns.values()}
-    if all(cell_width(v) <= columns[name].width for name, v in cells.items()):
+    widths = _widths(table)
+    if all(cell_width(v) <= widths[name] for name, v in cells.items()):
         for name, value in cells.items():
             table.update_cell(key, name, value)
         return
@@ -79,7 +79,7 @@ def set_cells(table: DataTable[Any], key: str, cells: Mapping[str, Any]) -> None
         else (k, row)
         for k, row in _rows_of(table)
     ]
-    fill_table(table, labels, rows, _widths(table))
+    fill_table(table, labels, rows, widths)
 
 
 def _fits(table: DataTable[Any], rows: Iterable[Sequence[Any]]) -> bool:
