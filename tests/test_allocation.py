@@ -93,6 +93,14 @@ def filefrag_bin() -> str:
     return path
 
 
+@pytest.fixture(scope="session")
+def fallocate_bin() -> str:
+    path = shutil.which("fallocate")
+    if path is None:
+        pytest.fail("fallocate (util-linux) is required for this test", pytrace=False)
+    return path
+
+
 def run_filefrag(filefrag_bin: str, path: Path) -> FilefragReport:
     # Without -s: filefrag must not sync either, so both see the same state.
     out = subprocess.run(
@@ -283,11 +291,8 @@ def test_punched_holes_match_layout(ext4_dir: Path, filefrag_bin: str) -> None:
 
 
 def test_fallocated_space_is_unwritten_and_a_hole_to_seek_data(
-    ext4_dir: Path, filefrag_bin: str
+    ext4_dir: Path, filefrag_bin: str, fallocate_bin: str
 ) -> None:
-    fallocate_bin = shutil.which("fallocate")
-    if fallocate_bin is None:
-        pytest.fail("fallocate (util-linux) is required for this test", pytrace=False)
     path = ext4_dir / "prealloc.ibd"
     size = 64 * PAGE
     subprocess.run([fallocate_bin, "-l", str(size), str(path)], check=True)
@@ -327,22 +332,30 @@ def test_fallocated_space_is_unwritten_and_a_hole_to_seek_data(
     check_against_filefrag(filefrag_bin, path, alloc)
 
 
-def test_fiemap_ranges_are_seek_data_ranges(ext4_dir: Path) -> None:
-    """The exact map from FIEMAP's extents (what read_allocation uses when no extent is
-    unwritten or delayed) is SEEK_DATA/SEEK_HOLE's, on punched files with a short tail and a
-    hole at either end, and on the samples and the corpus (each a real server's file)."""
-    path = ext4_dir / "mixed.ibd"
+def _punched_pages(path: Path, last_hole: tuple[int, int]) -> int:
+    """``path`` made 40 pages and 100 bytes long, then punched: its first page, every third
+    page's slot after its first block from page 3 to 27 (a page-compressed page's hole), and
+    ``last_hole`` (offset, length); flushed. Returns the filesystem's block size."""
     write_file(path, 40 * PAGE + 100)
     fd = os.open(path, os.O_RDWR)
     try:
         bs = os.fstatvfs(fd).f_bsize
         punch_hole(fd, 0, PAGE)
         for n in range(3, 30, 3):
-            punch_hole(fd, n * PAGE + bs, PAGE - bs)  # a page-compressed page's hole
-        punch_hole(fd, 39 * PAGE, PAGE)
+            punch_hole(fd, n * PAGE + bs, PAGE - bs)
+        punch_hole(fd, *last_hole)
         os.fsync(fd)
     finally:
         os.close(fd)
+    return bs
+
+
+def test_fiemap_ranges_are_seek_data_ranges(ext4_dir: Path) -> None:
+    """The exact map from FIEMAP's extents (what read_allocation uses when no extent is
+    unwritten or delayed) is SEEK_DATA/SEEK_HOLE's, on punched files with a short tail and a
+    hole at either end, and on the samples and the corpus (each a real server's file)."""
+    path = ext4_dir / "mixed.ibd"
+    bs = _punched_pages(path, (39 * PAGE, PAGE))
     files = [path, *sorted(SAMPLES.rglob("*.ibd"))]
     files += [e.path for e in load_catalog() if e.path.is_file()]
     compared = 0
@@ -382,12 +395,9 @@ def test_fiemap_ranges_are_seek_data_ranges(ext4_dir: Path) -> None:
         assert len(ts.data_ranges) > 1
 
 
-def test_unwritten_extents_leave_the_map_to_seek_data(ext4_dir: Path) -> None:
+def test_unwritten_extents_leave_the_map_to_seek_data(ext4_dir: Path, fallocate_bin: str) -> None:
     """An unwritten extent (fallocate), written to without fsync: FIEMAP still calls it
     unwritten, SEEK_DATA calls the dirty pages data; the map is SEEK_DATA's."""
-    fallocate_bin = shutil.which("fallocate")
-    if fallocate_bin is None:
-        pytest.fail("fallocate (util-linux) is required for this test", pytrace=False)
     path = ext4_dir / "prealloc2.ibd"
     subprocess.run([fallocate_bin, "-l", str(16 * PAGE), str(path)], check=True)
     fd = os.open(path, os.O_RDWR)
@@ -672,17 +682,7 @@ def test_windows_joined_are_the_whole_file(ext4_dir: Path, filefrag_bin: str) ->
     whose extents span several windows (the second window sees an extent it must not count
     again, cut at its start on ext4)."""
     path = ext4_dir / "mixed.ibd"
-    write_file(path, 40 * PAGE + 100)
-    fd = os.open(path, os.O_RDWR)
-    try:
-        bs = os.fstatvfs(fd).f_bsize
-        punch_hole(fd, 0, PAGE)
-        for n in range(3, 30, 3):
-            punch_hole(fd, n * PAGE + bs, PAGE - bs)
-        punch_hole(fd, 33 * PAGE, 4 * PAGE)
-        os.fsync(fd)
-    finally:
-        os.close(fd)
+    bs = _punched_pages(path, (33 * PAGE, 4 * PAGE))
     check_against_filefrag(filefrag_bin, path, read_allocation(path))
     rng = random.Random(24)
     crossing = check_windows(path, _edge_sets(40 * PAGE + 100, bs, rng))
@@ -695,14 +695,11 @@ def test_windows_joined_are_the_whole_file(ext4_dir: Path, filefrag_bin: str) ->
     assert crossing > 0
 
 
-def test_windows_of_unwritten_and_past_the_end(ext4_dir: Path) -> None:
+def test_windows_of_unwritten_and_past_the_end(ext4_dir: Path, fallocate_bin: str) -> None:
     """Unwritten extents across edges (their bytes counted once), space allocated past the
     file's end (``fallocate --keep-size``: the last window's, extents but no data), and an
     unwritten extent with dirty pages over it in one window only: that window's map is
     SEEK_DATA's, as the whole file's is."""
-    fallocate_bin = shutil.which("fallocate")
-    if fallocate_bin is None:
-        pytest.fail("fallocate (util-linux) is required for this test", pytrace=False)
     path = ext4_dir / "prealloc.ibd"
     subprocess.run([fallocate_bin, "-l", str(32 * PAGE), str(path)], check=True)
     fd = os.open(path, os.O_RDWR)
